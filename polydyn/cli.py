@@ -1,0 +1,217 @@
+"""``polydyn compile | explain | bench | cache``: one clear message and exit status 2 on errors."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import islpy as isl
+
+from .errors import PolydynError
+from .options import Options
+
+
+class UsageError(PolydynError):
+    """A command-line mistake (missing file, unknown operator, malformed size)."""
+
+
+def load_operators(path: str) -> dict[str, Any]:
+    """The operators defined in a Python file (``@pd.operator``), by name."""
+    from .scop.dsl import Operator
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such file")
+    name = f"polydyn_user_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except PolydynError:
+        raise
+    except SyntaxError as exc:
+        raise UsageError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = next((f"{f.filename}:{f.lineno}" for f in reversed(tb)
+                      if Path(f.filename).resolve() == file.resolve()), path)
+        raise UsageError(f"{where}: error while loading {path}: "
+                         f"{type(exc).__name__}: {exc}") from None
+    return {v.name: v for v in vars(module).values() if isinstance(v, Operator)}
+
+
+def pick_operator(path: str, op_name: str | None) -> Any:
+    """The operator to compile: a Python file's ``@pd.operator`` or a C file's function."""
+    if path.endswith(".c"):
+        from .scop.from_c import operator_from_c
+
+        if not Path(path).is_file():
+            raise UsageError(f"{path}: no such file")
+        return operator_from_c(Path(path), function=op_name)
+    ops = load_operators(path)
+    if not ops:
+        raise UsageError(f"{path}: defines no @pd.operator")
+    if op_name is None:
+        if len(ops) > 1:
+            raise UsageError(f"{path} defines several operators ({', '.join(sorted(ops))}); "
+                             "choose one with --op")
+        return next(iter(ops.values()))
+    if op_name not in ops:
+        raise UsageError(f"{path}: no operator named {op_name!r}; it defines "
+                         f"{', '.join(sorted(ops))}")
+    return ops[op_name]
+
+
+def with_assume(op: Any, extra: str | None) -> Any:
+    """The operator's Scop with ``--assume`` added to its context."""
+    scop = op.scop
+    if not extra:
+        return scop
+    try:
+        more = isl.Set(f"{scop.param_space_text()} -> {{ : {extra} }}")
+    except isl.Error:
+        raise UsageError(f"--assume {extra!r}: not isl constraints over the syms "
+                         f"({', '.join(scop.syms)})") from None
+    context = scop.context.intersect(more).coalesce()
+    if context.is_empty():
+        raise UsageError(f"--assume {extra!r} leaves no sizes at all")
+    assume = f"{scop.assume} and {extra}" if scop.assume else extra
+    return scop.replace(context=context, assume=assume)
+
+
+def manifest(kernel: Any) -> dict[str, Any]:
+    scop = kernel.scop
+    return {
+        "operator": scop.name,
+        "target": kernel.target,
+        "syms": list(scop.syms),
+        "index_syms": list(scop.index_syms),
+        "context": str(scop.context),
+        "arguments": [{"name": a.name, "kind": a.kind, "dtype": a.dtype,
+                       "shape": [str(d) for d in a.shape]} for a in scop.arg_arrays],
+        "variants": [{"index": k, "name": v.name, "region": str(v.region),
+                      "schedule": v.summary, "recipe": list(v.recipe)}
+                     for k, v in enumerate(kernel.variants)],
+        **({"launch_plan": kernel.launch_plan()} if hasattr(kernel, "launch_plan") else {}),
+    }
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .pipeline import compile as pd_compile
+
+    op = pick_operator(args.file, args.op)
+    scop = with_assume(op, args.assume)
+    kernel = pd_compile(scop, target=args.target)
+    out = Path(args.output or ".")
+    out.mkdir(parents=True, exist_ok=True)
+    name = scop.name
+    written = []
+    if args.target == "c":
+        (out / f"{name}.c").write_text(kernel.source)
+        (out / f"{name}.h").write_text(kernel.header)
+        shutil.copyfile(kernel.library, out / f"lib{name}.so")
+        written += [f"{name}.c", f"{name}.h", f"lib{name}.so"]
+    else:
+        (out / f"{name}.cl").write_text(kernel.source)
+        written.append(f"{name}.cl")
+    (out / "manifest.json").write_text(json.dumps(manifest(kernel), indent=2) + "\n")
+    written.append("manifest.json")
+    print(f"{name}: {len(kernel.variants)} variant(s), wrote {', '.join(written)} to {out}")
+    for k, v in enumerate(kernel.variants):
+        print(f"  [{k}] {v.name:12} {v.region}  |  {v.summary}")
+    return 0
+
+
+def parse_sizes(items: list[str]) -> dict[str, int]:
+    sizes = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"size {item!r}: write NAME=INTEGER, e.g. N=1000")
+        try:
+            sizes[key] = int(value)
+        except ValueError:
+            raise UsageError(f"size {item!r}: {value!r} is not an integer") from None
+    return sizes
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .pipeline import compile as pd_compile
+
+    op = pick_operator(args.file, args.op)
+    scop = with_assume(op, args.assume)
+    kernel = pd_compile(scop, target=args.target)
+    print(kernel.explain(**parse_sizes(args.sizes)))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench_cli import run_bench_command
+
+    return run_bench_command(args)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .runtime import cache
+
+    root = Options().cache_dir
+    if args.action == "clear":
+        print(f"removed {cache.clear(root)} cache entries from {root}")
+    else:
+        stats = cache.info(root)
+        print(f"cache: {stats['path']}\n  entries: {stats['entries']}\n  bytes: {stats['bytes']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="polydyn", description="Polyhedral compiler for tensor "
+                                "operators with run-time sizes.")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("compile", help="compile an operator file (op.py or kernel.c)")
+    c.add_argument("file")
+    c.add_argument("--op", help="operator (or C function) name when the file has several")
+    c.add_argument("--target", choices=["c", "opencl"], default="c")
+    c.add_argument("-o", "--output", help="output directory (default: .)")
+    c.add_argument("--assume", help="extra isl constraints over the syms")
+    c.set_defaults(fn=cmd_compile)
+    e = sub.add_parser("explain", help="which variant runs for given sizes, and why")
+    e.add_argument("file")
+    e.add_argument("sizes", nargs="*", help="NAME=VALUE for every sym")
+    e.add_argument("--op")
+    e.add_argument("--target", choices=["c", "opencl"], default="c")
+    e.add_argument("--assume")
+    e.set_defaults(fn=cmd_explain)
+    b = sub.add_parser("bench", help="time an operator over a sweep of sizes")
+    from .bench_cli import add_bench_arguments
+
+    add_bench_arguments(b)
+    b.set_defaults(fn=cmd_bench)
+    k = sub.add_parser("cache", help="inspect or clear the on-disk artifact cache")
+    k.add_argument("action", choices=["info", "clear"])
+    k.set_defaults(fn=cmd_cache)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except PolydynError as exc:
+        print(f"polydyn: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

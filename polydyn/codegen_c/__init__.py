@@ -1,0 +1,1 @@
+"""Stage 5a: isl AST -> C source, and the C toolchain."""

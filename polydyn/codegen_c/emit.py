@@ -1,0 +1,477 @@
+"""Stage 5a: isl AST -> C (OpenMP and simd pragmas), plus the dispatcher and the header.
+
+One emitter class; the OpenCL emitter subclasses it and overrides a small table (qualifiers,
+loop pragmas). Expression operators print through one table each: ``AST_OPS`` for isl AST
+expressions, ``_BIN_C`` for statement bodies.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import cgen
+import islpy as isl
+
+from ..astgen import condition_expr
+from ..errors import InternalError
+from ..parametric.variants import Variant
+from ..schedule.tree import PARALLEL
+from ..scop.ir import (
+    C_TYPE,
+    Aff,
+    Array,
+    Bin,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Index,
+    Load,
+    Scalar,
+    Scop,
+    Select,
+    Statement,
+    Un,
+    concrete,
+    is_float,
+    join_dtypes,
+)
+
+_T = isl.ast_expr_op_type
+AST_OPS = {
+    _T.and_: "({} && {})", _T.and_then: "({} && {})", _T.or_: "({} || {})",
+    _T.or_else: "({} || {})", _T.max: "pd_max({}, {})", _T.min: "pd_min({}, {})",
+    _T.minus: "(-{})", _T.add: "({} + {})", _T.sub: "({} - {})", _T.mul: "({} * {})",
+    _T.div: "({} / {})", _T.fdiv_q: "pd_floord({}, {})", _T.pdiv_q: "({} / {})",
+    _T.pdiv_r: "({} % {})", _T.zdiv_r: "({} % {})", _T.cond: "({} ? {} : {})",
+    _T.select: "({} ? {} : {})", _T.eq: "({} == {})", _T.le: "({} <= {})",
+    _T.lt: "({} < {})", _T.ge: "({} >= {})", _T.gt: "({} > {})",
+}
+_MATH_F32 = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
+             "abs": "fabsf", "sin": "sinf", "cos": "cosf", "floor": "floorf", "ceil": "ceilf",
+             "pow": "powf"}
+_MATH_F64 = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf",
+             "abs": "fabs", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil",
+             "pow": "pow"}
+
+PRELUDE = r"""#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+static inline int64_t pd_floord(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t pd_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t pd_min(int64_t a, int64_t b) { return b < a ? b : a; }
+static inline int64_t pd_max(int64_t a, int64_t b) { return b > a ? b : a; }
+#define PD_MINMAX(T, S) \
+  static inline T pd_min_##S(T a, T b) { return b < a ? b : a; } \
+  static inline T pd_max_##S(T a, T b) { return b > a ? b : a; }
+PD_MINMAX(float, f32)
+PD_MINMAX(double, f64)
+PD_MINMAX(int32_t, i32)
+PD_MINMAX(int64_t, i64)
+static inline float pd_fmod_f32(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline double pd_fmod_f64(double a, double b) {
+  double r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int32_t pd_floord_i32(int32_t a, int32_t b) { return (int32_t)pd_floord(a, b); }
+static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return pd_floord(a, b); }
+static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return (int32_t)pd_mod(a, b); }
+static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return pd_mod(a, b); }
+static inline void *pd_alloc(size_t bytes, int zero) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+  if (zero) memset(p, 0, bytes);
+  return p;
+}
+"""
+
+
+@dataclass
+class _LoopState:
+    in_parallel: bool = False
+    used_locals: set[str] = field(default_factory=set)
+
+
+class CEmitter:
+    """Prints one operator's variants, its dispatcher and its header as C."""
+
+    restrict = "restrict"
+    parallel_pragma = "omp parallel for schedule(static)"
+    simd_pragma = "omp simd"
+
+    def __init__(self, scop: Scop, zero_init: frozenset[str] = frozenset()):
+        self.scop = scop
+        self.zero_init = zero_init
+        self.stmt_locals = {s.name: _locals_of(scop, s) for s in scop.statements}
+
+    # --- isl AST expressions -------------------------------------------------------------
+    def ast_expr(self, e: isl.AstExpr) -> str:
+        t = e.get_type()
+        if t == isl.ast_expr_type.id:
+            return e.get_id().get_name()
+        if t == isl.ast_expr_type.int:
+            return str(e.get_val().to_python())
+        op = e.get_op_type()
+        args = [self.ast_expr(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
+        fmt = AST_OPS.get(op)
+        if fmt is None:
+            raise InternalError(f"unexpected isl AST operator {op}")
+        if op in (_T.min, _T.max) and len(args) > 2:
+            out = args[0]
+            for a in args[1:]:
+                out = fmt.format(out, a)
+            return out
+        return fmt.format(*args)
+
+    # --- statement bodies ----------------------------------------------------------------
+    def flat_index(self, array: str, index: Iterable[Aff]) -> str:
+        arr = self.scop.array(array)
+        subs = [i.to_c() for i in index]
+        if not subs:
+            return "0"
+        out = subs[0]
+        for dim, sub in zip(arr.shape[1:], subs[1:]):
+            out = f"({out}) * {dim.to_c()} + {sub}"
+        return out
+
+    def const(self, value: float | int, dtype: str) -> str:
+        dtype = concrete(dtype)
+        if is_float(dtype):
+            v = float(value)
+            if math.isnan(v):
+                text = "NAN"
+            elif math.isinf(v):
+                text = "INFINITY" if v > 0 else "(-INFINITY)"
+            else:
+                text = repr(v)
+                if "e" not in text and "." not in text:
+                    text += ".0"
+                if dtype == "f32":
+                    text += "f"
+            return text if dtype == "f32" or not math.isinf(v) else f"((double){text})"
+        return f"((int64_t){int(value)})" if dtype == "i64" else f"((int32_t){int(value)})"
+
+    def cast_to(self, e: Expr, dtype: str) -> str:
+        """``e`` printed as a value of ``dtype`` (weak literals are printed in that type)."""
+        if isinstance(e, Const) and e.dtype in ("float", "int", "bool"):
+            return self.const(e.value, dtype)
+        text = self.expr(e)
+        if concrete(e.dtype) == concrete(dtype) or e.dtype == "bool":
+            return text
+        return f"(({C_TYPE[concrete(dtype)]}){text})"
+
+    def expr(self, e: Expr) -> str:
+        if isinstance(e, Const):
+            return self.const(e.value, e.dtype)
+        if isinstance(e, Index):
+            return f"({e.aff.to_c()})"
+        if isinstance(e, Load):
+            return f"{e.array}[{self.flat_index(e.array, e.index)}]"
+        if isinstance(e, Scalar):
+            return e.name
+        if isinstance(e, Bin):
+            return self.binary(e)
+        if isinstance(e, Un):
+            return f"(-{self.expr(e.a)})" if e.op == "neg" else f"(!{self.expr(e.a)})"
+        if isinstance(e, Call):
+            return self.call(e)
+        if isinstance(e, Select):
+            return (f"({self.expr(e.cond)} ? {self.cast_to(e.a, e.dtype)} : "
+                    f"{self.cast_to(e.b, e.dtype)})")
+        if isinstance(e, Cast):
+            return f"(({C_TYPE[e.dtype]}){self.expr(e.a)})"
+        raise InternalError(f"unknown expression node {e!r}")
+
+    def binary(self, e: Bin) -> str:
+        if e.op in ("and", "or"):
+            sep = " && " if e.op == "and" else " || "
+            return f"({self.expr(e.a)}{sep}{self.expr(e.b)})"
+        if e.op in ("<", "<=", ">", ">=", "==", "!="):
+            t = concrete(join_dtypes(e.a.dtype, e.b.dtype))
+            return f"({self.cast_to(e.a, t)} {e.op} {self.cast_to(e.b, t)})"
+        t = concrete(e.dtype)
+        a, b = self.cast_to(e.a, t), self.cast_to(e.b, t)
+        if e.op in ("min", "max"):
+            return f"pd_{e.op}_{t}({a}, {b})"
+        if e.op == "pow":
+            return f"{(_MATH_F32 if t == 'f32' else _MATH_F64)['pow']}({a}, {b})"
+        if e.op == "//":
+            return f"{'floorf' if t == 'f32' else 'floor'}({a} / {b})" if is_float(t) \
+                else f"pd_floord_{t}({a}, {b})"
+        if e.op == "%":
+            return f"pd_fmod_{t}({a}, {b})" if is_float(t) else f"pd_mod_{t}({a}, {b})"
+        return f"({a} {e.op} {b})"
+
+    def call(self, e: Call) -> str:
+        t = concrete(e.dtype)
+        if e.fn == "abs" and not is_float(t):
+            return f"(({self.expr(e.args[0])}) < 0 ? -({self.expr(e.args[0])}) : " \
+                   f"({self.expr(e.args[0])}))"
+        table = _MATH_F32 if t == "f32" else _MATH_F64
+        return f"{table[e.fn]}({self.cast_to(e.args[0], t)})"
+
+    def statement(self, stmt: Statement, args: list[str]) -> cgen.Generable:
+        """``{ const int64_t i = c0; ...; target = value; }``"""
+        lines: list[cgen.Generable] = [
+            cgen.Statement(f"const int64_t {it} = {a}") for it, a in zip(stmt.iters, args)]
+        target = self.expr(stmt.target)
+        dtype = self.scop.array(stmt.target.name if isinstance(stmt.target, Scalar)
+                                else stmt.target.array).dtype
+        lines.append(cgen.Statement(f"{target} = {self.cast_to(stmt.rhs(), dtype)}"))
+        return cgen.Block(lines)
+
+    # --- AST nodes ----------------------------------------------------------------------------
+    def node(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+        t = n.get_type()
+        if t == isl.ast_node_type.block:
+            children = n.block_get_children()
+            out: list[cgen.Generable] = []
+            for i in range(children.n_ast_node()):
+                out.extend(self.node(children.get_at(i), st))
+            return out
+        if t == isl.ast_node_type.for_:
+            return self.loop(n, st, parallel=False)
+        if t == isl.ast_node_type.if_:
+            then = cgen.Block(self.node(n.if_get_then_node(), st))
+            orelse = cgen.Block(self.node(n.if_get_else_node(), st)) \
+                if n.if_has_else_node() else None
+            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
+        if t == isl.ast_node_type.user:
+            call = n.user_get_expr()
+            name = call.get_op_arg(0).get_id().get_name()
+            args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+            stmt = self.scop.statement(name)
+            st.used_locals |= self.stmt_locals[name]
+            return [self.statement(stmt, args)]
+        if t == isl.ast_node_type.mark:
+            child = n.mark_get_node()
+            is_par = n.mark_get_id().get_name() == PARALLEL
+            if child.get_type() == isl.ast_node_type.for_:
+                return self.loop(child, st, parallel=is_par)
+            return self.node(child, st)
+        raise InternalError(f"unexpected isl AST node type {t}")
+
+    def loop(self, n: isl.AstNode, st: _LoopState, parallel: bool) -> list[cgen.Generable]:
+        it = n.for_get_iterator().get_id().get_name()
+        init = self.ast_expr(n.for_get_init())
+        if n.for_is_degenerate():
+            body = self.node(n.for_get_body(), st)
+            return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
+        cond = _strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
+        inc = self.ast_expr(n.for_get_inc())
+        inner = _LoopState(st.in_parallel or parallel)
+        body = self.node(n.for_get_body(), inner)
+        st.used_locals |= inner.used_locals
+        loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
+        pragma = self.loop_pragma(n, it, parallel, st.in_parallel, inner.used_locals)
+        return [cgen.Pragma(pragma), loop] if pragma else [loop]
+
+    def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, in_parallel: bool,
+                    used_locals: set[str]) -> str | None:
+        if not parallel:
+            return None
+        private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
+        if not in_parallel and _has_loop(n.for_get_body()):
+            return self.parallel_pragma + private
+        if not _has_loop(n.for_get_body()):
+            if self._unit_stride(n, it):
+                return self.simd_pragma + private
+            if not in_parallel:
+                return self.parallel_pragma + private
+        return None
+
+    def _unit_stride(self, n: isl.AstNode, it: str) -> bool:
+        """Every access of the loop's statements moves by 0 or 1 element per iteration."""
+        pattern = re.compile(rf"\b{re.escape(it)}\b")
+        for name, args in _users(n.for_get_body(), self):
+            stmt = self.scop.statement(name)
+            moving = {v for v, a in zip(stmt.iters, args) if pattern.search(a)}
+            refs = [stmt.target, *(x for x in stmt.value.walk() if isinstance(x, Load))]
+            for ref in refs:
+                if not isinstance(ref, Load):
+                    continue
+                for d, sub in enumerate(ref.index):
+                    hit = sub.vars() & moving
+                    if not hit:
+                        continue
+                    lin = sub.linear()
+                    if d != len(ref.index) - 1 or lin is None or \
+                            any(abs(lin[0].get(v, 0)) != 1 for v in hit) or len(hit) > 1:
+                        return False
+        return True
+
+    # --- functions ----------------------------------------------------------------------------
+    def params(self, with_restrict: bool) -> list[str]:
+        out = [f"int64_t {s}" for s in self.scop.syms]
+        for a in self.scop.arg_arrays:
+            out.append(self.param(a, with_restrict))
+        return out
+
+    def param(self, a: Array, with_restrict: bool) -> str:
+        ctype = C_TYPE[a.dtype]
+        if a.kind == "value":
+            return f"{ctype} {a.name}"
+        const = "const " if a.kind == "in" else ""
+        restrict = f"{self.restrict} " if with_restrict and self.restrict else ""
+        return f"{const}{ctype} *{restrict}{a.name}"
+
+    def call_args(self) -> str:
+        return ", ".join([*self.scop.syms, *self.scop.args])
+
+    def size_expr(self, a: Array) -> str:
+        prod = " * ".join(f"(size_t)({d.to_c()})" for d in a.shape) or "1"
+        return f"sizeof({C_TYPE[a.dtype]}) * {prod}"
+
+    def variant_function(self, fname: str, variant: Variant, ast: isl.AstNode) -> str:
+        st = _LoopState()
+        body = self.node(ast, st)
+        decls: list[cgen.Generable] = []
+        for a in self.scop.arrays:
+            if a.kind == "local":
+                decls.append(cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}"))
+        temps = [a for a in self.scop.arrays if a.kind == "temp"]
+        for a in temps:
+            decls.append(cgen.Statement(
+                f"{C_TYPE[a.dtype]} *{self.restrict} {a.name} = ({C_TYPE[a.dtype]} *)"
+                f"pd_alloc({self.size_expr(a)}, {int(a.name in self.zero_init)})"))
+        if temps:
+            fail = " || ".join(f"!{a.name}" for a in temps)
+            frees = [cgen.Statement(f"free({a.name})") for a in temps]
+            decls.append(cgen.If(fail, cgen.Block([*frees, cgen.Statement("return -2")])))
+            tail = [*frees, cgen.Statement("return 0")]
+        else:
+            tail = [cgen.Statement("return 0")]
+        header = f"static int {fname}({', '.join(self.params(True))})"
+        block = cgen.Block([*decls, *body, *tail])
+        return f"/* variant {variant.name}: {variant.region} */\n{header}\n{block}\n"
+
+    def dispatcher(self, variants: list[Variant]) -> str:
+        name = self.scop.name
+        syms = ", ".join(f"int64_t {s}" for s in self.scop.syms) or "void"
+        lines = [f"int {name}_select({syms}) {{"]
+        lines.append(f"  if (!{self.region_test(self.scop.context)}) return -1;")
+        for k, v in enumerate(variants):
+            lines.append(f"  if ({self.region_test(v.region.gist(self.scop.context))}) "
+                         f"return {k};")
+        lines.append("  return -1;")
+        lines.append("}")
+        params = ", ".join(self.params(False))
+        lines.append(f"int {name}_run(int variant, {params}) {{")
+        lines.extend(self.zero_fill())
+        lines.append("  switch (variant) {")
+        for k, _ in enumerate(variants):
+            lines.append(f"    case {k}: return {name}_v{k}({self.call_args()});")
+        lines.append("    default: return -1;")
+        lines.append("  }")
+        lines.append("}")
+        sym_args = ", ".join(self.scop.syms)
+        lines.append(f"int {name}({params}) {{")
+        lines.append(f"  int variant = {name}_select({sym_args});")
+        lines.append("  if (variant < 0) return -1;")
+        lines.append(f"  return {name}_run(variant, {self.call_args()});")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def zero_fill(self) -> list[str]:
+        return [f"  memset({a.name}, 0, {self.size_expr(a)});" for a in self.scop.arg_arrays
+                if a.kind == "out" and a.name in self.zero_init]
+
+    def region_test(self, region: isl.Set) -> str:
+        if region.is_params() and region.plain_is_universe():
+            return "1"
+        return self.ast_expr(condition_expr(region))
+
+    def header(self, variants: list[Variant]) -> str:
+        name = self.scop.name
+        guard = f"POLYDYN_{name.upper()}_H"
+        syms = ", ".join(f"int64_t {s}" for s in self.scop.syms) or "void"
+        params = ", ".join(self.params(False))
+        doc = [f"/* {name}: generated by polydyn. Sizes: {', '.join(self.scop.syms) or '-'}.",
+               f" * Context: {self.scop.context}",
+               " * Arrays are dense row-major. Returns 0, or -1 when the sizes are outside",
+               " * the context, or -2 when a temporary could not be allocated.",
+               " * Variants (first match runs):"]
+        doc += [f" *   {k}: {v.name}  {v.region}" for k, v in enumerate(variants)]
+        doc.append(" */")
+        return "\n".join([
+            f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>", *doc,
+            f"int {name}({params});",
+            f"int {name}_select({syms});",
+            f"int {name}_run(int variant, {params});",
+            f"#endif /* {guard} */", ""])
+
+    def module(self, variants: list[Variant], asts: list[isl.AstNode]) -> str:
+        parts = [f"/* generated by polydyn for operator {self.scop.name} */", PRELUDE]
+        for k, (v, ast) in enumerate(zip(variants, asts)):
+            parts.append(self.variant_function(f"{self.scop.name}_v{k}", v, ast))
+        parts.append(self.dispatcher(variants))
+        return "\n".join(parts)
+
+
+def _locals_of(scop: Scop, stmt: Statement) -> set[str]:
+    names = {e.name for e in stmt.value.walk() if isinstance(e, Scalar)}
+    if isinstance(stmt.target, Scalar):
+        names.add(stmt.target.name)
+    return {n for n in names if scop.array(n).kind == "local"}
+
+
+def _has_loop(n: isl.AstNode) -> bool:
+    t = n.get_type()
+    if t == isl.ast_node_type.for_:
+        return not n.for_is_degenerate() or _has_loop(n.for_get_body())
+    if t == isl.ast_node_type.block:
+        ch = n.block_get_children()
+        return any(_has_loop(ch.get_at(i)) for i in range(ch.n_ast_node()))
+    if t == isl.ast_node_type.if_:
+        return _has_loop(n.if_get_then_node()) or (
+            n.if_has_else_node() and _has_loop(n.if_get_else_node()))
+    if t == isl.ast_node_type.mark:
+        return _has_loop(n.mark_get_node())
+    return False
+
+
+def _users(n: isl.AstNode, em: CEmitter) -> list[tuple[str, list[str]]]:
+    """``(statement name, printed iterator arguments)`` of every user node under ``n``."""
+    t = n.get_type()
+    if t == isl.ast_node_type.user:
+        call = n.user_get_expr()
+        return [(call.get_op_arg(0).get_id().get_name(),
+                 [em.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())])]
+    if t == isl.ast_node_type.for_:
+        return _users(n.for_get_body(), em)
+    if t == isl.ast_node_type.block:
+        ch = n.block_get_children()
+        return [u for i in range(ch.n_ast_node()) for u in _users(ch.get_at(i), em)]
+    if t == isl.ast_node_type.if_:
+        out = _users(n.if_get_then_node(), em)
+        return out + (_users(n.if_get_else_node(), em) if n.if_has_else_node() else [])
+    if t == isl.ast_node_type.mark:
+        return _users(n.mark_get_node(), em)
+    return []
+
+
+def _strip_parens(text: str) -> str:
+    """``(a < b)`` -> ``a < b`` when the outer parentheses enclose the whole text."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and k < len(text) - 1:
+            return text
+    return text[1:-1]

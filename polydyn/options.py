@@ -1,0 +1,44 @@
+"""Compile options (frozen) and the POLYDYN_* environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+
+def _env_flags(name: str) -> tuple[str, ...]:
+    return tuple(os.environ.get(name, "").split())
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything besides the operator that changes the generated artifact.
+
+    ``cc``/``cflags``: the C compiler and its flags (POLYDYN_CC, POLYDYN_CFLAGS adds flags);
+    ``sanitize``: build kernels with AddressSanitizer/UBSan (POLYDYN_SANITIZE=1);
+    ``threads``: OpenMP threads (0: the OpenMP default); ``cache_dir``: POLYDYN_CACHE_DIR.
+    """
+
+    target: str = "c"
+    cc: str = field(default_factory=lambda: os.environ.get("POLYDYN_CC", "cc"))
+    cflags: tuple[str, ...] = field(default_factory=lambda: (
+        "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11",
+        "-fno-math-errno", *_env_flags("POLYDYN_CFLAGS")))
+    sanitize: bool = field(default_factory=lambda: os.environ.get("POLYDYN_SANITIZE") == "1")
+    cache_dir: Path = field(default_factory=lambda: Path(os.environ.get(
+        "POLYDYN_CACHE_DIR", Path.home() / ".cache" / "polydyn")))
+    dump_dir: Path | None = field(default_factory=lambda: Path(os.environ["POLYDYN_DUMP"])
+                                  if os.environ.get("POLYDYN_DUMP") else None)
+    debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
+
+    def replace(self, **kw: Any) -> Options:
+        return replace(self, **kw)
+
+    @property
+    def all_cflags(self) -> tuple[str, ...]:
+        if self.sanitize:
+            return (*self.cflags, "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                    "-O1")
+        return self.cflags

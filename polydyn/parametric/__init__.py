@@ -1,0 +1,1 @@
+"""Stage 3: parameter regions, variants, binding and dispatch."""

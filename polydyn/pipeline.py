@@ -1,0 +1,84 @@
+"""compile(): the one straight list of stages, x = stage(x), with a dump of each stage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .astgen import build_ast
+from .codegen_c.emit import CEmitter
+from .codegen_c.toolchain import build_shared
+from .errors import UnsupportedError
+from .options import Options
+from .parametric.regions import plan_variants
+from .parametric.variants import Variant
+from .runtime.kernel import Kernel
+from .schedule.variant import schedule_variant
+from .scop.deps import compute_deps, zero_init_arrays
+from .scop.ir import Scop
+
+TARGETS = ("c", "opencl")
+
+
+def _scop_of(op: Any) -> Scop:
+    from .scop.dsl import Operator
+
+    if isinstance(op, Operator):
+        return op.scop
+    if isinstance(op, Scop):
+        return op
+    raise UnsupportedError(f"compile() takes an operator made with @pd.operator, got {op!r}")
+
+
+def _dump(options: Options, name: str, stage: str, text: Any) -> None:
+    if options.dump_dir is None:
+        return
+    path = Path(options.dump_dir) / name
+    path.mkdir(parents=True, exist_ok=True)
+    (path / stage).write_text(f"{text}\n")
+
+
+def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
+            device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
+    """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
+    if target not in TARGETS:
+        raise UnsupportedError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    options = (options or Options()).replace(target=target, **option_kw)
+    scop = _scop_of(op)
+    name = scop.name
+    _dump(options, name, "1-scop.txt", scop)
+
+    deps = compute_deps(scop)
+    _dump(options, name, "2-deps.txt", deps)
+
+    plans = plan_variants(scop, deps, variants)
+    _dump(options, name, "3-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
+
+    scheduled: list[Variant] = [schedule_variant(scop, deps, plan) for plan in plans]
+    _dump(options, name, "4-schedules.txt",
+          "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
+
+    asts = [build_ast(v.schedule, v.region) for v in scheduled]
+    _dump(options, name, "5-ast.txt",
+          "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
+
+    if target == "opencl":
+        from .codegen_ocl.pipeline import compile_opencl
+
+        return compile_opencl(scop, deps, scheduled, asts, options, device, op)
+
+    emitter = CEmitter(scop, zero_init_arrays(scop, deps))
+    source = emitter.module(scheduled, asts)
+    header = emitter.header(scheduled)
+    _dump(options, name, "6-source.c", source)
+
+    library = build_shared(source, name, options)
+    return Kernel(scop, scheduled, source, header, library, op=op, target="c")
+
+
+def compile_c(path_or_source: Any, function: str | None = None, target: str = "c",
+              **kw: Any) -> Kernel:
+    """Compile a C function's static control part (SPEC section 5); same options as compile."""
+    from .scop.from_c import operator_from_c
+
+    return compile(operator_from_c(path_or_source, function), target=target, **kw)

@@ -1,0 +1,1 @@
+"""Stage 6: artifact -> callable (cache, C library loading, the Kernel)."""

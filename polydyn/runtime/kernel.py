@@ -1,0 +1,164 @@
+"""The callable: bind syms from shapes, check, allocate outputs, one call into the dispatcher."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import islpy as isl
+import numpy as np
+
+from ..errors import ShapeError
+from ..parametric.binding import Binder
+from ..parametric.variants import Variant
+from ..scop.interp import check_context
+from ..scop.ir import NUMPY_NAME, Scop
+from .c_library import CFunctions, load_library
+
+
+class Kernel:
+    """A compiled operator. ``k(*inputs, **outputs_and_sizes)`` runs the variant for the sizes.
+
+    Attributes: ``variants`` (list of Variant), ``source`` (all generated C), ``header``,
+    ``library`` (path of the shared library), ``scop``, ``op`` (the Operator, if any).
+    """
+
+    def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
+                 library: Path, op: Any = None, target: str = "c"):
+        self.scop = scop
+        self.variants = variants
+        self.source = source
+        self.header = header
+        self.library = library
+        self.op = op
+        self.target = target
+        self.name = scop.name
+        self._binder = Binder(scop)
+        self._fns = CFunctions(load_library(library), scop)
+        self._tensors = [a for a in scop.arg_arrays if a.is_tensor]
+        self._order = [(a.name, a.kind) for a in scop.arg_arrays]
+        self._outputs = [a for a in scop.arg_arrays if a.kind == "out"]
+        self._np = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in scop.arg_arrays}
+
+    # --- calling -------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(args, kwargs, variant=None)
+
+    def run_variant(self, variant: int | str, *args: Any, **kwargs: Any) -> Any:
+        """Run one variant whatever the sizes (the sizes must still lie in its region)."""
+        index = self._variant_index(variant)
+        return self._call(args, kwargs, variant=index)
+
+    def _call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], variant: int | None) -> Any:
+        bound = self._binder.bind(args, kwargs)
+        syms = bound.syms
+        sym_vals = [syms[s] for s in self.scop.syms]
+        if variant is not None:
+            self._check_region(variant, syms)
+        arrays = bound.arrays
+        call_arrays: dict[str, np.ndarray] = {}
+        copy_back: list[tuple[np.ndarray, np.ndarray]] = []
+        written = [arrays[a.name] for a in self._tensors
+                   if a.kind in ("inout", "out") and a.name in arrays]
+        for name, kind in self._order:
+            if kind == "value":
+                continue
+            x = arrays.get(name)
+            if x is None:  # an output nobody passed: allocate it
+                a = self.scop.array(name)
+                call_arrays[name] = np.empty(self._binder.output_shape(a, syms), self._np[name])
+                continue
+            if kind == "in" and written and any(np.may_share_memory(x, w) for w in written):
+                x = x.copy()
+            if not x.flags.c_contiguous:
+                y = np.ascontiguousarray(x)
+                if kind != "in":
+                    copy_back.append((x, y))
+                x = y
+            call_arrays[name] = x
+        call = list(sym_vals)
+        for name, kind in self._order:
+            call.append(bound.values[name] if kind == "value" else
+                        call_arrays[name].ctypes.data)
+        if variant is None:
+            rc = self._fns.dispatch(*call)
+        else:
+            rc = self._fns.run(variant, *call)
+        if rc != 0:
+            self._fail(rc, syms)
+        for view, dense in copy_back:
+            view[...] = dense
+        outs = tuple(arrays.get(a.name, call_arrays[a.name]) if a.name in bound.given_outputs
+                     else call_arrays[a.name] for a in self._outputs)
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+    def _fail(self, rc: int, syms: Mapping[str, int]) -> None:
+        if rc == -1:
+            check_context(self.scop, syms)
+            raise ShapeError(f"no variant of {self.name} covers the sizes "
+                             f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
+        if rc == -2:
+            raise MemoryError(f"{self.name}: a temporary array could not be allocated")
+        raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")
+
+    # --- introspection -----------------------------------------------------------------------
+    def params(self, *args: Any, **kwargs: Any) -> dict[str, int]:
+        """The sym values these arguments bind (``{"N": .., "M": ..}``), checked."""
+        syms = self._binder.bind(args, kwargs).syms
+        check_context(self.scop, syms)
+        return syms
+
+    def _variant_index(self, variant: int | str) -> int:
+        if isinstance(variant, int):
+            if not 0 <= variant < len(self.variants):
+                raise ShapeError(f"variant index {variant} out of range "
+                                 f"(0..{len(self.variants) - 1})")
+            return variant
+        for k, v in enumerate(self.variants):
+            if v.name == variant:
+                return k
+        raise ShapeError(f"no variant named {variant!r}; variants: "
+                         f"{', '.join(v.name for v in self.variants)}")
+
+    def _point(self, syms: Mapping[str, int]) -> isl.Set:
+        cons = " and ".join(f"{s} = {syms[s]}" for s in self.scop.syms)
+        return isl.Set(f"{self.scop.param_space_text()} -> {{ : {cons or '1 = 1'} }}")
+
+    def _check_region(self, index: int, syms: Mapping[str, int]) -> None:
+        check_context(self.scop, syms)
+        if self._point(syms).intersect(self.variants[index].region).is_empty():
+            raise ShapeError(f"sizes {dict(syms)} are outside the region of variant "
+                             f"{self.variants[index].name}: {self.variants[index].region}")
+
+    def select(self, **syms: int) -> Variant:
+        """The variant the dispatcher runs for these sizes (decided by the C dispatcher)."""
+        missing = [s for s in self.scop.syms if s not in syms]
+        if missing:
+            raise ShapeError(f"explain/select needs every size: missing {', '.join(missing)}")
+        check_context(self.scop, syms)
+        index = self._fns.select(*[int(syms[s]) for s in self.scop.syms])
+        if index < 0:
+            raise ShapeError(f"no variant covers {syms}")
+        return self.variants[index]
+
+    def explain(self, **syms: int) -> str:
+        """Which variant runs for these sizes, and why the ones before it do not."""
+        chosen = self.select(**syms)
+        point = self._point(syms)
+        lines = [f"{self.name} at {', '.join(f'{s}={syms[s]}' for s in self.scop.syms)}:"]
+        for v in self.variants:
+            inside = not point.intersect(v.region).is_empty()
+            if v is chosen:
+                lines.append(f"  runs {v.name}: sizes satisfy {v.region}")
+                lines.append(f"    schedule: {v.summary}")
+                break
+            lines.append(f"  skips {v.name}: {'(not reached)' if inside else 'outside'} "
+                         f"{v.region}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<polydyn Kernel {self.name} target={self.target} "
+                f"variants={[v.name for v in self.variants]}>")

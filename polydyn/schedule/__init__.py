@@ -1,0 +1,1 @@
+"""Stage 2: Scop + Deps -> isl schedule tree (scheduler, directives, legality)."""

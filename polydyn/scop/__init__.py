@@ -1,0 +1,1 @@
+"""Stage 1: operator source (Python DSL or C) -> Scop."""

@@ -1,0 +1,118 @@
+"""Dependences of a Scop: flow (RAW), anti (WAR) and output (WAW) as isl union maps.
+
+Every access relation and the original schedule are intersected with the statement domains
+before the analysis (Scop.accesses and Scop.original_schedule do that): without it, matmul's
+``C[i,j] = 0`` -> ``C[i,j] += ...`` dependence vanishes and the scheduler reorders them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from .ir import Scop
+
+
+@dataclass(frozen=True)
+class Deps:
+    """``{ S[i] -> T[j] }`` relations: source instance before sink instance."""
+
+    flow: isl.UnionMap = field(compare=False)  # write -> read of the value it wrote
+    anti: isl.UnionMap = field(compare=False)  # read -> later overwrite
+    output: isl.UnionMap = field(compare=False)  # write -> later overwrite
+    live_in: isl.UnionMap = field(compare=False)  # reads with no source in the Scop
+    # Dependences through local scalars taken as single cells (not expanded): they keep each
+    # scalar's live ranges apart in the sequential order, so one C variable per thread holds it.
+    locals_order: isl.UnionMap = field(compare=False)
+
+    @property
+    def all(self) -> isl.UnionMap:
+        """Every dependence between expanded accesses: the coincidence (parallelism) set."""
+        return self.flow.union(self.anti).union(self.output).coalesce()
+
+    @property
+    def validity(self) -> isl.UnionMap:
+        """What every schedule must respect: ``all`` plus the local scalars' live ranges."""
+        return self.all.union(self.locals_order).coalesce()
+
+    def __str__(self) -> str:
+        return (f"flow: {self.flow}\nanti: {self.anti}\noutput: {self.output}\n"
+                f"live-in reads: {self.live_in}")
+
+
+def _flow(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap
+          ) -> tuple[isl.UnionMap, isl.UnionMap]:
+    # flow: { W[...] -> R[...] }: the last write before each read
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    flow = info.set_schedule_map(sched).compute_flow()
+    return flow.get_may_dependence(), flow.get_may_no_source()
+
+
+def _anti(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionMap:
+    # anti: { R[...] -> W[...] }: reads that precede each overwrite
+    info = isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
+    return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+
+
+def _output(writes: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionMap:
+    # output: { W1[...] -> W2[...] }: the previous write of the same element
+    info = isl.UnionAccessInfo.from_sink(writes).set_must_source(writes)
+    return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+
+
+def compute_deps(scop: Scop) -> Deps:
+    reads = scop.accesses("read")
+    writes = scop.accesses("write")
+    sched = scop.original_schedule()
+    flow, live_in = _flow(reads, writes, sched)
+    locals_order = _locals_order(scop, sched)
+    return Deps(flow=flow.coalesce(), anti=_anti(reads, writes, sched).coalesce(),
+                output=_output(writes, sched).coalesce(), live_in=live_in.coalesce(),
+                locals_order=locals_order)
+
+
+def _locals_order(scop: Scop, sched: isl.UnionMap) -> isl.UnionMap:
+    """All dependences through unexpanded local scalars: ``{ S2[i] -> S4[i', j] : ... }``."""
+    local_cells = isl.UnionSet.empty(scop.context.get_space())
+    for a in scop.arrays:
+        if a.kind == "local":
+            local_cells = local_cells.union(isl.UnionSet(f"{{ {a.name}[] }}"))
+    if local_cells.is_empty():
+        return isl.UnionMap.empty(scop.context.get_space())
+    reads = scop.accesses("read", expand_locals=False).intersect_range(local_cells)
+    writes = scop.accesses("write", expand_locals=False).intersect_range(local_cells)
+    flow, _ = _flow(reads, writes, sched)
+    anti = _anti(reads, writes, sched)
+    return flow.union(anti).union(_output(writes, sched)).coalesce()
+
+
+def zero_init_arrays(scop: Scop, deps: Deps) -> frozenset[str]:
+    """Outputs and temporaries that must start as zeros: some element is read before any
+    write, or not every element is written (the reference starts every output at zero)."""
+    out = set()
+    live_arrays = {m.get_tuple_name(isl.dim_type.out) for m in _maps(deps.live_in)}
+    writes = scop.accesses("write")
+    for a in scop.arrays:
+        if a.kind not in ("out", "temp"):
+            continue
+        if a.name in live_arrays:
+            out.add(a.name)
+            continue
+        if a.kind == "out" and not _fully_written(scop, writes, a.name):
+            out.add(a.name)
+    return frozenset(out)
+
+
+def _fully_written(scop: Scop, writes: isl.UnionMap, name: str) -> bool:
+    from .checks import array_bounds
+
+    written = writes.range().coalesce()
+    bounds = isl.UnionSet.from_set(array_bounds(scop, name).intersect_params(scop.context))
+    return bounds.is_subset(written)
+
+
+def _maps(umap: isl.UnionMap) -> list[isl.Map]:
+    out: list[isl.Map] = []
+    umap.foreach_map(out.append)
+    return out

@@ -1,0 +1,188 @@
+"""The operator DSL: syms, dtypes, argument kinds, math names and the ``@operator`` decorator."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ir import Aff
+
+
+class Sym(Aff):
+    """An unknown size: an isl parameter. Arithmetic on syms builds (quasi-)affine Affs."""
+
+    def __init__(self, name: str):
+        super().__init__("var", (name,))
+
+    @property
+    def name(self) -> str:
+        return self.args[0]
+
+    def __repr__(self) -> str:
+        return f"sym({self.name!r})"
+
+
+def sym(names: str) -> Sym | tuple[Sym, ...]:
+    """``pd.sym("N")`` gives one sym, ``pd.sym("N M K")`` a tuple of three."""
+    parts = names.replace(",", " ").split()
+    if not parts or not all(p.isidentifier() for p in parts):
+        raise ValueError(f"sym names must be identifiers separated by spaces, got {names!r}")
+    syms = tuple(Sym(p) for p in parts)
+    return syms[0] if len(syms) == 1 else syms
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str
+    shape: tuple[Aff, ...]
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+
+class DType:
+    """``f32``, ``f64``, ``i32``, ``i64``: ``f32[N, M]`` is a tensor type, ``f32(x)`` a cast."""
+
+    def __init__(self, name: str, np_dtype: type):
+        self.name = name
+        self.np_dtype = np.dtype(np_dtype)
+
+    def __getitem__(self, dims: Any) -> TensorType:
+        if not isinstance(dims, tuple):
+            dims = (dims,)
+        return TensorType(self.name, tuple(Aff.lift(d) for d in dims))
+
+    def __call__(self, x: Any) -> Any:
+        return self.np_dtype.type(x)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+f32 = DType("f32", np.float32)
+f64 = DType("f64", np.float64)
+i32 = DType("i32", np.int32)
+i64 = DType("i64", np.int64)
+DTYPE_OBJECTS = {d.name: d for d in (f32, f64, i32, i64)}
+
+
+@dataclass(frozen=True)
+class ArgKind:
+    kind: str  # out, inout, temp
+    type: TensorType
+
+
+def out(t: TensorType) -> ArgKind:
+    """An output argument: allocated and returned, or written into a given buffer."""
+    return ArgKind("out", _tensor(t, "out"))
+
+
+def inout(t: TensorType) -> ArgKind:
+    """An argument read and updated in place."""
+    return ArgKind("inout", _tensor(t, "inout"))
+
+
+def temp(t: TensorType) -> ArgKind:
+    """A temporary tensor, declared at the top of the body: ``T = temp(f32[N])``."""
+    return ArgKind("temp", _tensor(t, "temp"))
+
+
+def _tensor(t: Any, what: str) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise TypeError(f"{what}() takes a tensor type such as f32[N, M], got {t!r}")
+    return t
+
+
+class _IndexMarker:
+    """Annotation of a sym argument that no tensor shape carries: ``T: pd.index``."""
+
+    def __repr__(self) -> str:
+        return "pd.index"
+
+
+index = _IndexMarker()
+inf = math.inf
+
+
+def grid(*extents: Any) -> Any:
+    """``for i, j in pd.grid(N, M)``: a perfect loop nest (used only inside operators)."""
+    import itertools
+
+    return itertools.product(*(range(e) for e in extents))
+
+
+# Math names: real functions (they also work on NumPy values); the frontend maps them by
+# identity to body-expression calls.
+def exp(x: Any) -> Any:
+    return np.exp(x)
+
+
+def log(x: Any) -> Any:
+    return np.log(x)
+
+
+def sqrt(x: Any) -> Any:
+    return np.sqrt(x)
+
+
+def tanh(x: Any) -> Any:
+    return np.tanh(x)
+
+
+def erf(x: Any) -> Any:
+    return type(x)(math.erf(x)) if isinstance(x, np.floating) else math.erf(x)
+
+
+def sin(x: Any) -> Any:
+    return np.sin(x)
+
+
+def cos(x: Any) -> Any:
+    return np.cos(x)
+
+
+MATH_OBJECTS: dict[Any, str] = {
+    exp: "exp", log: "log", sqrt: "sqrt", tanh: "tanh", erf: "erf", sin: "sin", cos: "cos",
+    np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.tanh: "tanh", np.abs: "abs",
+    np.sin: "sin", np.cos: "cos", np.floor: "floor", np.ceil: "ceil",
+    math.exp: "exp", math.log: "log", math.sqrt: "sqrt", math.tanh: "tanh", math.erf: "erf",
+    math.sin: "sin", math.cos: "cos", math.fabs: "abs", math.floor: "floor", math.ceil: "ceil",
+    abs: "abs",
+}
+
+
+class Operator:
+    """A decorated operator: its Scop (built at definition time) and its reference semantics."""
+
+    def __init__(self, fn: Callable[..., Any], assume: str | None):
+        from .from_python import scop_from_function
+
+        self.fn = fn
+        self.name = fn.__name__
+        self.assume = assume or ""
+        self.scop = scop_from_function(fn, self.assume)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def reference(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the loop nest in its original order on NumPy (exact semantics, slow)."""
+        from .interp import run_reference
+
+        return run_reference(self.scop, args, kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.reference(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<polydyn operator {self.name}({', '.join(self.scop.args)})>"
+
+
+def operator(fn: Callable[..., Any] | None = None, *, assume: str | None = None) -> Any:
+    """``@pd.operator`` or ``@pd.operator(assume="N >= 1")``: parse the body into a Scop."""
+    if fn is not None:
+        return Operator(fn, assume)
+    return lambda f: Operator(f, assume)

@@ -1,0 +1,741 @@
+"""Python AST -> Scop: a whitelisting visitor; every refusal is a located FrontendError."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import keyword
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import islpy as isl
+
+from ..errors import FrontendError, SourceLoc
+from . import dsl
+from .access import conds_text, loop_constraints, make_domain
+from .ir import (
+    Aff,
+    Array,
+    Call,
+    Cast,
+    Cond,
+    Const,
+    Expr,
+    Guard,
+    Index,
+    Load,
+    Loop,
+    Node,
+    Scalar,
+    Scop,
+    Select,
+    Statement,
+    StmtRef,
+    Un,
+    WEAK_FLOAT,
+    WEAK_INT,
+    binary,
+)
+from .typing import retype_statements
+
+RESERVED = {
+    "and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "infty", "true",
+    "false", "int", "long", "float", "double", "char", "short", "void", "for", "if", "else",
+    "while", "do", "return", "const", "restrict", "static", "unsigned", "signed", "switch",
+    "case", "break", "continue", "goto", "sizeof", "struct", "union", "enum", "auto",
+    "register", "volatile", "extern", "inline", "default", "typedef",
+}
+_AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}
+_BIN_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+            ast.Mod: "%", ast.Pow: "pow"}
+_CMP_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+            ast.NotEq: "!="}
+
+
+@dataclass
+class _Pending:
+    """A statement before its domain is built (all syms must be known first)."""
+
+    name: str
+    loops: tuple[Loop, ...]
+    conds: tuple[tuple[Cond, bool], ...]
+    target: Load | Scalar
+    op: str
+    value: Expr
+    loc: SourceLoc
+
+
+@dataclass
+class _ScalarInfo:
+    name: str  # unique internal name
+    depth: int  # loop depth of its first assignment
+    scope: tuple[str, ...]
+
+
+@dataclass
+class _Ctx:
+    loops: tuple[Loop, ...] = ()
+    conds: tuple[tuple[Cond, bool], ...] = ()
+    assigned: set[str] = field(default_factory=set)
+
+
+class PythonFrontend:
+    def __init__(self, fn: Callable[..., Any], assume: str):
+        self.fn = fn
+        self.assume = assume
+        try:
+            lines, self.first_line = inspect.getsourcelines(fn)
+            self.file = inspect.getsourcefile(fn) or "<unknown>"
+        except (OSError, TypeError) as exc:
+            raise FrontendError(
+                f"cannot read the source of operator {fn.__name__!r} ({exc}); define it in a "
+                "file or module so polydyn can parse its body") from None
+        self.lines = lines
+        raw = "".join(lines)
+        dedented = textwrap.dedent(raw)
+        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        self.module = ast.parse(dedented)
+        self.ns: dict[str, Any] = dict(vars(builtins))
+        self.ns.update(fn.__globals__)
+        closure = inspect.getclosurevars(fn)
+        self.ns.update(closure.nonlocals)
+        self.syms: dict[str, None] = {}
+        self.arrays: dict[str, Array] = {}
+        self.args: list[str] = []
+        self.index_syms: list[str] = []
+        self.loop_vars: set[str] = set()
+        self.scalars: dict[str, _ScalarInfo] = {}  # live Python name -> info
+        self.scalar_names: set[str] = set()
+        self.pending: list[_Pending] = []
+        self.stmt_prefix = "S"
+
+    # --- locations and errors -------------------------------------------------------------
+    def loc(self, node: ast.AST) -> SourceLoc:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) + self.indent
+        end_line = getattr(node, "end_lineno", line)
+        end_col = getattr(node, "end_col_offset", None)
+        end = end_col + self.indent if end_col is not None and end_line == line else None
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return SourceLoc(self.file, self.first_line + line - 1, col, text, end)
+
+    def error(self, node: ast.AST, message: str) -> NoReturn:
+        raise FrontendError(message, self.loc(node))
+
+    def src(self, node: ast.AST) -> str:
+        return ast.unparse(node)
+
+    # --- entry ------------------------------------------------------------------------------
+    def build(self) -> Scop:
+        fdef = self.module.body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            self.error(fdef, "an operator must be a plain function (def)")
+        self._signature(fdef)
+        body = list(fdef.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        tree = self._block(body, _Ctx())
+        return self._finish(tree, fdef)
+
+    # --- signature ---------------------------------------------------------------------------
+    def _signature(self, fdef: ast.FunctionDef) -> None:
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            self.error(fdef, "operator arguments must be plain annotated parameters "
+                             "(no *args, **kwargs, keyword-only arguments or defaults)")
+        try:
+            annotations = inspect.get_annotations(self.fn, eval_str=True)
+        except Exception as exc:  # a string annotation that does not evaluate
+            self.error(fdef, f"cannot evaluate the argument annotations: {exc}")
+        shape_syms: list[str] = []
+        for arg in a.args:
+            name = arg.arg
+            self._check_name(arg, name)
+            ann = annotations.get(name)
+            if ann is None:
+                self.error(arg, f"argument `{name}` needs an annotation such as f32[N, M], "
+                                "out(f32[N]), inout(...), a dtype (a scalar) or pd.index")
+            if ann is dsl.index:
+                self.index_syms.append(name)
+                self.args.append(name)
+                continue
+            if isinstance(ann, dsl.DType):
+                self.arrays[name] = Array(name, ann.name, (), "value")
+                self.args.append(name)
+                continue
+            kind = "in"
+            if isinstance(ann, dsl.ArgKind):
+                if ann.kind == "temp":
+                    self.error(arg, f"`{name}`: temporaries are declared in the body "
+                                    f"(`{name} = temp(...)`), not as arguments")
+                kind, ann = ann.kind, ann.type
+            if not isinstance(ann, dsl.TensorType):
+                self.error(arg, f"argument `{name}`: unsupported annotation {ann!r}; expected "
+                                "f32[N, M], out(...), inout(...), a dtype or pd.index")
+            for dim in ann.shape:
+                for v in sorted(dim.vars()):
+                    if v not in shape_syms:
+                        shape_syms.append(v)
+            self.arrays[name] = Array(name, ann.dtype, ann.shape, kind)
+            self.args.append(name)
+        for s in shape_syms:
+            self.syms[s] = None
+        for s in self.index_syms:
+            if s in self.syms:
+                self.error(fdef, f"`{s}` is annotated pd.index but a tensor shape carries it; "
+                                 "remove the pd.index argument")
+            self.syms[s] = None
+
+    def _check_name(self, node: ast.AST, name: str) -> None:
+        if name in RESERVED or keyword.iskeyword(name) or name.startswith("pd_"):
+            self.error(node, f"`{name}` is a reserved name in generated code; rename it")
+
+    # --- statements --------------------------------------------------------------------------
+    def _block(self, stmts: list[ast.stmt], ctx: _Ctx) -> tuple[Node, ...]:
+        nodes: list[Node] = []
+        for st in stmts:
+            nodes.extend(self._stmt(st, ctx))
+        return tuple(nodes)
+
+    def _stmt(self, st: ast.stmt, ctx: _Ctx) -> list[Node]:
+        if isinstance(st, ast.For):
+            return [self._for(st, ctx)]
+        if isinstance(st, ast.If):
+            return [self._if(st, ctx)]
+        if isinstance(st, ast.Assign):
+            return self._assign(st, ctx)
+        if isinstance(st, ast.AugAssign):
+            return self._augassign(st, ctx)
+        if isinstance(st, ast.AnnAssign):
+            self.error(st, "annotated assignments are not supported in operator bodies; "
+                           "write `x = ...`")
+        if isinstance(st, ast.Pass):
+            return []
+        if isinstance(st, ast.While):
+            self.error(st, "`while` loops are not static control; use `for v in range(...)` "
+                           "with affine bounds")
+        what = type(st).__name__.lower()
+        self.error(st, f"`{what}` statements are not supported in operators: use `for` over "
+                       "range(), affine `if`, and assignments to arrays or local scalars")
+
+    def _for(self, st: ast.For, ctx: _Ctx) -> Node:
+        if st.orelse:
+            self.error(st, "`for ... else` is not supported")
+        it = st.iter
+        if not isinstance(it, ast.Call):
+            self.error(it, "loops must iterate over range(...) or pd.grid(...)")
+        fn = self._resolve(it.func)
+        if it.keywords:
+            self.error(it, "range() and pd.grid() take positional arguments only")
+        if fn is dsl.grid:
+            targets = st.target.elts if isinstance(st.target, ast.Tuple) else [st.target]
+            if len(targets) != len(it.args):
+                self.error(st.target, f"pd.grid of {len(it.args)} extents needs "
+                                      f"{len(it.args)} loop variables")
+            ranges = [(t, Aff.const(0), self._aff(e, ctx), 1) for t, e in zip(targets, it.args)]
+        elif fn is range:
+            if not isinstance(st.target, ast.Name):
+                self.error(st.target, "a range() loop takes one loop variable")
+            if not 1 <= len(it.args) <= 3:
+                self.error(it, "range() takes 1 to 3 arguments")
+            args = it.args
+            lo = self._aff(args[0], ctx) if len(args) > 1 else Aff.const(0)
+            hi = self._aff(args[1] if len(args) > 1 else args[0], ctx)
+            step = self._int_const(args[2]) if len(args) == 3 else 1
+            if step == 0:
+                self.error(args[2], "range() step must not be zero")
+            ranges = [(st.target, lo, hi, step)]
+        else:
+            self.error(it.func, f"loops must iterate over range(...) or pd.grid(...), not "
+                                f"`{self.src(it.func)}`")
+        return self._nest(ranges, st.body, ctx)
+
+    def _nest(self, ranges: list[tuple[ast.expr, Aff, Aff, int]], body: list[ast.stmt],
+              ctx: _Ctx) -> Node:
+        target, lo, hi, step = ranges[0]
+        if not isinstance(target, ast.Name):
+            self.error(target, "loop variables must be plain names")
+        var = target.id
+        self._check_name(target, var)
+        if var in self.loop_vars or var in self.syms or var in self.arrays \
+                or var in self.scalars or var in self.scalar_names:
+            self.error(target, f"loop variable `{var}` shadows another name (a loop variable, "
+                               "sym, array or local scalar); rename it")
+        if isinstance(self.ns.get(var), dsl.Sym):
+            self.error(target, f"loop variable `{var}` shadows the sym `{var}`")
+        loop = Loop(var, lo, hi, step, ())
+        self.loop_vars.add(var)
+        inner = _Ctx(ctx.loops + (loop,), ctx.conds, set(ctx.assigned))
+        if len(ranges) > 1:
+            nodes: tuple[Node, ...] = (self._nest(ranges[1:], body, inner),)
+        else:
+            nodes = self._block(body, inner)
+        self.loop_vars.discard(var)
+        depth = len(ctx.loops)
+        for py, info in list(self.scalars.items()):
+            if info.depth > depth:
+                del self.scalars[py]
+        return Loop(var, lo, hi, step, nodes)
+
+    def _if(self, st: ast.If, ctx: _Ctx) -> Node:
+        cond = self._cond(st.test, ctx)
+        then_ctx = _Ctx(ctx.loops, ctx.conds + ((cond, True),), set(ctx.assigned))
+        else_ctx = _Ctx(ctx.loops, ctx.conds + ((cond, False),), set(ctx.assigned))
+        then = self._block(st.body, then_ctx)
+        orelse = self._block(st.orelse, else_ctx)
+        ctx.assigned |= then_ctx.assigned & else_ctx.assigned
+        return Guard(cond, then, orelse)
+
+    def _assign(self, st: ast.Assign, ctx: _Ctx) -> list[Node]:
+        if len(st.targets) != 1:
+            self.error(st, "chained assignment `a = b = ...` is not supported")
+        target = st.targets[0]
+        if isinstance(target, ast.Name) and isinstance(st.value, ast.Call) \
+                and self._resolve_quiet(st.value.func) is dsl.temp:
+            return self._temp(st, target.id, ctx)
+        value = self._value(st.value, ctx)
+        if isinstance(target, ast.Subscript):
+            return [self._emit(self._store(target, ctx), "=", value, st, ctx)]
+        if isinstance(target, ast.Name):
+            ref = self._scalar_target(target, ctx, define=True)
+            node = self._emit(ref, "=", value, st, ctx)
+            ctx.assigned.add(ref.name)
+            return [node]
+        self.error(target, "assign to an array element `X[i, j]` or to a local scalar name")
+
+    def _augassign(self, st: ast.AugAssign, ctx: _Ctx) -> list[Node]:
+        op = _AUG_OPS.get(type(st.op))
+        if op is None:
+            self.error(st, f"compound assignment `{type(st.op).__name__}=` is not supported; "
+                           "use += -= *= /=")
+        value = self._value(st.value, ctx)
+        if isinstance(st.target, ast.Subscript):
+            return [self._emit(self._store(st.target, ctx), op, value, st, ctx)]
+        if isinstance(st.target, ast.Name):
+            ref = self._scalar_target(st.target, ctx, define=False)
+            return [self._emit(ref, op, value, st, ctx)]
+        self.error(st.target, "assign to an array element or a local scalar name")
+
+    def _temp(self, st: ast.Assign, name: str, ctx: _Ctx) -> list[Node]:
+        if ctx.loops or ctx.conds:
+            self.error(st, "temporaries must be declared at the top level of the body")
+        self._check_name(st, name)
+        if name in self.arrays or name in self.syms:
+            self.error(st, f"`{name}` is already an argument or sym")
+        try:
+            decl = eval(compile(ast.Expression(st.value), self.file, "eval"), self.ns)
+        except Exception as exc:
+            self.error(st.value, f"cannot evaluate the temporary's type: {exc}")
+        for dim in decl.type.shape:
+            for v in dim.vars():
+                if v not in self.syms:
+                    self.syms[v] = None
+        self.arrays[name] = Array(name, decl.type.dtype, decl.type.shape, "temp")
+        return []
+
+    def _store(self, target: ast.Subscript, ctx: _Ctx) -> Load:
+        load = self._load(target, ctx)
+        kind = self.arrays[load.array].kind
+        if kind == "in":
+            self.error(target, f"cannot write to input `{load.array}`; declare it "
+                               f"inout(...) or out(...)")
+        return load
+
+    def _scalar_target(self, target: ast.Name, ctx: _Ctx, define: bool) -> Scalar:
+        py = target.id
+        is_array = py in self.arrays and self.arrays[py].kind != "local"
+        if is_array or py in self.syms or py in self.loop_vars or \
+                isinstance(self.ns.get(py), dsl.Sym):
+            self.error(target, f"cannot assign to `{py}`: it is an array, sym or loop variable")
+        info = self.scalars.get(py)
+        if info is None:
+            if not define:
+                self.error(target, f"local scalar `{py}` is read before it is assigned in "
+                                   "this iteration")
+            self._check_name(target, py)
+            name, n = py, 0
+            while name in self.scalar_names or name in self.arrays or name in self.syms:
+                n += 1
+                name = f"{py}_{n}"
+            self.scalar_names.add(name)
+            info = _ScalarInfo(name, len(ctx.loops), tuple(lp.var for lp in ctx.loops))
+            self.scalars[py] = info
+            self.arrays[name] = Array(name, "?", (), "local", info.scope)
+        elif not define and info.name not in ctx.assigned:
+            self.error(target, f"local scalar `{py}` is read before it is assigned in "
+                               "this iteration")
+        return Scalar("?", info.name)
+
+    def _emit(self, target: Load | Scalar, op: str, value: Expr, st: ast.stmt,
+              ctx: _Ctx) -> Node:
+        name = f"{self.stmt_prefix}{len(self.pending)}"
+        self.pending.append(_Pending(name, ctx.loops, ctx.conds, target, op, value,
+                                     self.loc(st)))
+        return StmtRef(name)
+
+    # --- affine expressions ------------------------------------------------------------------
+    def _aff(self, node: ast.expr, ctx: _Ctx, what: str = "expression") -> Aff:
+        try:
+            return self._aff_rec(node, ctx)
+        except _NotAffine as exc:
+            bad = exc.node or node
+            self.error(bad, f"non-affine {what} `{self.src(node)}`: {exc.reason}")
+
+    def _aff_rec(self, node: ast.expr, ctx: _Ctx) -> Aff:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, int):
+                raise _NotAffine(node, "only integer constants may appear here")
+            return Aff.const(node.value)
+        if isinstance(node, ast.Name | ast.Attribute):
+            if isinstance(node, ast.Name):
+                name = node.id
+                if name in self.loop_vars:
+                    return Aff.var(name)
+                if name in self.index_syms:
+                    return Aff.var(name)
+                if name in self.scalars:
+                    raise _NotAffine(node, f"`{name}` is a local scalar (a value); bounds and "
+                                           "subscripts must be affine in loop variables and syms")
+                if name in self.arrays:
+                    raise _NotAffine(node, f"`{name}` is an array")
+            obj = self._resolve(node)
+            if isinstance(obj, dsl.Sym):
+                self.syms.setdefault(obj.name, None)
+                return Aff.var(obj.name)
+            if isinstance(obj, int) and not isinstance(obj, bool):
+                return Aff.const(obj)
+            raise _NotAffine(node, f"`{self.src(node)}` is not a loop variable, sym or integer")
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.USub):
+                return -self._aff_rec(node.operand, ctx)
+            if isinstance(node.op, ast.UAdd):
+                return self._aff_rec(node.operand, ctx)
+        if isinstance(node, ast.BinOp):
+            a, b = self._aff_rec(node.left, ctx), self._aff_rec(node.right, ctx)
+            op = type(node.op)
+            if op is ast.Add:
+                return a + b
+            if op is ast.Sub:
+                return a - b
+            if op is ast.Mult:
+                if not (a.is_const() or b.is_const()):
+                    raise _NotAffine(node, "subscripts and bounds must be affine in loop "
+                                           "variables and syms (a product needs a constant)")
+                return a * b
+            if op in (ast.FloorDiv, ast.Mod):
+                if not b.is_const() or b.args[0] <= 0:
+                    raise _NotAffine(node, "`//` and `%` need a positive integer constant "
+                                           "divisor")
+                return a // b.args[0] if op is ast.FloorDiv else a % b.args[0]
+        if isinstance(node, ast.Call) and not node.keywords:
+            fn = self._resolve_quiet(node.func)
+            if fn in (min, max) and len(node.args) >= 2:
+                args = [self._aff_rec(x, ctx) for x in node.args]
+                return Aff.min(*args) if fn is min else Aff.max(*args)
+        if isinstance(node, ast.Subscript):
+            raise _NotAffine(node, "an array element is a value, not an affine expression "
+                                   "(indirect access is not supported)")
+        raise _NotAffine(node, "expected an affine expression of loop variables and syms")
+
+    def _int_const(self, node: ast.expr) -> int:
+        aff = self._aff(node, _Ctx())
+        if not aff.is_const():
+            self.error(node, "range() step must be an integer constant")
+        return aff.args[0]
+
+    def _cond(self, node: ast.expr, ctx: _Ctx) -> Cond:
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            return Cond(op, tuple(self._cond(v, ctx) for v in node.values))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return Cond("not", (self._cond(node.operand, ctx),))
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return Cond("true" if node.value else "false", ())
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            affs = []
+            for p in parts:
+                try:
+                    affs.append(self._aff_rec(p, ctx))
+                except _NotAffine as exc:
+                    self.error(exc.node or p, f"`if {self.src(node)}`: conditions must be affine "
+                                              "in loop variables and syms; to choose a value "
+                                              "from array data write `a if c else b`")
+            conds = []
+            for i, cmp in enumerate(node.ops):
+                op = _CMP_OPS.get(type(cmp))
+                if op is None:
+                    self.error(node, f"unsupported comparison `{self.src(node)}`")
+                conds.append(Cond(op, (affs[i], affs[i + 1])))
+            return conds[0] if len(conds) == 1 else Cond("and", tuple(conds))
+        self.error(node, f"`if {self.src(node)}`: conditions must be affine comparisons of "
+                         "loop variables and syms (==, !=, <, <=, >, >=, and, or, not); to "
+                         "choose a value from array data write `a if c else b`")
+
+    # --- value expressions -------------------------------------------------------------------
+    def _load(self, node: ast.Subscript, ctx: _Ctx) -> Load:
+        if not isinstance(node.value, ast.Name) or node.value.id not in self.arrays \
+                or not self.arrays[node.value.id].is_tensor:
+            self.error(node.value, f"`{self.src(node.value)}` is not an array of this operator")
+        arr = self.arrays[node.value.id]
+        idx = node.slice
+        elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        if any(isinstance(e, ast.Slice) for e in elts):
+            self.error(node, "slices are not supported; index every dimension with an "
+                             "affine expression")
+        if len(elts) != arr.rank:
+            self.error(node, f"`{arr.name}` has {arr.rank} dimension(s), but "
+                             f"`{self.src(node)}` gives {len(elts)} subscript(s)")
+        index = tuple(self._aff(e, ctx, what=f"subscript in `{self.src(node)}`") for e in elts)
+        return Load(arr.dtype, arr.name, index)
+
+    def _value(self, node: ast.expr, ctx: _Ctx) -> Expr:
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool):
+                return Const("bool", int(v))
+            if isinstance(v, int):
+                return Const(WEAK_INT, v)
+            if isinstance(v, float):
+                return Const(WEAK_FLOAT, v)
+            self.error(node, f"unsupported constant {v!r}")
+        if isinstance(node, ast.Subscript):
+            return self._load(node, ctx)
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name in self.loop_vars or name in self.index_syms:
+                return Index(WEAK_INT, Aff.var(name))
+            if name in self.scalars:
+                info = self.scalars[name]
+                if info.name not in ctx.assigned:
+                    self.error(node, f"local scalar `{name}` is read before it is assigned in "
+                                     "this iteration")
+                return Scalar("?", info.name)
+            if name in self.arrays:
+                arr = self.arrays[name]
+                if arr.kind == "value":
+                    return Scalar(arr.dtype, name)
+                self.error(node, f"`{name}` is an array; index it")
+        if isinstance(node, ast.Name | ast.Attribute):
+            obj = self._resolve(node)
+            return self._object_value(node, obj)
+        if isinstance(node, ast.BinOp):
+            op = _BIN_OPS.get(type(node.op))
+            if op is None:
+                self.error(node, f"operator `{type(node.op).__name__}` is not supported")
+            a, b = self._value(node.left, ctx), self._value(node.right, ctx)
+            if isinstance(a, Index | Const) and isinstance(b, Index | Const) and op != "/":
+                folded = self._fold_index(node, ctx)
+                if folded is not None:
+                    return folded
+            return binary(op, a, b)
+        if isinstance(node, ast.UnaryOp):
+            a = self._value(node.operand, ctx)
+            if isinstance(node.op, ast.USub):
+                return Un(a.dtype, "neg", a)
+            if isinstance(node.op, ast.UAdd):
+                return a
+            if isinstance(node.op, ast.Not):
+                return Un("bool", "not", a)
+            self.error(node, "bitwise operators are not supported")
+        if isinstance(node, ast.Compare):
+            parts = [self._value(p, ctx) for p in [node.left, *node.comparators]]
+            out: Expr | None = None
+            for i, cmp in enumerate(node.ops):
+                op = _CMP_OPS.get(type(cmp))
+                if op is None:
+                    self.error(node, f"unsupported comparison in `{self.src(node)}`")
+                c = binary(op, parts[i], parts[i + 1])
+                out = c if out is None else binary("and", out, c)
+            return out
+        if isinstance(node, ast.BoolOp):
+            vals = [self._value(v, ctx) for v in node.values]
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            out = vals[0]
+            for v in vals[1:]:
+                out = binary(op, out, v)
+            return out
+        if isinstance(node, ast.IfExp):
+            c = self._value(node.test, ctx)
+            a, b = self._value(node.body, ctx), self._value(node.orelse, ctx)
+            return Select("?", c, a, b)
+        if isinstance(node, ast.Call):
+            return self._call(node, ctx)
+        self.error(node, f"`{self.src(node)}` is not supported in operator expressions")
+
+    def _fold_index(self, node: ast.expr, ctx: _Ctx) -> Expr | None:
+        try:
+            return Index(WEAK_INT, self._aff_rec(node, ctx))
+        except _NotAffine:
+            return None
+
+    def _object_value(self, node: ast.expr, obj: Any) -> Expr:
+        if isinstance(obj, dsl.Sym):
+            self.syms.setdefault(obj.name, None)
+            return Index(WEAK_INT, Aff.var(obj.name))
+        if isinstance(obj, bool):
+            return Const("bool", int(obj))
+        if isinstance(obj, int):
+            return Const(WEAK_INT, obj)
+        if isinstance(obj, float):
+            return Const(WEAK_FLOAT, obj)
+        self.error(node, f"`{self.src(node)}` is not a value usable in an operator "
+                         "(expected a loop variable, sym, local scalar, array element or "
+                         "number)")
+
+    def _call(self, node: ast.Call, ctx: _Ctx) -> Expr:
+        if node.keywords:
+            self.error(node, f"keyword arguments are not supported in `{self.src(node)}`")
+        fn = self._resolve(node.func)
+        args = [self._value(a, ctx) for a in node.args]
+        if fn in (min, max):
+            if len(args) < 2:
+                self.error(node, f"{fn.__name__}() needs at least two arguments here")
+            if all(isinstance(a, Index | Const) for a in args):
+                folded = self._fold_index(node, ctx)
+                if folded is not None:
+                    return folded
+            out = args[0]
+            for a in args[1:]:
+                out = binary(fn.__name__, out, a)
+            return out
+        if isinstance(fn, dsl.DType) or fn in (float, int):
+            if len(args) != 1:
+                self.error(node, "a cast takes one argument")
+            dtype = fn.name if isinstance(fn, dsl.DType) else ("f64" if fn is float else "i64")
+            return Cast(dtype, args[0])
+        name = _math_name(fn)
+        if name is not None:
+            if len(args) != 1:
+                self.error(node, f"{name}() takes one argument")
+            return Call("?", name, tuple(args))
+        self.error(node.func, f"call to unknown function `{self.src(node.func)}`; operators "
+                              "may call pd.exp, log, sqrt, tanh, erf, sin, cos, abs, min, max "
+                              "and dtype casts such as pd.f32(x)")
+
+    # --- name resolution ---------------------------------------------------------------------
+    def _resolve(self, node: ast.expr) -> Any:
+        try:
+            return self._resolve_quiet(node, strict=True)
+        except _Unresolved as exc:
+            self.error(node, str(exc))
+
+    def _resolve_quiet(self, node: ast.expr, strict: bool = False) -> Any:
+        if isinstance(node, ast.Name):
+            if node.id in self.ns:
+                return self.ns[node.id]
+            if strict:
+                raise _Unresolved(f"unknown name `{node.id}`")
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self._resolve_quiet(node.value, strict)
+            if base is None:
+                return None
+            if not hasattr(base, node.attr):
+                if strict:
+                    raise _Unresolved(f"unknown name `{ast.unparse(node)}`")
+                return None
+            return getattr(base, node.attr)
+        if strict:
+            raise _Unresolved(f"`{ast.unparse(node)}` is not a name")
+        return None
+
+    # --- isl objects -------------------------------------------------------------------------
+    def _finish(self, tree: tuple[Node, ...], fdef: ast.FunctionDef) -> Scop:
+        syms = tuple(self.syms)
+        params = "[" + ", ".join(syms) + "]"
+        context = self._context(fdef, params, syms)
+        names = set(self.arrays) | set(syms)
+        while any(n.startswith(self.stmt_prefix) and n[len(self.stmt_prefix):].isdigit()
+                  for n in names):
+            self.stmt_prefix += "_"
+        stmts = []
+        rename = {}
+        for i, p in enumerate(self.pending):
+            name = f"{self.stmt_prefix}{i}"
+            rename[p.name] = name
+            iters = tuple(lp.var for lp in p.loops)
+            constraints = [loop_constraints(lp) for lp in p.loops] + conds_text(list(p.conds))
+            try:
+                domain = make_domain(params, name, iters, constraints, context)
+            except isl.Error as exc:
+                raise FrontendError(f"cannot build the iteration domain: {exc}", p.loc) from None
+            stmts.append(Statement(name, iters, p.target, p.op, p.value, domain, p.loc))
+        tree = _rename_tree(tree, rename)
+        arrays, stmts = retype_statements(self.arrays, stmts)
+        arg_set = set(self.args)
+        ordered = [arrays[n] for n in self.args if n in arrays]
+        ordered += [a for n, a in arrays.items() if n not in arg_set]
+        scop = Scop(self.fn.__name__, syms, context, tuple(ordered),
+                    tuple(a for a in self.args if a in arrays), tuple(self.index_syms),
+                    tuple(stmts), tree, self.file, self.assume)
+        from .checks import check_scop
+
+        check_scop(scop)
+        return scop
+
+    def _context(self, fdef: ast.FunctionDef, params: str, syms: tuple[str, ...]) -> isl.Set:
+        base = " and ".join(f"{s} >= 0" for s in syms) or "1 = 1"
+        text = f"{params} -> {{ : {base} }}"
+        context = isl.Set(text)
+        if self.assume.strip():
+            try:
+                extra = isl.Set(f"{params} -> {{ : {self.assume} }}")
+            except isl.Error:
+                unknown = _unknown_names(self.assume, syms)
+                hint = (f"; unknown name(s) {', '.join(unknown)} (syms of this operator: "
+                        f"{', '.join(syms) or 'none'})") if unknown else ""
+                loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
+                raise FrontendError(f"cannot parse assume={self.assume!r} as isl constraints "
+                                    f"over the syms{hint}", loc) from None
+            context = context.intersect(extra)
+        if context.is_empty():
+            loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
+            raise FrontendError(f"assume={self.assume!r} admits no sizes at all", loc)
+        return context.coalesce()
+
+
+class _NotAffine(Exception):
+    def __init__(self, node: ast.AST | None, reason: str):
+        self.node, self.reason = node, reason
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def _math_name(fn: Any) -> str | None:
+    try:
+        return dsl.MATH_OBJECTS.get(fn)
+    except TypeError:  # unhashable object
+        return None
+
+
+def _unknown_names(text: str, syms: tuple[str, ...]) -> list[str]:
+    import re
+
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    return sorted(w for w in words if w not in syms and w not in
+                  {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true",
+                   "false"})
+
+
+def _rename_tree(nodes: tuple[Node, ...], rename: dict[str, str]) -> tuple[Node, ...]:
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            out.append(Loop(n.var, n.lo, n.hi, n.step, _rename_tree(n.body, rename)))
+        elif isinstance(n, Guard):
+            out.append(Guard(n.cond, _rename_tree(n.then, rename), _rename_tree(n.orelse, rename)))
+        else:
+            out.append(StmtRef(rename[n.name]))
+    return tuple(out)
+
+
+def scop_from_function(fn: Callable[..., Any], assume: str) -> Scop:
+    return PythonFrontend(fn, assume).build()
+

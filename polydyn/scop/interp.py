@@ -1,0 +1,172 @@
+"""The reference interpreter: runs a Scop's loop tree in its original order on NumPy values.
+
+It is the oracle of every test. The loop tree is turned into Python source once per Scop
+(plain loops, NumPy scalar arithmetic in each array's dtype) and executed; it does not use isl's
+code generator, so it is independent of the code paths it checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import islpy as isl
+import numpy as np
+
+from ..errors import ShapeError
+from .ir import (
+    NUMPY_NAME,
+    Bin,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Guard,
+    Index,
+    Load,
+    Loop,
+    Node,
+    Scalar,
+    Scop,
+    Select,
+    StmtRef,
+    Un,
+    concrete,
+)
+
+_PY_FUNCS = {"exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "tanh": "np.tanh",
+             "sin": "np.sin", "cos": "np.cos", "abs": "abs", "floor": "np.floor",
+             "ceil": "np.ceil"}
+
+
+def py_expr(e: Expr) -> str:
+    if isinstance(e, Const):
+        if isinstance(e.value, float) and not math.isfinite(e.value):
+            return f"float({str(e.value)!r})"
+        if e.dtype in ("f32", "f64", "i32", "i64"):
+            return f"_T_{e.dtype}({e.value!r})"
+        return repr(e.value)
+    if isinstance(e, Index):
+        return e.aff.to_py()
+    if isinstance(e, Load):
+        return f"{e.array}[{', '.join(i.to_py() for i in e.index)}]"
+    if isinstance(e, Scalar):
+        return e.name
+    if isinstance(e, Bin):
+        a, b = py_expr(e.a), py_expr(e.b)
+        if e.op in ("min", "max"):
+            return f"_{e.op}({a}, {b})"
+        op = {"pow": "**"}.get(e.op, e.op)
+        if e.dtype in ("f32", "f64", "i32", "i64") and e.op not in ("and", "or"):
+            return f"_T_{e.dtype}({a} {op} {b})"
+        return f"({a} {op} {b})"
+    if isinstance(e, Un):
+        return f"(-{py_expr(e.a)})" if e.op == "neg" else f"(not {py_expr(e.a)})"
+    if isinstance(e, Call):
+        arg = py_expr(e.args[0])
+        if e.fn == "erf":
+            return f"_T_{e.dtype}(math.erf({arg}))"
+        return f"_T_{concrete(e.dtype)}({_PY_FUNCS[e.fn]}({arg}))"
+    if isinstance(e, Select):
+        return f"({py_expr(e.a)} if {py_expr(e.cond)} else {py_expr(e.b)})"
+    if isinstance(e, Cast):
+        return f"_T_{e.dtype}({py_expr(e.a)})"
+    raise TypeError(f"unknown expression node {e!r}")
+
+
+def _py_min(a: Any, b: Any) -> Any:
+    return b if b < a else a  # C's (b < a ? b : a): the same result on ties and NaN
+
+
+def _py_max(a: Any, b: Any) -> Any:
+    return b if b > a else a
+
+
+def python_source(scop: Scop) -> str:
+    """``def run(<syms>, <arrays>, <values>)`` executing the loop tree."""
+    tensor_names = [a.name for a in scop.arrays if a.is_tensor]
+    value_names = [a.name for a in scop.arrays if a.kind == "value"]
+    params = list(scop.syms) + tensor_names + value_names
+    lines = [f"def run({', '.join(params)}):"]
+
+    def emit(nodes: tuple[Node, ...], depth: int) -> None:
+        pad = "    " * depth
+        if not nodes:
+            lines.append(pad + "pass")
+        for n in nodes:
+            if isinstance(n, Loop):
+                lines.append(f"{pad}for {n.var} in range({n.lo.to_py()}, {n.hi.to_py()}, "
+                             f"{n.step}):")
+                emit(n.body, depth + 1)
+            elif isinstance(n, Guard):
+                lines.append(f"{pad}if {n.cond.to_py()}:")
+                emit(n.then, depth + 1)
+                if n.orelse:
+                    lines.append(f"{pad}else:")
+                    emit(n.orelse, depth + 1)
+            else:
+                emit_stmt(n, pad)
+
+    def emit_stmt(ref: StmtRef, pad: str) -> None:
+        s = scop.statement(ref.name)
+        target = py_expr(s.target)
+        value = py_expr(s.rhs())
+        dtype = scop.array(s.target.name if isinstance(s.target, Scalar)
+                           else s.target.array).dtype
+        lines.append(f"{pad}{target} = _T_{dtype}({value})")
+
+    emit(scop.tree, 1)
+    return "\n".join(lines) + "\n"
+
+
+_RUNNERS: dict[int, tuple[Scop, Any]] = {}
+
+
+def compiled_runner(scop: Scop) -> Any:
+    hit = _RUNNERS.get(id(scop))
+    if hit is not None and hit[0] is scop:
+        return hit[1]
+    ns: dict[str, Any] = {"np": np, "math": math, "_min": _py_min, "_max": _py_max}
+    for d, npname in NUMPY_NAME.items():
+        ns[f"_T_{d}"] = getattr(np, npname)
+    exec(compile(python_source(scop), f"<reference {scop.name}>", "exec"), ns)
+    _RUNNERS[id(scop)] = (scop, ns["run"])
+    return ns["run"]
+
+
+def check_context(scop: Scop, syms: Mapping[str, int]) -> None:
+    """Raise ShapeError when the sizes lie outside the operator's ``assume`` context."""
+    point = isl.Set(f"{scop.param_space_text()} -> {{ : " +
+                    " and ".join(f"{s} = {syms[s]}" for s in scop.syms) + " }"
+                    if scop.syms else "{ : }")
+    if point.intersect(scop.context).is_empty():
+        sizes = ", ".join(f"{s}={syms[s]}" for s in scop.syms)
+        assume = scop.assume or "every size >= 0"
+        raise ShapeError(f"sizes {sizes} are outside the operator's assumptions "
+                         f"({assume}; sizes are >= 0)")
+
+
+def run_reference(scop: Scop, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """Call semantics of a compiled kernel, computed by the original loop nest."""
+    from ..parametric.binding import Binder
+
+    binder = Binder(scop)
+    bound = binder.bind(args, kwargs)
+    check_context(scop, bound.syms)
+    arrays = dict(bound.arrays)
+    for a in scop.arrays:
+        if a.kind in ("out", "temp") and a.name not in arrays:
+            arrays[a.name] = np.zeros(binder.output_shape(a, bound.syms), NUMPY_NAME[a.dtype])
+        elif a.kind == "out":
+            arrays[a.name][...] = 0
+    run = compiled_runner(scop)
+    call = [bound.syms[s] for s in scop.syms]
+    call += [arrays[a.name] for a in scop.arrays if a.is_tensor]
+    call += [bound.values[a.name] for a in scop.arrays if a.kind == "value"]
+    with np.errstate(all="ignore"):
+        run(*call)
+    outs = tuple(arrays[a.name] for a in scop.outputs)
+    if not outs:
+        return None
+    return outs[0] if len(outs) == 1 else outs

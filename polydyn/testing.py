@@ -1,0 +1,106 @@
+"""Helpers for differential tests: random inputs for an operator, and a checked run of a
+kernel against the operator's reference semantics (the loop nest run on NumPy)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .parametric.binding import Binder
+from .scop.ir import NUMPY_NAME, Scop
+
+
+def _scop(op_or_kernel: Any) -> Scop:
+    return op_or_kernel.scop
+
+
+def make_inputs(op: Any, sizes: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Random arrays (and value scalars) for every input and inout argument, by name.
+    Floats are uniform in [-1, 1]; integers in [-8, 8]."""
+    scop = _scop(op)
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {}
+    for a in scop.arg_arrays:
+        if a.kind not in ("in", "inout", "value"):
+            continue
+        shape = tuple(d.eval(sizes) for d in a.shape)
+        dtype = np.dtype(NUMPY_NAME[a.dtype])
+        if dtype.kind == "f":
+            x = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+        else:
+            x = rng.integers(-8, 9, size=shape).astype(dtype)
+        out[a.name] = x[()] if a.kind == "value" else x
+    return out
+
+
+def call_args(op: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int]
+              ) -> tuple[list[Any], dict[str, int]]:
+    """Positional arguments (copied) and the keyword sizes a call needs."""
+    binder = Binder(_scop(op))
+    pos = [np.array(inputs[n], copy=True) if isinstance(inputs[n], np.ndarray) else inputs[n]
+           for n in binder.names]
+    kw = {s: int(sizes[s]) for s in binder.keyword_syms}
+    return pos, kw
+
+
+def tolerance(dtype: np.dtype, scale: float) -> float:
+    """Absolute tolerance for comparing a kernel with the reference: reassociation and FMA
+    contraction change the last bits of each operation, so allow a few hundred ulps of the
+    result's magnitude (an indexing bug produces errors of order ``scale``)."""
+    if dtype.kind != "f":
+        return 0.0
+    eps = float(np.finfo(dtype).eps)
+    return 256 * eps * max(1.0, scale)
+
+
+def check_kernel(kernel: Any, sizes: Mapping[str, int], seed: int = 0,
+                 variant: int | str | None = None) -> float:
+    """Run ``kernel`` and its operator's reference on the same random inputs; assert every
+    output and inout agrees; return the largest absolute error."""
+    scop = kernel.scop
+    inputs = make_inputs(kernel, sizes, seed)
+    ref_args, kw = call_args(kernel, inputs, sizes)
+    got_args, _ = call_args(kernel, inputs, sizes)
+    from .scop.interp import run_reference
+
+    want = run_reference(scop, tuple(ref_args), kw)
+    got = kernel(*got_args, **kw) if variant is None else \
+        kernel.run_variant(variant, *got_args, **kw)
+    pairs = []
+    outs = [a for a in scop.arg_arrays if a.kind == "out"]
+    if outs:
+        want_t = want if isinstance(want, tuple) else (want,)
+        got_t = got if isinstance(got, tuple) else (got,)
+        pairs += [(a.name, w, g) for a, w, g in zip(outs, want_t, got_t)]
+    binder = Binder(scop)
+    for k, name in enumerate(binder.names):
+        if scop.array(name).kind == "inout":
+            pairs.append((name, ref_args[k], got_args[k]))
+    worst = 0.0
+    for name, w, g in pairs:
+        w = np.asarray(w)
+        g = np.asarray(g)
+        assert g.shape == w.shape, f"{name}: shape {g.shape} != reference {w.shape}"
+        assert g.dtype == w.dtype, f"{name}: dtype {g.dtype} != reference {w.dtype}"
+        if w.size == 0:
+            continue
+        same_nan = np.isnan(w) == np.isnan(g) if w.dtype.kind == "f" else True
+        assert np.all(same_nan), f"{name}: NaN pattern differs from the reference"
+        finite = np.isfinite(w) if w.dtype.kind == "f" else np.ones(w.shape, bool)
+        assert np.array_equal(w[~finite], g[~finite]), f"{name}: inf values differ"
+        wf, gf = w[finite].astype(np.float64), g[finite].astype(np.float64)
+        if wf.size == 0:
+            continue
+        err = float(np.max(np.abs(wf - gf)))
+        tol = tolerance(w.dtype, float(np.max(np.abs(wf))))
+        if err > tol:
+            bad = np.unravel_index(int(np.argmax(np.where(finite, np.abs(
+                w.astype(np.float64) - g.astype(np.float64)), -1))), w.shape)
+            raise AssertionError(
+                f"{kernel.name} {dict(sizes)} variant={variant}: {name} differs from the "
+                f"reference by {err:.3g} (tolerance {tol:.3g}); first worst at {bad}: "
+                f"got {g[bad]!r}, want {w[bad]!r}")
+        worst = max(worst, err)
+    return worst
