@@ -31,6 +31,10 @@ class Options:
         "POLYDYN_CACHE_DIR", Path.home() / ".cache" / "polydyn")))
     dump_dir: Path | None = field(default_factory=lambda: Path(os.environ["POLYDYN_DUMP"])
                                   if os.environ.get("POLYDYN_DUMP") else None)
+    # Upper bound on every tile size (POLYDYN_MAX_TILE): small tiles let tests reach every
+    # variant and region boundary at sizes the reference interpreter runs quickly.
+    max_tile: int | None = field(default_factory=lambda: int(os.environ["POLYDYN_MAX_TILE"])
+                                 if os.environ.get("POLYDYN_MAX_TILE") else None)
     debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
 
     def replace(self, **kw: Any) -> Options:

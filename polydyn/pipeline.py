@@ -13,6 +13,7 @@ from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
 from .runtime.kernel import Kernel
+from .schedule.auto import isl_schedule
 from .schedule.variant import schedule_variant
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.ir import Scop
@@ -51,15 +52,18 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     deps = compute_deps(scop)
     _dump(options, name, "2-deps.txt", deps)
 
-    plans = plan_variants(scop, deps, variants)
-    _dump(options, name, "3-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
+    base = isl_schedule(scop, deps, scop.context)
+    _dump(options, name, "3-base-schedule.txt", base)
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, plan) for plan in plans]
-    _dump(options, name, "4-schedules.txt",
+    plans = plan_variants(scop, base, variants, options.max_tile)
+    _dump(options, name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
+
+    scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan) for plan in plans]
+    _dump(options, name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
 
     asts = [build_ast(v.schedule, v.region) for v in scheduled]
-    _dump(options, name, "5-ast.txt",
+    _dump(options, name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 
     if target == "opencl":
@@ -70,7 +74,7 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     emitter = CEmitter(scop, zero_init_arrays(scop, deps))
     source = emitter.module(scheduled, asts)
     header = emitter.header(scheduled)
-    _dump(options, name, "6-source.c", source)
+    _dump(options, name, "7-source.c", source)
 
     library = build_shared(source, name, options)
     return Kernel(scop, scheduled, source, header, library, op=op, target="c")

@@ -104,3 +104,52 @@ def check_kernel(kernel: Any, sizes: Mapping[str, int], seed: int = 0,
                 f"got {g[bad]!r}, want {w[bad]!r}")
         worst = max(worst, err)
     return worst
+
+
+def region_points(scop: Scop, region: Any, hi: int = 30, limit: int = 8, seed: int = 0,
+                  lo: int = 0) -> list[dict[str, int]]:
+    """Up to ``limit`` sym assignments in ``region`` with every sym in [lo, hi]: points on
+    the region's boundary (a step of one in some sym leaves the region) first, then inside."""
+    import random
+
+    import islpy as isl
+
+    space = region.get_space()
+    names = [space.get_dim_name(isl.dim_type.param, k)
+             for k in range(space.dim(isl.dim_type.param))]
+    n = len(names)
+    if n == 0:
+        return [{}] if not region.is_empty() else []
+    pts = region.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, n)
+    xs = [f"x{k}" for k in range(n)]
+    box = isl.Set(f"{{ [{', '.join(xs)}] : " +
+                  " and ".join(f"{lo} <= {x} <= {hi}" for x in xs) + " }")
+    edges = isl.Set.empty(pts.get_space())
+    for k in range(n):
+        for step in (1, -1):
+            moved = [f"{x} + {step}" if j == k else x for j, x in enumerate(xs)]
+            shift = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(moved)}] }}")
+            edges = edges.union(pts.subtract(pts.apply(shift)))
+    pts = pts.intersect(box)
+    edges = edges.intersect(box)
+    rng = random.Random(seed)
+    chosen: list[tuple[int, ...]] = []
+    for part, quota in ((edges.coalesce(), (limit + 1) // 2), (pts, limit)):
+        for _ in range(12 * limit):
+            if len(chosen) >= quota or part.is_empty():
+                break
+            # a random sub-box, then isl's sample point inside it
+            cons = []
+            for x in xs:
+                a = rng.randint(lo, hi)
+                b = rng.randint(a, min(hi, a + max(2, (hi - lo) // 2)))
+                cons.append(f"{a} <= {x} <= {b}")
+            sub = part.intersect(isl.Set(f"{{ [{', '.join(xs)}] : {' and '.join(cons)} }}"))
+            if sub.is_empty():
+                continue
+            p = sub.sample_point()
+            point = tuple(p.get_coordinate_val(isl.dim_type.set, k).to_python()
+                          for k in range(n))
+            if point not in chosen:
+                chosen.append(point)
+    return [dict(zip(names, c)) for c in chosen[:limit]]

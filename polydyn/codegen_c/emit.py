@@ -100,6 +100,11 @@ static inline void *pd_alloc(size_t bytes, int zero) {
 """
 
 
+# Statement instances under a parallel loop below which threads cost more than they save
+# (an OpenMP fork/join is a few microseconds on this class of machine).
+PARALLEL_MIN_WORK = 32768
+
+
 @dataclass
 class _LoopState:
     in_parallel: bool = False
@@ -117,6 +122,28 @@ class CEmitter:
         self.scop = scop
         self.zero_init = zero_init
         self.stmt_locals = {s.name: _locals_of(scop, s) for s in scop.statements}
+        self.region: isl.Set = scop.context
+
+    def work_expr(self, names: Iterable[str]) -> str:
+        """C expression: the largest bounding-box size of the named statements' domains."""
+        build = isl.AstBuild.from_context(self.region)
+        terms = []
+        for name in sorted(set(names)):
+            domain = self.scop.statement(name).domain.intersect_params(self.region)
+            if domain.is_empty():
+                continue
+            factors = []
+            for d in range(domain.dim(isl.dim_type.set)):
+                extent = domain.dim_max(d).sub(domain.dim_min(d)).add_constant_val(
+                    isl.Val.one(domain.get_ctx()))
+                factors.append(f"({self.ast_expr(build.expr_from_pw_aff(extent.coalesce()))})")
+            terms.append(" * ".join(factors) or "1")
+        if not terms:
+            return "0"
+        out = terms[0]
+        for t in terms[1:]:
+            out = f"pd_max({out}, {t})"
+        return out
 
     # --- isl AST expressions -------------------------------------------------------------
     def ast_expr(self, e: isl.AstExpr) -> str:
@@ -285,13 +312,16 @@ class CEmitter:
         if not parallel:
             return None
         private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
+        threads = (f"{self.parallel_pragma}{private} if("
+                   f"{self.work_expr(name for name, _ in _users(n, self))} >= "
+                   f"{PARALLEL_MIN_WORK})")
         if not in_parallel and _has_loop(n.for_get_body()):
-            return self.parallel_pragma + private
+            return threads
         if not _has_loop(n.for_get_body()):
             if self._unit_stride(n, it):
                 return self.simd_pragma + private
             if not in_parallel:
-                return self.parallel_pragma + private
+                return threads
         return None
 
     def _unit_stride(self, n: isl.AstNode, it: str) -> bool:
@@ -337,6 +367,7 @@ class CEmitter:
         return f"sizeof({C_TYPE[a.dtype]}) * {prod}"
 
     def variant_function(self, fname: str, variant: Variant, ast: isl.AstNode) -> str:
+        self.region = variant.region
         st = _LoopState()
         body = self.node(ast, st)
         decls: list[cgen.Generable] = []

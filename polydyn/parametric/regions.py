@@ -8,7 +8,8 @@ from typing import Any
 import islpy as isl
 
 from ..errors import CompileError
-from ..scop.deps import Deps
+from ..schedule.auto import BandTiling, member_extents, member_starts, tiling_plan
+from ..schedule.transforms import outermost_bands
 from ..scop.ir import Scop
 
 
@@ -47,13 +48,107 @@ def check_cover(scop: Scop, regions: list[isl.Set]) -> None:
                            f"contains {coords} (uncovered: {hole.coalesce()})")
 
 
-def plan_variants(scop: Scop, deps: Deps, variants: list[tuple[str, Any]] | None
-                  ) -> list[VariantPlan]:
-    """The ordered variant list; a generic variant over the whole context closes the cover."""
-    plans: list[VariantPlan] = []
-    for k, (text, recipe) in enumerate(variants or []):
-        plans.append(VariantPlan(f"user{k}", parse_region(scop, text), recipe))
-    if not plans:
-        plans.append(VariantPlan("generic", scop.context, None))
+@dataclass(frozen=True)
+class AutoRecipe:
+    """The automatic policy's choice for a region: tile the planned bands or not, isolate
+    full tiles or not, and let loops run on threads or not."""
+
+    tile: tuple[BandTiling, ...] = ()
+    isolate: bool = True
+    parallel: bool = True
+
+    def describe(self) -> str:
+        if not self.tile:
+            parts = ["untiled"]
+        else:
+            sizes = "; ".join("x".join(str(s) for s in t.sizes) for t in self.tile)
+            parts = [f"tiled {sizes}" + (" (full tiles isolated)" if self.isolate else "")]
+        parts.append("threads when the work pays" if self.parallel else "single thread")
+        return ", ".join(parts)
+
+
+def _nonempty(region: isl.Set) -> bool:
+    return not region.is_empty()
+
+
+def degenerate_regions(scop: Scop, base: isl.Schedule) -> list[VariantPlan]:
+    """``S = 1`` for each sym that makes a parallel outermost loop a single iteration (matmul
+    with N = 1 is a row vector times a matrix): such sizes get code without that loop."""
+    plans = []
+    for sym in scop.syms:
+        region = scop.context.intersect(
+            isl.Set(f"{scop.param_space_text()} -> {{ : {sym} = 1 }}"))
+        if not _nonempty(region) or region.is_equal(scop.context):
+            continue
+        if _collapses_parallel_loop(base, region):
+            plans.append(VariantPlan(f"{sym}=1", region.coalesce(), AutoRecipe()))
+    return plans
+
+
+def _collapses_parallel_loop(base: isl.Schedule, region: isl.Set) -> bool:
+    for node in outermost_bands(base):
+        if not node.band_member_get_coincident(0):
+            continue
+        band = node.band_get_partial_schedule_union_map().intersect_domain(node.get_domain())
+        image = isl.Set.from_union_set(band.range()).intersect_params(region)
+        if image.is_empty():
+            continue
+        width = image.dim_max(0).sub(image.dim_min(0))
+        if width.intersect_params(region).is_cst() or \
+                width.zero_set().intersect(region).is_equal(region):
+            return True
+    return False
+
+
+def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None
+              ) -> list[VariantPlan]:
+    """The automatic partition of the context, most specific first:
+
+    - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
+    - ``full``: every tiled loop at least one tile long and a multiple of its tile size,
+      starting at 0: no partial tiles, so no min/max in any bound;
+    - ``tiled``: every tiled loop at least one tile long (full tiles isolated);
+    - ``small``: some tiled loop shorter than its tile: plain loops;
+    - ``generic``: the whole context, tiled with guards (closes the cover; also what a
+      forced-generic benchmark runs).
+    """
+    plan = tuple(tiling_plan(base, scop, max_tile))
+    plans = degenerate_regions(scop, base)
+    ctx = scop.context
+    if plan:
+        big, divisible = ctx, ctx
+        for tiling in plan:
+            extents = member_extents(base, tiling)
+            starts = member_starts(base, tiling)
+            for ext, start, size in zip(extents, starts, tiling.sizes):
+                big = big.intersect(ext.ge_set(isl.PwAff.val_on_domain(
+                    ext.domain(), isl.Val.int_from_si(ext.get_ctx(), size))))
+                divisible = divisible.intersect(ext.mod_val(
+                    isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
+                divisible = divisible.intersect(start.zero_set())
+        full = big.intersect(divisible).coalesce()
+        big = big.coalesce()
+        small = ctx.subtract(big).coalesce()
+        if _nonempty(full) and not full.is_equal(big):
+            plans.append(VariantPlan("full", full, AutoRecipe(plan, isolate=False)))
+        if _nonempty(big):
+            plans.append(VariantPlan("tiled", big, AutoRecipe(plan)))
+        if _nonempty(small):
+            plans.append(VariantPlan("small", small, AutoRecipe()))
+    plans.append(VariantPlan("generic", ctx, AutoRecipe(plan)))
+    return plans
+
+
+def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]] | None,
+                  max_tile: int | None = None) -> list[VariantPlan]:
+    """User variants in their order, else the automatic partition; a generic variant over
+    the whole context closes the cover (checked)."""
+    if variants:
+        plans = [VariantPlan(f"user{k}", parse_region(scop, text), recipe)
+                 for k, (text, recipe) in enumerate(variants)]
+        if not any(p.region.is_equal(scop.context) for p in plans):
+            check_cover(scop, [p.region for p in plans])
+        return plans
+    plans = partition(scop, base, max_tile)
     check_cover(scop, [p.region for p in plans])
     return plans

@@ -1,11 +1,30 @@
-"""The automatic schedule of a region: isl's scheduler under the region as context."""
+"""The automatic CPU schedule: isl's scheduler once per operator, then per region a choice of
+tiling (with full tiles isolated) and of the point-loop order.
+
+Policy (documented in ARCHITECTURE.md):
+- the base schedule is isl's, under the operator's context (validity = all dependences,
+  proximity = flow, coincidence = expanded dependences);
+- an outermost permutable band is tiled when it has reuse to exploit: three or more members
+  (matmul, conv, time-iterated stencils) or a transposed access (transpose);
+- tile sizes: the innermost member (the vector loop) gets a long tile, the others short ones,
+  shrunk until the tile's footprint (distinct elements touched, counted with isl) fits in L2;
+- in the point band, a parallel member along which accesses are stride-1 becomes innermost
+  (vectorizable), reductions move out of the innermost position.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import islpy as isl
 
 from ..scop.deps import Deps
-from ..scop.ir import Scop
+from ..scop.ir import Load, Scop
+from .legality import is_legal
+from .transforms import outermost_bands, tile_band
+from .tree import is_band
+
+L2_BYTES = 1 << 20  # per-core L2 of the target CPU (Zen 5: 1 MiB)
 
 
 def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.ScheduleConstraints:
@@ -22,9 +41,10 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
 def isl_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule:
     """isl's schedule for the region; the original order if the scheduler gives up."""
     try:
-        return schedule_constraints(scop, deps, region).compute_schedule()
+        schedule = schedule_constraints(scop, deps, region).compute_schedule()
     except isl.Error:
         return original_order(scop, region)
+    return distribute_low_dims(schedule, scop, deps)
 
 
 def original_order(scop: Scop, region: isl.Set) -> isl.Schedule:
@@ -33,3 +53,245 @@ def original_order(scop: Scop, region: isl.Set) -> isl.Schedule:
     sched = scop.original_schedule().intersect_domain(domain)
     return isl.Schedule.from_domain(domain).insert_partial_schedule(
         isl.MultiUnionPwAff.from_union_map(sched))
+
+
+# --------------------------------------------------------------------------------------------
+# Band analysis
+
+
+@dataclass(frozen=True)
+class BandTiling:
+    """Tile the outermost band at ``path`` (child indices from the root) by ``sizes``."""
+
+    path: tuple[int, ...]
+    sizes: tuple[int, ...]
+
+
+def node_at(schedule: isl.Schedule, path: tuple[int, ...]) -> isl.ScheduleNode:
+    node = schedule.get_root()
+    for k in path:
+        node = node.child(k)
+    return node
+
+
+def _path(node: isl.ScheduleNode) -> tuple[int, ...]:
+    out = []
+    while node.has_parent():
+        out.append(node.get_child_position())
+        node = node.parent()
+    return tuple(reversed(out))
+
+
+def member_dependence(node: isl.ScheduleNode, scop: Scop) -> dict[str, list[set[str]]]:
+    """For each statement, the set of its iterators each band member depends on."""
+    mupa = node.band_get_partial_schedule()
+    out: dict[str, list[set[str]]] = {}
+    for k in range(mupa.dim(isl.dim_type.out)):
+        upa = mupa.get_union_pw_aff(k)
+        pieces: list[isl.PwAff] = []
+        upa.foreach_pw_aff(pieces.append)
+        for pa in pieces:
+            name = pa.get_space().get_tuple_name(isl.dim_type.in_)
+            stmt = scop.statement(name)
+            used: set[str] = set()
+
+            def piece(_set: isl.Set, aff: isl.Aff, used: set[str] = used,
+                      iters: tuple[str, ...] = stmt.iters) -> None:
+                for d, it in enumerate(iters):
+                    if not aff.get_coefficient_val(isl.dim_type.in_, d).is_zero():
+                        used.add(it)
+
+            pa.foreach_piece(piece)
+            out.setdefault(name, [set() for _ in range(mupa.dim(isl.dim_type.out))])[k] = used
+    return out
+
+
+def _stride_one(scop: Scop, deps_of: dict[str, list[set[str]]], k: int) -> bool:
+    """Every access of the band's statements is stride 0 or 1 along member ``k``."""
+    for name, members in deps_of.items():
+        stmt = scop.statement(name)
+        moving = members[k]
+        refs = [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]
+        for ref in refs:
+            if not isinstance(ref, Load):
+                continue
+            for d, sub in enumerate(ref.index):
+                hit = sub.vars() & moving
+                if hit and d != len(ref.index) - 1:
+                    return False
+    return True
+
+
+def _has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bool:
+    for name, members in deps_of.items():
+        stmt = scop.statement(name)
+        inner = members[-1]
+        for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
+            if isinstance(ref, Load) and ref.index and inner and \
+                    not (ref.index[-1].vars() & inner):
+                return True
+    return False
+
+
+def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tuple[int, ...]:
+    """Tile sizes for a band: long innermost (vector) tiles, short outer ones, shrunk until
+    the footprint of one tile fits in half of L2; constant members get 1."""
+    live = [k for k, c in enumerate(constant) if not c]
+    sizes = [1] * len(constant)
+    for k in live:
+        sizes[k] = 32
+    sizes[live[-1]] = 256 if len(live) >= 2 else 1024
+    if len(live) >= 3:
+        sizes[live[-2]] = 256 if len(live) == 3 else 32
+        sizes[live[-1]] = 64
+    elem = 4 if all(a.dtype in ("f32", "i32") for a in scop.arrays) else 8
+    while _footprint_elems(node, scop, sizes) * elem > L2_BYTES // 2 and max(sizes) > 8:
+        k = sizes.index(max(sizes))
+        sizes[k] //= 2
+    return tuple(sizes)
+
+
+def _footprint_elems(node: isl.ScheduleNode, scop: Scop, sizes: list[int]) -> int:
+    """Distinct array elements one tile touches (an upper bound: sum over access patterns of
+    the product of each subscript's span over the tile)."""
+    deps_of = member_dependence(node, scop)
+    total = 0
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for name, members in deps_of.items():
+        stmt = scop.statement(name)
+        it_size = {}
+        for k, its in enumerate(members):
+            for it in its:
+                it_size[it] = sizes[k]
+        for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
+            if not isinstance(ref, Load):
+                continue
+            key = (ref.array, tuple(str(i) for i in ref.index))
+            if key in seen:
+                continue
+            seen.add(key)
+            span = 1
+            for sub in ref.index:
+                span *= max([it_size.get(v, 1) for v in sub.vars()] or [1])
+            total += span
+    return total
+
+
+def _constant_members(deps_of: dict[str, list[set[str]]], n: int) -> list[bool]:
+    return [all(not members[k] for members in deps_of.values()) for k in range(n)]
+
+
+def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
+                ) -> list[BandTiling]:
+    """Which outermost bands to tile, and by how much (members that are constant for every
+    statement, like the ``0`` of a distributed ``C[i, j] = 0``, get size 1)."""
+    plan = []
+    for node in outermost_bands(schedule):
+        if not node.band_get_permutable():
+            continue
+        n = node.band_n_member()
+        deps_of = member_dependence(node, scop)
+        constant = _constant_members(deps_of, n)
+        live = n - sum(constant)
+        if live < 2 or not (live >= 3 or _has_transposed_access(scop, deps_of)):
+            continue
+        sizes = choose_sizes(node, scop, constant)
+        if max_tile:
+            sizes = tuple(min(s, max_tile) for s in sizes)
+        plan.append(BandTiling(_path(node), sizes))
+    return plan
+
+
+def member_extents(schedule: isl.Schedule, tiling: BandTiling) -> list[isl.PwAff]:
+    """``max - min + 1`` of each member of the band, as piecewise affine functions of syms."""
+    node = node_at(schedule, tiling.path)
+    domain = node.get_domain()
+    band = node.band_get_partial_schedule_union_map().intersect_domain(domain)
+    image = isl.Set.from_union_set(band.range())
+    out = []
+    for k in range(image.dim(isl.dim_type.set)):
+        lo, hi = image.dim_min(k), image.dim_max(k)
+        out.append(hi.sub(lo).add_constant_val(isl.Val.one(image.get_ctx())))
+    return out
+
+
+def member_starts(schedule: isl.Schedule, tiling: BandTiling) -> list[isl.PwAff]:
+    node = node_at(schedule, tiling.path)
+    band = node.band_get_partial_schedule_union_map().intersect_domain(node.get_domain())
+    image = isl.Set.from_union_set(band.range())
+    return [image.dim_min(k) for k in range(image.dim(isl.dim_type.set))]
+
+
+# --------------------------------------------------------------------------------------------
+# Transformations applied per region
+
+
+def _permute_point_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
+    """Make a parallel, stride-1 member innermost in a permutable point band."""
+    n = node.band_n_member()
+    if n < 2 or not node.band_get_permutable():
+        return node
+    deps_of = member_dependence(node, scop)
+    coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
+    candidates = [k for k in range(n) if coincident[k] and _stride_one(scop, deps_of, k)]
+    if not candidates or candidates[-1] == n - 1:
+        return node
+    inner = candidates[-1]
+    order = [k for k in range(n) if k != inner] + [inner]
+    mupa = node.band_get_partial_schedule()
+    ctx = mupa.get_ctx()
+    members = [mupa.get_union_pw_aff(k) for k in order]
+    space = mupa.get_space()
+    lst = isl.UnionPwAffList.alloc(ctx, n)
+    for m in members:
+        lst = lst.add(m)
+    new = isl.MultiUnionPwAff.from_union_pw_aff_list(space, lst)
+    node = node.delete().insert_partial_schedule(new).band_set_permutable(1)
+    for k, old in enumerate(order):
+        node = node.band_member_set_coincident(k, int(coincident[old]))
+    return node
+
+
+def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
+                 isolate: bool = True) -> isl.Schedule:
+    """Tile the planned bands (full tiles isolated) and order their point loops for vectors."""
+    for tiling in plan:
+        node = node_at(schedule, tiling.path)
+        if not is_band(node) or node.band_n_member() != len(tiling.sizes):
+            continue
+        node = tile_band(node, tiling.sizes, isolate=isolate)
+        node = _permute_point_band(node.child(0), scop)
+        schedule = node.get_schedule()
+    return schedule
+
+
+def order_for_vectors(schedule: isl.Schedule, scop: Scop) -> isl.Schedule:
+    """Untiled variants: the same inner-loop choice on each outermost band."""
+    for node in outermost_bands(schedule):
+        path = _path(node)
+        node = _permute_point_band(node_at(schedule, path), scop)
+        schedule = node.get_schedule()
+    return schedule
+
+
+def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.Schedule:
+    """Take statements with fewer loops than their band (matmul's ``C[i, j] = 0`` inside the
+    ``i, j, k`` band) out of it, in front, when that is legal: their guards then leave the
+    inner loops."""
+    for node in outermost_bands(schedule):
+        path = _path(node)
+        node = node_at(schedule, path)
+        depth = node.band_n_member()
+        low = [s for s in scop.statements if len(s.iters) < depth]
+        if not low or len(low) == len(scop.statements):
+            continue
+        names = "; ".join(f"{s.name}[{', '.join(s.iters)}]" for s in low)
+        low_filter = isl.UnionSet(f"{scop.param_space_text()} -> {{ {names} }}")
+        reaching = node.get_domain()
+        picked = reaching.intersect(low_filter)
+        if picked.is_empty() or picked.is_equal(reaching):
+            continue
+        candidate = node.order_before(picked).get_schedule()
+        if is_legal(candidate, deps):
+            schedule = candidate
+    return schedule

@@ -1,26 +1,33 @@
-"""One variant's schedule: the automatic schedule or a recipe, then loop marks."""
+"""One variant's schedule: the base schedule restricted to the region, transformed by its
+recipe (the automatic policy's choice, or a user Schedule), then marked for the emitters."""
 
 from __future__ import annotations
 
-from ..parametric.regions import VariantPlan
+import islpy as isl
+
+from ..parametric.regions import AutoRecipe, VariantPlan
 from ..parametric.variants import Variant
 from ..scop.deps import Deps
 from ..scop.ir import Scop
-from .auto import isl_schedule
-from .tree import band_members, mark_loops
+from .auto import apply_tiling, order_for_vectors
+from .transforms import drop_parallel
+from .tree import mark_loops
 
 
-def summarize(schedule) -> str:
-    bands = band_members(schedule)
-    if not bands:
-        return "no loops"
-    parts = []
-    for _depth, flags, _perm in bands:
-        parts.append("".join("p" if f else "s" for f in flags))
-    return "isl schedule; bands (p parallel, s sequential): " + " ".join(parts)
+def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan) -> Variant:
+    schedule = base.intersect_domain(scop.domain().intersect_params(plan.region))
+    recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
+    if isinstance(recipe, AutoRecipe):
+        if recipe.tile:
+            schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate)
+        else:
+            schedule = order_for_vectors(schedule, scop)
+        if not recipe.parallel:
+            schedule = drop_parallel(schedule)
+        summary, data = recipe.describe(), (("auto", recipe.describe()),)
+    else:
+        from .directives import apply_recipe
 
-
-def schedule_variant(scop: Scop, deps: Deps, plan: VariantPlan) -> Variant:
-    schedule = isl_schedule(scop, deps, plan.region)
-    summary = summarize(schedule)
-    return Variant(plan.name, plan.region, mark_loops(schedule), (), summary)
+        schedule = apply_recipe(scop, deps, schedule, recipe)
+        summary, data = recipe.describe(), tuple(recipe.to_json())
+    return Variant(plan.name, plan.region, mark_loops(schedule), data, summary)

@@ -1,0 +1,42 @@
+"""A schedule respects every dependence, or we say which one it breaks."""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..scop.deps import Deps
+
+
+def _maps(umap: isl.UnionMap) -> list[isl.Map]:
+    out: list[isl.Map] = []
+    umap.foreach_map(out.append)
+    return out
+
+
+def violated(schedule: isl.Schedule, deps: Deps) -> isl.UnionMap:
+    """``{ S[i] -> T[j] }``: the dependences whose sink does not run after their source."""
+    sched = schedule.get_map()  # { S[i] -> [t] }, one time space for the whole tree
+    times = deps.validity.apply_domain(sched).apply_range(sched)  # { [t_src] -> [t_dst] }
+    wrong = isl.UnionMap.empty(times.get_space())
+    for tmap in _maps(times):
+        lex_ge = isl.Map.lex_ge(tmap.get_space().domain())
+        wrong = wrong.union(isl.UnionMap.from_map(tmap.intersect(
+            lex_ge.align_params(tmap.get_space()))))
+    if wrong.is_empty():
+        return isl.UnionMap.empty(deps.validity.get_space())
+    # back to instances: { S[i] -> T[j] } whose times are in the wrong order
+    return deps.validity.intersect(sched.apply_range(wrong).apply_range(sched.reverse()))
+
+
+def is_legal(schedule: isl.Schedule, deps: Deps) -> bool:
+    return violated(schedule, deps).is_empty()
+
+
+def describe_violation(bad: isl.UnionMap) -> str:
+    """``S1 -> S0`` pairs with an example, for ScheduleError messages."""
+    parts = []
+    for m in _maps(bad):
+        src = m.get_tuple_name(isl.dim_type.in_)
+        dst = m.get_tuple_name(isl.dim_type.out)
+        parts.append(f"{src} -> {dst} ({m.coalesce()})")
+    return "; ".join(parts)

@@ -1,0 +1,88 @@
+"""Pure schedule-tree edits: tiling with full-tile isolation, dropping parallel flags."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import islpy as isl
+
+from .tree import is_band, map_bands
+
+
+def _multi_val(space: isl.Space, values: Sequence[int]) -> isl.MultiVal:
+    mv = isl.MultiVal.zero(space)
+    for k, v in enumerate(values):
+        mv = mv.set_val(k, isl.Val.int_from_si(space.get_ctx(), int(v)))
+    return mv
+
+
+def _as_set(uset: isl.UnionSet) -> isl.Set | None:
+    sets: list[isl.Set] = []
+    uset.foreach_set(sets.append)
+    if len(sets) != 1:
+        return None
+    return sets[0]
+
+
+def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
+    """``[[outer] -> [t...]]``: the tiles (as the tile band's scaled values) whose every point
+    exists, for the band at ``node`` before it is tiled (as PPCG isolates full tiles)."""
+    domain = node.get_domain()
+    prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
+    # band: { S[i] -> [x...] } (the band's own values, before tiling)
+    band = node.band_get_partial_schedule_union_map().intersect_domain(domain)
+    tile_band = node.band_tile(_multi_val(node.band_get_space(), sizes))
+    tiles_map = tile_band.band_get_partial_schedule_union_map().intersect_domain(domain)
+    tiles = _as_set(prefix.reverse().apply_range(tiles_map).wrap())
+    image = _as_set(prefix.reverse().apply_range(band).wrap())
+    if tiles is None or image is None:
+        return None
+    n_outer = tiles.unwrap().dim(isl.dim_type.in_)
+    outer = ", ".join(f"o{k}" for k in range(n_outer))
+    ts = [f"t{k}" for k in range(len(sizes))]
+    xs = [f"x{k}" for k in range(len(sizes))]
+    cons = " and ".join(f"{t} <= {x} < {t} + {s}" for t, x, s in zip(ts, xs, sizes))
+    # box: { [[o] -> [t]] -> [[o] -> [x]] : t <= x < t + size }
+    box = isl.Map(f"{{ [[{outer}] -> [{', '.join(ts)}]] -> [[{outer}] -> [{', '.join(xs)}]] "
+                  f": {cons} }}")
+    box = box.align_params(image.get_space())
+    not_full = box.intersect_range(image.complement()).domain()
+    return tiles.subtract(not_full.align_params(tiles.get_space())).coalesce()
+
+
+def tile_band(node: isl.ScheduleNode, sizes: Sequence[int],
+              isolate: bool = True) -> isl.ScheduleNode:
+    """Tile the band at ``node``; with ``isolate``, full tiles are generated apart, without
+    min/max bounds. Returns the tile band (its child is the point band)."""
+    full = full_tiles(node, sizes) if isolate else None
+    node = node.band_tile(_multi_val(node.band_get_space(), sizes))
+    if full is not None and not full.is_empty():
+        option = isl.UnionSet.from_set(full.set_tuple_name("isolate"))
+        node = node.band_set_ast_build_options(option)
+    return node
+
+
+def drop_parallel(schedule: isl.Schedule) -> isl.Schedule:
+    """Every band member sequential: for regions where threads do not pay."""
+
+    def seq(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        for k in range(node.band_n_member()):
+            node = node.band_member_set_coincident(k, 0)
+        return node
+
+    return map_bands(schedule, seq)
+
+
+def outermost_bands(schedule: isl.Schedule) -> list[isl.ScheduleNode]:
+    """Band nodes with no band above them."""
+    out: list[isl.ScheduleNode] = []
+
+    def walk(node: isl.ScheduleNode) -> None:
+        if is_band(node):
+            out.append(node)
+            return
+        for k in range(node.n_children()):
+            walk(node.child(k))
+
+    walk(schedule.get_root())
+    return out
