@@ -106,6 +106,7 @@ def manifest(kernel: Any) -> dict[str, Any]:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    from .codegen_c.toolchain import build_shared
     from .pipeline import compile as pd_compile
 
     op = pick_operator(args.file, args.op)
@@ -118,7 +119,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.target == "c":
         (out / f"{name}.c").write_text(kernel.source)
         (out / f"{name}.h").write_text(kernel.header)
-        shutil.copyfile(kernel.library, out / f"lib{name}.so")
+        # the plain C library (no CPython shim), usable from C with the header
+        shutil.copyfile(build_shared(kernel.source, name, Options()), out / f"lib{name}.so")
         written += [f"{name}.c", f"{name}.h", f"lib{name}.so"]
     else:
         (out / f"{name}.cl").write_text(kernel.source)

@@ -7,11 +7,13 @@ from typing import Any
 
 from .astgen import build_ast
 from .codegen_c.emit import CEmitter
-from .codegen_c.toolchain import build_shared
+from .codegen_c.pyshim import shim_source, shim_supported
+from .codegen_c.toolchain import build_shared, python_includes
 from .errors import UnsupportedError
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
+from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule
 from .schedule.variant import schedule_variant
@@ -76,8 +78,20 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     header = emitter.header(scheduled)
     _dump(options, name, "7-source.c", source)
 
-    library = build_shared(source, name, options)
-    return Kernel(scop, scheduled, source, header, library, op=op, target="c")
+    library, module = build_c_module(scop, source, options)
+    return Kernel(scop, scheduled, source, header, library, op=op, target="c", module=module)
+
+
+def build_c_module(scop: Scop, source: str, options: Options) -> tuple[Path, str | None]:
+    """The kernel library, with the CPython fast-path shim compiled in when the Python
+    headers are present (``module`` is then its extension module name)."""
+    includes = python_includes()
+    if includes is None or options.sanitize or not shim_supported(scop):
+        return build_shared(source, scop.name, options), None
+    module = f"pd_{scop.name}_{content_key([source])[:12]}"
+    full = source + "\n" + shim_source(scop, module)
+    return build_shared(full, scop.name, options, extension=module,
+                        includes=tuple(includes)), module
 
 
 def compile_c(path_or_source: Any, function: str | None = None, target: str = "c",

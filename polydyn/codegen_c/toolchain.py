@@ -21,15 +21,33 @@ def compiler_version(cc: str) -> str:
     return out.stdout.splitlines()[0] if out.stdout else cc
 
 
-def build_shared(source: str, name: str, options: Options) -> Path:
-    """Compile ``source`` into ``lib<name>.so`` in the cache; the path of the library."""
-    flags = options.all_cflags
+def python_includes() -> list[str] | None:
+    """Include directories for a CPython extension (None when the headers are missing)."""
+    import sysconfig
+
+    import numpy
+
+    include = sysconfig.get_paths().get("include")
+    if not include or not (Path(include) / "Python.h").exists():
+        return None
+    return [include, numpy.get_include()]
+
+
+def build_shared(source: str, name: str, options: Options, *, extension: str | None = None,
+                 includes: tuple[str, ...] = ()) -> Path:
+    """Compile ``source`` into ``lib<name>.so`` in the cache (or, with ``extension``, into
+    the CPython extension module of that name); the path of the library."""
+    import sys
+
+    flags = (*options.all_cflags, *(f"-I{d}" for d in includes))
     key = cache.content_key(["c", __version__, source, options.cc, *flags,
-                             compiler_version(options.cc)])
+                             compiler_version(options.cc), extension or "",
+                             sys.version if extension else ""])
+    filename = f"{extension}.so" if extension else f"lib{name}.so"
 
     def build(tmp: Path) -> list[str]:
         src = tmp / f"{name}.c"
-        lib = tmp / f"lib{name}.so"
+        lib = tmp / filename
         src.write_text(source)
         cmd = [options.cc, *flags, str(src), "-o", str(lib), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -39,4 +57,4 @@ def build_shared(source: str, name: str, options: Options) -> Path:
         return [src.name, lib.name]
 
     entry = cache.get_or_build(options.cache_dir, key, build, {"name": name})
-    return entry / f"lib{name}.so"
+    return entry / filename

@@ -10,7 +10,7 @@ from ..scop.ir import Scop
 
 _CTYPE = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
           "i64": ctypes.c_int64}
-_LOADED: dict[str, ctypes.CDLL] = {}
+_LOADED: dict[str, object] = {}
 _LOCK = threading.Lock()
 
 
@@ -40,3 +40,20 @@ class CFunctions:
         self.run = getattr(lib, f"{scop.name}_run")
         self.run.argtypes = [ctypes.c_int, *sym_types, *arg_types]
         self.run.restype = ctypes.c_int
+
+
+def load_extension(path: Path, module: str) -> object:
+    """Import the generated CPython extension at ``path`` (once per process)."""
+    import importlib.machinery
+    import importlib.util
+
+    key = f"{path}::{module}"
+    with _LOCK:
+        mod = _LOADED.get(key)
+        if mod is None:
+            loader = importlib.machinery.ExtensionFileLoader(module, str(path))
+            spec = importlib.util.spec_from_loader(module, loader)
+            mod = importlib.util.module_from_spec(spec)
+            loader.exec_module(mod)
+            _LOADED[key] = mod
+        return mod

@@ -14,7 +14,7 @@ from ..parametric.binding import Binder
 from ..parametric.variants import Variant
 from ..scop.interp import check_context
 from ..scop.ir import NUMPY_NAME, Scop
-from .c_library import CFunctions, load_library
+from .c_library import CFunctions, load_extension, load_library
 
 
 class Kernel:
@@ -25,7 +25,7 @@ class Kernel:
     """
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
-                 library: Path, op: Any = None, target: str = "c"):
+                 library: Path, op: Any = None, target: str = "c", module: str | None = None):
         self.scop = scop
         self.variants = variants
         self.source = source
@@ -36,6 +36,8 @@ class Kernel:
         self.name = scop.name
         self._binder = Binder(scop)
         self._fns = CFunctions(load_library(library), scop)
+        # the generated CPython fast path (None: every call takes the checked Python path)
+        self._fast = load_extension(library, module).call if module else None
         self._tensors = [a for a in scop.arg_arrays if a.is_tensor]
         self._order = [(a.name, a.kind) for a in scop.arg_arrays]
         self._outputs = [a for a in scop.arg_arrays if a.kind == "out"]
@@ -43,6 +45,10 @@ class Kernel:
 
     # --- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fast is not None:
+            result = self._fast(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
         return self._call(args, kwargs, variant=None)
 
     def run_variant(self, variant: int | str, *args: Any, **kwargs: Any) -> Any:
