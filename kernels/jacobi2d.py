@@ -20,9 +20,9 @@ def jacobi2d(A: inout(f32[N, N]), T: pd.index):
 
 def numpy_impl(A, *, T):
     """Return a new array: A after T steps (the operator itself returns None and updates A)."""
-    A = A.copy()
+    a = A.copy()
     for _ in range(T):
-        A[1:-1, 1:-1] = 0.2 * (
-            A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1]
+        a[1:-1, 1:-1] = 0.2 * (
+            a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1]
         )
-    return A
+    return a

@@ -21,6 +21,14 @@ class UsageError(PolydynError):
     """A command-line mistake (missing file, unknown operator, malformed size)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with polydyn's error contract: one line on stderr, exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"polydyn: error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def load_operators(path: str) -> dict[str, Any]:
     """The operators defined in a Python file (``@pd.operator``), by name."""
     from .scop.dsl import Operator
@@ -152,7 +160,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     op = pick_operator(args.file, args.op)
     scop = with_assume(op, args.assume)
     kernel = pd_compile(scop, target=args.target)
-    print(kernel.explain(**parse_sizes(args.sizes)))
+    sizes = parse_sizes(args.sizes)
+    unknown = sorted(set(sizes) - set(scop.syms))
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)}: not a size of {scop.name} (its syms: "
+                         f"{', '.join(scop.syms)})")
+    print(kernel.explain(**sizes))
     return 0
 
 
@@ -175,9 +188,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="polydyn", description="Polyhedral compiler for tensor "
+    p = _Parser(prog="polydyn", description="Polyhedral compiler for tensor "
                                 "operators with run-time sizes.")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("compile", help="compile an operator file (op.py or kernel.c)")
     c.add_argument("file")
     c.add_argument("--op", help="operator (or C function) name when the file has several")
@@ -205,7 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # sizes written after options: `explain op.py --op NAME N=1000 M=3`
+        if args.command != "explain" or any(x.startswith("-") for x in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.sizes = [*args.sizes, *extra]
     try:
         return args.fn(args)
     except PolydynError as exc:

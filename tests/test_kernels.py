@@ -1,7 +1,15 @@
-"""The bundled kernels (kernels/): compiled C against the reference interpreter, and numpy_impl.
+"""The bundled kernels (kernels/) compiled for C, checked three ways:
 
-The reference interpreter runs about 1 µs per statement instance, so every case stays under
-BUDGET instances (test_cases_are_valid_and_small checks it). Larger sweeps are marked `slow`.
+- against the reference interpreter (polydyn.testing.check_kernel) on small shapes, as
+  dispatched and with each variant forced, with the default tiles and with tiles capped at 8
+  (so that the tiled variants run at sizes the interpreter can afford);
+- against numpy_impl on shapes too large for the interpreter (numpy_impl is itself checked
+  against the reference);
+- calling conventions: given output buffers, strided, transposed and reversed views, `T=`,
+  refused calls.
+
+The reference interpreter runs about 1 µs per statement instance, so every reference case stays
+under BUDGET instances (test_cases_are_valid_and_small checks it). Larger sweeps are `slow`.
 """
 
 import inspect
@@ -9,6 +17,7 @@ import pkgutil
 import random
 import zlib
 
+import islpy as isl
 import numpy as np
 import pytest
 
@@ -17,7 +26,7 @@ import polydyn as pd
 from kernels import ALL, load
 from polydyn.testing import check_kernel, make_inputs
 
-BUDGET = 70_000  # statement instances per case for the reference interpreter
+BUDGET = 100_000  # statement instances per case for the reference interpreter
 
 # The syms of each kernel, in the order of the shape tuples below.
 SYMS = {
@@ -33,34 +42,40 @@ SYMS = {
 }
 
 # Output arguments (passed by keyword) and inout arguments (updated in place) of each kernel.
-OUTPUTS = {name: ("C",) for name in ("matmul", "batched_matmul")}
-OUTPUTS |= {name: ("Y",) for name in ("bias_relu", "softmax", "layernorm", "conv2d", "maxpool")}
-OUTPUTS |= {"transpose": ("B",), "jacobi2d": ()}
+OUTPUTS = {
+    "matmul": ("C",),
+    "batched_matmul": ("C",),
+    "bias_relu": ("Y",),
+    "softmax": ("Y",),
+    "layernorm": ("Y",),
+    "conv2d": ("Y",),
+    "maxpool": ("Y",),
+    "transpose": ("B",),
+    "jacobi2d": (),
+}
 INOUTS = {"jacobi2d": ("A",)}
 
-# Statement instances the reference interpreter runs for given sizes.
+# Statement instances the reference interpreter runs, as Python expressions of the syms.
 COST = {
-    "matmul": lambda N, M, K: N * M * (K + 1),
-    "batched_matmul": lambda B, N, M, K: B * N * M * (K + 1),
-    "bias_relu": lambda N, M: N * M,
-    "softmax": lambda N, L: N * (3 * L + 3),
-    "layernorm": lambda N, D: N * (3 * D + 5),
-    "conv2d": lambda B, C, F, H, W, KH, KW: (
-        B * F * (H - KH + 1) * (W - KW + 1) * (C * KH * KW + 2)
-    ),
-    "maxpool": lambda B, C, H, W: B * C * (H // 2) * (W // 2) * 6,
-    "transpose": lambda N, M: N * M,
-    "jacobi2d": lambda N, T: 2 * T * (N - 2) ** 2,
+    "matmul": "N * M * (K + 1)",
+    "batched_matmul": "B * N * M * (K + 1)",
+    "bias_relu": "N * M",
+    "softmax": "N * (3 * L + 3)",
+    "layernorm": "N * (3 * D + 5)",
+    "conv2d": "B * F * (H - KH + 1) * (W - KW + 1) * (C * KH * KW + 2)",
+    "maxpool": "B * C * (H // 2) * (W // 2) * 6",
+    "transpose": "N * M",
+    "jacobi2d": "2 * T * (N - 2) ** 2",
 }
 
-# Each operator's assume= (beyond every size >= 0), as a predicate.
-VALID = {
-    "matmul": lambda N, M, K: min(N, M, K) >= 1,
-    "batched_matmul": lambda B, N, M, K: min(N, M, K) >= 1,
-    "softmax": lambda N, L: L >= 1,
-    "layernorm": lambda N, D: D >= 1,
-    "conv2d": lambda B, C, F, H, W, KH, KW: KH >= 1 and KW >= 1 and H >= KH and W >= KW,
-    "jacobi2d": lambda N, T: N >= 3,
+# Each operator's assume= beyond "every sym >= 0", in Python syntax.
+ASSUME = {
+    "matmul": "N >= 1 and M >= 1 and K >= 1",
+    "batched_matmul": "N >= 1 and M >= 1 and K >= 1",
+    "softmax": "L >= 1",
+    "layernorm": "D >= 1",
+    "conv2d": "KH >= 1 and KW >= 1 and H >= KH and W >= KW",
+    "jacobi2d": "N >= 3",
 }
 
 # Hand-picked shapes: size 1 (and 0 where allowed), primes, around powers of two and tiles.
@@ -68,7 +83,7 @@ QUICK = {
     "matmul": [(1, 1, 1), (7, 13, 31), (16, 16, 16), (17, 15, 33), (31, 1, 64), (1, 65, 37),
                (33, 32, 31)],
     "batched_matmul": [(1, 1, 1, 1), (0, 3, 4, 5), (2, 7, 13, 5), (3, 16, 17, 15),
-                       (2, 31, 33, 7)],
+                       (2, 31, 33, 7), (8, 8, 16, 8), (9, 9, 10, 11)],
     "bias_relu": [(1, 1), (0, 5), (7, 13), (16, 17), (31, 65), (64, 63)],
     "softmax": [(1, 1), (0, 4), (7, 13), (16, 17), (3, 65), (33, 31)],
     "layernorm": [(1, 1), (1, 2), (7, 13), (16, 17), (31, 64), (3, 65)],
@@ -76,14 +91,14 @@ QUICK = {
                (1, 3, 2, 15, 16, 5, 3), (1, 1, 1, 31, 33, 3, 3), (1, 2, 1, 5, 5, 5, 5)],
     "maxpool": [(1, 1, 2, 2), (1, 1, 1, 5), (1, 2, 7, 13), (2, 3, 16, 17), (1, 1, 33, 31),
                 (1, 1, 64, 65)],
-    "transpose": [(1, 1), (1, 7), (13, 1), (3, 0), (16, 17), (31, 33), (64, 65)],
+    "transpose": [(1, 1), (1, 7), (13, 1), (3, 0), (16, 17), (32, 16), (31, 33), (64, 65)],
     "jacobi2d": [(3, 1), (3, 0), (7, 5), (16, 20), (17, 3), (33, 10)],
 }
 EXTRA = {
     "matmul": [(1, 1, 65), (65, 1, 1), (1, 64, 1), (13, 37, 7), (15, 17, 16), (32, 33, 31),
                (63, 2, 31), (64, 3, 64), (2, 63, 65), (40, 40, 40)],
     "batched_matmul": [(1, 32, 32, 32), (4, 13, 7, 37), (7, 1, 64, 3), (3, 17, 1, 65)],
-    "bias_relu": [(1, 64), (65, 1), (33, 32), (37, 31), (128, 257)],
+    "bias_relu": [(1, 64), (65, 1), (33, 32), (37, 31)],
     "softmax": [(1, 64), (64, 1), (65, 63), (13, 37), (2, 257)],
     "layernorm": [(0, 3), (64, 1), (65, 63), (37, 37), (2, 255)],
     "conv2d": [(1, 1, 1, 64, 65, 3, 3), (2, 3, 4, 17, 15, 2, 2), (1, 2, 2, 33, 32, 7, 1),
@@ -91,6 +106,35 @@ EXTRA = {
     "maxpool": [(2, 2, 65, 63), (3, 1, 3, 3), (1, 4, 32, 33), (1, 1, 2, 129), (1, 1, 0, 4)],
     "transpose": [(32, 32), (63, 64), (37, 13), (65, 65), (0, 0)],
     "jacobi2d": [(31, 20), (32, 4), (64, 5), (65, 4), (13, 37), (4, 1)],
+}
+# Shapes past the automatic tile sizes (32, 64, 256) in some dims, small in the others, so
+# that full and partial tiles both run; for jacobi2d, long time loops on small grids.
+ACROSS_TILES = {
+    "matmul": [(65, 257, 3), (257, 33, 7), (9, 9, 513)],
+    "batched_matmul": [(2, 33, 257, 3), (1, 3, 5, 1025)],
+    "bias_relu": [(129, 513), (1, 1031), (1031, 3)],
+    "softmax": [(3, 1025), (257, 33)],
+    "layernorm": [(2, 1031), (257, 31)],
+    "conv2d": [(1, 2, 2, 66, 66, 2, 2), (1, 1, 1, 3, 300, 3, 3)],
+    "maxpool": [(1, 1, 258, 130), (1, 2, 5, 1030)],
+    "transpose": [(257, 259), (32, 256), (64, 512), (1, 1025), (1025, 3)],
+    "jacobi2d": [(33, 33), (67, 7), (130, 2), (3, 128), (10, 125), (17, 121)],
+}
+
+# Shapes too big for the reference interpreter, checked against numpy_impl instead (which
+# test_numpy_impl_matches_reference checks against the reference): they reach the tiled
+# variants of the automatic policy. The first of each kernel runs unmarked.
+LARGE = {
+    "matmul": [(33, 257, 65), (32, 256, 64), (64, 512, 128), (100, 300, 70), (31, 300, 100),
+               (1, 300, 200)],
+    "batched_matmul": [(33, 65, 65, 33), (32, 64, 64, 32), (31, 64, 64, 64), (1, 70, 50, 40)],
+    "bias_relu": [(300, 1000), (1, 5000)],
+    "softmax": [(100, 1000), (1, 3000)],
+    "layernorm": [(100, 1000), (1, 3000)],
+    "conv2d": [(2, 8, 8, 20, 20, 3, 3), (1, 16, 16, 30, 30, 3, 3), (3, 4, 5, 40, 33, 5, 1)],
+    "maxpool": [(2, 8, 66, 65), (1, 16, 31, 64)],
+    "transpose": [(257, 259), (64, 512), (300, 200), (1, 1000)],
+    "jacobi2d": [(200, 40), (64, 200), (100, 32)],
 }
 
 # Seeded random shapes: each sym drawn from POOL unless a kernel narrows it.
@@ -122,19 +166,23 @@ def sizes_of(name, shape):
 
 
 def is_valid(name, sizes):
-    return min(sizes.values()) >= 0 and VALID.get(name, lambda **_: True)(**sizes)
+    return min(sizes.values()) >= 0 and eval(ASSUME.get(name, "True"), {}, dict(sizes))
+
+
+def cost(name, sizes):
+    return eval(COST[name], {}, dict(sizes))
 
 
 def random_shapes(name, count=RANDOM_PER_KERNEL):
     """`count` valid shapes within BUDGET, drawn with a generator seeded by the kernel name."""
     rng = random.Random(f"polydyn-{name}")
     pools = POOLS.get(name, {})
-    seen = set(QUICK[name]) | set(EXTRA[name])
+    seen = set(QUICK[name]) | set(EXTRA[name]) | set(ACROSS_TILES[name])
     shapes = []
     for _ in range(10_000):
         shape = tuple(rng.choice(pools.get(sym, POOL)) for sym in SYMS[name].split())
         sizes = sizes_of(name, shape)
-        if shape not in seen and is_valid(name, sizes) and COST[name](**sizes) <= BUDGET:
+        if shape not in seen and is_valid(name, sizes) and cost(name, sizes) <= BUDGET:
             seen.add(shape)
             shapes.append(shape)
             if len(shapes) == count:
@@ -152,19 +200,28 @@ QUICK_CASES = [case(name, shape) for name in ALL for shape in QUICK[name]]
 SLOW_CASES = [
     case(name, shape, pytest.mark.slow)
     for name in ALL
-    for shape in EXTRA[name] + random_shapes(name)
+    for shape in EXTRA[name] + ACROSS_TILES[name] + random_shapes(name)
+]
+LARGE_CASES = [
+    case(name, shape, *([pytest.mark.slow] if k else []))
+    for name in ALL
+    for k, shape in enumerate(LARGE[name])
 ]
 
 
 @pytest.fixture(scope="module")
 def compiled():
-    """`compiled(name)`: the kernel compiled for C, once per test module."""
+    """`compiled(name, max_tile=None)`: the kernel compiled for C, once per test module.
+
+    max_tile caps the automatic tile sizes, so that the tiled variants start at sizes the
+    reference interpreter can check."""
     cache = {}
 
-    def get(name):
-        if name not in cache:
-            cache[name] = pd.compile(load(name)[0], target="c")
-        return cache[name]
+    def get(name, max_tile=None):
+        if (name, max_tile) not in cache:
+            options = {} if max_tile is None else {"max_tile": max_tile}
+            cache[name, max_tile] = pd.compile(load(name)[0], target="c", **options)
+        return cache[name, max_tile]
 
     return get
 
@@ -196,10 +253,33 @@ def results(name, returned, args):
 
 
 def assert_close(got, want, what=""):
+    """Same shape and dtype, and equal up to float32 rounding of the results' magnitude."""
     got = np.asarray(got)
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=what)
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * scale, err_msg=what)
+
+
+def in_region(region, sizes):
+    """Whether the sizes lie in a variant's region (an isl set over the syms)."""
+    region = isl.Set(str(region))
+    syms = [region.get_dim_name(isl.dim_type.param, k)
+            for k in range(region.dim(isl.dim_type.param))]
+    point = " and ".join(f"{sym} = {sizes[sym]}" for sym in syms)
+    return not region.intersect(isl.Set(f"[{', '.join(syms)}] -> {{ : {point} }}")).is_empty()
+
+
+def reachable(variants):
+    """The names of the variants the dispatcher can pick (first region that matches wins)."""
+    names, earlier = [], None
+    for variant in variants:
+        region = isl.Set(str(variant.region))
+        rest = region if earlier is None else region.subtract(earlier)
+        if not rest.is_empty():
+            names.append(variant.name)
+        earlier = region if earlier is None else earlier.union(region)
+    return names
 
 
 def strided(array, fill):
@@ -223,9 +303,10 @@ def gaps(big):
 def test_library_is_complete():
     modules = {info.name for info in pkgutil.iter_modules(kernels.__path__)}
     assert {module.removeprefix("kernels.") for module, _ in ALL.values()} == modules
-    assert set(SYMS) == set(ALL) == set(QUICK) == set(EXTRA) == set(MEDIUM) == set(OUTPUTS)
+    assert set(SYMS) == set(ALL) == set(QUICK) == set(EXTRA) == set(ACROSS_TILES)
+    assert set(ALL) == set(LARGE) == set(MEDIUM) == set(OUTPUTS)
     for name in ALL:
-        op, numpy_impl = load(name)
+        _, numpy_impl = load(name)
         assert inspect.getmodule(numpy_impl).__doc__, f"{name}: module docstring"
         assert numpy_impl.__doc__, f"{name}: numpy_impl docstring"
 
@@ -234,7 +315,7 @@ def test_cases_are_valid_and_small():
     for param in QUICK_CASES + SLOW_CASES:
         name, sizes = param.values
         assert is_valid(name, sizes), param.id
-        assert COST[name](**sizes) <= BUDGET, param.id
+        assert cost(name, sizes) <= BUDGET, param.id
     assert len(QUICK_CASES) <= 60
 
 
@@ -246,6 +327,53 @@ def test_kernel_matches_reference(compiled, name, sizes):
     seed = zlib.crc32(repr(sorted(sizes.items())).encode())
     error = check_kernel(compiled(name), sizes, seed=seed)
     assert np.isfinite(error)
+
+
+# The shapes checked against the reference with each variant forced: default tile sizes, and
+# tiles capped at 8 (where the quick shapes reach the tiled and full-tile variants).
+VARIANT_SHAPES = {None: {name: QUICK[name] + ACROSS_TILES[name] for name in ALL}, 8: QUICK}
+
+
+@pytest.mark.parametrize("max_tile", list(VARIANT_SHAPES))
+@pytest.mark.parametrize("name", list(ALL))
+def test_every_variant_on_the_cases_in_its_region(compiled, name, max_tile):
+    """Each variant forced (not only the one the dispatcher picks) on the small cases it covers."""
+    kernel = compiled(name, max_tile)
+    for variant in kernel.variants:
+        for shape in VARIANT_SHAPES[max_tile][name]:
+            sizes = sizes_of(name, shape)
+            if in_region(variant.region, sizes):
+                check_kernel(kernel, sizes, seed=7, variant=variant.name)
+
+
+@pytest.mark.parametrize(("name", "sizes"), LARGE_CASES)
+def test_large_against_numpy(compiled, name, sizes):
+    """Every variant whose region holds these sizes, and the dispatched call, vs numpy_impl."""
+    kernel = compiled(name)
+    args, index = call_inputs(name, sizes, seed=8)
+    want = load(name)[1](*[arg.copy() for arg in args], **index)
+    want = want if isinstance(want, tuple) else (want,)
+    variants = [variant.name for variant in kernel.variants if in_region(variant.region, sizes)]
+    for variant in [None, *variants]:
+        run_args = [arg.copy() for arg in args]
+        if variant is None:
+            returned = kernel(*run_args, **index)
+        else:
+            returned = kernel.run_variant(variant, *run_args, **index)
+        for i, (g, w) in enumerate(zip(results(name, returned, run_args), want, strict=True)):
+            assert_close(g, w, f"{name} {sizes} variant {variant or 'dispatched'} result {i}")
+
+
+@pytest.mark.parametrize("max_tile", list(VARIANT_SHAPES))
+@pytest.mark.parametrize("name", list(ALL))
+def test_cases_reach_every_variant(compiled, name, max_tile):
+    """The shapes of this file make the dispatcher pick every variant it can pick."""
+    kernel = compiled(name, max_tile)
+    shapes = VARIANT_SHAPES[max_tile][name] + (LARGE[name] if max_tile is None else [])
+    picked = {kernel.select(**sizes_of(name, shape)).name for shape in shapes}
+    missed = [(v.name, str(v.region)) for v in kernel.variants
+              if v.name in reachable(kernel.variants) and v.name not in picked]
+    assert not missed, f"no test shape of {name} runs these variants: {missed}"
 
 
 @pytest.mark.parametrize("name", list(ALL))
@@ -297,51 +425,86 @@ def matmul_inputs(n, m, k, seed=3):
 
 def test_matmul_into_given_buffer(compiled):
     kernel = compiled("matmul")
-    A, B = matmul_inputs(13, 17, 31)
-    want = kernel.op.reference(A, B)
+    a, b = matmul_inputs(13, 17, 31)
+    want = kernel.op.reference(a, b)
     buf = np.full((13, 17), np.nan, np.float32)
-    returned = kernel(A, B, C=buf)
+    returned = kernel(a, b, C=buf)
     assert_close(buf, want, "C=buf")
     assert returned is None or np.shares_memory(returned, buf)
-    A2, B2 = matmul_inputs(13, 17, 31, seed=4)
-    kernel(A2, B2, C=buf)  # overwritten, not accumulated
-    assert_close(buf, kernel.op.reference(A2, B2), "C=buf, second call")
+    a2, b2 = matmul_inputs(13, 17, 31, seed=4)
+    kernel(a2, b2, C=buf)  # overwritten, not accumulated
+    assert_close(buf, kernel.op.reference(a2, b2), "C=buf, second call")
 
 
 def test_matmul_transposed_and_reversed_views(compiled):
     """Fortran-order, negative-stride and offset views, as inputs and as the output buffer."""
     kernel = compiled("matmul")
-    A, B = matmul_inputs(15, 33, 17)
-    want = kernel.op.reference(A, B)
-    A_view = np.asfortranarray(A)  # column-major
-    B_big = np.zeros((17, 2 * 33 + 3), np.float32)
-    B_view = B_big[:, 68:3:-2]  # negative column stride, offset into B_big
-    B_view[...] = B
-    assert_close(kernel(A_view, B_view), want, "views in, output returned")
+    a, b = matmul_inputs(15, 33, 17)
+    want = kernel.op.reference(a, b)
+    a_view = np.asfortranarray(a)  # column-major
+    b_big = np.zeros((17, 2 * 33 + 3), np.float32)
+    b_view = b_big[:, 68:3:-2]  # negative column stride, offset into b_big
+    b_view[...] = b
+    assert_close(kernel(a_view, b_view), want, "views in, output returned")
 
-    C_big = np.full((33, 15), 7.0, np.float32)
-    C_view = C_big.T  # column-major output
-    kernel(A_view, B_view, C=C_view)
-    assert_close(C_view, want, "column-major C=")
-    C_big = np.full((16, 33), 7.0, np.float32)
-    kernel(A, B, C=C_big[:0:-1])  # reversed rows, skipping row 0
-    assert_close(C_big[:0:-1], want, "reversed C=")
-    assert (C_big[0] == 7.0).all()
+    c_big = np.full((33, 15), 7.0, np.float32)
+    c_view = c_big.T  # column-major output
+    kernel(a_view, b_view, C=c_view)
+    assert_close(c_view, want, "column-major C=")
+    c_big = np.full((16, 33), 7.0, np.float32)
+    kernel(a, b, C=c_big[:0:-1])  # reversed rows, skipping row 0
+    assert_close(c_big[:0:-1], want, "reversed C=")
+    assert (c_big[0] == 7.0).all()
 
 
 def test_jacobi2d_time_steps_by_keyword(compiled):
     kernel = compiled("jacobi2d")
-    A = make_inputs(kernel.op, {"N": 17, "T": 20}, seed=5)["A"]
-    want = A.copy()
+    a = make_inputs(kernel.op, {"N": 17, "T": 20}, seed=5)["A"]
+    want = a.copy()
     assert kernel.op.reference(want, T=20) is None
-    got = A.copy()
+    got = a.copy()
     assert kernel(got, T=20) is None
     assert_close(got, want, "T=20")
-    assert (got[[0, -1]] == A[[0, -1]]).all(), "boundary rows changed"
-    assert (got[:, [0, -1]] == A[:, [0, -1]]).all(), "boundary columns changed"
-    unchanged = A.copy()
+    assert (got[[0, -1]] == a[[0, -1]]).all(), "boundary rows changed"
+    assert (got[:, [0, -1]] == a[:, [0, -1]]).all(), "boundary columns changed"
+    unchanged = a.copy()
     kernel(unchanged, T=0)
-    assert (unchanged == A).all()
-    once = A.copy()
+    assert (unchanged == a).all()
+    once = a.copy()
     kernel(once, T=1)
-    assert_close(once, load("jacobi2d")[1](A, T=1), "T=1 against numpy_impl")
+    assert_close(once, load("jacobi2d")[1](a, T=1), "T=1 against numpy_impl")
+
+
+def test_refused_calls_name_the_argument_and_write_nothing(compiled):
+    kernel = compiled("matmul")
+    a, b = matmul_inputs(4, 5, 6)
+    buf = np.full((4, 5), 7.0, np.float32)
+    with pytest.raises(pd.ShapeError, match="'B'"):
+        kernel(a, b[:-1], C=buf)  # K differs between A and B
+    with pytest.raises(pd.ShapeError, match="'C'"):
+        kernel(a, b[:, :-1], C=buf)  # M differs between B and C
+    with pytest.raises(pd.ShapeError, match="'C'"):
+        kernel(a, b, C=buf.astype(np.float64))
+    assert (buf == 7.0).all()
+    f32 = np.float32
+    with pytest.raises(pd.ShapeError, match="outside"):  # KH > H: outside assume
+        compiled("conv2d")(np.zeros((1, 1, 2, 2), f32), np.zeros((1, 1, 3, 3), f32))
+    with pytest.raises(pd.ShapeError, match="outside"):  # N >= 3
+        compiled("jacobi2d")(np.zeros((2, 2), f32), T=1)
+    with pytest.raises(pd.ShapeError, match="T"):
+        compiled("jacobi2d")(np.zeros((3, 3), f32))
+
+
+def test_values_that_expose_numerics(compiled):
+    """Softmax of large values (max subtraction), max pooling of negatives (starts at -inf),
+    layernorm of constant rows (zero variance: the output is beta)."""
+    f32 = np.float32
+    x = np.array([[1000.0, 1001.0, 999.0], [-1000.0, -1000.0, -1000.0]], f32)
+    y = compiled("softmax")(x)
+    assert np.isfinite(y).all()
+    assert_close(y, load("softmax")[1](x), "softmax, large inputs")
+    x = -5.0 - np.arange(2 * 3 * 5 * 4, dtype=f32).reshape(2, 3, 5, 4)
+    assert_close(compiled("maxpool")(x), load("maxpool")[1](x), "maxpool, negative inputs")
+    x = np.full((3, 8), 0.25, f32)
+    gamma, beta = np.linspace(-1, 1, 8, dtype=f32), np.linspace(2, 3, 8, dtype=f32)
+    assert_close(compiled("layernorm")(x, gamma, beta), np.tile(beta, (3, 1)), "constant rows")

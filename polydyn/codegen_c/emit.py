@@ -87,10 +87,13 @@ static inline double pd_fmod_f64(double a, double b) {
   double r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-static inline int32_t pd_floord_i32(int32_t a, int32_t b) { return (int32_t)pd_floord(a, b); }
-static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return pd_floord(a, b); }
-static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return (int32_t)pd_mod(a, b); }
-static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return pd_mod(a, b); }
+/* element-level integer // and % (NumPy semantics: division by zero gives 0, no trap) */
+static inline int32_t pd_floord_i32(int32_t a, int32_t b) {
+  return b ? (int32_t)pd_floord(a, b) : 0;
+}
+static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return b ? pd_floord(a, b) : 0; }
+static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return b ? (int32_t)pd_mod(a, b) : 0; }
+static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return b ? pd_mod(a, b) : 0; }
 static inline void *pd_alloc(size_t bytes, int zero) {
   void *p = NULL;
   if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;

@@ -101,6 +101,9 @@ class Binder:
                 values[a.name] = self._value(a, given[a.name])
             else:
                 arrays[a.name] = self._array(a, given[a.name])
+                if a.kind == "inout" and not arrays[a.name].flags.writeable:
+                    raise ShapeError(f"argument {a.name!r} is updated in place but is "
+                                     "read-only")
         syms = self._syms(given, arrays)
         for a in self.positional:
             if a.kind != "value":

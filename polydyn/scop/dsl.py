@@ -91,9 +91,8 @@ def temp(t: TensorType) -> ArgKind:
     return ArgKind("temp", _tensor(t, "temp"))
 
 
-def _tensor(t: Any, what: str) -> TensorType:
-    if not isinstance(t, TensorType):
-        raise TypeError(f"{what}() takes a tensor type such as f32[N, M], got {t!r}")
+def _tensor(t: Any, what: str) -> Any:
+    """Checked by the frontend, which reports a non-tensor with the annotation's place."""
     return t
 
 
@@ -161,8 +160,15 @@ class Operator:
     def __init__(self, fn: Callable[..., Any], assume: str | None):
         from .from_python import scop_from_function
 
+        from ..errors import FrontendError, SourceLoc
+
         self.fn = fn
         self.name = fn.__name__
+        if assume is not None and not isinstance(assume, str):
+            code = fn.__code__
+            raise FrontendError(f"assume= must be a string of isl constraints over the syms, "
+                                f"got {assume!r}", SourceLoc(code.co_filename,
+                                                             code.co_firstlineno))
         self.assume = assume or ""
         self.scop = scop_from_function(fn, self.assume)
         self.__doc__ = fn.__doc__

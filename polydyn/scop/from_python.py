@@ -172,10 +172,14 @@ class PythonFrontend:
                 if ann.kind == "temp":
                     self.error(arg, f"`{name}`: temporaries are declared in the body "
                                     f"(`{name} = temp(...)`), not as arguments")
+                if not isinstance(ann.type, dsl.TensorType):
+                    self.error(arg, f"argument `{name}`: {ann.kind}() takes a tensor type "
+                                    f"such as f32[N, M], got {ann.type!r}")
                 kind, ann = ann.kind, ann.type
             if not isinstance(ann, dsl.TensorType):
                 self.error(arg, f"argument `{name}`: unsupported annotation {ann!r}; expected "
                                 "f32[N, M], out(...), inout(...), a dtype or pd.index")
+            self._check_shape(arg, name, ann)
             for dim in ann.shape:
                 for v in sorted(dim.vars()):
                     if v not in shape_syms:
@@ -189,6 +193,13 @@ class PythonFrontend:
                 self.error(fdef, f"`{s}` is annotated pd.index but a tensor shape carries it; "
                                  "remove the pd.index argument")
             self.syms[s] = None
+
+    def _check_shape(self, node: ast.AST, name: str, t: dsl.TensorType) -> None:
+        for dim in t.shape:
+            reason = dim.bad_reason()
+            if reason:
+                self.error(node, f"non-affine shape of `{name}`: {reason}; dimensions must be "
+                                 "affine (or quasi-affine with // and % by constants) in syms")
 
     def _check_name(self, node: ast.AST, name: str) -> None:
         if name in RESERVED or keyword.iskeyword(name) or name.startswith("pd_"):
@@ -330,6 +341,9 @@ class PythonFrontend:
             decl = eval(compile(ast.Expression(st.value), self.file, "eval"), self.ns)
         except Exception as exc:
             self.error(st.value, f"cannot evaluate the temporary's type: {exc}")
+        if not isinstance(decl.type, dsl.TensorType):
+            self.error(st.value, f"temp() takes a tensor type such as f32[N], got {decl.type!r}")
+        self._check_shape(st, name, decl.type)
         for dim in decl.type.shape:
             for v in dim.vars():
                 if v not in self.syms:
@@ -442,10 +456,13 @@ class PythonFrontend:
         raise _NotAffine(node, "expected an affine expression of loop variables and syms")
 
     def _int_const(self, node: ast.expr) -> int:
-        aff = self._aff(node, _Ctx())
-        if not aff.is_const():
+        try:
+            aff = self._aff_rec(node, _Ctx())
+        except _NotAffine:
+            aff = None
+        if aff is None or aff.vars():
             self.error(node, "range() step must be an integer constant")
-        return aff.args[0]
+        return aff.eval({})
 
     def _cond(self, node: ast.expr, ctx: _Ctx) -> Cond:
         if isinstance(node, ast.BoolOp):
@@ -519,6 +536,10 @@ class PythonFrontend:
                 arr = self.arrays[name]
                 if arr.kind == "value":
                     return Scalar(arr.dtype, name)
+                if arr.kind == "local":
+                    self.error(node, f"local scalar `{name}` is read outside the loop iteration "
+                                     "that assigns it (a local scalar is private to that "
+                                     "iteration); store it in an array to use it later")
                 self.error(node, f"`{name}` is an array; index it")
         if isinstance(node, ast.Name | ast.Attribute):
             obj = self._resolve(node)
@@ -528,6 +549,8 @@ class PythonFrontend:
             if op is None:
                 self.error(node, f"operator `{type(node.op).__name__}` is not supported")
             a, b = self._value(node.left, ctx), self._value(node.right, ctx)
+            if op in ("//", "%", "/") and isinstance(b, Const) and b.value == 0:
+                self.error(node, f"division by zero in `{self.src(node)}`")
             if isinstance(a, Index | Const) and isinstance(b, Index | Const) and op != "/":
                 folded = self._fold_index(node, ctx)
                 if folded is not None:
@@ -679,9 +702,18 @@ class PythonFrontend:
         return scop
 
     def _context(self, fdef: ast.FunctionDef, params: str, syms: tuple[str, ...]) -> isl.Set:
-        base = " and ".join(f"{s} >= 0" for s in syms) or "1 = 1"
+        # sizes are >= 0, and so is every dimension of every tensor
+        dims = {d.to_isl() for a in self.arrays.values() if a.is_tensor for d in a.shape
+                if d.vars()}
+        base = " and ".join([f"{s} >= 0" for s in syms] + sorted(f"{d} >= 0" for d in dims)) \
+            or "1 = 1"
         text = f"{params} -> {{ : {base} }}"
         context = isl.Set(text)
+        if any(ch in self.assume for ch in "{};:") or "->" in self.assume:
+            loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
+            raise FrontendError(f"cannot parse assume={self.assume!r}: write only constraints over the "
+                                "syms, such as \"N >= 1 and M mod 4 = 0\" (no braces, "
+                                "':' or '->')", loc)
         if self.assume.strip():
             try:
                 extra = isl.Set(f"{params} -> {{ : {self.assume} }}")

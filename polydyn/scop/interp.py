@@ -57,6 +57,9 @@ def py_expr(e: Expr) -> str:
         a, b = py_expr(e.a), py_expr(e.b)
         if e.op in ("min", "max"):
             return f"_{e.op}({a}, {b})"
+        if e.op in ("//", "%") and e.dtype not in ("f32", "f64", "float"):
+            fn = "_idiv" if e.op == "//" else "_imod"
+            return f"_T_{concrete(e.dtype)}({fn}({a}, {b}))"
         op = {"pow": "**"}.get(e.op, e.op)
         if e.dtype in ("f32", "f64", "i32", "i64") and e.op not in ("and", "or"):
             return f"_T_{e.dtype}({a} {op} {b})"
@@ -73,6 +76,14 @@ def py_expr(e: Expr) -> str:
     if isinstance(e, Cast):
         return f"_T_{e.dtype}({py_expr(e.a)})"
     raise TypeError(f"unknown expression node {e!r}")
+
+
+def _idiv(a: Any, b: Any) -> Any:
+    return a // b if b else 0  # NumPy: integer division by zero gives 0
+
+
+def _imod(a: Any, b: Any) -> Any:
+    return a % b if b else 0
 
 
 def _py_min(a: Any, b: Any) -> Any:
@@ -127,7 +138,8 @@ def compiled_runner(scop: Scop) -> Any:
     hit = _RUNNERS.get(id(scop))
     if hit is not None and hit[0] is scop:
         return hit[1]
-    ns: dict[str, Any] = {"np": np, "math": math, "_min": _py_min, "_max": _py_max}
+    ns: dict[str, Any] = {"np": np, "math": math, "_min": _py_min, "_max": _py_max,
+                          "_idiv": _idiv, "_imod": _imod}
     for d, npname in NUMPY_NAME.items():
         ns[f"_T_{d}"] = getattr(np, npname)
     exec(compile(python_source(scop), f"<reference {scop.name}>", "exec"), ns)

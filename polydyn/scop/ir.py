@@ -88,8 +88,25 @@ class Aff:
         if isinstance(x, Aff):
             return x
         if isinstance(x, bool) or not isinstance(x, int):
-            raise TypeError(f"expected an integer or a sym expression, got {x!r}")
+            return Aff.bad(f"`{x!r}` is not an integer or a sym expression")
         return Aff.const(x)
+
+    @staticmethod
+    def bad(reason: str) -> Aff:
+        """A dimension written with arithmetic outside the affine subset (``N * M``): kept
+        so that the frontend can report it with the annotation's location."""
+        return Aff("bad", (reason,))
+
+    def bad_reason(self) -> str | None:
+        if self.op == "bad":
+            return self.args[0]
+        if self.op in ("var", "const"):
+            return None
+        for a in self.args:
+            reason = a.bad_reason()
+            if reason:
+                return reason
+        return None
 
     def __add__(self, other: Aff | int) -> Aff:
         other = Aff.lift(other)
@@ -115,18 +132,20 @@ class Aff:
     def __mul__(self, other: Aff | int) -> Aff:
         other = Aff.lift(other)
         if not (self.is_const() or other.is_const()):
-            raise TypeError("product of two non-constant expressions is not affine")
+            return Aff.bad(f"`{self} * {other}` is not affine (a product needs a constant)")
         return Aff("*", (self, other))
 
     def __rmul__(self, other: int) -> Aff:
         return Aff.lift(other) * self
 
     def __floordiv__(self, other: int) -> Aff:
-        _check_divisor(other)
+        if not _good_divisor(other):
+            return Aff.bad(f"`{self} // {other}`: // needs a positive integer constant divisor")
         return Aff("//", (self, Aff.const(other)))
 
     def __mod__(self, other: int) -> Aff:
-        _check_divisor(other)
+        if not _good_divisor(other):
+            return Aff.bad(f"`{self} % {other}`: % needs a positive integer constant divisor")
         return Aff("%", (self, Aff.const(other)))
 
     @staticmethod
@@ -213,6 +232,8 @@ class Aff:
             return a[0]
         if op == "const":
             return str(a[0]) if a[0] >= 0 else f"({a[0]})"
+        if op == "bad":
+            return "<invalid>"
         if op in ("min", "max"):
             parts = [x._print(table) for x in a]
             out = parts[0]
@@ -222,9 +243,8 @@ class Aff:
         return table[op].format(*(x._print(table) for x in a))
 
 
-def _check_divisor(d: object) -> None:
-    if isinstance(d, bool) or not isinstance(d, int) or d <= 0:
-        raise TypeError(f"// and % need a positive integer constant divisor, got {d!r}")
+def _good_divisor(d: object) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and d > 0
 
 
 _EVAL = {

@@ -1,0 +1,13 @@
+# error: is an array; index it
+# line: 13
+# An array used as a value.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = A

@@ -1,0 +1,14 @@
+# error: cannot assign to `N`
+# line: 14
+# An assignment to a sym.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = A[i]
+    N = 3

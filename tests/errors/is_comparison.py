@@ -1,0 +1,13 @@
+# error: unsupported comparison
+# line: 13
+# An `is` comparison in an expression.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = A[i] if i is N else 0.0

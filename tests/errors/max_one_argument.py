@@ -1,0 +1,13 @@
+# error: max() needs at least two arguments
+# line: 13
+# max() of one value.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = max(A[i])

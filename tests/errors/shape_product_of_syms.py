@@ -1,0 +1,13 @@
+# error: non-affine
+# line: 11
+# A tensor shape N * M (not affine): should be a located FrontendError.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N * M], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = A[i]

@@ -1,0 +1,15 @@
+# error: unsupported annotation
+# line: 12
+# An argument annotated with a Python type.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N],
+       B: int,
+       Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = A[i]

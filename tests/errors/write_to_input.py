@@ -1,0 +1,14 @@
+# error: cannot write to input `A`
+# line: 13
+# An assignment to an input argument.
+import polydyn as pd
+from polydyn import f32, out
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def op(A: f32[N], Y: out(f32[N])):
+    for i in range(N):
+        A[i] = 0.0
+        Y[i] = A[i]
