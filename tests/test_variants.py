@@ -63,10 +63,11 @@ def test_matmul_partition_and_specialized_code() -> None:
     n1 = _variant_source(k, "N=1")
     assert "const int64_t i = 0;" in n1  # the loop over N is gone
     tiled = _variant_source(k, "tiled")
-    assert "c0 += 32" in tiled and "#pragma omp simd" in tiled
+    assert "c0 += 48" in tiled and "#pragma omp simd" in tiled
+    assert "pd_acc" in tiled  # accumulators promoted in full register tiles
     assert k.select(N=1, M=64, K=64).name == "N=1"
-    assert k.select(N=256, M=512, K=128).name == "full"
-    assert k.select(N=257, M=512, K=128).name == "tiled"
+    assert k.select(N=96, M=512, K=256).name == "full"
+    assert k.select(N=257, M=512, K=300).name == "tiled"
     assert k.select(N=5, M=512, K=128).name == "small"
 
 

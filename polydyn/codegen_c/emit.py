@@ -18,7 +18,7 @@ import islpy as isl
 from ..astgen import condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
-from ..schedule.tree import PARALLEL
+from ..schedule.tree import PROMOTE, RROW, RVEC, parse_mark
 from ..scop.ir import (
     C_TYPE,
     Aff,
@@ -126,6 +126,9 @@ class CEmitter:
         self.zero_init = zero_init
         self.stmt_locals = {s.name: _locals_of(scop, s) for s in scop.statements}
         self.region: isl.Set = scop.context
+        # while emitting a register tile: array -> (row iterator, vector iterator, base names)
+        self.promoted: dict[str, tuple[str, str, str, str]] = {}
+        self.tile_count = 0
 
     def work_expr(self, names: Iterable[str]) -> str:
         """C expression: the largest bounding-box size of the named statements' domains."""
@@ -210,6 +213,9 @@ class CEmitter:
         if isinstance(e, Index):
             return f"({e.aff.to_c()})"
         if isinstance(e, Load):
+            if e.array in self.promoted:
+                acc, row, vec, base_row, base_vec = self._promoted_ref(e)
+                return f"{acc}[{row} - {base_row}][{vec} - {base_vec}]"
             return f"{e.array}[{self.flat_index(e.array, e.index)}]"
         if isinstance(e, Scalar):
             return e.name
@@ -289,13 +295,18 @@ class CEmitter:
             return [self.statement(stmt, args)]
         if t == isl.ast_node_type.mark:
             child = n.mark_get_node()
-            is_par = n.mark_get_id().get_name() == PARALLEL
+            is_par, role = parse_mark(n.mark_get_id().get_name())
             if child.get_type() == isl.ast_node_type.for_:
-                return self.loop(child, st, parallel=is_par)
+                if role == PROMOTE:
+                    promoted = self.register_tile(child, st)
+                    if promoted is not None:
+                        return promoted
+                return self.loop(child, st, parallel=is_par, role=role)
             return self.node(child, st)
         raise InternalError(f"unexpected isl AST node type {t}")
 
-    def loop(self, n: isl.AstNode, st: _LoopState, parallel: bool) -> list[cgen.Generable]:
+    def loop(self, n: isl.AstNode, st: _LoopState, parallel: bool,
+             role: str = "") -> list[cgen.Generable]:
         it = n.for_get_iterator().get_id().get_name()
         init = self.ast_expr(n.for_get_init())
         if n.for_is_degenerate():
@@ -307,8 +318,92 @@ class CEmitter:
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
         loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
+        if role == RROW:  # the rows of a register tile: unrolled, so each row has registers
+            return [cgen.Pragma("GCC unroll 16"), loop]
         pragma = self.loop_pragma(n, it, parallel, st.in_parallel, inner.used_locals)
         return [cgen.Pragma(pragma), loop] if pragma else [loop]
+
+    # --- register tiles --------------------------------------------------------------------
+    def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:
+        acc, row_dim, vec_dim, base_row, base_vec = self.promoted[e.array]
+        row = e.index[int(row_dim)].to_c()
+        vec = e.index[int(vec_dim)].to_c()
+        return acc, f"({row})", f"({vec})", base_row, base_vec
+
+    def register_tile(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable] | None:
+        """Around the reduction loop ``n`` of a full register tile: copy the target's rows x
+        vector footprint into a local array, accumulate there, copy it back. None when the
+        tile under ``n`` is partial (the plain loops then run)."""
+        row = _find_role_loop(n.for_get_body(), RROW)
+        vec = _find_role_loop(n.for_get_body(), RVEC)
+        if row is None or vec is None:
+            return None
+        extents = [_constant_trip(x) for x in (row, vec)]
+        if None in extents:
+            return None
+        row_it, vec_it = (x.for_get_iterator().get_id().get_name() for x in (row, vec))
+        users = _users(n.for_get_body(), self)
+        stmts = [self.scop.statement(name) for name, _ in users]
+        target = stmts[0].target
+        if not isinstance(target, Load) or any(
+                not isinstance(s.target, Load) or s.target.array != target.array
+                or [str(i) for i in s.target.index] != [str(i) for i in target.index]
+                for s in stmts):
+            return None
+        # which target subscript moves with the rows, which with the vector
+        args = dict(zip(stmts[0].iters, users[0][1]))
+        row_dim = vec_dim = None
+        for d, sub in enumerate(target.index):
+            text = " ".join(args.get(v, "") for v in sub.vars())
+            if re.search(rf"\b{row_it}\b", text):
+                row_dim = d
+            if re.search(rf"\b{vec_it}\b", text):
+                vec_dim = d
+        if row_dim is None or vec_dim is None or row_dim == vec_dim:
+            return None
+        self.tile_count += 1
+        k = self.tile_count
+        acc = f"pd_acc{k}"
+        ctype = C_TYPE[self.scop.array(target.array).dtype]
+        # base iterator values: the statement's iterators with the tile's point loops at 0
+        bases = {v: f"pd_b{k}_{v}" for v in stmts[0].iters}
+        decl = [cgen.Statement(f"int64_t {b}") for b in bases.values()]
+        zero = [cgen.Statement(f"const int64_t {row_it} = 0"),
+                cgen.Statement(f"const int64_t {vec_it} = 0")]
+        assign = [cgen.Statement(f"{bases[v]} = {args[v]}") for v in stmts[0].iters
+                  if not _mentions_inner(args[v], n, row_it, vec_it)]
+        if len(assign) != len(stmts[0].iters):
+            # an iterator of the target depends on the reduction loops: no promotion
+            tgt_vars = set().union(*(sub.vars() for sub in target.index))
+            assign = [cgen.Statement(f"{bases[v]} = {args[v]}") for v in stmts[0].iters
+                      if v in tgt_vars]
+            if any(_mentions_inner(args[v], n, row_it, vec_it) for v in tgt_vars):
+                self.tile_count -= 1
+                return None
+        rows, width = extents
+        row_sub, vec_sub = target.index[row_dim], target.index[vec_dim]
+        (row_var,), (vec_var,) = row_sub.vars(), vec_sub.vars()
+        env = {v: Aff.var(bases[v]) for v in bases}
+        env[row_var] = Aff.var(bases[row_var]) + Aff.var("pd_r")
+        env[vec_var] = Aff.var(bases[vec_var]) + Aff.var("pd_v")
+        cell = f"{target.array}[{self.flat_index(target.array, [i.subst(env) for i in target.index])}]"
+        copy_in = self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", rows, width)
+        copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", rows, width)
+        self.promoted[target.array] = (acc, str(row_dim), str(vec_dim), bases[row_var],
+                                       bases[vec_var])
+        try:
+            body = self.loop(n, st, parallel=False)
+        finally:
+            del self.promoted[target.array]
+        return [cgen.Block([*decl, cgen.Block([*zero, *assign]),
+                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
+                            copy_in, *body, copy_out])]
+
+    def _tile_copy(self, assignment: str, rows: int, width: int) -> cgen.Generable:
+        inner = cgen.For("int64_t pd_v = 0", f"pd_v < {width}", "pd_v++",
+                         cgen.Block([cgen.Statement(assignment)]))
+        return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
+                        cgen.Block([cgen.Pragma("omp simd"), inner]))
 
     def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, in_parallel: bool,
                     used_locals: set[str]) -> str | None:
@@ -509,3 +604,51 @@ def _strip_parens(text: str) -> str:
         if depth == 0 and k < len(text) - 1:
             return text
     return text[1:-1]
+
+
+def _find_role_loop(n: isl.AstNode, role: str) -> isl.AstNode | None:
+    """The for node under a mark with ``role`` in the subtree ``n`` (first found)."""
+    t = n.get_type()
+    if t == isl.ast_node_type.mark:
+        if parse_mark(n.mark_get_id().get_name())[1] == role:
+            child = n.mark_get_node()
+            return child if child.get_type() == isl.ast_node_type.for_ else None
+        return _find_role_loop(n.mark_get_node(), role)
+    if t == isl.ast_node_type.for_:
+        return _find_role_loop(n.for_get_body(), role)
+    if t == isl.ast_node_type.block:
+        ch = n.block_get_children()
+        for i in range(ch.n_ast_node()):
+            hit = _find_role_loop(ch.get_at(i), role)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _constant_trip(n: isl.AstNode) -> int | None:
+    """The trip count of ``for (c = 0; c <= K; c += 1)`` with constant K, else None."""
+    init, cond, inc = n.for_get_init(), n.for_get_cond(), n.for_get_inc()
+    if init.get_type() != isl.ast_expr_type.int or init.get_val().to_python() != 0:
+        return None
+    if inc.get_type() != isl.ast_expr_type.int or inc.get_val().to_python() != 1:
+        return None
+    if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2:
+        return None
+    bound = cond.get_op_arg(1)
+    if bound.get_type() != isl.ast_expr_type.int:
+        return None
+    k = bound.get_val().to_python()
+    op = cond.get_op_type()
+    if op == _T.le:
+        return k + 1
+    if op == _T.lt:
+        return k
+    return None
+
+
+def _mentions_inner(expr: str, n: isl.AstNode, row_it: str, vec_it: str) -> bool:
+    """Whether an iterator expression uses loops inside the promoted loop other than the
+    tile's rows and vector (then it has no single value at the copy-in point)."""
+    inner = set(re.findall(r"\bc\d+\b", expr)) - {row_it, vec_it}
+    outer_limit = int(n.for_get_iterator().get_id().get_name()[1:])
+    return any(int(c[1:]) >= outer_limit for c in inner)

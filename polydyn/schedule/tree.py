@@ -7,8 +7,22 @@ from collections.abc import Callable
 import islpy as isl
 
 # Mark names placed above single-member bands; the C/OpenCL emitters read them on the AST.
+# A mark is "parallel" or "sequential", optionally followed by ":role" for loops that a
+# transformation gave a job: "promote" (accumulators live in registers around this loop),
+# "rrow" and "rvec" (the rows and the vector of a register tile).
 PARALLEL = "parallel"
 SEQUENTIAL = "sequential"
+PROMOTE, RROW, RVEC = "promote", "rrow", "rvec"
+
+
+def mark_name(parallel: bool, role: str = "") -> str:
+    return (PARALLEL if parallel else SEQUENTIAL) + (f":{role}" if role else "")
+
+
+def parse_mark(name: str) -> tuple[bool, str]:
+    """``(is parallel, role)`` of a loop mark."""
+    kind, _, role = name.partition(":")
+    return kind == PARALLEL, role
 
 
 def is_band(node: isl.ScheduleNode) -> bool:
@@ -25,21 +39,30 @@ def map_bands(schedule: isl.Schedule,
     return schedule.map_schedule_node_bottom_up(visit)
 
 
-def _mark_band(node: isl.ScheduleNode) -> isl.ScheduleNode:
-    """Split a band into one-member bands, each under a mark saying whether it is parallel."""
+def split_and_mark(node: isl.ScheduleNode, names: list[str]) -> isl.ScheduleNode:
+    """Split a band into one-member bands, each under a mark with the given name. Returns the
+    node at the band's place (the first mark)."""
     n = node.band_n_member()
-    flags = [bool(node.band_member_get_coincident(i)) for i in range(n)]
     for _ in range(n - 1):
         node = node.band_split(1).child(0)
     for _ in range(n - 1):
         node = node.parent()
     for k in range(n):
-        node = node.insert_mark(isl.Id(PARALLEL if flags[k] else SEQUENTIAL)).child(0)
+        node = node.insert_mark(isl.Id(names[k])).child(0)
         if k < n - 1:
             node = node.child(0)
     for _ in range(2 * n - 1):
         node = node.parent()
     return node
+
+
+def _mark_band(node: isl.ScheduleNode) -> isl.ScheduleNode:
+    """Mark every member parallel (coincident) or sequential, unless already marked."""
+    if node.has_parent() and node.parent().get_type() == isl.schedule_node_type.mark:
+        return node
+    n = node.band_n_member()
+    return split_and_mark(node, [mark_name(bool(node.band_member_get_coincident(i)))
+                                 for i in range(n)])
 
 
 def mark_loops(schedule: isl.Schedule) -> isl.Schedule:
