@@ -64,7 +64,7 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     _dump(options, name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
 
-    asts = [build_ast(v.schedule, v.region) for v in scheduled]
+    asts = [build_ast(v.schedule, v.region, scop, deps) for v in scheduled]
     _dump(options, name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 

@@ -13,6 +13,17 @@ from ..runtime import cache
 
 
 @functools.lru_cache(maxsize=8)
+def libmvec_flags(cc: str) -> tuple[str, ...]:
+    """``-DPD_LIBMVEC ... -lmvec`` when the compiler can link glibc's vector math library."""
+    try:
+        out = subprocess.run([cc, "-print-file-name=libmvec.so"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ()
+    return ("-DPD_LIBMVEC",) if out and Path(out).is_absolute() and Path(out).exists() else ()
+
+
+@functools.lru_cache(maxsize=8)
 def compiler_version(cc: str) -> str:
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True)
@@ -39,7 +50,8 @@ def build_shared(source: str, name: str, options: Options, *, extension: str | N
     the CPython extension module of that name); the path of the library."""
     import sys
 
-    flags = (*options.all_cflags, *(f"-I{d}" for d in includes))
+    mvec = libmvec_flags(options.cc)
+    flags = (*options.all_cflags, *mvec, *(f"-I{d}" for d in includes))
     key = cache.content_key(["c", __version__, source, options.cc, *flags,
                              compiler_version(options.cc), extension or "",
                              sys.version if extension else ""])
@@ -49,7 +61,8 @@ def build_shared(source: str, name: str, options: Options, *, extension: str | N
         src = tmp / f"{name}.c"
         lib = tmp / filename
         src.write_text(source)
-        cmd = [options.cc, *flags, str(src), "-o", str(lib), "-lm"]
+        cmd = [options.cc, *flags, str(src), "-o", str(lib), *(["-lmvec"] if mvec else []),
+               "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(f"the C compiler failed on the code generated for {name} "

@@ -1,0 +1,98 @@
+"""Loops carried only by reductions into local scalars (``s += x``, ``m = max(m, x)``):
+the emitter vectorizes them with an OpenMP ``simd reduction`` clause (reassociating the
+reduction, as every vectorizing BLAS and NumPy's own sums do)."""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..scop.deps import _anti, _flow, _output
+from ..scop.ir import Bin, Scalar, Scop, Statement
+
+
+def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
+    """``(scalar, op)`` when ``stmt`` is ``s += e`` or ``s = max(s, e)``/``min`` with ``e``
+    not reading ``s`` and ``s`` a local scalar; else None."""
+    t = stmt.target
+    if not isinstance(t, Scalar) or scop.array(t.name).kind != "local":
+        return None
+
+    def reads(e: object) -> bool:
+        return any(isinstance(x, Scalar) and x.name == t.name for x in e.walk())
+
+    if stmt.op == "+=" and not reads(stmt.value):
+        return t.name, "+"
+    v = stmt.value
+    if stmt.op == "=" and isinstance(v, Bin) and v.op in ("max", "min"):
+        for me, other in ((v.a, v.b), (v.b, v.a)):
+            if isinstance(me, Scalar) and me.name == t.name and not reads(other):
+                return t.name, v.op
+    return None
+
+
+def _drop_arrays(umap: isl.UnionMap, names: set[str]) -> isl.UnionMap:
+    kept = isl.UnionMap.empty(umap.get_space())
+    maps: list[isl.Map] = []
+    umap.foreach_map(maps.append)
+    for m in maps:
+        if m.get_tuple_name(isl.dim_type.out) not in names:
+            kept = kept.union(isl.UnionMap.from_map(m))
+    return kept
+
+
+def _carried(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
+    """Whether the last dimension of ``sched`` carries a dependence (outer dims equal)."""
+    times = deps.apply_domain(sched).apply_range(sched)
+    maps: list[isl.Map] = []
+    times.foreach_map(maps.append)
+    for m in maps:
+        n = m.dim(isl.dim_type.in_)
+        if n == 0:
+            continue
+        xs, ys = [f"a{k}" for k in range(n)], [f"b{k}" for k in range(n)]
+        cons = [f"{x} = {y}" for x, y in zip(xs[:-1], ys[:-1])] + [f"{xs[-1]} != {ys[-1]}"]
+        carried = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(ys)}] : {' and '.join(cons)} }}")
+        if not m.intersect(carried.align_params(m.get_space())).is_empty():
+            return True
+    return False
+
+
+def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> str:
+    """``parallel``, ``reduce(op:scalar ...)`` or ``sequential`` for the loop whose schedule,
+    outer loops first, is ``sched`` (``{ S[i] -> [outer..., this] }``, flat)."""
+    domain = sched.domain()
+    deps = all_deps.intersect_domain(domain).intersect_range(domain)
+    if not _carried(deps, sched):
+        return "parallel"
+    names: set[str] = set()
+    domain.foreach_set(lambda s: names.add(s.get_tuple_name()))
+    stmts = [scop.statement(n) for n in names]
+    found: dict[str, str] = {}
+    for s in stmts:
+        red = reduction_of(scop, s)
+        if red is not None:
+            if found.get(red[0], red[1]) != red[1]:
+                return "sequential"
+            found[red[0]] = red[1]
+    if not found:
+        return "sequential"
+    for s in stmts:  # no other statement in the loop may see a partial value
+        if reduction_of(scop, s) is None and any(
+                isinstance(x, Scalar) and x.name in found for x in s.value.walk()):
+            return "sequential"
+    reads = _drop_arrays(scop.accesses("read").intersect_domain(domain), set(found))
+    writes = _drop_arrays(scop.accesses("write").intersect_domain(domain), set(found))
+    order = scop.original_schedule().intersect_domain(domain)
+    flow, _ = _flow(reads, writes, order)
+    rest = flow.union(_anti(reads, writes, order)).union(_output(writes, order))
+    return "sequential" if _carried(rest, sched) else reduce_role(found)
+
+
+def reduce_role(found: dict[str, str]) -> str:
+    return "reduce(" + " ".join(f"{op}:{name}" for name, op in sorted(found.items())) + ")"
+
+
+def parse_reduce_role(role: str) -> list[tuple[str, str]]:
+    """``reduce(+:s max:m)`` -> ``[("+", "s"), ("max", "m")]``."""
+    inner = role[len("reduce("):-1]
+    return [tuple(part.split(":", 1)) for part in inner.split()]  # type: ignore[misc]
