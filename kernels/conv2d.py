@@ -11,10 +11,9 @@ B, C, F, H, W, KH, KW = pd.sym("B C F H W KH KW")
 @pd.operator(assume="KH >= 1 and KW >= 1 and H >= KH and W >= KW")
 def conv2d(X: f32[B, C, H, W], Wt: f32[F, C, KH, KW], Y: out(f32[B, F, H - KH + 1, W - KW + 1])):
     for b, f, oy, ox in pd.grid(B, F, H - KH + 1, W - KW + 1):
-        acc = 0.0
+        Y[b, f, oy, ox] = 0.0
         for c, ky, kx in pd.grid(C, KH, KW):
-            acc += X[b, c, oy + ky, ox + kx] * Wt[f, c, ky, kx]
-        Y[b, f, oy, ox] = acc
+            Y[b, f, oy, ox] += X[b, c, oy + ky, ox + kx] * Wt[f, c, ky, kx]
 
 
 def numpy_impl(X, Wt):

@@ -152,4 +152,8 @@ def region_points(scop: Scop, region: Any, hi: int = 30, limit: int = 8, seed: i
                           for k in range(n))
             if point not in chosen:
                 chosen.append(point)
+        if not chosen and not part.is_empty():  # a thin region: isl's own sample point
+            p = part.sample_point()
+            chosen.append(tuple(p.get_coordinate_val(isl.dim_type.set, k).to_python()
+                                for k in range(n)))
     return [dict(zip(names, c)) for c in chosen[:limit]]

@@ -12,7 +12,7 @@ from kernels import ALL, load
 from polydyn.testing import check_kernel, region_points
 
 SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference runs quickly
-HI = {"matmul": 19, "batched_matmul": 11, "conv2d": 11, "jacobi2d": 14, "softmax": 20,
+HI = {"matmul": 19, "batched_matmul": 11, "conv2d": 17, "jacobi2d": 14, "softmax": 20,
       "layernorm": 20, "bias_relu": 24, "maxpool": 20, "transpose": 26}
 LIMIT = {"conv2d": 3, "batched_matmul": 4}
 

@@ -268,7 +268,7 @@ def _permute_point_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
 
 
 def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
-                 isolate: bool = True, register: bool = True) -> isl.Schedule:
+                 isolate: bool = True, deps: Deps | None = None) -> isl.Schedule:
     """Tile the planned bands (full tiles isolated), order their point loops for vectors and,
     where a reduction allows it, tile the point loops again for registers."""
     for tiling in plan:
@@ -276,9 +276,7 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         if not is_band(node) or node.band_n_member() != len(tiling.sizes):
             continue
         node = tile_band(node, tiling.sizes, isolate=isolate)
-        node = _permute_point_band(node.child(0), scop)
-        if register:
-            node = register_tile(node, scop)
+        node = register_tile(_permute_point_band(node.child(0), scop), scop, deps)
         schedule = node.get_schedule()
     return schedule
 
@@ -322,7 +320,9 @@ def register_plan(node: isl.ScheduleNode, scop: Scop) -> tuple[list[int], int, i
     rows = [k for k in range(n - 1) if coincident[k] and not constant[k]]
     if not reductions or not rows:
         return None
-    row = rows[-1]
+    # prefer rows along which the vector operands stay the same (matmul's i for B[k, j],
+    # conv's f for X[b, c, oy + ky, ox + kx]): one vector load then feeds every row
+    row = max(rows, key=lambda k: (_vector_reuse(scop, deps_of, k, vec), k))
     target = None
     for name, members in deps_of.items():
         stmt = scop.statement(name)
@@ -351,7 +351,20 @@ def register_plan(node: isl.ScheduleNode, scop: Scop) -> tuple[list[int], int, i
     return order, len(others), len(others) + 1
 
 
-def register_tile(point: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
+def _vector_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int) -> int:
+    """How many reads that move along the vector member do not move along ``row``."""
+    count = 0
+    for name, members in deps_of.items():
+        for ref in scop.statement(name).value.walk():
+            if isinstance(ref, Load):
+                used = set().union(*(sub.vars() for sub in ref.index))
+                if used & members[vec] and not used & members[row]:
+                    count += 1
+    return count
+
+
+def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None
+                  ) -> isl.ScheduleNode:
     """Tile the point band ``point`` for registers: rows x vector accumulators kept in a
     local array around the reduction loops (the emitter promotes them; marks say where)."""
     from .tree import PROMOTE, RROW, RVEC, mark_name, split_and_mark
@@ -365,26 +378,36 @@ def register_tile(point: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     sizes = [1] * node.band_n_member()
     sizes[row], sizes[vec] = REG_ROWS, REG_VECTOR_BYTES // elem
     coincident = [bool(node.band_member_get_coincident(k)) for k in range(len(sizes))]
-    node = tile_band(node, sizes, isolate=True)
-    names = [mark_name(coincident[k], PROMOTE if k == vec + 1 else "")
-             for k in range(len(sizes))]
-    node = split_and_mark(node, names)
-    inner = node
-    for _ in range(2 * len(sizes)):
-        inner = inner.child(0)
-    point_names = [mark_name(coincident[k], RROW if k == row else RVEC if k == vec else "")
-                   for k in range(len(sizes))]
-    inner = split_and_mark(inner, point_names)
-    for _ in range(2 * len(sizes)):
-        inner = inner.parent()
-    return inner
+    n = len(sizes)
+    node = tile_band(node, sizes, isolate=True)  # the register-tile band; its child: points
+    if deps is not None and node.child(0).child(0).get_type() != isl.schedule_node_type.leaf:
+        # bands below the point loops (conv's ky, kx) would run inside the vector loop: sink
+        # the point band under them when that keeps every dependence
+        sunk = node.child(0).band_sink()
+        if is_legal(sunk.get_schedule(), deps):
+            node = sunk.parent()
+    depth = node.get_tree_depth()
+    node = split_and_mark(node, [mark_name(coincident[k], PROMOTE if k == vec + 1 else "")
+                                 for k in range(n)])
+    for _ in range(2 * n):
+        node = node.child(0)
+    while not (is_band(node) and node.band_n_member() == n):  # down to the point band
+        node = node.child(0)
+    node = split_and_mark(node, [mark_name(coincident[k], RROW if k == row else
+                                           RVEC if k == vec else "") for k in range(n)])
+    while node.get_tree_depth() > depth:
+        node = node.parent()
+    return node
 
 
-def order_for_vectors(schedule: isl.Schedule, scop: Scop) -> isl.Schedule:
-    """Untiled variants: the same inner-loop choice on each outermost band."""
+def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None
+                      ) -> isl.Schedule:
+    """Untiled variants: the same inner-loop choice on each outermost band, and register
+    tiles where a reduction allows them."""
     for node in outermost_bands(schedule):
         path = _path(node)
         node = _permute_point_band(node_at(schedule, path), scop)
+        node = register_tile(node, scop, deps)
         schedule = node.get_schedule()
     return schedule
 

@@ -19,9 +19,10 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
         if recipe.tile:
-            schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate)
+            schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate,
+                                    deps=deps)
         else:
-            schedule = order_for_vectors(schedule, scop)
+            schedule = order_for_vectors(schedule, scop, deps)
         if not recipe.parallel:
             schedule = drop_parallel(schedule)
         summary, data = recipe.describe(), (("auto", recipe.describe()),)
