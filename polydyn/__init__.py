@@ -14,6 +14,7 @@ from .errors import (  # noqa: E402
 from .options import Options  # noqa: E402
 from .pipeline import compile, compile_c  # noqa: E402
 from .runtime.kernel import Kernel  # noqa: E402
+from .schedule.directives import Schedule  # noqa: E402
 from .scop.dsl import (  # noqa: E402
     Operator,
     cos,
@@ -39,7 +40,7 @@ from .scop.dsl import (  # noqa: E402
 
 __all__ = [
     "CompileError", "FrontendError", "InternalError", "Kernel", "Operator", "Options",
-    "PolydynError", "ScheduleError", "ShapeError", "UnsupportedError", "__version__",
+    "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError", "__version__",
     "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64", "index", "inf",
     "inout", "log", "operator", "out", "sin", "sqrt", "sym", "tanh", "temp",
 ]

@@ -334,10 +334,17 @@ class CEmitter:
         loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
         if role == RROW:  # the rows of a register tile: unrolled, so each row has registers
             return [cgen.Pragma("GCC unroll 16"), loop]
+        if role.startswith("unroll"):
+            return [cgen.Pragma(f"GCC unroll {int(role[len('unroll'):])}"), loop]
+        private = f" private({', '.join(sorted(inner.used_locals))})" \
+            if inner.used_locals else ""
+        if role == "vector":  # a user's vectorize(): checked free of dependences
+            return [cgen.Pragma(self.simd_pragma + private), loop]
         kind = _annotation(n)
-        parallel = parallel or kind == "parallel"
-        if kind.startswith("reduce(") and not _has_loop(n.for_get_body()) \
-                and self._unit_stride(n, it):
+        innermost = not _has_loop(n.for_get_body())
+        if not parallel and kind == "parallel" and innermost and self._unit_stride(n, it):
+            return [cgen.Pragma(self.simd_pragma + private), loop]
+        if kind.startswith("reduce(") and innermost and self._unit_stride(n, it):
             clauses = " ".join(f"reduction({op}:{name})" for op, name in parse_reduce_role(kind))
             return [cgen.Pragma(f"{self.simd_pragma} {clauses}"), loop]
         pragma = self.loop_pragma(n, it, parallel, st.in_parallel, inner.used_locals)

@@ -144,8 +144,19 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
     """User variants in their order, else the automatic partition; a generic variant over
     the whole context closes the cover (checked)."""
     if variants:
-        plans = [VariantPlan(f"user{k}", parse_region(scop, text), recipe)
-                 for k, (text, recipe) in enumerate(variants)]
+        auto = AutoRecipe(tuple(tiling_plan(base, scop, max_tile)))
+        plans = []
+        for k, item in enumerate(variants):
+            if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)):
+                raise CompileError(f"variants[{k}]: expected (region text, Schedule), got "
+                                   f"{item!r}")
+            text, recipe = item
+            if recipe is None or getattr(recipe, "is_auto", False):
+                recipe = auto
+            elif not hasattr(recipe, "steps"):
+                raise CompileError(f"variants[{k}]: the schedule must be a pd.Schedule, got "
+                                   f"{recipe!r}")
+            plans.append(VariantPlan(f"user{k}", parse_region(scop, text), recipe))
         if not any(p.region.is_equal(scop.context) for p in plans):
             check_cover(scop, [p.region for p in plans])
         return plans

@@ -29,6 +29,7 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
     else:
         from .directives import apply_recipe
 
-        schedule = apply_recipe(scop, deps, schedule, recipe)
-        summary, data = recipe.describe(), tuple(recipe.to_json())
+        marked = apply_recipe(scop, deps, plan.region, recipe)
+        return Variant(plan.name, plan.region, marked, tuple(recipe.to_json()),
+                       recipe.describe())
     return Variant(plan.name, plan.region, mark_loops(schedule), data, summary)
