@@ -64,14 +64,14 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     _dump(options, name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
 
+    if target == "opencl":  # maps each variant to kernels and builds their own ASTs
+        from .codegen_ocl.pipeline import compile_opencl
+
+        return compile_opencl(scop, deps, scheduled, [], options, device, op)
+
     asts = [build_ast(v.schedule, v.region, scop, deps) for v in scheduled]
     _dump(options, name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
-
-    if target == "opencl":
-        from .codegen_ocl.pipeline import compile_opencl
-
-        return compile_opencl(scop, deps, scheduled, asts, options, device, op)
 
     emitter = CEmitter(scop, zero_init_arrays(scop, deps))
     source = emitter.module(scheduled, asts)

@@ -180,17 +180,8 @@ def _opencl_available() -> bool:
     return opencl_available()
 
 
-_OCL_BUGS = {
-    "rownorm": "core bug (codegen_ocl): a local scalar live across two kernels of a degenerate "
-               "variant (N = 1) is lost",
-    "kernel_deriche": "core bug (codegen_ocl): a local scalar assigned before the device loops "
-                      "is uninitialized in the kernel",
-    "kernel_durbin": "core bug (codegen_ocl): local scalars carried across kernels",
-    "kernel_adi": "core bug (codegen_ocl): local scalars read inside device kernels",
-}
-OCL_CASES = [pytest.param(file, fn, sizes[:3], marks=[pytest.mark.xfail(
-    strict=False, reason=_OCL_BUGS[fn])] if fn in _OCL_BUGS else [])
-    for file, fn, sizes in (c.values if hasattr(c, "values") else c for c in CASES)]
+OCL_CASES = [pytest.param(file, fn, sizes[:3])
+             for file, fn, sizes in (c.values if hasattr(c, "values") else c for c in CASES)]
 
 
 @pytest.mark.opencl

@@ -637,7 +637,10 @@ def _strip_parens(text: str) -> str:
 
 def _annotation(n: isl.AstNode) -> str:
     """What the loop carries (astgen's annotation), or "" when the AST has none."""
-    ann = n.get_annotation()
+    try:
+        ann = n.get_annotation()
+    except isl.Error:  # an AST built without annotations
+        return ""
     return ann.get_name() if ann is not None else ""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,103 +18,48 @@ from ..scop.ir import NUMPY_NAME, Scop
 from .c_library import CFunctions, load_extension, load_library
 
 
-class Kernel:
-    """A compiled operator. ``k(*inputs, **outputs_and_sizes)`` runs the variant for the sizes.
+class KernelBase(abc.ABC):
+    """What every target's compiled operator shares: the signature checks, variant lookup and
+    introspection. A target implements ``_call`` (run, optionally forcing a variant) and
+    ``_select_index`` (the dispatcher's choice for given sizes)."""
 
-    Attributes: ``variants`` (list of Variant), ``source`` (all generated C), ``header``,
-    ``library`` (path of the shared library), ``scop``, ``op`` (the Operator, if any).
-    """
-
-    def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
-                 library: Path, op: Any = None, target: str = "c", module: str | None = None):
+    def __init__(self, scop: Scop, variants: list[Variant], source: str, op: Any,
+                 target: str):
         self.scop = scop
         self.variants = variants
         self.source = source
-        self.header = header
-        self.library = library
         self.op = op
         self.target = target
         self.name = scop.name
         self._binder = Binder(scop)
-        self._fns = CFunctions(load_library(library), scop)
-        # the generated CPython fast path (None: every call takes the checked Python path)
-        self._fast = load_extension(library, module).call if module else None
         self._tensors = [a for a in scop.arg_arrays if a.is_tensor]
         self._order = [(a.name, a.kind) for a in scop.arg_arrays]
         self._outputs = [a for a in scop.arg_arrays if a.kind == "out"]
         self._np = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in scop.arg_arrays}
 
-    # --- calling -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], variant: int | None
+              ) -> Any:
+        """Run the call (the variant the sizes select, or the forced one)."""
+
+    @abc.abstractmethod
+    def _select_index(self, syms: Mapping[str, int]) -> int:
+        """The index of the variant that runs for these (context-checked) sizes."""
+
+    def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        return self._binder.bind(args, kwargs)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast is not None:
-            result = self._fast(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
         return self._call(args, kwargs, variant=None)
 
     def run_variant(self, variant: int | str, *args: Any, **kwargs: Any) -> Any:
         """Run one variant whatever the sizes (the sizes must still lie in its region)."""
-        index = self._variant_index(variant)
-        return self._call(args, kwargs, variant=index)
-
-    def _call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], variant: int | None) -> Any:
-        bound = self._binder.bind(args, kwargs)
-        syms = bound.syms
-        sym_vals = [syms[s] for s in self.scop.syms]
-        if variant is not None:
-            self._check_region(variant, syms)
-        arrays = bound.arrays
-        call_arrays: dict[str, np.ndarray] = {}
-        copy_back: list[tuple[np.ndarray, np.ndarray]] = []
-        written = [arrays[a.name] for a in self._tensors
-                   if a.kind in ("inout", "out") and a.name in arrays]
-        for name, kind in self._order:
-            if kind == "value":
-                continue
-            x = arrays.get(name)
-            if x is None:  # an output nobody passed: allocate it
-                a = self.scop.array(name)
-                call_arrays[name] = np.empty(self._binder.output_shape(a, syms), self._np[name])
-                continue
-            if kind == "in" and written and any(np.may_share_memory(x, w) for w in written):
-                x = x.copy()
-            if not x.flags.c_contiguous:
-                y = np.ascontiguousarray(x)
-                if kind != "in":
-                    copy_back.append((x, y))
-                x = y
-            call_arrays[name] = x
-        call = list(sym_vals)
-        for name, kind in self._order:
-            call.append(bound.values[name] if kind == "value" else
-                        call_arrays[name].ctypes.data)
-        if variant is None:
-            rc = self._fns.dispatch(*call)
-        else:
-            rc = self._fns.run(variant, *call)
-        if rc != 0:
-            self._fail(rc, syms)
-        for view, dense in copy_back:
-            view[...] = dense
-        outs = tuple(arrays.get(a.name, call_arrays[a.name]) if a.name in bound.given_outputs
-                     else call_arrays[a.name] for a in self._outputs)
-        if not outs:
-            return None
-        return outs[0] if len(outs) == 1 else outs
-
-    def _fail(self, rc: int, syms: Mapping[str, int]) -> None:
-        if rc == -1:
-            check_context(self.scop, syms)
-            raise ShapeError(f"no variant of {self.name} covers the sizes "
-                             f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
-        if rc == -2:
-            raise MemoryError(f"{self.name}: a temporary array could not be allocated")
-        raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")
+        return self._call(args, kwargs, variant=self._variant_index(variant))
 
     # --- introspection -----------------------------------------------------------------------
     def params(self, *args: Any, **kwargs: Any) -> dict[str, int]:
         """The sym values these arguments bind (``{"N": .., "M": ..}``), checked."""
-        syms = self._binder.bind(args, kwargs).syms
+        syms = self._bind(args, kwargs).syms
         check_context(self.scop, syms)
         return syms
 
@@ -140,15 +86,12 @@ class Kernel:
                              f"{self.variants[index].name}: {self.variants[index].region}")
 
     def select(self, **syms: int) -> Variant:
-        """The variant the dispatcher runs for these sizes (decided by the C dispatcher)."""
+        """The variant the dispatcher runs for these sizes."""
         missing = [s for s in self.scop.syms if s not in syms]
         if missing:
             raise ShapeError(f"explain/select needs every size: missing {', '.join(missing)}")
         check_context(self.scop, syms)
-        index = self._fns.select(*[int(syms[s]) for s in self.scop.syms])
-        if index < 0:
-            raise ShapeError(f"no variant covers {syms}")
-        return self.variants[index]
+        return self.variants[self._select_index(syms)]
 
     def explain(self, **syms: int) -> str:
         """Which variant runs for these sizes, and why the ones before it do not."""
@@ -168,3 +111,93 @@ class Kernel:
     def __repr__(self) -> str:
         return (f"<polydyn Kernel {self.name} target={self.target} "
                 f"variants={[v.name for v in self.variants]}>")
+
+
+class Kernel(KernelBase):
+    """A compiled operator. ``k(*inputs, **outputs_and_sizes)`` runs the variant for the sizes.
+
+    Attributes: ``variants`` (list of Variant), ``source`` (all generated C), ``header``,
+    ``library`` (path of the shared library), ``scop``, ``op`` (the Operator, if any).
+    """
+
+    def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
+                 library: Path, op: Any = None, target: str = "c", module: str | None = None):
+        super().__init__(scop, variants, source, op, target)
+        self.header = header
+        self.library = library
+        self._fns = CFunctions(load_library(library), scop)
+        # the generated CPython fast path (None: every call takes the checked Python path)
+        self._fast = load_extension(library, module).call if module else None
+
+    # --- calling -------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fast is not None:
+            result = self._fast(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return self._call(args, kwargs, variant=None)
+
+    def _call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], variant: int | None) -> Any:
+        """The checked path: any array layout, aliasing, output buffers, precise errors."""
+        bound = self._binder.bind(args, kwargs)
+        syms = bound.syms
+        if variant is not None:
+            self._check_region(variant, syms)
+        call_arrays, copy_back = self._dense_arrays(bound)
+        call = [syms[s] for s in self.scop.syms]
+        for name, kind in self._order:
+            call.append(bound.values[name] if kind == "value" else
+                        call_arrays[name].ctypes.data)
+        rc = self._fns.dispatch(*call) if variant is None else self._fns.run(variant, *call)
+        if rc != 0:
+            self._fail(rc, syms)
+        for view, dense in copy_back:  # results land in the caller's views
+            view[...] = dense
+        outs = tuple(bound.arrays[a.name] if a.name in bound.given_outputs
+                     else call_arrays[a.name] for a in self._outputs)
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+    def _dense_arrays(self, bound: Any) -> tuple[dict[str, np.ndarray],
+                                                 list[tuple[np.ndarray, np.ndarray]]]:
+        """C-contiguous arrays for the call: outputs allocated, views copied (written ones
+        copied back after), inputs that alias a written array copied first."""
+        arrays = bound.arrays
+        call_arrays: dict[str, np.ndarray] = {}
+        copy_back: list[tuple[np.ndarray, np.ndarray]] = []
+        written = [arrays[a.name] for a in self._tensors
+                   if a.kind in ("inout", "out") and a.name in arrays]
+        for name, kind in self._order:
+            if kind == "value":
+                continue
+            x = arrays.get(name)
+            if x is None:  # an output nobody passed: allocate it
+                shape = self._binder.output_shape(self.scop.array(name), bound.syms)
+                call_arrays[name] = np.empty(shape, self._np[name])
+                continue
+            if kind == "in" and written and any(np.may_share_memory(x, w) for w in written):
+                x = x.copy()
+            if not x.flags.c_contiguous:
+                y = np.ascontiguousarray(x)
+                if kind != "in":
+                    copy_back.append((x, y))
+                x = y
+            call_arrays[name] = x
+        return call_arrays, copy_back
+
+    def _fail(self, rc: int, syms: Mapping[str, int]) -> None:
+        if rc == -1:
+            check_context(self.scop, syms)
+            raise ShapeError(f"no variant of {self.name} covers the sizes "
+                             f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
+        if rc == -2:
+            raise MemoryError(f"{self.name}: a temporary array could not be allocated")
+        raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")
+
+
+    def _select_index(self, syms: Mapping[str, int]) -> int:
+        index = self._fns.select(*[int(syms[s]) for s in self.scop.syms])
+        if index < 0:
+            raise ShapeError(f"no variant covers {dict(syms)}")
+        return index

@@ -1,0 +1,348 @@
+"""Stage 5b, emission: OpenCL C kernels from the mapped kernels' isl ASTs.
+
+``OpenCLEmitter`` is the C emitter with a small table changed: address-space qualifiers on
+pointer parameters, loops without OpenMP pragmas (the CPU's loop roles are ignored),
+work-group and work-item ids for the mapped members (promoted kernels print the loops over
+mapped members as work-item guards), the OpenCL names of the math functions (overloaded for
+float and double), ``barrier`` and ``__local`` buffers for promoted tiles, and a prelude
+without libc. Expressions, statements and conditions print through the C emitter.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cgen
+import islpy as isl
+
+from ..codegen_c.emit import CEmitter, _LoopState, _strip_parens
+from ..schedule.tree import PARALLEL
+from ..scop.ir import (
+    C_TYPE,
+    Array,
+    Bin,
+    Call,
+    Const,
+    Expr,
+    Load,
+    Scalar,
+    Scop,
+    concrete,
+    is_float,
+)
+from .mapping import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
+from .promotion import OUTER, LocalCopy
+from .pyexpr import ITERATOR
+from .scalars import SpilledScalar
+
+# OpenCL C overloads these for float and double: one table for both types.
+MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf",
+        "abs": "fabs", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil",
+        "pow": "pow"}
+
+PRELUDE = r"""typedef long int64_t;
+typedef int int32_t;
+
+static inline int64_t pd_floord(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t pd_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t pd_min(int64_t a, int64_t b) { return b < a ? b : a; }
+static inline int64_t pd_max(int64_t a, int64_t b) { return b > a ? b : a; }
+#define PD_MINMAX(T, S) \
+  static inline T pd_min_##S(T a, T b) { return b < a ? b : a; } \
+  static inline T pd_max_##S(T a, T b) { return b > a ? b : a; }
+PD_MINMAX(float, f32)
+PD_MINMAX(int32_t, i32)
+PD_MINMAX(int64_t, i64)
+static inline float pd_fmod_f32(float a, float b) {
+  float r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int32_t pd_floord_i32(int32_t a, int32_t b) { return (int32_t)pd_floord(a, b); }
+static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return pd_floord(a, b); }
+static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return (int32_t)pd_mod(a, b); }
+static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return pd_mod(a, b); }
+"""
+
+PRELUDE_F64 = r"""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+PD_MINMAX(double, f64)
+static inline double pd_fmod_f64(double a, double b) {
+  double r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+"""
+
+
+class OpenCLEmitter(CEmitter):
+    """Prints the OpenCL program of one operator: every kernel of every variant.
+    ``spilled``: local scalars kept in global memory (live across launches)."""
+
+    restrict = "restrict"
+    address_space = "__global"
+
+    def __init__(self, scop: Scop, spilled: tuple[SpilledScalar, ...] = ()):
+        super().__init__(scop)
+        self.spilled = {s.name: s for s in spilled}
+
+    # --- the overridden table ------------------------------------------------------------
+    def param(self, a: Array, with_restrict: bool) -> str:
+        text = super().param(a, with_restrict)
+        return text if a.kind == "value" else f"{self.address_space} {text}"
+
+    def call(self, e: Call) -> str:
+        t = concrete(e.dtype)
+        if e.fn == "abs" and not is_float(t):
+            return super().call(e)
+        return f"{MATH[e.fn]}({self.cast_to(e.args[0], t)})"
+
+    def binary(self, e: Bin) -> str:
+        t = concrete(e.dtype)
+        if e.op == "pow" or (e.op == "//" and is_float(t)):
+            a, b = self.cast_to(e.a, t), self.cast_to(e.b, t)
+            return f"pow({a}, {b})" if e.op == "pow" else f"floor({a} / {b})"
+        return super().binary(e)
+
+    # --- promoted kernels: work-item guards, copies, local accesses --------------------------
+    _spec: KernelSpec | None = None
+
+    def node(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+        if n.get_type() == isl.ast_node_type.if_:  # no doubled parentheses (clang warns)
+            then = cgen.Block(self.node(n.if_get_then_node(), st))
+            orelse = cgen.Block(self.node(n.if_get_else_node(), st)) \
+                if n.if_has_else_node() else None
+            return [cgen.If(_strip_parens(self.ast_expr(n.if_get_cond())), then, orelse)]
+        if n.get_type() == isl.ast_node_type.for_:
+            return self.loop(n, st, parallel=False)
+        if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
+            child = n.mark_get_node()
+            if child.get_type() == isl.ast_node_type.for_:
+                kind = n.mark_get_id().get_name().partition(":")[0]
+                return self.loop(child, st, parallel=kind == PARALLEL)
+            return self.node(child, st)
+        if n.get_type() == isl.ast_node_type.user and self._spec is not None:
+            call = n.user_get_expr()
+            name = call.get_op_arg(0).get_id().get_name()
+            for copy in self._spec.local:
+                if copy.statement == name:
+                    args = [self.ast_expr(call.get_op_arg(i))
+                            for i in range(1, call.get_op_n_arg())]
+                    return [self.copy_in(copy, args)]
+        return super().node(n, st)
+
+    def loop(self, n: isl.AstNode, st: _LoopState, parallel: bool,
+             **_cpu: object) -> list[cgen.Generable]:
+        """A loop over a mapped member (promoted kernels) is the work-item's own point,
+        guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``."""
+        it = n.for_get_iterator().get_id().get_name()
+        threads = dict(self._spec.threads) if self._spec is not None and \
+            self._spec.grid is not None else {}
+        if it not in threads:
+            return self.plain_loop(n, st)
+        k = threads[it]
+        tile = self._spec.grid.tiles[k]
+        init = self.ast_expr(n.for_get_init())
+        if n.for_is_degenerate():
+            guard = f"{it} == {init}"
+        else:
+            guard = f"{it} >= {init} && {self.ast_expr(n.for_get_cond())}"
+            inc = self.ast_expr(n.for_get_inc())
+            if inc != "1":
+                guard += f" && ({it} - {init}) % {inc} == 0"
+        body = self.node(n.for_get_body(), st)
+        return [cgen.Block([
+            cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {tile} * {GROUP}{k} + "
+                           f"{LOCAL}{k}"),
+            cgen.If(guard, cgen.Block(body))])]
+
+    def plain_loop(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+        """A loop inside a work-item: no pragma (parallel members are work-items already)."""
+        it = n.for_get_iterator().get_id().get_name()
+        init = self.ast_expr(n.for_get_init())
+        body = self.node(n.for_get_body(), st)
+        if n.for_is_degenerate():
+            return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
+        cond = _strip_parens(self.ast_expr(n.for_get_cond()))
+        inc = self.ast_expr(n.for_get_inc())
+        return [cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
+
+    def expr(self, e: Expr) -> str:
+        if isinstance(e, Scalar) and e.name in self.spilled:
+            return self.spilled_cell(self.spilled[e.name])
+        if isinstance(e, Load) and self._spec is not None:
+            for copy in self._spec.local:
+                if copy.array == e.array:
+                    return f"{copy.buffer}[{self.local_index(copy, [i.to_c() for i in e.index])}]"
+        return super().expr(e)
+
+    def spilled_cell(self, sc: SpilledScalar) -> str:
+        """``pd_s_acc[(i - lo0) * extent1 + (j - lo1)]``: the scope iterators are among the
+        statement's iterators, declared in its block."""
+        out = ""
+        for j, v in enumerate(sc.scope):
+            term = f"({v} - ({self.ast_expr(sc.lo[j])}))" if sc.lo else "0"
+            out = term if j == 0 else f"({out}) * ({self.ast_expr(sc.extent[j])}) + {term}"
+        return f"{sc.buffer}[{out or '0'}]"
+
+    @staticmethod
+    def box_sizes(copy: LocalCopy) -> list[str]:
+        """The box's extents: constants, or the kernel variables holding the bounds."""
+        return [str(size) if size is not None else f"{copy.buffer}_n{j}"
+                for j, size in enumerate(copy.sizes)]
+
+    def local_index(self, copy: LocalCopy, subs: list[str]) -> str:
+        """Row-major index into the box of ``copy`` for global subscripts ``subs``."""
+        out = ""
+        for j, (sub, size) in enumerate(zip(subs, self.box_sizes(copy), strict=True)):
+            term = f"(({sub}) - {copy.buffer}_lo{j})"
+            out = term if j == 0 else f"({out}) * {size} + {term}"
+        return out or "0"
+
+    def copy_in(self, copy: LocalCopy, args: list[str]) -> cgen.Generable:
+        """The whole work-group copies the box into ``__local`` memory between barriers;
+        ``pd_u<j>`` are the copy statement's arguments (uniform in the group)."""
+        a = self.scop.array(copy.array)
+        rank = len(copy.sizes)
+        sizes = self.box_sizes(copy)
+        total = " * ".join(sizes)
+        group = math.prod(self._spec.grid.tiles)
+        lines: list[cgen.Generable] = [
+            cgen.Statement(f"const int64_t {OUTER}{j} = {arg}") for j, arg in enumerate(args)]
+        lines.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"))
+        for j in range(rank):
+            lines.append(cgen.Statement(f"{copy.buffer}_lo{j} = {self.ast_expr(copy.lo[j])}"))
+            lines.append(cgen.Statement(
+                f"const int64_t pd_n{j} = {self.ast_expr(copy.hi[j])} - {copy.buffer}_lo{j} + 1"))
+        index = []
+        rest = "pd_e"
+        for j in range(rank):
+            stride = " * ".join(sizes[j + 1:])
+            if stride and stride != "1":
+                index.append(f"const int64_t pd_e{j} = ({rest}) / ({stride})")
+                rest = f"({rest}) % ({stride})"
+            else:
+                index.append(f"const int64_t pd_e{j} = {rest}")
+        inside = " && ".join(f"pd_e{j} < pd_n{j}" for j in range(rank))
+        flat = ""
+        for j in range(rank):
+            sub = f"{copy.buffer}_lo{j} + pd_e{j}"
+            flat = sub if j == 0 else f"({flat}) * ({a.shape[j].to_c()}) + {sub}"
+        load = cgen.Statement(f"{copy.buffer}[pd_e] = {a.name}[{flat}]")
+        body = cgen.Block([*(cgen.Statement(x) for x in index), cgen.If(inside, load)])
+        lines.append(cgen.For("int64_t pd_e = pd_lid", f"pd_e < {total}",
+                              f"pd_e += {group}", body))
+        lines.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"))
+        return cgen.Block(lines)
+
+    def local_declarations(self, spec: KernelSpec) -> list[cgen.Generable]:
+        if not spec.local:
+            return []
+        n = len(spec.grid.tiles)
+        lid = "get_local_id(0)"
+        for d in range(1, n):
+            lid = f"{lid} + get_local_size(0) * get_local_id({d})" if d == 1 else \
+                f"{lid} + get_local_size(0) * get_local_size(1) * get_local_id({d})"
+        out: list[cgen.Generable] = [cgen.Statement(f"const int64_t pd_lid = {lid}")]
+        for copy in spec.local:
+            ctype = C_TYPE[self.scop.array(copy.array).dtype]
+            if copy.dynamic:  # a kernel argument; its extents from the syms
+                for j, size in enumerate(copy.size_c):
+                    if size is not None:
+                        out.append(cgen.Statement(
+                            f"const int64_t {copy.buffer}_n{j} = pd_max(1, "
+                            f"{self.ast_expr(size)})"))
+            else:
+                out.append(cgen.Statement(
+                    f"__local {ctype} {copy.buffer}[{math.prod(copy.sizes)}]"))
+            out.append(cgen.Statement(
+                f"int64_t {', '.join(f'{copy.buffer}_lo{j}' for j in range(len(copy.sizes)))}"))
+        return out
+
+    # --- kernels ---------------------------------------------------------------------------
+    def kernel_params(self, spec: KernelSpec) -> list[str]:
+        """Sizes, host loop values, grid offsets, then the operator's arguments in declaration
+        order, then its temporaries and spilled scalars, then the __local buffers sized at
+        launch (the host passes them in this order)."""
+        out = [f"long {s}" for s in self.scop.syms]
+        out += [f"long {HOST}{j}" for j in range(spec.n_host)]
+        if spec.grid:
+            out += [f"long {OFFSET}{k}" for k in range(len(spec.grid.tiles))]
+        out += [self.param(a, True) for a in self.scop.arg_arrays]
+        out += [self.param(a, True) for a in temporaries(self.scop)]
+        out += [f"__global {C_TYPE[sc.dtype]} *restrict {sc.buffer}"
+                for sc in self.spilled.values()]
+        out += [f"__local {C_TYPE[self.scop.array(c.array).dtype]} *restrict {c.buffer}"
+                for c in spec.dynamic_local]
+        return out
+
+    def ids(self, spec: KernelSpec) -> list[cgen.Generable]:
+        """Mapped member k (outermost first) uses OpenCL dimension n - 1 - k."""
+        if spec.grid is None:
+            return []
+        n = len(spec.grid.tiles)
+        out: list[cgen.Generable] = []
+        for k in range(n):
+            out.append(cgen.Statement(f"const int64_t {GROUP}{k} = get_group_id({n - 1 - k})"))
+            out.append(cgen.Statement(f"const int64_t {LOCAL}{k} = get_local_id({n - 1 - k})"))
+        return out
+
+    def kernel_function(self, spec: KernelSpec) -> str:
+        self._spec = spec
+        st = _LoopState()
+        try:
+            body = self.node(spec.ast, st)
+        finally:
+            self._spec = None
+        decls = [cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}") for a in self.scop.arrays
+                 if a.kind == "local" and a.name in st.used_locals and
+                 a.name not in self.spilled]
+        decls += self.local_declarations(spec)
+        size = ", ".join(str(s) for s in (*spec.local_size, 1, 1)[:3])
+        head = (f"__kernel __attribute__((reqd_work_group_size({size})))\n"
+                f"void {spec.name}({', '.join(self.kernel_params(spec))})")
+        block = cgen.Block([*self.ids(spec), *decls, *body])
+        return f"/* {_describe(spec)} */\n{head}\n{block}\n"
+
+    def module(self, mappings: list[VariantMapping]) -> str:  # type: ignore[override]
+        kernels = []
+        for m in mappings:
+            kernels.append(f"/* ---- variant {m.variant.name}: {m.variant.region} */")
+            kernels.extend(self.kernel_function(k) for k in m.kernels)
+            kernels.extend(self.kernel_function(k.fallback) for k in m.kernels if k.fallback)
+        text = "\n".join(kernels)
+        prelude = PRELUDE + (PRELUDE_F64 if uses_double(self.scop, text) else "")
+        return "\n".join([f"/* generated by polydyn for operator {self.scop.name} (OpenCL) */",
+                          prelude, text])
+
+
+def temporaries(scop: Scop) -> list[Array]:
+    return [a for a in scop.arrays if a.kind == "temp"]
+
+
+def uses_double(scop: Scop, text: str) -> bool:
+    """Any f64 array or value, or any f64 arithmetic in a statement body (literals are typed
+    by their operands, so they do not count)."""
+    if "double" in text or any(a.dtype == "f64" for a in scop.arrays):
+        return True
+    for stmt in scop.statements:
+        for e in stmt.value.walk():
+            if _is_f64_op(e):
+                return True
+    return False
+
+
+def _is_f64_op(e: Expr) -> bool:
+    return not isinstance(e, Const) and concrete(e.dtype) == "f64"
+
+
+def _describe(spec: KernelSpec) -> str:
+    if spec.grid is None:
+        return f"{spec.name}: one work-item; statements {', '.join(spec.statements)}"
+    tiles = "x".join(str(t) for t in spec.grid.tiles)
+    return (f"{spec.name}: {len(spec.grid.tiles)}-D grid of {tiles} work-groups over schedule "
+            f"dims {', '.join(f'{ITERATOR}{p}' for p in spec.grid.positions)}; statements "
+            f"{', '.join(spec.statements)}")

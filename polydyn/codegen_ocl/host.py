@@ -1,0 +1,113 @@
+"""The OpenCL host code, as Python source: variant selection and each variant's launches.
+
+Printed once at compile time from the mapping (every bound is an isl expression printed by
+``pyexpr``) and compiled with ``exec`` by the runtime, so a call evaluates a few integer
+expressions and enqueues kernels; nothing of isl runs per call. The text is also what
+``Kernel.host_source`` shows.
+
+    def select(N, K, M):                 # the C dispatcher's logic, on the host
+        if not (context): return -1
+        if region_0: return 0
+        ...
+    def variant_0(_launch, N, K, M):
+        if when:                          # the kernel has work for these sizes
+            _o = (lo_0, lo_1)             # first value of each mapped member
+            _launch(0, (), _o, ((hi_0 - _o[0]) // 16 + 1, ...))   # host values, groups
+        for pd_h0 in range(lo, hi + 1):  # a host loop (a sequential member)
+            ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import islpy as isl
+
+from ..astgen import condition_expr
+from ..scop.ir import Scop
+from .mapping import HOST, HostLoop, KernelSpec, VariantMapping
+from .pyexpr import ast_to_py
+from .scalars import SpilledScalar
+
+
+def region_test(region: isl.Set) -> str:
+    if region.is_params() and region.plain_is_universe():
+        return "True"
+    return ast_to_py(condition_expr(region))
+
+
+def select_source(scop: Scop, mappings: list[VariantMapping]) -> list[str]:
+    args = ", ".join(scop.syms)
+    lines = [f"def select({args}):",
+             f"    if not {region_test(scop.context)}:",
+             "        return -1"]
+    for k, m in enumerate(mappings):
+        lines.append(f"    if {region_test(m.variant.region.gist(scop.context))}:")
+        lines.append(f"        return {k}")
+    lines.append("    return -1")
+    return lines
+
+
+def variant_source(scop: Scop, index: int, mapping: VariantMapping,
+                   kernel_ids: dict[str, int]) -> list[str]:
+    lines = [f"def variant_{index}(_launch, {', '.join(scop.syms)}):".replace("(_launch, )",
+                                                                              "(_launch)")]
+    body = _items(mapping.host, 1, kernel_ids)
+    return lines + (body or ["    pass"])
+
+
+def _items(items: tuple[Any, ...], depth: int, kernel_ids: dict[str, int]) -> list[str]:
+    pad = "    " * depth
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, HostLoop):
+            out.append(f"{pad}if {item.when}:")
+            out.append(f"{pad}    for {item.var} in range({item.lo}, {item.hi} + 1):")
+            out.extend(_items(item.body, depth + 2, kernel_ids) or [f"{pad}        pass"])
+        else:
+            out.extend(_launch(item, pad, kernel_ids))
+    return out
+
+
+def _launch(spec: KernelSpec, pad: str, kernel_ids: dict[str, int]) -> list[str]:
+    kid = kernel_ids[spec.name]
+    hosts = "".join(f"{HOST}{j}, " for j in range(spec.n_host))
+    out = [f"{pad}if {spec.when}:"]
+    if spec.grid is None:
+        out.append(f"{pad}    _launch({kid}, ({hosts}), (), (1,))")
+        return out
+    g = spec.grid
+    offsets = "".join(f"{lo}, " for lo in g.lo)
+    groups = "".join(f"({hi} - _o[{k}]) // {t} + 1, "
+                     for k, (hi, t) in enumerate(zip(g.hi, g.tiles, strict=True)))
+    out.append(f"{pad}    _o = ({offsets})")
+    if spec.fallback is None:
+        out.append(f"{pad}    _launch({kid}, ({hosts}), _o, ({groups}))")
+        return out
+    # __local buffers sized at launch; the plain kernel when they do not fit
+    sizes = "".join(f"{c.bytes_py()}, " for c in spec.dynamic_local)
+    out.append(f"{pad}    if {spec.local_bytes_py()} <= _LOCAL_LIMIT:")
+    out.append(f"{pad}        _launch({kid}, ({hosts}), _o, ({groups}), ({sizes}))")
+    out.append(f"{pad}    else:")
+    out.append(f"{pad}        _launch({kernel_ids[spec.fallback.name]}, ({hosts}), _o, "
+               f"({groups}))")
+    return out
+
+
+def host_source(scop: Scop, mappings: list[VariantMapping],
+                spilled: list[SpilledScalar] = ()) -> str:
+    """``select``, ``spill_sizes`` (elements of each spilled scalar's buffer) and
+    ``variant_<k>`` for every variant; kernels are numbered in the order of
+    ``all_kernels(mappings)``."""
+    kernel_ids = {k.name: n for n, k in enumerate(all_kernels(mappings))}
+    sizes = "".join(f"{sc.elements_py}, " for sc in spilled)
+    parts = ["\n".join(select_source(scop, mappings)),
+             f"def spill_sizes({', '.join(scop.syms)}):\n    return ({sizes})"]
+    for k, m in enumerate(mappings):
+        parts.append("\n".join(variant_source(scop, k, m, kernel_ids)))
+    return "\n\n\n".join(parts) + "\n"
+
+
+def all_kernels(mappings: list[VariantMapping]) -> list[KernelSpec]:
+    """Every kernel of the program, fallbacks included, in emission order."""
+    return [x for m in mappings for k in m.kernels for x in (k, k.fallback) if x is not None]

@@ -1,0 +1,475 @@
+"""Mapping a variant's schedule tree onto OpenCL, in the manner of PPCG.
+
+Walking the marked schedule tree (single-member bands under ``parallel``/``sequential`` marks)
+from the root:
+
+- the first chain of nested ``parallel`` members (no other node between them) becomes one
+  kernel: its innermost members (up to three, skipping members with a single value in the
+  region) are tiled with constant tile sizes, the tile index is the work-group id and the
+  point index the local id; outer members of the chain and everything below run as loops in
+  each work-item;
+- a ``sequential`` member with parallelism below it becomes a host loop around the kernels
+  of its body; a sequence (or set) becomes kernels launched in order;
+- a part with no parallel member at all runs as a one work-item kernel.
+
+Each kernel's code is isl's AST for the whole schedule with the domain restricted to the
+kernel's instances, where the host loop values, the group ids and the local ids are parameters
+(``pd_h0``, ``pd_g0``, ``pd_l0``), as PPCG builds its kernel ASTs. The mapped member ``k`` is
+equated to ``pd_o<k> + tile * pd_g<k> + pd_l<k>`` where the offset ``pd_o<k>`` is the member's
+first value, computed on the host. The build context says what the host guarantees (the offset
+is the minimum, every group has work, the region holds), so isl leaves out every guard these
+facts imply: with ``N mod 16 = 0`` a 16-wide mapping needs no bound test.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import islpy as isl
+
+from ..parametric.variants import Variant
+from ..schedule.auto import original_order, schedule_constraints
+from ..schedule.tree import PARALLEL, is_band, mark_loops
+from ..scop.deps import Deps
+from ..scop.ir import Scop
+from .promotion import LocalCopy, promote
+from .pyexpr import ITERATOR, ast_build, pw_aff_to_py, set_to_py
+
+HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
+# Tile (work-group) sizes by number of mapped members, outermost member first; the innermost
+# member varies fastest (OpenCL dimension 0), so neighbouring work-items touch neighbouring
+# elements along the stride-1 loop.
+DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
+MAX_MAPPED = 3
+_NT = isl.schedule_node_type
+
+
+def tile_sizes(n: int, max_group: int = 256) -> tuple[int, ...]:
+    """Work-group extents for ``n`` mapped members, shrunk to the device's limit."""
+    sizes = list(DEFAULT_TILES[n])
+    while math.prod(sizes) > max_group and max(sizes) > 1:
+        k = sizes.index(max(sizes))
+        sizes[k] //= 2
+    return tuple(sizes)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The mapped members of a kernel: prefix-schedule positions (outermost first), tile
+    sizes, and the host expressions of each member's first and last value."""
+
+    positions: tuple[int, ...]
+    tiles: tuple[int, ...]
+    lo: tuple[str, ...]
+    hi: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One OpenCL kernel: its name, how many host loop values it takes (``pd_h0``...), its
+    grid (None: a single work-item), when the host launches it, and its body AST."""
+
+    name: str
+    n_host: int
+    grid: Grid | None
+    when: str
+    statements: tuple[str, ...]
+    ast: Any = field(compare=False, repr=False)  # isl.AstNode
+    local: tuple[LocalCopy, ...] = ()
+    # promoted kernels: the AST loops over mapped members, ``(iterator, k)``, that the
+    # emitter prints as work-item guards
+    threads: tuple[tuple[str, int], ...] = ()
+    # the same kernel without local memory, run when the buffers sized at launch are too big
+    fallback: KernelSpec | None = None
+
+    @property
+    def dynamic_local(self) -> tuple[LocalCopy, ...]:
+        return tuple(c for c in self.local if c.dynamic)
+
+    def local_bytes_py(self) -> str:
+        """Python expression: bytes of __local memory one work-group uses."""
+        return " + ".join(f"({c.bytes_py()})" for c in self.local) or "0"
+
+    @property
+    def local_size(self) -> tuple[int, ...]:
+        """OpenCL local size (dimension 0 first: the innermost mapped member)."""
+        return tuple(reversed(self.grid.tiles)) if self.grid else (1,)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kernel": self.name, "statements": list(self.statements),
+                               "host_iterators": [f"{HOST}{j}" for j in range(self.n_host)],
+                               "when": self.when}
+        if self.grid is None:
+            out["grid"] = {"work_dims": 1, "local_size": [1], "groups": ["1"],
+                           "note": "no parallel loop: one work-item"}
+        else:
+            g = self.grid
+            groups = [f"({hi} - ({lo})) // {t} + 1"
+                      for lo, hi, t in zip(g.lo, g.hi, g.tiles, strict=True)]
+            out["grid"] = {"work_dims": len(g.tiles), "local_size": list(self.local_size),
+                           "groups": list(reversed(groups)),
+                           "offsets": list(reversed(g.lo)),
+                           "schedule_dims": [f"{ITERATOR}{p}" for p in reversed(g.positions)]}
+        out["local_memory"] = [c.describe() for c in self.local]
+        if self.fallback is not None:
+            out["local_bytes"] = self.local_bytes_py()
+            out["fallback"] = f"{self.fallback.name} when local_bytes exceeds the device's limit"
+        return out
+
+
+@dataclass(frozen=True)
+class HostLoop:
+    """``for var in range(lo, hi + 1)`` on the host (when ``when`` holds) around launches."""
+
+    var: str
+    lo: str
+    hi: str
+    when: str
+    body: tuple[Any, ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {"for": self.var, "from": self.lo, "to": self.hi, "when": self.when,
+                "body": [item.describe() for item in self.body]}
+
+
+@dataclass(frozen=True)
+class VariantMapping:
+    """A variant (carrying the schedule the kernels were generated from) and its launches."""
+
+    variant: Variant
+    host: tuple[Any, ...]  # HostLoop | KernelSpec, in launch order
+    kernels: tuple[KernelSpec, ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {"variant": self.variant.name, "region": str(self.variant.region),
+                "schedule": self.variant.summary,
+                "launches": [item.describe() for item in self.host]}
+
+    @property
+    def serial_statements(self) -> int:
+        """Statements run by a single work-item inside loops (no parallel member found)."""
+        return sum(len(k.statements) for k in self.kernels if k.grid is None and
+                   _has_loop(k.ast))
+
+
+# --------------------------------------------------------------------------------------------
+# Schedule choice
+
+
+def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool
+                 ) -> isl.Schedule:
+    """isl's own schedule for the variant's region (none of the CPU policy's edits), marked;
+    with ``outer_coincidence`` isl looks for parallelism in the outermost band first (PPCG's
+    setting for GPUs)."""
+    ctx = variant.region.get_ctx()
+    old = ctx.get_schedule_outer_coincidence()
+    ctx.set_schedule_outer_coincidence(int(outer_coincidence))
+    try:
+        schedule = schedule_constraints(scop, deps, variant.region).compute_schedule()
+    except isl.Error:
+        schedule = original_order(scop, variant.region)
+    finally:
+        ctx.set_schedule_outer_coincidence(old)
+    return mark_loops(schedule)
+
+
+def is_automatic(variant: Variant) -> bool:
+    """A variant made by the automatic policy (its recipe is no user directive list)."""
+    return not variant.recipe or all(
+        isinstance(step, tuple | list) and step and step[0] == "auto" for step in variant.recipe)
+
+
+def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
+                max_group: int = 256, local_memory: bool = True) -> VariantMapping:
+    """The launches of one variant. Automatic variants are rescheduled for the GPU (the CPU
+    policy's tiling and thread choices do not apply): isl's default schedule, or the one with
+    outer coincidence when fewer statements then run in loops of a single work-item
+    (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
+    that isl would fuse into one sequential loop); user schedules are mapped as given."""
+    prefix = f"{scop.name}_v{index}"
+    if not is_automatic(variant):
+        return _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory)
+    best = None
+    for outer in (False, True):
+        schedule = gpu_schedule(scop, deps, variant, outer)
+        mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory)
+        score = (mapped.serial_statements, _count_launch_sites(mapped.host))
+        if best is None or score < best[0]:
+            best = (score, mapped)
+        if mapped.serial_statements == 0:
+            break
+    return best[1]
+
+
+def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefix: str,
+         max_group: int, local_memory: bool) -> VariantMapping:
+    mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory)
+    host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
+    summary = _summary(mapper.kernels)
+    mapped_variant = variant.replace(schedule=schedule, summary=summary)
+    return VariantMapping(mapped_variant, host, tuple(mapper.kernels))
+
+
+def _summary(kernels: list[KernelSpec]) -> str:
+    parts = []
+    for k in kernels:
+        if k.grid is None:
+            parts.append("1 work-item")
+        else:
+            text = "x".join(str(t) for t in k.grid.tiles)
+            parts.append(f"{len(k.grid.tiles)}-D grid, groups {text}" +
+                         (f", local {'+'.join(c.array for c in k.local)}" if k.local else ""))
+    return f"opencl: {len(kernels)} kernel(s): " + "; ".join(parts)
+
+
+def _count_launch_sites(items: tuple[Any, ...]) -> int:
+    return sum(_count_launch_sites(i.body) + 1 if isinstance(i, HostLoop) else 1 for i in items)
+
+
+# --------------------------------------------------------------------------------------------
+# The walk
+
+
+class _Mapper:
+    def __init__(self, scop: Scop, deps: Deps, schedule: isl.Schedule, region: isl.Set,
+                 prefix: str, max_group: int, local_memory: bool):
+        self.scop = scop
+        self.deps = deps
+        self.schedule = schedule
+        self.region = region
+        self.prefix = prefix
+        self.max_group = max_group
+        self.local_memory = local_memory
+        self.kernels: list[KernelSpec] = []
+
+    def items(self, node: isl.ScheduleNode, depth: int, host_ctx: isl.Set) -> list[Any]:
+        kind = node.get_type()
+        if kind in (_NT.domain, _NT.filter, _NT.context):
+            return self.items(node.child(0), depth, host_ctx)
+        if kind in (_NT.sequence, _NT.set):
+            return self.sequence_items(node, depth, host_ctx)
+        if kind == _NT.mark and node.n_children() and is_band(node.child(0)):
+            return self.band_items(node, depth, host_ctx)
+        if kind == _NT.mark:
+            return self.items(node.child(0), depth, host_ctx)
+        return self.kernel(node, depth, host_ctx, [])
+
+    def sequence_items(self, node: isl.ScheduleNode, depth: int, host_ctx: isl.Set
+                       ) -> list[Any]:
+        """Children in order; consecutive children without parallelism share one
+        single work-item kernel (one launch instead of one per statement)."""
+        out: list[Any] = []
+        serial: list[isl.UnionSet] = []
+        for k in range(node.n_children()):
+            child = node.child(k)
+            if _has_parallel(child):
+                out.extend(self.serial_kernel(node, depth, host_ctx, serial))
+                serial = []
+                out.extend(self.items(child, depth, host_ctx))
+            else:
+                serial.append(child.child(0).get_domain() if child.n_children()
+                              else child.get_domain())
+        out.extend(self.serial_kernel(node, depth, host_ctx, serial))
+        return out
+
+    def serial_kernel(self, node: isl.ScheduleNode, depth: int, host_ctx: isl.Set,
+                      domains: list[isl.UnionSet]) -> list[KernelSpec]:
+        if not domains:
+            return []
+        domain = domains[0]
+        for d in domains[1:]:
+            domain = domain.union(d)
+        return self.kernel(node, depth, host_ctx, [], domain)
+
+    def band_items(self, mark: isl.ScheduleNode, depth: int, host_ctx: isl.Set) -> list[Any]:
+        if mark.get_domain().is_empty():
+            return []
+        if mark_kind(mark) == PARALLEL:
+            chain = _parallel_chain(mark)
+            mapped = [b for b in chain if not self.single_valued(b)][-MAX_MAPPED:]
+            if mapped:
+                return self.kernel(mark, depth, host_ctx, mapped, chain=chain)
+        band = mark.child(0)
+        if not _has_parallel(band.child(0)):
+            return self.kernel(mark, depth, host_ctx, [])
+        return self.host_loop(band, depth, host_ctx)
+
+    def single_valued(self, band: isl.ScheduleNode) -> bool:
+        """The member takes one value for each value of the members above it (``i`` when
+        the region says ``N = 1``): mapping it would leave all work-items but one idle."""
+        pos = band.get_schedule_depth()
+        prefix = band.child(0).get_prefix_schedule_union_map()
+        image = isl.Set.from_union_set(prefix.intersect_domain(band.get_domain()).range())
+        rel = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, pos)
+        return bool(rel.is_single_valued())
+
+    def host_loop(self, band: isl.ScheduleNode, depth: int, host_ctx: isl.Set) -> list[Any]:
+        # image: [pd_h0..pd_h{depth-1}] -> { [value of this member] }
+        image = _image(band.child(0).get_prefix_schedule_union_map(), band.get_domain(), depth)
+        when = image.params()
+        ctx = host_ctx.intersect(when)
+        var = f"{HOST}{depth}"
+        inner_ctx = _to_params(image, [var]).params().intersect(host_ctx)
+        body = tuple(self.items(band.child(0), depth + 1, inner_ctx))
+        if not body:
+            return []
+        return [HostLoop(var, pw_aff_to_py(image.dim_min(0), ctx),
+                         pw_aff_to_py(image.dim_max(0), ctx), set_to_py(when, host_ctx), body)]
+
+    def kernel(self, root: isl.ScheduleNode, depth: int, host_ctx: isl.Set,
+               mapped: list[isl.ScheduleNode], domain: isl.UnionSet | None = None,
+               chain: list[isl.ScheduleNode] | None = None) -> list[KernelSpec]:
+        """The kernel running ``domain`` (default: every instance reaching ``root``)."""
+        domain = root.get_domain() if domain is None else domain
+        if domain.is_empty():
+            return []
+        at = mapped[-1].child(0) if mapped else root
+        prefix = at.get_prefix_schedule_union_map().intersect_domain(domain)
+        image = _image(prefix, domain, depth)
+        when = image.params()
+        ctx = host_ctx.intersect(when)
+        positions = tuple(b.get_schedule_depth() for b in mapped)
+        tiles = tile_sizes(len(mapped), self.max_group) if mapped else ()
+        ranges = [_project_on(image, p - depth) for p in positions]
+        grid = Grid(positions, tiles, tuple(pw_aff_to_py(r.dim_min(0), ctx) for r in ranges),
+                    tuple(pw_aff_to_py(r.dim_max(0), ctx) for r in ranges)) if mapped else None
+        n_dims = image.dim(isl.dim_type.set) + depth
+        params = self.params(depth, len(mapped))
+        mapping = _mapping_set(params, n_dims, depth, positions, tiles)
+        kdomain = prefix.intersect_range(isl.UnionSet.from_set(mapping)).domain() if mapped \
+            else _fix_host(root, domain, params, depth)
+        kctx = self.region.intersect(ctx).intersect(_grid_context(params, ranges, tiles))
+        name = f"{self.prefix}_k{len(self.kernels)}"
+        promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
+                           tiles, params, kctx) if mapped and self.local_memory else None
+        when_py, statements = set_to_py(when, host_ctx), _statement_names(domain)
+        plain = None
+        if promoted is None or any(c.dynamic for c in promoted.copies):
+            plain = KernelSpec(name if promoted is None else f"{name}_plain", depth, grid,
+                               when_py, statements, ast_build(kctx).node_from_schedule(
+                                   self.schedule.intersect_domain(kdomain)))
+        if promoted is None:
+            spec = plain
+        else:  # with local memory sized at launch, the plain kernel is the fallback
+            spec = KernelSpec(name, depth, grid, when_py, statements, promoted.ast,
+                              promoted.copies, promoted.threads, fallback=plain)
+        self.kernels.append(spec)
+        return [spec]
+
+    def params(self, depth: int, n_mapped: int) -> list[str]:
+        out = list(self.scop.syms) + [f"{HOST}{j}" for j in range(depth)]
+        for k in range(n_mapped):
+            out += [f"{OFFSET}{k}", f"{GROUP}{k}", f"{LOCAL}{k}"]
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# isl helpers
+
+
+def _image(prefix: isl.UnionMap, domain: isl.UnionSet, n_host: int) -> isl.Set:
+    """The prefix schedule's values on ``domain``, the first ``n_host`` as parameters
+    ``pd_h0``...: ``[syms, pd_h0, ...] -> { [inner values] }``."""
+    image = isl.Set.from_union_set(prefix.intersect_domain(domain).range())
+    return _to_params(image, [f"{HOST}{j}" for j in range(n_host)])
+
+
+def _to_params(image: isl.Set, names: list[str]) -> isl.Set:
+    """Move the first ``len(names)`` set dimensions to parameters with these names."""
+    n_param = image.dim(isl.dim_type.param)
+    image = image.move_dims(isl.dim_type.param, n_param, isl.dim_type.set, 0, len(names))
+    for j, name in enumerate(names):
+        image = image.set_dim_name(isl.dim_type.param, n_param + j, name)
+    return image
+
+
+def _project_on(image: isl.Set, k: int) -> isl.Set:
+    n = image.dim(isl.dim_type.set)
+    return image.project_out(isl.dim_type.set, k + 1, n - k - 1).project_out(
+        isl.dim_type.set, 0, k)
+
+
+def _mapping_set(params: list[str], n_dims: int, depth: int, positions: tuple[int, ...],
+                 tiles: tuple[int, ...]) -> isl.Set:
+    """``{ [p0, ...] : p_j = pd_h<j> (host loops), p_pos = pd_o<k> + tile * pd_g<k> +
+    pd_l<k> (mapped members) }`` over the prefix schedule's values."""
+    dims = [f"p{j}" for j in range(n_dims)]
+    cons = [f"p{j} = {HOST}{j}" for j in range(depth)]
+    cons += [f"p{pos} = {OFFSET}{k} + {t} * {GROUP}{k} + {LOCAL}{k}"
+             for k, (pos, t) in enumerate(zip(positions, tiles, strict=True))]
+    body = " and ".join(cons) or "1 = 1"
+    return isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(dims)}] : {body} }}")
+
+
+def _fix_host(root: isl.ScheduleNode, domain: isl.UnionSet, params: list[str],
+              depth: int) -> isl.UnionSet:
+    """The instances of ``domain`` whose host loop values are ``pd_h0``..."""
+    if depth == 0:
+        return domain
+    prefix = root.get_prefix_schedule_union_map().intersect_domain(domain)
+    return prefix.intersect_range(isl.UnionSet.from_set(
+        _mapping_set(params, depth, depth, (), ()))).domain()
+
+
+def _grid_context(params: list[str], ranges: list[isl.Set], tiles: tuple[int, ...]) -> isl.Set:
+    """What the host guarantees about the ids: ``0 <= pd_l<k> < tile``, ``pd_o<k>`` is the
+    member's first value, and group ``pd_g<k>`` starts at or before its last value."""
+    head = f"[{', '.join(params)}] -> "
+    ctx = isl.Set(head + "{ : }")
+    for k, (rng, t) in enumerate(zip(ranges, tiles, strict=True)):
+        o, g, lid = f"{OFFSET}{k}", f"{GROUP}{k}", f"{LOCAL}{k}"
+        ctx = ctx.intersect(isl.Set(head + f"{{ : 0 <= {lid} < {t} and {g} >= 0 }}"))
+        starts = rng.intersect(isl.Set(head + f"{{ [s] : s >= {o} + {t} * {g} }}")).params()
+        is_min = rng.intersect(isl.Set(head + f"{{ [s] : s = {o} }}")).params().subtract(
+            rng.intersect(isl.Set(head + f"{{ [s] : s < {o} }}")).params())
+        ctx = ctx.intersect(starts).intersect(is_min)
+    return ctx.coalesce()
+
+
+def mark_kind(node: isl.ScheduleNode) -> str:
+    """``parallel`` or ``sequential`` for a loop mark (roles after ``:`` are the CPU's)."""
+    return node.mark_get_id().get_name().partition(":")[0]
+
+
+def _parallel_chain(mark: isl.ScheduleNode) -> list[isl.ScheduleNode]:
+    """The bands of consecutive ``parallel`` marks starting at ``mark``, outermost first."""
+    bands = []
+    node = mark
+    while node.get_type() == _NT.mark and mark_kind(node) == PARALLEL \
+            and node.n_children() and is_band(node.child(0)):
+        bands.append(node.child(0))
+        node = node.child(0).child(0)
+    return bands
+
+
+def _has_parallel(node: isl.ScheduleNode) -> bool:
+    if node.get_type() == _NT.mark and mark_kind(node) == PARALLEL:
+        return True
+    return any(_has_parallel(node.child(k)) for k in range(node.n_children()))
+
+
+def _has_loop(ast: isl.AstNode) -> bool:
+    t = ast.get_type()
+    if t == isl.ast_node_type.for_:
+        return not ast.for_is_degenerate() or _has_loop(ast.for_get_body())
+    if t == isl.ast_node_type.block:
+        ch = ast.block_get_children()
+        return any(_has_loop(ch.get_at(i)) for i in range(ch.n_ast_node()))
+    if t == isl.ast_node_type.if_:
+        return _has_loop(ast.if_get_then_node()) or (
+            ast.if_has_else_node() and _has_loop(ast.if_get_else_node()))
+    if t == isl.ast_node_type.mark:
+        return _has_loop(ast.mark_get_node())
+    return False
+
+
+def _statement_names(domain: isl.UnionSet) -> tuple[str, ...]:
+    names: list[str] = []
+    domain.foreach_set(lambda s: names.append(s.get_tuple_name()))
+    return tuple(sorted(names))
+
+
+__all__ = ["Grid", "HostLoop", "KernelSpec", "VariantMapping", "gpu_schedule", "map_variant",
+           "tile_sizes"]

@@ -1,0 +1,68 @@
+"""compile_opencl(): the OpenCL stages after scheduling, x = stage(x), with dumps.
+
+    variants --map_variant--> launches per variant (host loops, kernels with isl ASTs)
+             --spilled_scalars--> local scalars live across launches (kept in global memory)
+             --OpenCLEmitter--> the .cl program     --host_source--> the Python host code
+             --OpenCLKernel--> the callable (program built now, for the default device)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..options import Options
+from ..parametric.variants import Variant
+from ..runtime.opencl import KernelInfo, OpenCLKernel, resolve_device
+from ..scop.deps import Deps, zero_init_arrays
+from ..scop.ir import NUMPY_NAME, Scop
+from .emit import OpenCLEmitter, temporaries
+from .host import all_kernels, host_source
+from .mapping import KernelSpec, map_variant
+from .scalars import spilled_scalars
+
+
+def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[Any],
+                   options: Options, device: Any = None, op: Any = None) -> OpenCLKernel:
+    """The OpenCL Kernel for the scheduled variants (``asts``, built for the C target, are
+    not used: each kernel gets its own AST from the mapping)."""
+    del asts
+    dc = resolve_device(device)
+    mappings = [map_variant(scop, deps, v, k, max_group=dc.max_group)
+                for k, v in enumerate(scheduled)]
+    _dump(options, scop.name, "7-opencl-launches.txt",
+          "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))
+
+    spilled = spilled_scalars(scop, [[k.statements for k in m.kernels] for m in mappings])
+    source = OpenCLEmitter(scop, tuple(spilled)).module(mappings)
+    _dump(options, scop.name, "8-source.cl", source)
+
+    host = host_source(scop, mappings, spilled)
+    _dump(options, scop.name, "9-host.py", host)
+
+    infos = [kernel_info(scop, spec, len(spilled)) for spec in all_kernels(mappings)]
+    return OpenCLKernel(scop, mappings, source, host, infos, zero_init_arrays(scop, deps),
+                        dc, op=op, spilled=spilled)
+
+
+def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
+    """Scalar argument dtypes in the order of ``OpenCLEmitter.kernel_params``."""
+    n_offsets = len(spec.grid.tiles) if spec.grid else 0
+    dtypes: list[Any] = [np.int64] * (len(scop.syms) + spec.n_host + n_offsets)
+    for a in scop.arg_arrays:
+        dtypes.append(np.dtype(NUMPY_NAME[a.dtype]) if a.kind == "value" else None)
+    dtypes += [None] * (len(temporaries(scop)) + n_spilled + len(spec.dynamic_local))
+    return KernelInfo(spec.name, spec.local_size, tuple(dtypes))
+
+
+def _dump(options: Options, name: str, stage: str, text: Any) -> None:
+    if options.dump_dir is None:
+        return
+    path = Path(options.dump_dir) / name
+    path.mkdir(parents=True, exist_ok=True)
+    (path / stage).write_text(f"{text}\n")
+
+
+__all__ = ["compile_opencl", "kernel_info"]

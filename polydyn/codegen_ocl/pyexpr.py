@@ -1,0 +1,77 @@
+"""isl helpers of the OpenCL backend: AST builds with polydyn's iterator names, and isl sets
+and piecewise affine functions printed as Python expressions, for the host side.
+
+The OpenCL host code is Python: region tests, host loop bounds, grid offsets and extents are
+isl objects over the syms (and host iterators), printed once at compile time through isl's own
+AST expression builder and evaluated per call.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..errors import InternalError
+
+ITERATOR = "pd_c"  # AST loop iterators: pd_c<schedule depth> (never a user's name)
+_T = isl.ast_expr_op_type
+# isl AST operators as Python; every division isl emits has a positive constant divisor, and
+# ``pdiv_q``/``pdiv_r`` have non-negative dividends, so floor semantics agree.
+PY_OPS = {
+    _T.and_: "({} and {})", _T.and_then: "({} and {})", _T.or_: "({} or {})",
+    _T.or_else: "({} or {})", _T.max: "max({}, {})", _T.min: "min({}, {})",
+    _T.minus: "(-{})", _T.add: "({} + {})", _T.sub: "({} - {})", _T.mul: "({} * {})",
+    _T.div: "({} // {})", _T.fdiv_q: "({} // {})", _T.pdiv_q: "({} // {})",
+    _T.pdiv_r: "({} % {})", _T.zdiv_r: "({} % {})", _T.cond: "({1} if {0} else {2})",
+    _T.select: "({1} if {0} else {2})", _T.eq: "({} == {})", _T.le: "({} <= {})",
+    _T.lt: "({} < {})", _T.ge: "({} >= {})", _T.gt: "({} > {})",
+}
+
+
+def ast_to_py(e: isl.AstExpr) -> str:
+    t = e.get_type()
+    if t == isl.ast_expr_type.id:
+        return e.get_id().get_name()
+    if t == isl.ast_expr_type.int:
+        return str(e.get_val().to_python())
+    op = e.get_op_type()
+    fmt = PY_OPS.get(op)
+    if fmt is None:
+        raise InternalError(f"isl AST operator {op} has no Python form")
+    args = [ast_to_py(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
+    if op in (_T.min, _T.max, _T.and_, _T.and_then, _T.or_, _T.or_else) and len(args) > 2:
+        out = args[0]
+        for a in args[1:]:
+            out = fmt.format(out, a)
+        return out
+    return fmt.format(*args)
+
+
+def set_to_py(params_set: isl.Set, context: isl.Set | None = None) -> str:
+    """A Python condition true exactly at the parameter values in ``params_set`` (within
+    ``context``, which the caller guarantees; conditions it implies are left out)."""
+    if context is None:
+        context = isl.Set.universe(params_set.get_space())
+    context = context.align_params(params_set.get_space())
+    params_set = params_set.align_params(context.get_space())
+    if context.is_subset(params_set):
+        return "True"
+    if params_set.intersect(context).is_empty():
+        return "False"
+    build = isl.AstBuild.from_context(context)
+    return ast_to_py(build.expr_from_set(params_set.gist(context)))
+
+
+def pw_aff_to_py(value: isl.PwAff, context: isl.Set) -> str:
+    """A Python expression for ``value``, valid where ``context`` holds (inside its domain)."""
+    context = context.align_params(value.get_space())
+    value = value.align_params(context.get_space())
+    build = isl.AstBuild.from_context(context)
+    return ast_to_py(build.expr_from_pw_aff(value.gist(context)))
+
+
+def ast_build(context: isl.Set) -> isl.AstBuild:
+    """An AST build over ``context`` whose loop iterators are ``pd_c0``, ``pd_c1``..."""
+    iterators = isl.IdList.alloc(context.get_ctx(), 64)
+    for k in range(64):
+        iterators = iterators.add(isl.Id(f"{ITERATOR}{k}"))
+    return isl.AstBuild.from_context(context).set_iterators(iterators)

@@ -1,0 +1,472 @@
+"""The OpenCL runtime: device and context choice, program builds (cached), buffers, launches.
+
+``OpenCLKernel`` has the C Kernel's surface (binding, checks, errors, ``params``, ``explain``,
+``select``, ``run_variant``) and runs the selected variant's launches from the host code that
+``codegen_ocl/host.py`` printed. NumPy arguments are copied to the device and back;
+``pyopencl.array.Array`` arguments stay on the device, and the outputs of a call that passed
+any are returned as ``pyopencl.array.Array`` too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, ShapeError, UnsupportedError
+from ..scop.interp import check_context
+from ..scop.ir import NUMPY_NAME, Scop
+from .kernel import KernelBase
+
+BUILD_OPTIONS = ("-cl-std=CL1.2",)
+
+
+def _cl() -> Any:
+    try:
+        import pyopencl
+        import pyopencl.array
+    except ImportError as exc:  # pragma: no cover - pyopencl is a dependency
+        raise UnsupportedError(f"target='opencl' needs pyopencl ({exc})") from None
+    return pyopencl
+
+
+# --------------------------------------------------------------------------------------------
+# Devices, contexts, programs
+
+
+@dataclass(frozen=True)
+class DeviceContext:
+    """A context, the device programs are built for, and the queue of calls with NumPy
+    arguments."""
+
+    context: Any
+    device: Any
+    queue: Any
+
+    @property
+    def max_group(self) -> int:
+        return int(min(self.device.max_work_group_size, 1024))
+
+    @property
+    def local_limit(self) -> int:
+        """Bytes of __local memory a work-group may use for buffers sized at launch."""
+        from ..codegen_ocl.promotion import LOCAL_BUDGET
+
+        return int(min(self.device.local_mem_size, LOCAL_BUDGET))
+
+    def describe(self) -> str:
+        return f"{self.device.name.strip()} ({self.device.platform.name.strip()})"
+
+
+_LOCK = threading.Lock()
+_CONTEXTS: dict[Any, DeviceContext] = {}
+_PROGRAMS: dict[tuple[Any, ...], Any] = {}
+
+
+def resolve_device(device: Any = None) -> DeviceContext:
+    """``device``: a pyopencl Device, Context or CommandQueue; None: PYOPENCL_CTX if set, else
+    the first device of the first platform that has one. Contexts are shared per process."""
+    cl = _cl()
+    with _LOCK:
+        if device is not None and not isinstance(device, cl.CommandQueue | cl.Context |
+                                                 cl.Device):
+            raise UnsupportedError(f"device= takes a pyopencl Device, Context or CommandQueue, "
+                                   f"got {type(device).__name__}")
+        key: Any = ("default",) if device is None else (type(device).__name__, device.int_ptr)
+        hit = _CONTEXTS.get(key)
+        if hit is not None:
+            return hit
+        if device is None:
+            dc = _default_context(cl)
+        elif isinstance(device, cl.CommandQueue):
+            dc = DeviceContext(device.context, device.device, device)
+        elif isinstance(device, cl.Context):
+            dc = DeviceContext(device, device.devices[0], cl.CommandQueue(device))
+        else:
+            ctx = cl.Context([device])
+            dc = DeviceContext(ctx, device, cl.CommandQueue(ctx))
+        _CONTEXTS[key] = dc
+        return dc
+
+
+def _default_context(cl: Any) -> DeviceContext:
+    if os.environ.get("PYOPENCL_CTX"):
+        ctx = cl.create_some_context(interactive=False)
+        return DeviceContext(ctx, ctx.devices[0], cl.CommandQueue(ctx))
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        raise UnsupportedError(f"no OpenCL platform is available ({exc}); install one (e.g. "
+                               "Debian's pocl-opencl-icd) or use target='c'") from None
+    for platform in platforms:
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            continue
+        if devices:
+            ctx = cl.Context([devices[0]])
+            return DeviceContext(ctx, devices[0], cl.CommandQueue(ctx))
+    raise UnsupportedError("no OpenCL device is available; install one (e.g. Debian's "
+                           "pocl-opencl-icd) or use target='c'")
+
+
+def opencl_available() -> bool:
+    """True when some OpenCL platform has a device (for tests and the CLI)."""
+    try:
+        resolve_device(None)
+    except (UnsupportedError, Exception):
+        return False
+    return True
+
+
+def build_program(context: Any, source: str, name: str) -> Any:
+    """The program for ``source`` on ``context``, built once per process (pyopencl also
+    keeps the binaries on disk); a build failure raises CompileError with the build log."""
+    cl = _cl()
+    key = (source, context.int_ptr, tuple(d.int_ptr for d in context.devices), BUILD_OPTIONS)
+    with _LOCK:
+        hit = _PROGRAMS.get(key)
+        if hit is not None:
+            return hit
+        program = cl.Program(context, source)
+        try:
+            program.build(options=list(BUILD_OPTIONS))
+        except cl.Error as exc:
+            raise CompileError(f"the OpenCL compiler failed on the code generated for {name} "
+                               f"(options {' '.join(BUILD_OPTIONS)})",
+                               _build_log(program, context, exc)) from None
+        _PROGRAMS[key] = program
+        return program
+
+
+def _build_log(program: Any, context: Any, exc: Exception) -> str:
+    cl = _cl()
+    logs = []
+    for dev in context.devices:
+        try:
+            log = program.get_build_info(dev, cl.program_build_info.LOG)
+        except cl.Error:
+            log = ""
+        if log and log.strip():
+            logs.append(log.strip())
+    return "\n".join(logs) or str(exc)
+
+
+# --------------------------------------------------------------------------------------------
+# The callable
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the host needs to launch one kernel: its name, OpenCL local size and the dtypes
+    of its scalar arguments (None for buffers)."""
+
+    name: str
+    local_size: tuple[int, ...]
+    arg_dtypes: tuple[Any, ...]
+
+
+class OpenCLKernel(KernelBase):
+    """A compiled operator on OpenCL. Same calling convention and errors as the C Kernel.
+
+    Attributes beyond Kernel's: ``host_source`` (the Python host code), ``mappings`` (the
+    launches of each variant), ``context``/``queue``/``device`` (the default device).
+    """
+
+    def __init__(self, scop: Scop, mappings: list[Any], source: str, host_source: str,
+                 kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
+                 op: Any = None, spilled: list[Any] = ()):
+        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl")
+        self.mappings = mappings
+        self.header = ""
+        self.library = None
+        self.host_source = host_source
+        self._np = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in scop.arrays
+                    if a.kind != "local"}
+        self._temps = [a for a in scop.arrays if a.kind == "temp"]
+        self._spilled = list(spilled)  # local scalars in global memory (SpilledScalar)
+        self._np_spilled = {sc.name: np.dtype(NUMPY_NAME[sc.dtype]) for sc in spilled}
+        self._zero_init = zero_init
+        self._kernels = kernels
+        self._dc = dc
+        self._lock = threading.Lock()
+        self._cl_kernels: dict[Any, list[Any]] = {}
+        self._pools: dict[Any, Any] = {}  # device memory pools, per queue
+        namespace: dict[str, Any] = {"_LOCAL_LIMIT": dc.local_limit}
+        exec(compile(host_source, f"<polydyn host code for {scop.name}>", "exec"), namespace)
+        self._host = namespace
+        self._select = namespace["select"]
+        self._runs = [namespace[f"variant_{k}"] for k in range(len(mappings))]
+        self._program(dc.context)  # build now: a build failure is a compile-time error
+
+    @property
+    def local_limit(self) -> int:
+        """Bytes of __local memory that buffers sized at launch may take (conv2d's windows);
+        beyond it the plain twin of the kernel runs. Settable (0: never)."""
+        return int(self._host["_LOCAL_LIMIT"])
+
+    @local_limit.setter
+    def local_limit(self, value: int) -> None:
+        self._host["_LOCAL_LIMIT"] = int(value)
+
+    @property
+    def context(self) -> Any:
+        return self._dc.context
+
+    @property
+    def queue(self) -> Any:
+        return self._dc.queue
+
+    @property
+    def device(self) -> Any:
+        return self._dc.device
+
+    # --- programs ------------------------------------------------------------------------------
+    def _program(self, context: Any) -> list[Any]:
+        """The kernel objects of this operator on ``context`` (built on first use)."""
+        key = context.int_ptr
+        hit = self._cl_kernels.get(key)
+        if hit is not None:
+            return hit
+        cl = _cl()
+        program = build_program(context, self.source, self.name)
+        objs = []
+        for info in self._kernels:
+            knl = cl.Kernel(program, info.name)
+            knl.set_scalar_arg_dtypes(list(info.arg_dtypes))
+            objs.append(knl)
+        self._cl_kernels[key] = objs
+        return objs
+
+    # --- calling -------------------------------------------------------------------------------
+    def _call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], variant: int | None) -> Any:
+        cla = _cl().array
+        on_device = {name: x for name, x in self._named(args, kwargs).items()
+                     if isinstance(x, cla.Array)}
+        bound = self._bind(args, kwargs)
+        syms = bound.syms
+        if variant is None:
+            variant = self._select_index(syms)  # the host dispatcher tests the context too
+        else:
+            self._check_region(variant, syms)
+        queue = self._queue_for(on_device)
+        knls = self._program(queue.context)
+        call = _Call(self, queue, self._pool(queue), bound, on_device)
+        with self._lock:
+            call.upload()
+            sym_vals = [syms[s] for s in self.scop.syms]
+            self._runs[variant](call.launcher(knls, sym_vals), *sym_vals)
+            return call.finish()
+
+    def _pool(self, queue: Any) -> Any:
+        """Buffers for copies, outputs and temporaries come from a pool per queue (an
+        allocation per call costs more than a small kernel on a GPU); the queue is in order,
+        so memory a pending kernel still uses is reused only by later commands."""
+        pool = self._pools.get(queue.int_ptr)
+        if pool is None:
+            tools = _cl().tools
+            pool = tools.MemoryPool(tools.ImmediateAllocator(queue))
+            self._pools[queue.int_ptr] = pool
+        return pool
+
+    def _named(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        named = dict(zip(self._binder.names, args, strict=False))
+        named.update(kwargs)
+        return named
+
+    def _queue_for(self, on_device: Mapping[str, Any]) -> Any:
+        if not on_device:
+            return self._dc.queue
+        contexts = {x.context.int_ptr for x in on_device.values()}
+        if len(contexts) > 1:
+            raise ShapeError(f"{self.name}(): the pyopencl arrays passed belong to different "
+                             "OpenCL contexts")
+        first = next(iter(on_device.values()))
+        if first.queue is not None:
+            return first.queue
+        if first.context.int_ptr == self._dc.context.int_ptr:
+            return self._dc.queue
+        return resolve_device(first.context).queue
+
+    def _select_index(self, syms: Mapping[str, int]) -> int:
+        index = self._select(*[syms[s] for s in self.scop.syms])
+        if index < 0:
+            check_context(self.scop, syms)  # outside assume: its own message
+            raise ShapeError(f"no variant of {self.name} covers the sizes "
+                             f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
+        return index
+
+    # --- introspection -----------------------------------------------------------------------
+    def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        """Bind with device arrays standing in as host arrays of their shape and dtype."""
+        return self._binder.bind(tuple(_stand_in(x) for x in args),
+                                 {k: _stand_in(v) for k, v in kwargs.items()})
+
+    def explain(self, **syms: int) -> str:
+        text = super().explain(**syms)
+        index = self.variants.index(self.select(**syms))
+        lines = [text, f"  on {self._dc.describe()}:"]
+        vals = [int(syms[s]) for s in self.scop.syms]
+
+        def record(kid: int, hosts: tuple[int, ...], offsets: tuple[int, ...],
+                   groups: tuple[int, ...], local_bytes: tuple[int, ...] = ()) -> None:
+            info = self._kernels[kid]
+            at = f" at {', '.join(f'h{j}={h}' for j, h in enumerate(hosts))}" if hosts else ""
+            lines.append(f"    launch {info.name}{at}: {len(groups)}-D, groups "
+                         f"{'x'.join(str(g) for g in reversed(groups))} of "
+                         f"{'x'.join(str(t) for t in info.local_size)} work-items" +
+                         (f", {sum(local_bytes)} bytes of local memory sized at launch"
+                          if local_bytes else ""))
+
+        self._runs[index](record, *vals)
+        if len(lines) > 12:
+            lines = [*lines[:11], f"    ... {len(lines) - 11} more launches"]
+        return "\n".join(lines)
+
+    def launch_plan(self) -> dict[str, Any]:
+        """JSON-serializable launches of every variant (grid expressions in the syms)."""
+        return {"device": self._dc.describe(),
+                "build_options": list(BUILD_OPTIONS),
+                "variants": [m.describe() for m in self.mappings]}
+
+
+def _stand_in(x: Any) -> Any:
+    """A device array as a zero-stride NumPy array of its shape and dtype, so that the Binder
+    checks it exactly as it checks host arrays (without touching its data)."""
+    cla = _cl().array
+    if not isinstance(x, cla.Array):
+        return x
+    return np.lib.stride_tricks.as_strided(np.zeros(1, x.dtype), shape=x.shape,
+                                           strides=(0,) * len(x.shape))
+
+
+class _Call:
+    """The buffers of one call: device copies of host arrays, device arrays used in place,
+    temporaries; and what goes back to the host at the end."""
+
+    def __init__(self, kernel: OpenCLKernel, queue: Any, pool: Any, bound: Any,
+                 on_device: Mapping[str, Any]):
+        self.k = kernel
+        self.queue = queue
+        self.pool = pool
+        self.bound = bound
+        self.on_device = on_device
+        self.buffers: dict[str, Any] = {}
+        self.back: list[tuple[str, Any, Any]] = []  # (name, destination, device array)
+
+    def upload(self) -> None:
+        k = self.k
+        written = [self.on_device[n] for n, kind in k._order
+                   if kind in ("out", "inout") and n in self.on_device]
+        for name, kind in k._order:
+            if kind == "value":
+                continue
+            if name in self.on_device:
+                self.buffers[name] = self._device_arg(name, kind, written)
+            elif name in self.bound.arrays:
+                self.buffers[name] = self._host_arg(name, kind)
+            else:  # an output nobody passed
+                self.buffers[name] = self._fresh(name)
+        for a in k._temps:
+            self.buffers[a.name] = self._fresh(a.name)
+        counts = k._host["spill_sizes"](*[self.bound.syms[s] for s in k.scop.syms])
+        for sc, count in zip(k._spilled, counts, strict=True):
+            self.buffers[sc.buffer] = _cl().array.empty(
+                self.queue, (int(count),), k._np_spilled[sc.name], allocator=self.pool)
+
+    def _fresh(self, name: str) -> Any:
+        cla = _cl().array
+        a = self.k.scop.array(name)
+        shape = self.k._binder.output_shape(a, self.bound.syms)
+        dev = cla.empty(self.queue, shape, self.k._np[name], allocator=self.pool)
+        if name in self.k._zero_init and dev.size:
+            dev.fill(0)
+        return dev
+
+    def _host_arg(self, name: str, kind: str) -> Any:
+        cla = _cl().array
+        x = self.bound.arrays[name]
+        if kind == "out":
+            dev = self._fresh(name)
+        else:
+            dev = cla.to_device(self.queue, np.ascontiguousarray(x), allocator=self.pool)
+        if kind != "in":
+            self.back.append((name, x, dev))
+        return dev
+
+    def _device_arg(self, name: str, kind: str, written: list[Any]) -> Any:
+        cl = _cl()
+        x = self.on_device[name]
+        if x.context.int_ptr != self.queue.context.int_ptr:
+            raise ShapeError(f"argument {name!r}: its pyopencl array belongs to another "
+                             "OpenCL context than the call's queue")
+        if x.size and not x.flags.c_contiguous:
+            raise ShapeError(f"argument {name!r}: a pyopencl array must be C-contiguous "
+                             f"(got strides {x.strides}); pass a NumPy array or a "
+                             "contiguous copy")
+        aliased = kind == "in" and x.size and any(  # same buffer as an output (or inout)
+            w.size and w.base_data.int_ptr == x.base_data.int_ptr for w in written)
+        if x.size == 0 or (x.offset == 0 and not aliased):
+            if kind == "out" and name in self.k._zero_init and x.size:
+                x.fill(0, queue=self.queue)
+            return x
+        # an offset (a slice) or an input sharing memory with an output: work on a copy
+        dev = self._fresh(name) if kind == "out" else None
+        if dev is None:
+            dev = _cl().array.empty(self.queue, x.shape, x.dtype, allocator=self.pool)
+            cl.enqueue_copy(self.queue, dev.data, x.base_data, src_offset=x.offset,
+                            byte_count=x.nbytes)
+        if kind != "in":
+            self.back.append((name, x, dev))
+        return dev
+
+    def launcher(self, knls: list[Any], sym_vals: list[int]) -> Any:
+        cl = _cl()
+        k = self.k
+        tail = []
+        for name, kind in k._order:
+            tail.append(self.bound.values[name] if kind == "value" else
+                        self.buffers[name].data if self.buffers[name].size else None)
+        tail += [self.buffers[a.name].data if self.buffers[a.name].size else None
+                 for a in k._temps]
+        tail += [self.buffers[sc.buffer].data for sc in k._spilled]
+
+        def launch(kid: int, hosts: tuple[int, ...], offsets: tuple[int, ...],
+                   groups: tuple[int, ...], local_bytes: tuple[int, ...] = ()) -> None:
+            if min(groups) <= 0:
+                return
+            info = k._kernels[kid]
+            local = info.local_size
+            glob = tuple(g * t for g, t in zip(reversed(groups), local, strict=True))
+            buffers = [cl.LocalMemory(int(b)) for b in local_bytes]
+            knls[kid](self.queue, glob, local, *sym_vals, *hosts, *offsets, *tail, *buffers)
+
+        return launch
+
+    def finish(self) -> Any:
+        cl = _cl()
+        cla = cl.array
+        for name, dest, dev in self.back:
+            if isinstance(dest, cla.Array):
+                cl.enqueue_copy(self.queue, dest.base_data, dev.data, dst_offset=dest.offset,
+                                byte_count=dest.nbytes)
+            elif dest.size:
+                dest[...] = dev.get(queue=self.queue).reshape(dest.shape)
+            self.buffers[name] = dest
+        device_results = bool(self.on_device)
+        outs = []
+        for a in self.k._outputs:
+            if a.name in self.bound.given_outputs:
+                outs.append(self.on_device.get(a.name, self.bound.arrays[a.name]))
+            elif device_results:
+                outs.append(self.buffers[a.name])
+            else:
+                outs.append(self.buffers[a.name].get(queue=self.queue))
+        if not outs:
+            self.queue.finish()
+            return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
