@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The standard benchmark suite over every bundled kernel.
+
+    .venv/bin/python bench/run_all.py --quick          # a few minutes; results in bench/out/quick
+    .venv/bin/python bench/run_all.py                  # full sizes; bench/results + RESULTS.md
+    .venv/bin/python bench/run_all.py --only matmul softmax-rows
+    .venv/bin/python bench/run_all.py --render-only    # RESULTS.md again from results/suite.json
+
+The same suite runs as ``polydyn bench --suite [--quick]`` (without RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # polydyn (when not installed) and the bundled kernels
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes, short time budgets")
+    p.add_argument("--out", type=Path, help="results directory (default bench/results, or "
+                   "bench/out/quick with --quick)")
+    p.add_argument("--only", nargs="*", default=[], help="kernel names or kernel-label")
+    p.add_argument("--baseline", default="numpy,torch,naive",
+                   help="comma list of numpy, torch, torch.compile, naive")
+    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "
+                   "bench/RESULTS.md for a full run of the whole suite; none for --quick)")
+    p.add_argument("--render-only", action="store_true",
+                   help="write RESULTS.md from an existing suite.json, run nothing")
+    args = p.parse_args(argv)
+
+    from dataclasses import replace
+
+    from polydyn.bench.suite import default_settings, run_suite
+    from polydyn.bench.summary import render
+
+    out = args.out or (HERE / "out" / "quick" if args.quick else HERE / "results")
+    results_md = args.results_md
+    if results_md is None and not args.quick and not args.only:
+        results_md = HERE / "RESULTS.md"
+    if not args.render_only:
+        settings = default_settings(args.quick)
+        baselines = tuple(b for b in args.baseline.split(",") if b and b != "none")
+        settings = replace(settings, baselines=baselines, progress=not args.no_progress)
+        suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
+                          only=args.only)
+        print(suite.markdown)
+        print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
+              f" and {len(suite.files) - 3} plot(s)")
+    if results_md is not None:
+        doc = json.loads((out / "suite.json").read_text())
+        rel = os.path.relpath(out.resolve(), results_md.resolve().parent)
+        source = os.path.relpath(out.resolve(), ROOT)
+        results_md.write_text(render(doc, rel, source))
+        print(f"wrote {results_md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

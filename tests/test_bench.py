@@ -1,0 +1,206 @@
+"""The benchmark machinery (polydyn.bench): sweep parsing, work counting with isl, timing
+statistics, checks, and a tiny end-to-end ``polydyn bench`` run."""
+
+import csv
+import json
+
+import islpy as isl
+import numpy as np
+import pytest
+
+import polydyn as pd
+from kernels import load
+from polydyn.bench import sweep as sw
+from polydyn.bench.check import compare
+from polydyn.bench.timing import Budget, measure, summarize
+from polydyn.bench.work import choose_metric, count_points, statement_flops, work
+from polydyn.cli import main
+
+# --- sweeps -----------------------------------------------------------------------------------
+
+
+def test_linear_sweep():
+    assert sw.parse_sweep("N=1:10:3").values == (1, 4, 7, 10)
+    assert sw.parse_sweep("N=0:4:1").values == (0, 1, 2, 3, 4)
+
+
+def test_log_sweep_has_both_ends_and_is_sorted():
+    s = sw.parse_sweep("N=1:4096:log13")
+    assert s.log
+    assert s.values == tuple(2**k for k in range(13))
+    s = sw.parse_sweep("N=1:4096:log16")
+    assert s.values[0] == 1 and s.values[-1] == 4096
+    assert list(s.values) == sorted(set(s.values))
+
+
+def test_default_range_is_log16():
+    assert sw.parse_sweep("N=1:4096").values == sw.parse_sweep("N=1:4096:log16").values
+
+
+def test_lin_count_sweep():
+    assert sw.parse_sweep("L=0:100:lin5").values == (0, 25, 50, 75, 100)
+
+
+def test_explicit_list():
+    s = sw.parse_sweep("N=1,7,33")
+    assert s.names == ("N",) and s.values == (1, 7, 33) and not s.log
+
+
+def test_around_tiles():
+    assert sw.parse_sweep("K=tiles:16,32").values == (15, 16, 17, 31, 32, 33)
+    assert sw.parse_sweep("K=tiles:0,1").values == (0, 1, 2)
+
+
+def test_tied_syms_and_product_with_fix():
+    tied = sw.parse_sweep("N=M=K=2,4")
+    other = sw.parse_sweep("B=1,3")
+    points = sw.expand([tied, other], {"T": 5})
+    assert points[0] == {"T": 5, "N": 2, "M": 2, "K": 2, "B": 1}
+    assert len(points) == 4
+    assert points[-1]["N"] == 4 and points[-1]["B"] == 3
+
+
+@pytest.mark.parametrize("bad", ["N", "N=", "N=a:b", "N=5:1", "N=1:2:3:4", "1N=3",
+                                 "N=1:10:0", "N=0:8:log4"])
+def test_bad_sweeps_are_refused(bad):
+    with pytest.raises(sw.SweepError):
+        sw.parse_sweep(bad)
+
+
+def test_fix_and_complete():
+    assert sw.parse_fix(["K=512", "M=3,N=4"]) == {"K": 512, "M": 3, "N": 4}
+    with pytest.raises(sw.SweepError, match="no value for K"):
+        sw.complete([{"N": 1, "M": 2}], ("N", "M", "K"))
+    with pytest.raises(sw.SweepError, match="not a sym"):
+        sw.complete([{"N": 1, "Q": 2}], ("N",))
+    with pytest.raises(sw.SweepError, match="more than once"):
+        sw.expand([sw.parse_sweep("N=1,2")], {"N": 3})
+
+
+# --- work -------------------------------------------------------------------------------------
+
+
+def test_matmul_flops_from_isl_counting():
+    op, _ = load("matmul")
+    w = work(op.scop, {"N": 37, "M": 19, "K": 23})
+    assert w.flops == 2 * 37 * 19 * 23
+    assert w.instances == 37 * 19 * (23 + 1)
+    assert w.bytes == 4 * (37 * 23 + 23 * 19 + 37 * 19)
+    big = work(op.scop, {"N": 4096, "M": 4096, "K": 4096})  # a box: counted without enumerating
+    assert big.flops == 2 * 4096**3
+    assert choose_metric(big) == "GFLOP/s"
+
+
+def test_softmax_is_bandwidth_bound_and_counts_calls():
+    op, _ = load("softmax")
+    w = work(op.scop, {"N": 3, "L": 5})
+    # per element: max, subtract + exp, accumulate, scale; per row: one division
+    assert w.flops == 3 * 5 * 5 + 3
+    assert choose_metric(w) == "GB/s"
+
+
+def test_strided_and_inout_work():
+    op, _ = load("maxpool")
+    w = work(op.scop, {"B": 2, "C": 3, "H": 9, "W": 7})
+    assert w.per_statement["S1"] == 2 * 3 * 4 * 3 * 4
+    op, _ = load("jacobi2d")
+    w = work(op.scop, {"N": 10, "T": 3})
+    assert w.flops == 3 * 8 * 8 * 5  # 4 additions and a multiply per interior point
+    assert w.bytes == 2 * 10 * 10 * 4  # A read and written
+
+
+def test_count_points_of_non_boxes():
+    triangle = isl.Set("{ S[i, j] : 0 <= i < 700 and 0 <= j <= i }")
+    assert count_points(triangle) == 700 * 701 // 2
+    evens = isl.Set("{ S[i, j] : 0 <= i < 600 and 0 <= j < 600 and (i + j) mod 2 = 0 }")
+    assert count_points(evens) == 600 * 600 // 2
+    assert count_points(isl.Set("{ S[i] : 0 <= i < 0 }")) == 0
+
+
+def test_statement_flops_of_compound_assignment():
+    op, _ = load("matmul")
+    assert [statement_flops(s) for s in op.scop.statements] == [0, 2]
+
+
+# --- timing and checks ------------------------------------------------------------------------
+
+
+def test_summary_statistics():
+    t = summarize([3.0, 1.0, 2.0, 4.0, 100.0], inner=1)
+    assert t.median == 3.0 and t.min == 1.0 and t.max == 100.0
+    assert t.spread == pytest.approx((4.0 - 2.0) / 3.0)
+
+
+def test_measure_batches_short_calls():
+    t = measure(lambda: None, Budget(seconds=0.01, min_samples=3, warmup_seconds=0.0))
+    assert t.inner > 1 and t.samples >= 3 and t.median < 1e-4
+
+
+def test_compare_tolerance_catches_indexing_errors():
+    want = {"Y": np.linspace(-1, 1, 100)}
+    ok = {"Y": (want["Y"] + 1e-7).astype(np.float32)}
+    assert compare(ok, want, depth=4)[1] == ""
+    bad = ok["Y"].copy()
+    bad[17] = bad[18]
+    assert "differs" in compare({"Y": bad}, want, depth=4)[1]
+    assert "shape" in compare({"Y": bad[:5]}, want, depth=4)[1]
+
+
+# --- end to end -------------------------------------------------------------------------------
+
+
+def test_bench_command_writes_csv_json_markdown(tmp_path):
+    rc = main(["bench", "kernels/matmul.py", "--sweep", "N=1,8", "--fix", "M=8", "--fix", "K=8",
+               "--quick", "--budget", "0.02", "--no-progress", "--baseline", "numpy,naive",
+               "--metric", "gflops", "--out", str(tmp_path)])
+    assert rc == 0
+    rows = list(csv.DictReader((tmp_path / "matmul.csv").open()))
+    impls = {r["impl"] for r in rows}
+    assert {"polydyn", "numpy"} <= impls
+    assert all(r["status"] == "ok" for r in rows), [r["message"] for r in rows]
+    poly = [r for r in rows if r["impl"] == "polydyn"]
+    assert [int(r["sym_N"]) for r in poly] == [1, 8]
+    assert all(r["check"] == "interp" and r["variant"] for r in poly)
+    assert int(poly[1]["flops"]) == 2 * 8 * 8 * 8
+    doc = json.loads((tmp_path / "matmul.json").read_text())
+    assert doc["machine"]["cpu"] and doc["machine"]["cc_version"]
+    assert doc["sweeps"][0]["metric"] == "GFLOP/s"
+    assert "polydyn / numpy" in (tmp_path / "matmul.md").read_text()
+    assert (tmp_path / "matmul.png").stat().st_size > 1000
+
+
+def test_bench_command_user_errors(tmp_path, capsys):
+    assert main(["bench", "kernels/matmul.py", "--sweep", "N=1,8", "--out", str(tmp_path)]) == 2
+    assert "no value for" in capsys.readouterr().err
+    assert main(["bench", "kernels/matmul.py", "--sweep", "N=x", "--out", str(tmp_path)]) == 2
+    assert main(["bench", "--out", str(tmp_path)]) == 2
+    assert main(["bench", "kernels/matmul.py", "--fix", "N=1,M=1,K=1", "--baseline", "gpu",
+                 "--out", str(tmp_path)]) == 2
+
+
+def test_wrong_kernel_is_reported_not_timed(tmp_path):
+    from polydyn.bench.runner import Settings, sweep
+
+    op, numpy_impl = load("bias_relu")
+
+    def wrong_numpy(x, b):
+        return np.maximum(x - b, 0).astype(x.dtype)
+
+    settings = Settings(budget=Budget(seconds=0.01, min_samples=1, warmup_seconds=0.0),
+                        baselines=("numpy",), progress=False)
+    result = sweep(op, numpy_impl, [{"N": 300, "M": 400}], settings, pd.compile)
+    assert {r.impl: r.status for r in result.rows}["numpy"] == "ok"
+    assert {r.impl: r.check for r in result.rows}["polydyn"] == "numpy-f64"  # 120000 instances
+    result = sweep(op, wrong_numpy, [{"N": 30, "M": 40}], settings, pd.compile)
+    rows = {r.impl: r for r in result.rows}
+    assert rows["numpy"].status == "wrong" and rows["numpy"].timing is None
+    assert rows["numpy"].check == "interp" and rows["polydyn"].status == "ok"
+
+
+@pytest.mark.slow
+def test_quick_suite_subset(tmp_path):
+    from polydyn.bench.suite import run_suite
+
+    suite = run_suite(tmp_path, quick=True, only=["transpose", "softmax"], plots=True)
+    assert all(r.status == "ok" for s in suite.sweeps for r in s.rows)
+    assert (tmp_path / "suite.csv").is_file() and suite.compile and suite.overhead
