@@ -16,7 +16,7 @@ from .parametric.variants import Variant
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule
-from .schedule.variant import schedule_variant
+from .schedule.variant import code_region, schedule_variant
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.ir import Scop
 
@@ -69,7 +69,7 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
 
         return compile_opencl(scop, deps, scheduled, [], options, device, op)
 
-    asts = [build_ast(v.schedule, v.region, scop, deps) for v in scheduled]
+    asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
     _dump(options, name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 

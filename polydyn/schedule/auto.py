@@ -44,7 +44,21 @@ def isl_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule:
         schedule = schedule_constraints(scop, deps, region).compute_schedule()
     except isl.Error:
         return original_order(scop, region)
+    if not _has_parallel(schedule) and scop.tree:
+        # isl fused everything into loops that all carry dependences (a time-iterated
+        # stencil, skewed): the program's own loops may still have parallel ones inside
+        from .directives import original_loops
+
+        mine = original_loops(scop, deps, region)
+        if _has_parallel(mine):
+            return mine
     return distribute_low_dims(schedule, scop, deps)
+
+
+def _has_parallel(schedule: isl.Schedule) -> bool:
+    from .tree import band_members
+
+    return any(any(flags) for _, flags, _ in band_members(schedule))
 
 
 def original_order(scop: Scop, region: isl.Set) -> isl.Schedule:

@@ -399,3 +399,17 @@ def _member_carries(node: isl.ScheduleNode, k: int, deps: Deps) -> bool:
     sched = prefix.flat_range_product(member)
     inside = deps.all.intersect_domain(domain).intersect_range(domain)
     return _carried(inside, sched)
+
+
+def original_loops(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule:
+    """The operator's own loop nest as a schedule tree (one band per loop), each loop
+    flagged coincident when it carries no dependence given the loops around it."""
+    schedule = _to_schedule(scop, _flatten_guards(scop.tree), region)
+
+    def flag(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        if not is_band(node):
+            return node
+        node = node.band_set_permutable(1)
+        return node.band_member_set_coincident(0, int(not _member_carries(node, 0, deps)))
+
+    return schedule.map_schedule_node_bottom_up(flag)

@@ -14,8 +14,17 @@ from .transforms import drop_parallel
 from .tree import mark_loops
 
 
+def code_region(region: isl.Set) -> isl.Set:
+    """What a variant's code may assume: its region, or the region's convex hull when the
+    region is a union (the dispatcher runs it only inside the region, so anything the hull
+    implies holds; isl would otherwise test the union's disjuncts inside the loops)."""
+    if region.n_basic_set() <= 1:
+        return region
+    return isl.Set.from_basic_set(region.simple_hull())
+
+
 def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan) -> Variant:
-    schedule = base.intersect_domain(scop.domain().intersect_params(plan.region))
+    schedule = base.intersect_domain(scop.domain().intersect_params(code_region(plan.region)))
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
         if recipe.tile:
