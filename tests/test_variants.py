@@ -98,3 +98,25 @@ def test_dispatch_agrees_with_forced_generic() -> None:
     A = rng.standard_normal((24, 16), dtype=np.float32)
     B = rng.standard_normal((16, 32), dtype=np.float32)
     np.testing.assert_allclose(k(A, B), k.run_variant("generic", A, B), rtol=1e-5, atol=1e-5)
+
+
+N, M = pd.sym("N M")
+
+
+@pd.operator
+def shifted_reduction(A: pd.f32[M, M + 1], B: pd.inout(pd.f32[N, M + 1])):
+    # the register tile's target subscript is `k + 1`: accumulators are indexed by the
+    # iterators' offsets in the tile, not by the subscripts (a fuzzer finding)
+    for i in range(N):
+        for j in range(M):
+            for k in range(M):
+                B[i, k + 1] += A[j, k] * 0.5
+
+
+def test_register_tile_with_offset_subscript() -> None:
+    k = pd.compile(shifted_reduction, max_tile=4)
+    assert "pd_acc" in k.source
+    for index in range(len(k.variants)):
+        for sizes in region_points(k.scop, k.variants[index].region, hi=14, limit=4,
+                                   seed=index):
+            check_kernel(k, sizes, variant=index)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -137,6 +138,15 @@ class CEmitter:
         self.scop = scop
         self.zero_init = zero_init
         self.stmt_locals = {s.name: _locals_of(scop, s) for s in scop.statements}
+        # every statement that touches each local scalar (reads or writes it)
+        self.local_users: dict[str, set[str]] = {}
+        for s in scop.statements:
+            touched = {e.name for e in s.value.walk() if isinstance(e, Scalar)}
+            if isinstance(s.target, Scalar):
+                touched.add(s.target.name)
+            for name in touched:
+                if scop.array(name).kind == "local":
+                    self.local_users.setdefault(name, set()).add(s.name)
         self.region: isl.Set = scop.context
         # while emitting a register tile: array -> (row iterator, vector iterator, base names)
         self.promoted: dict[str, tuple[str, str, str, str]] = {}
@@ -336,25 +346,38 @@ class CEmitter:
             return [cgen.Pragma("GCC unroll 16"), loop]
         if role.startswith("unroll"):
             return [cgen.Pragma(f"GCC unroll {int(role[len('unroll'):])}"), loop]
-        private = f" private({', '.join(sorted(inner.used_locals))})" \
-            if inner.used_locals else ""
-        if role == "vector":  # a user's vectorize(): checked free of dependences
-            return [cgen.Pragma(self.simd_pragma + private), loop]
+        # Locals the loop writes are private to it when every use of them (every AST
+        # instance of the statements touching them) is inside it. One also used outside
+        # keeps a single value across the iterations: then the loop gets no pragma, unless
+        # that local is a reduction of the loop (reduction clause).
         kind = _annotation(n)
+        reductions = {name for _, name in parse_reduce_role(kind)} \
+            if kind.startswith("reduce(") else set()
+        under = Counter(name for name, _ in _users(n.for_get_body(), self))
+        owned = {v for v in inner.used_locals
+                 if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
+        if inner.used_locals - owned - reductions:
+            return [loop]
+        clause = f" private({', '.join(sorted(owned - reductions))})" \
+            if owned - reductions else ""
+        if role == "vector":  # a user's vectorize(): checked free of dependences
+            return [cgen.Pragma(self.simd_pragma + clause), loop]
         innermost = not _has_loop(n.for_get_body())
         if not parallel and kind == "parallel" and innermost and self._unit_stride(n, it):
-            return [cgen.Pragma(self.simd_pragma + private), loop]
-        if kind.startswith("reduce(") and innermost and self._unit_stride(n, it):
+            return [cgen.Pragma(self.simd_pragma + clause), loop]
+        if reductions and innermost and self._unit_stride(n, it):
             clauses = " ".join(f"reduction({op}:{name})" for op, name in parse_reduce_role(kind))
-            return [cgen.Pragma(f"{self.simd_pragma} {clauses}"), loop]
-        pragma = self.loop_pragma(n, it, parallel, st.in_parallel, inner.used_locals)
+            return [cgen.Pragma(f"{self.simd_pragma}{clause} {clauses}"), loop]
+        pragma = self.loop_pragma(n, it, parallel, st.in_parallel, owned)
         return [cgen.Pragma(pragma), loop] if pragma else [loop]
 
     # --- register tiles --------------------------------------------------------------------
     def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:
+        """The accumulator cell of a target access: its row and vector iterators minus
+        their values at the tile's origin (``C[i, k + 1]`` -> ``acc[i - i0][k - k0]``)."""
         acc, row_dim, vec_dim, base_row, base_vec = self.promoted[e.array]
-        row = e.index[int(row_dim)].to_c()
-        vec = e.index[int(vec_dim)].to_c()
+        (row,) = e.index[int(row_dim)].vars()
+        (vec,) = e.index[int(vec_dim)].vars()
         return acc, f"({row})", f"({vec})", base_row, base_vec
 
     def register_tile(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable] | None:
@@ -493,6 +516,7 @@ class CEmitter:
 
     def variant_function(self, fname: str, variant: Variant, ast: isl.AstNode) -> str:
         self.region = variant.region
+        self.user_counts = Counter(name for name, _ in _users(ast, self))
         st = _LoopState()
         body = self.node(ast, st)
         decls: list[cgen.Generable] = []

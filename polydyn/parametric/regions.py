@@ -90,6 +90,8 @@ def _collapses_parallel_loop(base: isl.Schedule, region: isl.Set) -> bool:
         if not node.band_member_get_coincident(0):
             continue
         band = node.band_get_partial_schedule_union_map().intersect_domain(node.get_domain())
+        if band.range().is_empty():  # no statement of this band ever runs
+            continue
         image = isl.Set.from_union_set(band.range()).intersect_params(region)
         if image.is_empty():
             continue

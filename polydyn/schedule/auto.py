@@ -286,7 +286,10 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
     """Tile the planned bands (full tiles isolated), order their point loops for vectors and,
     where a reduction allows it, tile the point loops again for registers."""
     for tiling in plan:
-        node = node_at(schedule, tiling.path)
+        try:
+            node = node_at(schedule, tiling.path)
+        except isl.Error:  # the band is gone under this region (an empty branch)
+            continue
         if not is_band(node) or node.band_n_member() != len(tiling.sizes):
             continue
         node = tile_band(node, tiling.sizes, isolate=isolate)
@@ -432,7 +435,12 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
     inner loops."""
     for node in outermost_bands(schedule):
         path = _path(node)
-        node = node_at(schedule, path)
+        try:
+            node = node_at(schedule, path)
+        except isl.Error:  # an earlier distribution moved this band
+            continue
+        if not is_band(node):
+            continue
         depth = node.band_n_member()
         low = [s for s in scop.statements if len(s.iters) < depth]
         if not low or len(low) == len(scop.statements):

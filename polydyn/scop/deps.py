@@ -41,24 +41,43 @@ class Deps:
                 f"live-in reads: {self.live_in}")
 
 
+def _memory_based(sources: isl.UnionMap, sinks: isl.UnionMap, sched: isl.UnionMap
+                  ) -> isl.UnionMap:
+    """``{ src -> sink }``: every source access before a sink access of the same element (a
+    superset of the dataflow dependences, for when isl's exact analysis refuses)."""
+    same = sources.apply_range(sinks.reverse())
+    return same.intersect(sched.lex_lt_union_map(sched)).coalesce()
+
+
 def _flow(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap
           ) -> tuple[isl.UnionMap, isl.UnionMap]:
     # flow: { W[...] -> R[...] }: the last write before each read
-    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-    flow = info.set_schedule_map(sched).compute_flow()
-    return flow.get_may_dependence(), flow.get_may_no_source()
+    try:
+        info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+        flow = info.set_schedule_map(sched).compute_flow()
+        return flow.get_may_dependence(), flow.get_may_no_source()
+    except isl.Error:
+        # isl's dataflow analysis refuses some domains with existentials (a loop under a `%`
+        # guard): every earlier write, and every read possibly live-in
+        return _memory_based(writes, reads, sched), reads
 
 
 def _anti(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionMap:
     # anti: { R[...] -> W[...] }: reads that precede each overwrite
-    info = isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
-    return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+    try:
+        info = isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
+        return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+    except isl.Error:
+        return _memory_based(reads, writes, sched)
 
 
 def _output(writes: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionMap:
     # output: { W1[...] -> W2[...] }: the previous write of the same element
-    info = isl.UnionAccessInfo.from_sink(writes).set_must_source(writes)
-    return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+    try:
+        info = isl.UnionAccessInfo.from_sink(writes).set_must_source(writes)
+        return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+    except isl.Error:
+        return _memory_based(writes, writes, sched)
 
 
 def compute_deps(scop: Scop) -> Deps:

@@ -162,6 +162,11 @@ class Operator:
 
         from ..errors import FrontendError, SourceLoc
 
+        if isinstance(fn, Operator):
+            code = fn.fn.__code__
+            raise FrontendError("@pd.operator is applied twice to "
+                                f"{fn.name!r}; apply it once",
+                                SourceLoc(code.co_filename, code.co_firstlineno))
         self.fn = fn
         self.name = fn.__name__
         if assume is not None and not isinstance(assume, str):

@@ -47,6 +47,11 @@ RESERVED = {
     "while", "do", "return", "const", "restrict", "static", "unsigned", "signed", "switch",
     "case", "break", "continue", "goto", "sizeof", "struct", "union", "enum", "auto",
     "register", "volatile", "extern", "inline", "default", "typedef",
+    # C library functions the generated code calls or declares
+    "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "sin",
+    "sinf", "cos", "cosf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "pow", "powf",
+    "fmod", "fmodf", "malloc", "calloc", "free", "memset", "memcpy", "posix_memalign", "abs",
+    "labs", "printf", "INFINITY", "NAN",
 }
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}
 _BIN_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -133,6 +138,7 @@ class PythonFrontend:
         fdef = self.module.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             self.error(fdef, "an operator must be a plain function (def)")
+        self._check_name(fdef, fdef.name)
         self._signature(fdef)
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -188,6 +194,11 @@ class PythonFrontend:
             self.args.append(name)
         for s in shape_syms:
             self.syms[s] = None
+        for s in [*shape_syms, *self.index_syms]:
+            if s == self.fn.__name__ or s in RESERVED or s.startswith("pd_"):
+                self.error(fdef, f"sym `{s}` clashes with "
+                                 f"{'the operator name' if s == self.fn.__name__ else 'a reserved name'}"
+                                 " in generated code; rename it")
         for s in self.index_syms:
             if s in self.syms:
                 self.error(fdef, f"`{s}` is annotated pd.index but a tensor shape carries it; "
@@ -204,6 +215,9 @@ class PythonFrontend:
     def _check_name(self, node: ast.AST, name: str) -> None:
         if name in RESERVED or keyword.iskeyword(name) or name.startswith("pd_"):
             self.error(node, f"`{name}` is a reserved name in generated code; rename it")
+        if node is not self.module.body[0] and name == self.fn.__name__:
+            self.error(node, f"`{name}` is also the operator's name (the generated C "
+                             "function); rename one of them")
 
     # --- statements --------------------------------------------------------------------------
     def _block(self, stmts: list[ast.stmt], ctx: _Ctx) -> tuple[Node, ...]:

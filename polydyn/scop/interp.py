@@ -55,8 +55,8 @@ def py_expr(e: Expr) -> str:
         return e.name
     if isinstance(e, Bin):
         a, b = py_expr(e.a), py_expr(e.b)
-        if e.op in ("min", "max"):
-            return f"_{e.op}({a}, {b})"
+        if e.op in ("min", "max"):  # the winner converted to the result type, as in C
+            return f"_T_{concrete(e.dtype)}(_{e.op}({a}, {b}))"
         if e.op in ("//", "%") and e.dtype not in ("f32", "f64", "float"):
             fn = "_idiv" if e.op == "//" else "_imod"
             return f"_T_{concrete(e.dtype)}({fn}({a}, {b}))"
