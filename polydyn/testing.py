@@ -89,7 +89,8 @@ def check_kernel(kernel: Any, sizes: Mapping[str, int], seed: int = 0,
         same_nan = np.isnan(w) == np.isnan(g) if w.dtype.kind == "f" else True
         assert np.all(same_nan), f"{name}: NaN pattern differs from the reference"
         finite = np.isfinite(w) if w.dtype.kind == "f" else np.ones(w.shape, bool)
-        assert np.array_equal(w[~finite], g[~finite]), f"{name}: inf values differ"
+        assert np.array_equal(w[~finite], g[~finite], equal_nan=True), \
+            f"{name}: non-finite values differ"
         wf, gf = w[finite].astype(np.float64), g[finite].astype(np.float64)
         if wf.size == 0:
             continue

@@ -4,9 +4,7 @@
   once and passed by keyword, as a performance-minded caller would);
 - ``polydyn-generic``: the same kernel with dispatch forced to its generic (last) variant;
 - ``naive``: the operator's own loop nest in program order through the same C path (the
-  "plain gcc -O3" baseline). It needs a core hook that compiles the original order (see
-  ``naive_schedule``); until one exists the forced generic variant stands in, named
-  ``generic``;
+  "plain gcc -O3" baseline), compiled with ``pd.Schedule.original()``;
 - ``numpy``: the operator module's ``numpy_impl`` (allocates its result, as users call it);
 - ``torch``: PyTorch CPU eager for the bundled operators it has a function for, when installed.
 """
@@ -109,8 +107,8 @@ def generic_index(kernel: Any) -> int:
 
 
 def naive_schedule() -> Any:
-    """The core's "original order, no transformations" recipe, if it offers one: a
-    ``pd.Schedule.original()`` or ``pd.Schedule.identity()`` classmethod. None until then."""
+    """The core's "original order, no transformations" recipe: ``pd.Schedule.original()``
+    (None with a core that has no such recipe: the forced generic variant stands in)."""
     import polydyn
 
     sched = getattr(polydyn, "Schedule", None)

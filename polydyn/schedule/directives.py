@@ -69,6 +69,11 @@ class Schedule:
         return self._add("unroll", loop, int(factor))
 
     @staticmethod
+    def original() -> Schedule:
+        """The operator's loops as written, untransformed (the plain-C baseline)."""
+        return Schedule()
+
+    @staticmethod
     def auto() -> Schedule:
         """The automatic policy (what polydyn chooses with no schedule)."""
         return Schedule((("auto", ()),))
