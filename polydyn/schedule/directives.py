@@ -233,6 +233,9 @@ def _stmts_under(nodes: tuple[Node, ...]) -> list[str]:
 
 
 def _to_schedule(scop: Scop, nodes: tuple[Node, ...], region: isl.Set) -> isl.Schedule:
+    nodes = tuple(n for n in nodes if not isinstance(n, Loop) or _stmts_under(n.body))
+    if not nodes:  # no statement at all (loops with empty bodies)
+        return isl.Schedule.from_domain(scop.domain().intersect_params(region))
     parts = []
     for n in nodes:
         if isinstance(n, StmtRef):

@@ -1,0 +1,1 @@
+"""Differential fuzzing of polydyn: random operators, a shrinker, regressions (README.md)."""

@@ -1,0 +1,564 @@
+"""Random static control parts written in the polydyn DSL (SPEC.md section 1).
+
+An operator is generated as a small tree (``Op``: arrays, loops, ifs, assignments, expression
+trees) and rendered to source text; the shrinker edits the tree, so both live here.
+
+Every access is in bounds by construction. Each loop variable carries what is known about
+its range: a constant lower bound ``lo`` and an upper bound ``v <= S + hi - 1`` relative to
+one sym ``S`` (or to nothing: ``v <= hi - 1``). Each array dimension is ``S + pad`` (or a
+constant); a subscript ``v + d`` of a variable bounded by the same sym is legal when
+``lo + d >= 0``, and it raises the pad the dimension needs to ``hi + d``. The pads are fixed
+only once the body is generated, so every subscript fits. Affine guards (``if v >= 1``, and
+``a if v >= 1 else b`` around a load) tighten ``lo`` / ``hi`` inside the guarded branch.
+
+Loads inside the branches of ``a if c else b`` are never bounds-checked by the frontend (only
+the chosen branch runs), so the guards that protect them must be right here: only conditions
+that imply the tightened bound are used for that.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+
+from .tree import BACK_NAMES, Arr, Assign, Dim, Ex, If, Loop, Op, render, used_syms
+
+__all__ = ["Arr", "Assign", "Dim", "Ex", "Generator", "If", "Loop", "Op", "generate", "render",
+           "used_syms"]
+
+SYM_NAMES = ("N", "M", "K", "L")
+LOOP_NAMES = ("i", "j", "k", "p", "q", "r", "u", "w")
+
+# ------------------------------------------------------------------------------------------
+# Generation
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    sym: str | None
+    lo: int  # v >= lo
+    hi: int  # v <= sym + hi - 1 (v <= hi - 1 without a sym)
+
+
+@dataclass
+class Scope:
+    """What a statement may use: the enclosing loop variables (outermost first) and the local
+    scalars assigned so far in this iteration (name -> "f" or "i")."""
+
+    vars: tuple[Var, ...] = ()
+    scalars: dict[str, str] = field(default_factory=dict)
+    depth: int = 0
+    ifs: int = 0  # enclosing ifs
+
+    def child(self, var: Var | None = None, vars_: tuple[Var, ...] = ()) -> Scope:
+        extra = ((var,) if var else ()) + vars_
+        return Scope(self.vars + extra, dict(self.scalars), self.depth + len(extra), self.ifs)
+
+    def tightened(self, name: str, lo: int | None = None, hi: int | None = None) -> Scope:
+        vs = tuple(replace(v, lo=max(v.lo, lo) if lo is not None else v.lo,
+                           hi=min(v.hi, hi) if hi is not None else v.hi)
+                   if v.name == name else v for v in self.vars)
+        return Scope(vs, dict(self.scalars), self.depth, self.ifs)
+
+    def guarded(self, more: int = 1) -> Scope:
+        return Scope(self.vars, dict(self.scalars), self.depth, self.ifs + more)
+
+
+class Generator:
+    """One random operator per ``generate()`` call, reproducible from the seed."""
+
+    def __init__(self, seed: int, *, max_stmts: int = 6, max_depth: int = 3,
+                 literal_steps: bool = False):
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.max_stmts = max_stmts
+        self.max_depth = max_depth
+        self.literal_steps = literal_steps
+
+    # --- top level ------------------------------------------------------------------------
+    def generate(self, name: str | None = None) -> Op:
+        rng = self.rng
+        self.syms = tuple(rng.sample(SYM_NAMES, rng.choice((1, 1, 2, 2, 2, 3, 3, 4))))
+        self.arrays: dict[str, Arr] = {}
+        self.need: dict[tuple[str, int], int] = {}  # (array, dim) -> pad it needs
+        self.stmts = 0
+        self.scalar_count = 0
+        self._make_arrays()
+        body = self._block(Scope(), budget=self.max_stmts, top=True)
+        arrays = self._final_arrays()
+        op = Op(name or f"fz{self.seed}", self.syms, arrays, tuple(body), self._assume(),
+                self.literal_steps)
+        return op.replace(syms=tuple(used_syms(op)))
+
+    def _make_arrays(self) -> None:
+        rng = self.rng
+        # One float dtype per operator: check_kernel's tolerance follows the output's dtype,
+        # so an f32 intermediate stored into an f64 output (1 ulp of tanhf, say) would be a
+        # false mismatch.
+        self.fdtype = rng.choice(("f32", "f32", "f64"))
+        n = rng.choice((1, 2, 2, 3, 3, 3, 4))
+        kinds = ["out" if rng.random() < 0.5 else "inout"]
+        for _ in range(n - 1):
+            kinds.append(rng.choice(("in", "in", "in", "out", "inout", "temp")))
+        rng.shuffle(kinds)
+        names = iter(("A", "B", "C", "D", "E"))
+        temps = iter(("T", "U", "V"))
+        for kind in kinds:
+            name = next(temps) if kind == "temp" else next(names)
+            rank = rng.choice((1, 1, 2, 2, 2, 3))
+            dims = []
+            for _ in range(rank):
+                if rng.random() < 0.08:
+                    dims.append(Dim(None, rng.choice((2, 3, 4))))
+                else:
+                    dims.append(Dim(rng.choice(self.syms), rng.choice((0, 0, 0, 1, 2))))
+            dtype = self.fdtype if rng.random() < 0.75 else rng.choice(("i32", "i64"))
+            self.arrays[name] = Arr(name, kind, dtype, tuple(dims))
+        if rng.random() < 0.15:
+            self.arrays["alpha"] = Arr("alpha", "value", self.fdtype)
+
+    def _final_arrays(self) -> tuple[Arr, ...]:
+        out = []
+        for a in self.arrays.values():
+            dims = tuple(d if d.sym is None else
+                         Dim(d.sym, max(d.pad, self.need.get((a.name, k), 0)))
+                         for k, d in enumerate(a.dims))
+            out.append(replace(a, dims=dims))
+        # every shape sym must be carried by an argument, never by a temporary alone: keep
+        # temps on syms that some argument carries
+        return tuple(out)
+
+    def _assume(self) -> str:
+        rng = self.rng
+        parts = []
+        for s in self.syms:
+            r = rng.random()
+            if r < 0.25:
+                parts.append(f"{s} >= 1")
+            elif r < 0.35:
+                parts.append(f"{s} >= 2")
+        if len(self.syms) >= 2 and rng.random() < 0.1:
+            a, b = rng.sample(self.syms, 2)
+            parts.append(f"{a} <= {b}")
+        if rng.random() < 0.05:
+            parts.append(f"{rng.choice(self.syms)} mod 2 = 0")
+        return " and ".join(parts)
+
+    # --- blocks and statements ----------------------------------------------------------------
+    def _block(self, scope: Scope, budget: int, top: bool = False) -> list:
+        rng = self.rng
+        scope = scope.guarded(0)  # a copy: scalars assigned here stay in this block
+        items: list = []
+        n = rng.choice((1, 1, 2, 2, 3)) if not top else rng.choice((1, 2, 2, 3, 3, 4))
+        for _ in range(n):
+            if self.stmts >= self.max_stmts:
+                break
+            r = rng.random()
+            if top and r < 0.2:
+                items.append(self._perfect_nest(scope))
+            elif scope.depth < self.max_depth and (r < 0.45 or (top and r < 0.9)):
+                items.append(self._loop(scope, budget))
+            elif scope.vars and scope.ifs < 2 and r < 0.6:
+                items.append(self._if(scope, budget))
+            elif r < 0.72 and scope.vars:
+                items.extend(self._scalar_stmts(scope, budget))
+            else:
+                items.append(self._array_stmt(scope))
+        if not items:
+            items.append(self._array_stmt(scope))
+        return items
+
+    def _perfect_nest(self, scope: Scope) -> Loop:
+        """A perfect nest over the dimensions of a written array (in order or transposed),
+        sometimes with an inner reduction loop: the shape the tiling policy applies to."""
+        rng = self.rng
+        arrays = [a for a in self._writable() if sum(d.sym is not None for d in a.dims) >= 2]
+        arr = rng.choice(arrays or self._writable())
+        syms = [d.sym for d in arr.dims if d.sym is not None] or [rng.choice(self.syms)]
+        if rng.random() < 0.4:
+            syms.reverse()
+        if rng.random() < 0.5:
+            syms.append(rng.choice(self.syms))
+        syms = syms[: self.max_depth]
+        names = [n for n in LOOP_NAMES if n not in {v.name for v in scope.vars}]
+        loop_vars = [Var(n, s, 0, 0) for n, s in zip(names, syms, strict=False)]
+        inner = scope
+        for v in loop_vars:
+            inner = inner.child(v)
+        nodes: tuple = tuple(self._array_stmt(inner) for _ in range(rng.choice((1, 1, 2))))
+        for v in reversed(loop_vars):
+            nodes = (Loop(v.name, f"range({v.sym})", nodes),)
+        return nodes[0]
+
+    def _loop(self, scope: Scope, budget: int) -> Loop:
+        rng = self.rng
+        taken = {v.name for v in scope.vars}
+        free = [n for n in LOOP_NAMES if n not in taken]
+        if rng.random() < 0.08 and len(free) >= 2 and scope.depth + 2 <= self.max_depth + 1:
+            a, b = free[:2]
+            sa, sb = rng.choice(self.syms), rng.choice(self.syms)
+            va, vb = Var(a, sa, 0, 0), Var(b, sb, 0, 0)
+            inner = scope.child(vars_=(va, vb))
+            return Loop(f"{a}, {b}", f"pd.grid({sa}, {sb})", tuple(self._block(inner, budget)))
+        name = free[0]
+        header, var = self._range(name, scope)
+        return Loop(name, header, tuple(self._block(scope.child(var), budget)))
+
+    def _range(self, name: str, scope: Scope) -> tuple[str, Var]:
+        """A loop header over some sym, and what it guarantees about the variable."""
+        rng = self.rng
+        if rng.random() < 0.08:
+            c = rng.choice((1, 2, 3))
+            return f"range({c})", Var(name, None, 0, c)
+        s = rng.choice(self.syms)
+        outer = [v for v in scope.vars if v.sym == s]
+        u = rng.choice(outer) if outer else None
+        r = rng.random()
+        a = rng.choice((0, 0, 0, 1, 1, 2))
+        b = rng.choice((0, 0, 0, -1, 1, 2))
+        if u is not None and r < 0.3:
+            return self._triangular(name, s, u, a, b)
+        return self._plain_range(name, s, r, a, b)
+
+    def _triangular(self, name: str, s: str, u: Var, a: int, b: int) -> tuple[str, Var]:
+        """Bounds that depend on the outer variable ``u`` (over the same sym ``s``)."""
+        rng = self.rng
+        hi_txt = _plus(s, b)
+        form = rng.randrange(5)
+        if form == 0:
+            return f"range({u.name}, {s})", Var(name, s, u.lo, 0)
+        if form == 1:
+            return f"range({u.name} + 1, {hi_txt})", Var(name, s, u.lo + 1, b)
+        if form == 2:
+            return f"range({u.name} + 1)", Var(name, s, 0, u.hi)
+        if form == 3:
+            return f"range({u.name})", Var(name, s, 0, u.hi - 1)
+        c1, c2 = rng.choice((1, 2)), rng.choice((1, 2, 3))
+        return (f"range(max({a}, {u.name} - {c1}), min({hi_txt}, {u.name} + {c2}))",
+                Var(name, s, a, b))
+
+    def _plain_range(self, name: str, s: str, r: float, a: int, b: int) -> tuple[str, Var]:
+        """Bounds in the sym ``s`` alone: offsets, steps, reverse, ``//``, ``min``/``max``."""
+        rng = self.rng
+        hi_txt = _plus(s, b)
+        if r < 0.45:
+            return f"range({s})", Var(name, s, 0, 0)
+        if r < 0.62:
+            lo = "" if a == 0 else f"{a}, "
+            return f"range({lo}{hi_txt})", Var(name, s, a, b)
+        if r < 0.72:
+            step = rng.choice((2, 3))
+            return f"range({a}, {hi_txt}, {step})", Var(name, s, a, b)
+        if r < 0.84:
+            step = rng.choice((-1, -1, -1, -2))
+            return (f"range({_plus(s, b - 1)}, {a - 1}, {BACK_NAMES[step]})",
+                    Var(name, s, a, b))
+        if r < 0.9:
+            return f"range(({s} + 1) // 2)", Var(name, s, 0, 0)
+        if r < 0.95:
+            return f"range(min({s}, {rng.choice((3, 5))}))", Var(name, s, 0, 0)
+        return f"range(max({a}, {s} - 4), {s})", Var(name, s, a, 0)
+
+    def _cond(self, scope: Scope) -> tuple[str, Scope]:
+        """An affine condition and the scope its true branch may assume."""
+        rng = self.rng
+        v = rng.choice(scope.vars)
+        r = rng.random()
+        if r < 0.25:
+            k = rng.choice((1, 1, 2))
+            return f"{v.name} >= {k}", scope.tightened(v.name, lo=k)
+        if r < 0.4 and v.sym is not None:
+            k = rng.choice((-1, -2, 0))
+            return f"{v.name} < {_plus(v.sym, k)}", scope.tightened(v.name, hi=k)
+        if r < 0.55:
+            m = rng.choice((2, 3))
+            return f"({v.name} + {rng.randrange(m)}) % {m} == 0", scope
+        if r < 0.7 and len(scope.vars) >= 2:
+            w = rng.choice([x for x in scope.vars if x is not v])
+            op = rng.choice(("<", "<=", "!=", "==", ">"))
+            return f"{v.name} {op} {w.name}", scope
+        if r < 0.8 and v.sym is not None:
+            return f"{v.name} == {_plus(v.sym, -1)}", scope
+        if r < 0.9 and v.sym is not None:
+            k = rng.choice((1, 2))
+            return (f"{k} <= {v.name} < {_plus(v.sym, -1)}",
+                    scope.tightened(v.name, lo=k, hi=-1))
+        if r < 0.95:
+            return f"not {v.name} == 0", scope
+        k = rng.choice((1, 2))
+        return f"{v.name} < {k} or {v.name} > {k + 1}", scope
+
+    def _if(self, scope: Scope, budget: int) -> If:
+        scope = scope.guarded()
+        cond, then_scope = self._cond(scope)
+        then = tuple(self._block(then_scope, budget))
+        orelse: tuple = ()
+        r = self.rng.random()
+        if r < 0.35:
+            orelse = tuple(self._block(scope, budget))
+        elif r < 0.45:
+            orelse = (self._if(scope, budget),)
+        return If(cond, then, orelse)
+
+    def _scalar_stmts(self, scope: Scope, budget: int) -> list:
+        """``s = ...`` followed by uses: an update in an inner loop, or a store of ``s``."""
+        rng = self.rng
+        kind = "i" if rng.random() < 0.15 else "f"
+        name = f"s{self.scalar_count}"
+        self.scalar_count += 1
+        init = self._expr(scope, kind, 2) if rng.random() < 0.6 else \
+            Ex(rng.choice(("0.0", "1.0", "-pd.inf")) if kind == "f" else "0", kind=kind)
+        if init.fmt == "-pd.inf":
+            kind = "m"  # a running maximum: only max() may update it
+        self.stmts += 1
+        out: list = [Assign(name, "=", init)]
+        scope.scalars[name] = "f" if kind == "m" else kind
+        if scope.depth < self.max_depth and rng.random() < 0.6:
+            header, var = self._range(
+                next(n for n in LOOP_NAMES if n not in {v.name for v in scope.vars}), scope)
+            inner = scope.child(var)
+            upd = self._scalar_update(name, kind, inner)
+            body = [upd]
+            if rng.random() < 0.3 and self.stmts < self.max_stmts:
+                body.append(self._array_stmt(inner))
+            out.append(Loop(var.name, header, tuple(body)))
+        elif kind != "m":
+            out.append(self._scalar_update(name, kind, scope))
+        if self.stmts < self.max_stmts or rng.random() < 0.5:
+            out.append(self._array_stmt(scope, scalar=name))
+        return out
+
+    def _scalar_update(self, name: str, kind: str, scope: Scope) -> Assign:
+        rng = self.rng
+        self.stmts += 1
+        e = self._expr(scope, "f" if kind == "m" else kind, 2)
+        if kind == "m" or rng.random() < 0.25:
+            fn = "max" if kind == "m" or rng.random() < 0.5 else "min"
+            return Assign(name, "=", Ex(f"{fn}({name}, {{}})", (e,), "f" if kind == "m" else kind))
+        op = rng.choice(("+=", "+=", "-=")) if kind == "i" else rng.choice(("+=", "-=", "*="))
+        if op == "*=":
+            e = Ex("pd.tanh({})", (e,))
+        if kind == "i":
+            e = _clamp(e, 99)
+        return Assign(name, op, e)
+
+    def _writable(self) -> list[Arr]:
+        return [a for a in self.arrays.values() if a.kind in ("out", "inout", "temp")]
+
+    def _array_stmt(self, scope: Scope, scalar: str | None = None) -> Assign:
+        rng = self.rng
+        self.stmts += 1
+        target = rng.choice(self._writable())
+        kind = "i" if target.is_int else "f"
+        ref = self._access(target, scope)
+        value = self._expr(scope, kind, rng.choice((1, 2, 2, 3)))
+        if scalar is not None and kind == "i" and scope.scalars.get(scalar) != "i":
+            scalar = None  # a float scalar truncated to an integer could round either way
+        if scalar is not None:
+            value = Ex("({} + " + scalar + ")", (value,), kind) if rng.random() < 0.7 else \
+                Ex(scalar, kind=kind)
+        ops = ("=", "=", "+=", "-=") if kind == "i" else ("=", "=", "+=", "-=", "*=")
+        op = rng.choice(ops)
+        if op == "*=":
+            value = Ex("pd.tanh({})", (value,))
+        if kind == "i":
+            # integers stay far from overflow (C's signed overflow is undefined, NumPy wraps):
+            # an update adds at most 99 per execution, a store is at most 9999
+            value = _clamp(value, 9999 if op == "=" else 99)
+        return Assign(ref, op, value)
+
+    # --- accesses ---------------------------------------------------------------------------
+    def _access(self, arr: Arr, scope: Scope) -> str:
+        subs = [self._subscript(arr, k, d, scope) for k, d in enumerate(arr.dims)]
+        return f"{arr.name}[{', '.join(subs)}]"
+
+    def _subscript(self, arr: Arr, k: int, dim: Dim, scope: Scope) -> str:
+        """One subscript of dimension ``k`` of ``arr``, legal for every value the enclosing
+        loops and guards allow; records the pad it needs."""
+        rng = self.rng
+        cands: list[tuple[str, int, float]] = []  # text, pad needed, weight
+        if dim.sym is None:
+            c = dim.pad
+            for v in scope.vars:
+                if v.sym is None and v.lo >= 0 and v.hi <= c:
+                    cands.append((v.name, 0, 4.0))
+                cands.append((f"{v.name} % {c}", 0, 0.15))
+            cands += [(str(x), 0, 0.5) for x in range(c)]
+        else:
+            s = dim.sym
+            for v in scope.vars:
+                if v.sym != s:
+                    continue
+                for d, w in ((0, 6.0), (-1, 2.0), (1, 2.0), (-2, 0.5), (2, 0.5)):
+                    if v.lo + d >= 0:
+                        cands.append((_plus(v.name, d), v.hi + d, w))
+                if v.lo >= 0:
+                    cands.append((f"{v.name} // 2", max(v.hi, 0), 0.7))
+                    c = max(v.hi - 1, 0) + rng.choice((0, 0, 1))
+                    # S + c - v >= S + c - (S + hi - 1) >= 0 and <= S + c - lo
+                    cands.append((f"{_plus(s, c)} - {v.name}", c - v.lo + 1, 0.8))
+            cands += [("0", 1, 0.4), ("1", 2, 0.1), (s, 1, 0.2)]
+        texts, pads, weights = zip(*cands, strict=True)
+        pick = rng.choices(range(len(texts)), weights=weights)[0]
+        if dim.sym is not None:
+            key = (arr.name, k)
+            self.need[key] = max(self.need.get(key, 0), pads[pick])
+        return texts[pick]
+
+    # --- expressions ---------------------------------------------------------------------------
+    def _readable(self, kind: str) -> list[Arr]:
+        arrs = [a for a in self.arrays.values() if a.kind != "value"]
+        same = [a for a in arrs if a.is_int == (kind == "i")]
+        return same if kind == "i" else arrs
+
+    def _load(self, scope: Scope, kind: str) -> Ex:
+        rng = self.rng
+        cands = self._readable(kind)
+        if not cands:
+            return Ex(str(rng.choice((1, 2, 3))), kind="i")
+        # prefer arrays that are written, so that reads create dependences
+        weights = [3.0 if a.kind in ("out", "inout", "temp") else 1.0 for a in cands]
+        arr = rng.choices(cands, weights=weights)[0]
+        return Ex(self._access(arr, scope), kind="i" if arr.is_int else "f")
+
+    def _leaf(self, scope: Scope, kind: str) -> Ex:
+        rng = self.rng
+        r = rng.random()
+        if r < 0.55:
+            return self._load(scope, kind)
+        scalars = [n for n, k in scope.scalars.items() if k == kind or kind == "f"]
+        if r < 0.7 and scalars:
+            name = rng.choice(scalars)
+            return Ex(name, kind=scope.scalars[name])
+        if r < 0.82 and scope.vars:
+            v = rng.choice(scope.vars).name
+            if kind == "i":
+                return Ex(v, kind="i")
+            forms = (f"({v} * 0.25)", f"pd.{self.fdtype}({v})", f"({v} - 2.5)")
+            return Ex(rng.choice(forms), kind="f")
+        if r < 0.86 and self.syms:
+            s = rng.choice(self.syms)
+            return Ex(s if kind == "i" else f"({s} * 0.5)", kind=kind)
+        if r < 0.9 and "alpha" in self.arrays and kind == "f":
+            return Ex("alpha")
+        if kind == "i":
+            return Ex(str(rng.choice((0, 1, 2, 3, -1))), kind="i")
+        return Ex(rng.choice(("0.5", "2.0", "1.0", "-1.5", "0.25", "3.0")))
+
+    def _expr(self, scope: Scope, kind: str, depth: int) -> Ex:
+        rng = self.rng
+        if depth <= 0 or rng.random() < 0.25:
+            return self._leaf(scope, kind)
+        a = self._expr(scope, kind, depth - 1)
+        b = self._expr(scope, kind, depth - 1)
+        r = rng.random()
+        if kind == "i":
+            return self._int_op(scope, a, b, r, depth)
+        if r < 0.65:
+            return self._float_arith(scope, a, b, r)
+        return self._float_call(scope, a, r, depth)
+
+    def _int_op(self, scope: Scope, a: Ex, b: Ex, r: float, depth: int) -> Ex:
+        rng = self.rng
+        if r < 0.45:
+            return Ex("({} " + rng.choice(("+", "-", "+")) + " {})", (a, b), "i")
+        if r < 0.55:
+            return Ex("({} * " + str(rng.choice((2, 3, -1))) + ")", (a,), "i")
+        if r < 0.68:
+            return Ex(rng.choice(("min", "max")) + "({}, {})", (a, b), "i")
+        if r < 0.76:
+            op = rng.choice(("//", "%"))
+            return Ex("({} " + op + f" {rng.choice((2, 3))})", (a,), "i")
+        if r < 0.8:
+            return Ex("abs({})", (a,), "i")
+        if r < 0.9:
+            return self._select(scope, "i", depth)
+        return Ex("({} + {})", (a, b), "i")
+
+    def _float_arith(self, scope: Scope, a: Ex, b: Ex, r: float) -> Ex:
+        rng = self.rng
+        if r < 0.3:
+            return Ex("({} " + rng.choice(("+", "-")) + " {})", (a, b))
+        if r < 0.45:
+            # one factor exact (an input, a constant, an index): a recurrence x = x * x would
+            # double the rounding error at each step and outgrow the tolerance
+            return Ex("({} * {})", (a, self._exact_leaf(scope)))
+        if r < 0.5:
+            return Ex("({} / (2.0 + abs({})))", (a, b))
+        if r < 0.55:
+            return Ex("({} / " + rng.choice(("3.0", "4.0", "-2.0")) + ")", (a,))
+        return Ex(rng.choice(("min", "max")) + "({}, {})", (a, b))
+
+    def _float_call(self, scope: Scope, a: Ex, r: float, depth: int) -> Ex:
+        rng = self.rng
+        if r < 0.72:
+            return Ex(rng.choice(("pd.exp(-abs({}))", "pd.tanh({})", "pd.sqrt(abs({}))",
+                                  "pd.log(1.0 + abs({}))", "abs({})", "pd.erf({})")), (a,))
+        if r < 0.76:
+            inputs = [x for x in self.arrays.values() if x.kind == "in" and not x.is_int]
+            if inputs:
+                return Ex("pd.exp({})", (Ex(self._access(rng.choice(inputs), scope)),))
+            return Ex("pd.exp(-abs({}))", (a,))
+        if r < 0.9:
+            return self._select(scope, "f", depth)
+        if r < 0.94:
+            ints = [x for x in self.arrays.values() if x.kind != "value" and x.is_int]
+            if ints:
+                ld = Ex(self._access(rng.choice(ints), scope), kind="i")
+                return Ex("({} * pd." + self.fdtype + "({}))", (a, ld))
+        # `%` and `**` only on exact values: `%` is discontinuous and `x = 3 * (x % 1.5)` is
+        # chaotic, either would turn one ulp of difference (tanhf, FMA) into a mismatch
+        if r < 0.97:
+            return Ex("({} % 1.5)", (self._exact_leaf(scope),))
+        return Ex("({} ** 2)", (self._exact_leaf(scope),))
+
+    def _exact_leaf(self, scope: Scope) -> Ex:
+        """A value both sides compute exactly: an input element, a constant, an index."""
+        rng = self.rng
+        inputs = [x for x in self.arrays.values() if x.kind == "in" and not x.is_int]
+        r = rng.random()
+        if r < 0.5 and inputs:
+            return Ex(self._access(rng.choice(inputs), scope))
+        if r < 0.75 and scope.vars:
+            return Ex(f"({rng.choice(scope.vars).name} * 0.25)")
+        if r < 0.85 and "alpha" in self.arrays:
+            return Ex("alpha")
+        return Ex(rng.choice(("0.5", "2.0", "-1.5", "3.0")))
+
+    def _select(self, scope: Scope, kind: str, depth: int) -> Ex:
+        """``a if c else b``: on array data (inputs only: their values are exact), or on an
+        affine condition that guards an access outside the loop's plain range."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.5 and scope.vars:
+            cond, then_scope = self._cond(scope)
+            a = self._expr(then_scope, kind, depth - 1)
+            b = self._expr(scope, kind, depth - 1)
+            return Ex("({} if " + cond + " else {})", (a, b), kind)
+        inputs = [x for x in self.arrays.values() if x.kind == "in"]
+        a = self._expr(scope, kind, depth - 1)
+        b = self._expr(scope, kind, depth - 1)
+        if not inputs:
+            return Ex("({} if {} > 0 else {})", (a, Ex(str(rng.choice((0, 1))), kind="i"), b),
+                      kind)
+        x = rng.choice(inputs)
+        ld = Ex(self._access(x, scope), kind="i" if x.is_int else "f")
+        thr = "0" if x.is_int else rng.choice(("0.0", "0.5", "-0.25"))
+        cmp = rng.choice((">", "<", ">=", "<="))
+        return Ex("({} if {} " + cmp + " " + thr + " else {})", (a, ld, b), kind)
+
+
+def _clamp(e: Ex, bound: int) -> Ex:
+    return Ex(f"max(-{bound}, min({bound}, {{}}))", (e,), e.kind)
+
+
+def _plus(base: str, d: int) -> str:
+    if d == 0:
+        return base
+    return f"{base} + {d}" if d > 0 else f"{base} - {-d}"
+
+
+def generate(seed: int, **kw) -> Op:
+    """The operator of ``seed`` (the same tree for the same seed and options)."""
+    return Generator(seed, **kw).generate()
