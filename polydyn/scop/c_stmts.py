@@ -4,12 +4,10 @@ affine `if`s, assignments to array elements and local variables, declarations.""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NoReturn
 
 from pycparser import c_ast
 
-from ..errors import SourceLoc
 from .c_exprs import (
     INT_TYPES,
     CExprs,
@@ -21,11 +19,10 @@ from .c_exprs import (
     convert,
     truncating,
 )
-from .from_python import RESERVED
+from .from_python import RESERVED, Pending
 from .ir import (
     Aff,
     Array,
-    Cond,
     Expr,
     Guard,
     Load,
@@ -51,17 +48,6 @@ _UNSUPPORTED = {
 }
 
 
-@dataclass
-class Pending:
-    """A statement before its domain is built."""
-
-    name: str
-    loops: tuple[Loop, ...]
-    conds: tuple[tuple[Cond, bool], ...]
-    target: Load | Scalar
-    op: str
-    value: Expr
-    loc: SourceLoc
 
 
 class CBody(CExprs):

@@ -49,7 +49,7 @@ RESERVED = {
     "register", "volatile", "extern", "inline", "default", "typedef",
     # C library functions the generated code calls or declares
     "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "sin",
-    "sinf", "cos", "cosf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "pow", "powf",
+    "sinf", "cos", "cosf", "fabs", "fabsf", "floorf", "ceilf", "pow", "powf",
     "fmod", "fmodf", "malloc", "calloc", "free", "memset", "memcpy", "posix_memalign", "abs",
     "labs", "printf", "INFINITY", "NAN",
 }
@@ -61,8 +61,9 @@ _CMP_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "=="
 
 
 @dataclass
-class _Pending:
-    """A statement before its domain is built (all syms must be known first)."""
+class Pending:
+    """A statement before its domain is built (all syms must be known first); shared by the
+    Python and C frontends."""
 
     name: str
     loops: tuple[Loop, ...]
@@ -114,7 +115,7 @@ class PythonFrontend:
         self.loop_vars: set[str] = set()
         self.scalars: dict[str, _ScalarInfo] = {}  # live Python name -> info
         self.scalar_names: set[str] = set()
-        self.pending: list[_Pending] = []
+        self.pending: list[Pending] = []
         self.stmt_prefix = "S"
 
     # --- locations and errors -------------------------------------------------------------
@@ -196,9 +197,8 @@ class PythonFrontend:
             self.syms[s] = None
         for s in [*shape_syms, *self.index_syms]:
             if s == self.fn.__name__ or s in RESERVED or s.startswith("pd_"):
-                self.error(fdef, f"sym `{s}` clashes with "
-                                 f"{'the operator name' if s == self.fn.__name__ else 'a reserved name'}"
-                                 " in generated code; rename it")
+                what = "the operator name" if s == self.fn.__name__ else "a reserved name"
+                self.error(fdef, f"sym `{s}` clashes with {what} in generated code; rename it")
         for s in self.index_syms:
             if s in self.syms:
                 self.error(fdef, f"`{s}` is annotated pd.index but a tensor shape carries it; "
@@ -401,7 +401,7 @@ class PythonFrontend:
     def _emit(self, target: Load | Scalar, op: str, value: Expr, st: ast.stmt,
               ctx: _Ctx) -> Node:
         name = f"{self.stmt_prefix}{len(self.pending)}"
-        self.pending.append(_Pending(name, ctx.loops, ctx.conds, target, op, value,
+        self.pending.append(Pending(name, ctx.loops, ctx.conds, target, op, value,
                                      self.loc(st)))
         return StmtRef(name)
 
