@@ -4,6 +4,7 @@
     .venv/bin/python bench/run_all.py --quick          # a few minutes; results in bench/out/quick
     .venv/bin/python bench/run_all.py                  # full sizes; bench/results + RESULTS.md
     .venv/bin/python bench/run_all.py --only matmul softmax-rows
+    .venv/bin/python bench/run_all.py --resume         # go on after an interrupted full run
     .venv/bin/python bench/run_all.py --render-only    # RESULTS.md again from results/suite.json
 
 The same suite runs as ``polydyn bench --suite [--quick]`` (without RESULTS.md).
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "
                    "bench/RESULTS.md for a full run of the whole suite; none for --quick)")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the sweeps an interrupted run left in OUT/.partial")
     p.add_argument("--render-only", action="store_true",
                    help="write RESULTS.md from an existing suite.json, run nothing")
     args = p.parse_args(argv)
@@ -52,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         baselines = tuple(b for b in args.baseline.split(",") if b and b != "none")
         settings = replace(settings, baselines=baselines, progress=not args.no_progress)
         suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
-                          only=args.only)
+                          only=args.only, resume=args.resume)
         print(suite.markdown)
         print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
               f" and {len(suite.files) - 3} plot(s)")

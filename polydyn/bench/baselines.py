@@ -2,11 +2,14 @@
 
 - ``polydyn``: the compiled kernel, variant chosen by its dispatcher (outputs preallocated
   once and passed by keyword, as a performance-minded caller would);
-- ``polydyn-generic``: the same kernel with dispatch forced to its generic (last) variant;
-- ``naive``: the operator's own loop nest in program order through the same C path (the
-  "plain gcc -O3" baseline), compiled with ``pd.Schedule.original()``;
+- ``generic``: the same kernel with dispatch forced to its generic (last) variant
+  (``Kernel.run_variant``);
+- ``naive``: the operator's own loop nest in program order through the same C path
+  (``pd.Schedule.original()``) with OpenMP on its outermost loop that carries no dependence:
+  the "plain C + OpenMP, gcc -O3" baseline;
 - ``numpy``: the operator module's ``numpy_impl`` (allocates its result, as users call it);
-- ``torch``: PyTorch CPU eager for the bundled operators it has a function for, when installed.
+- ``torch`` / ``torch.compile``: PyTorch CPU eager, or ``torch.compile(dynamic=True)``, for the
+  bundled operators it has a function for, when installed.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..errors import PolydynError
 from ..parametric.binding import Binder
-from ..scop.ir import NUMPY_NAME, Scop
+from ..scop.ir import NUMPY_NAME, Guard, Loop, Scop
 from ..testing import call_args
 
 Results = dict[str, np.ndarray]
@@ -119,14 +123,31 @@ def naive_schedule() -> Any:
     return None
 
 
-def naive_impl(op: Any, kernel: Any, compile_fn: Callable[..., Any]) -> Impl:
-    """The loop nest in program order through the C path; falls back to ``generic``."""
+def loop_vars(nodes: Sequence[Any]) -> list[str]:
+    """The operator's loop variables, outermost first (pre-order over its loop tree)."""
+    out: list[str] = []
+    for node in nodes:
+        if isinstance(node, Loop):
+            out += [node.var, *loop_vars(node.body)]
+        elif isinstance(node, Guard):
+            out += loop_vars(node.then) + loop_vars(node.orelse)
+    return list(dict.fromkeys(out))
+
+
+def naive_kernel(op: Any, scop: Scop, compile_fn: Callable[..., Any]) -> tuple[Any, str] | None:
+    """The loop nest as written through the same C path, with OpenMP on its outermost loop
+    that carries no dependence (what "plain C + OpenMP, gcc -O3" means); None when the core
+    has no original-order recipe."""
     recipe = naive_schedule()
-    if recipe is not None:
-        naive = compile_fn(op, variants=[("true", recipe)])
-        return kernel_impl("naive", naive, note="original loop order, same C path")
-    return kernel_impl("generic", kernel, generic_index(kernel),
-                       note="stands in for naive: the core has no original-order hook yet")
+    if recipe is None:
+        return None
+    for var in loop_vars(scop.tree) if hasattr(recipe, "parallel") else ():
+        try:
+            kernel = compile_fn(op, variants=[("true", recipe.parallel(var))])
+        except PolydynError:  # the loop carries a dependence: try the next one
+            continue
+        return kernel, f"original loop order, OpenMP on loop {var}"
+    return compile_fn(op, variants=[("true", recipe)]), "original loop order, sequential"
 
 
 # --- NumPy ------------------------------------------------------------------------------------

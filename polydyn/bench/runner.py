@@ -20,7 +20,7 @@ from .baselines import (
     ScopRef,
     generic_index,
     kernel_impl,
-    naive_schedule,
+    naive_kernel,
     numpy_baseline,
     torch_baseline,
     torch_compile_baseline,
@@ -126,11 +126,10 @@ def _schedule_baselines(op: Any, kernel: Any, settings: Settings,
     variant (which also stands in for naive when it cannot)."""
     impls = []
     want_naive = "naive" in settings.baselines
-    hook = naive_schedule() if want_naive else None
-    if hook is not None:
-        naive = compile_fn(op, variants=[("true", hook)])
-        impls.append(kernel_impl("naive", naive, note="original loop order, same C path"))
-    stand_in = want_naive and hook is None
+    naive = naive_kernel(op, kernel.scop, compile_fn) if want_naive else None
+    if naive is not None:
+        impls.append(kernel_impl("naive", naive[0], note=naive[1]))
+    stand_in = want_naive and naive is None
     if (settings.generic and len(kernel.variants) > 1) or stand_in:
         note = "dispatch forced to the generic (last) variant"
         if stand_in:

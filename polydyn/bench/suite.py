@@ -7,6 +7,8 @@ shapes so that CI can afford it (a few minutes on 2 cores).
 
 from __future__ import annotations
 
+import pickle
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -130,30 +132,53 @@ def default_settings(quick: bool) -> Settings:
     return Settings(budget=Budget(seconds=1.0, min_samples=3), quiet=15.0)
 
 
+def _checkpoint(parts: Path, entry: Entry) -> Path:
+    return parts / f"{entry.kernel}-{entry.label or 'all'}.pkl"
+
+
+def _entry_results(entries: Sequence[Entry], settings: Settings, parts: Path,
+                   resume: bool) -> list[SweepResult]:
+    """Each entry's SweepResult, saved under ``parts`` as soon as it is measured so that an
+    interrupted full run can ``resume`` (the checkpoints are private, pickled, and removed
+    once the suite's files are written)."""
+    progress = Progress(len(entries), "suite", after=0.0, enabled=settings.progress,
+                        force=True)
+    inner = replace(settings, progress=False)
+    parts.mkdir(parents=True, exist_ok=True)
+    results = []
+    for entry in entries:
+        saved = _checkpoint(parts, entry)
+        if resume and saved.is_file():
+            results.append(pickle.loads(saved.read_bytes()))
+            progress.step(f"{entry.kernel} {entry.label} (resumed)")
+            continue
+        result = run_entry(entry, inner)
+        saved.write_bytes(pickle.dumps(result))
+        results.append(result)
+        progress.step(f"{entry.kernel} {entry.label}")
+    progress.close()
+    return results
+
+
 def run_suite(out: Path, quick: bool = False, settings: Settings | None = None,
-              plots: bool = True, only: Sequence[str] = ()) -> SuiteResult:
+              plots: bool = True, only: Sequence[str] = (), resume: bool = False
+              ) -> SuiteResult:
     """Run the suite (``only``: kernel names or ``kernel-label`` to restrict it), write
-    ``suite.csv``, ``suite.json``, ``suite.md`` and the PNGs under ``out``."""
+    ``suite.csv``, ``suite.json``, ``suite.md`` and the PNGs under ``out``; ``resume`` reuses
+    the sweeps an interrupted run of the same suite already measured."""
     settings = settings or default_settings(quick)
     entries = quick_suite() if quick else full_suite()
     if only:
         entries = [e for e in entries if e.kernel in only or f"{e.kernel}-{e.label}" in only]
-    progress = Progress(len(entries) + 2, "suite", after=0.0, enabled=settings.progress,
-                        force=True)
-    inner = replace(settings, progress=False)
-    results = []
-    for entry in entries:
-        results.append(run_entry(entry, inner))
-        progress.step(f"{entry.kernel} {entry.label}")
+    parts = out / ".partial"
+    results = _entry_results(entries, settings, parts, resume)
     kernels = import_kernels()
     names = sorted({e.kernel for e in entries})
     costs = compile_costs([kernels.load(n)[0] for n in names], repeats=1 if quick else 3)
-    progress.step("compile cost")
     overhead = call_overhead(quick=quick)
-    progress.step("call overhead")
-    progress.close()
     suite = SuiteResult(results, costs, overhead)
     suite.files, suite.markdown = write_outputs(
         results, out, "suite", settings, plots,
         extra={"mode": "quick" if quick else "full", "compile": costs, "overhead": overhead})
+    shutil.rmtree(parts, ignore_errors=True)
     return suite
