@@ -9,6 +9,7 @@ NumPy-style promotion meets equal types and computes exactly what the C program 
 
 from __future__ import annotations
 
+import abc
 import math
 import re
 from dataclasses import dataclass, field
@@ -143,7 +144,7 @@ def parse_int(text: str) -> tuple[int, str]:
     return value, ("u" + ctype if "u" in suffix else ctype)
 
 
-class CExprs:
+class CExprs(abc.ABC):
     """Symbol tables and expression translation; CBody adds statements."""
 
     def __init__(self, file: str, sources: dict[str, list[str]]):
@@ -317,8 +318,9 @@ class CExprs:
         names = [n for n in node.type.names if n not in ("signed", "const")]
         return self.base_type(names, where, allow_unsigned)
 
+    @abc.abstractmethod
     def base_type(self, names: list[str], where: c_ast.Node, allow_unsigned: bool) -> str:
-        raise NotImplementedError  # provided by the frontend (it knows the typedefs)
+        """The dtype of a C type name (the frontend knows the file's typedefs)."""
 
     # --- values -------------------------------------------------------------------------------
     def value(self, node: c_ast.Node, ctx: Ctx) -> tuple[Expr, str]:
