@@ -12,6 +12,13 @@ def _env_flags(name: str) -> tuple[str, ...]:
     return tuple(os.environ.get(name, "").split())
 
 
+# gcc 12's -O3 loop distribution miscompiles some multi-statement integer nests under
+# -march=native (a load moved past a store to the same element; tests/fuzz/regressions/
+# gcc_loop_distribution.py, reproduced in plain C without restrict or OpenMP). polydyn
+# distributes loops itself, so the pass only adds risk.
+_NO_LOOP_DISTRIBUTION = ("-fno-tree-loop-distribution",)
+
+
 @dataclass(frozen=True)
 class Options:
     """Everything besides the operator that changes the generated artifact.
@@ -25,7 +32,7 @@ class Options:
     cc: str = field(default_factory=lambda: os.environ.get("POLYDYN_CC", "cc"))
     cflags: tuple[str, ...] = field(default_factory=lambda: (
         "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11",
-        "-fno-math-errno", *_env_flags("POLYDYN_CFLAGS")))
+        "-fno-math-errno", *_NO_LOOP_DISTRIBUTION, *_env_flags("POLYDYN_CFLAGS")))
     sanitize: bool = field(default_factory=lambda: os.environ.get("POLYDYN_SANITIZE") == "1")
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get(
         "POLYDYN_CACHE_DIR", Path.home() / ".cache" / "polydyn")))
