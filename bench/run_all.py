@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=[], help="kernel names or kernel-label")
     p.add_argument("--baseline", default="numpy,torch,naive",
                    help="comma list of numpy, torch, torch.compile, naive")
+    p.add_argument("--threads", type=int, help="threads for OpenMP, OpenBLAS and torch "
+                   "(sets OMP_NUM_THREADS etc. before NumPy loads; default: all cores)")
+    p.add_argument("--quiet", type=float, help="seconds to wait at most for idle CPUs before "
+                   "each measurement (default 15 in full mode, 0 with --quick)")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "
@@ -41,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="write RESULTS.md from an existing suite.json, run nothing")
     args = p.parse_args(argv)
 
+    if args.threads:  # before NumPy (OpenBLAS) and OpenMP read them
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
     from dataclasses import replace
 
     from polydyn.bench.suite import default_settings, run_suite
@@ -54,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = default_settings(args.quick)
         baselines = tuple(b for b in args.baseline.split(",") if b and b != "none")
         settings = replace(settings, baselines=baselines, progress=not args.no_progress)
+        if args.quiet is not None:
+            settings = replace(settings, quiet=args.quiet)
         suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
                           only=args.only, resume=args.resume)
         print(suite.markdown)

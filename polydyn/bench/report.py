@@ -169,7 +169,8 @@ def write_json(path: Path, results: Sequence[SweepResult], settings: Settings | 
     doc: dict[str, Any] = {"machine": machine_info()}
     if settings is not None:
         doc["settings"] = {"budget": vars(settings.budget), "baselines": settings.baselines,
-                           "targets": settings.targets, "seed": settings.seed}
+                           "targets": settings.targets, "seed": settings.seed,
+                           "quiet": settings.quiet}
     doc["sweeps"] = [sweep_dict(r) for r in results]
     doc.update(extra or {})
     path.write_text(json.dumps(doc, indent=1, default=str) + "\n")

@@ -138,7 +138,8 @@ def render(doc: dict[str, Any], results_dir: str = "results",
            "implementation was checked once per point (reference interpreter at small sizes, "
            "float64 NumPy at large ones). Other processes kept up to "
            f"{max(busy, default=0):.0%} of the CPUs busy just before a measurement (median "
-           f"{_median(busy):.0%}; the full suite waits up to 15 s for idle CPUs).", ""]
+           f"{_median(busy):.0%}; the suite waited up to "
+           f"{doc.get('settings', {}).get('quiet', 0):g} s for idle CPUs).", ""]
     if mode == "full":
         out += ["## Speed targets (issue 4)", "", *bar_lines(doc), ""]
     gen = generic_lines(doc)
