@@ -351,6 +351,8 @@ class CEmitter:
         # keeps a single value across the iterations: then the loop gets no pragma, unless
         # that local is a reduction of the loop (reduction clause).
         kind = _annotation(n)
+        if kind == "sequential" and role != "vector":  # a carried dependence the band's
+            return [loop]  # coincidence misses: a local scalar's value crosses iterations
         reductions = {name for _, name in parse_reduce_role(kind)} \
             if kind.startswith("reduce(") else set()
         under = Counter(name for name, _ in _users(n.for_get_body(), self))
