@@ -59,6 +59,41 @@ _MATH_F64 = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": 
              "abs": "fabs", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil",
              "pow": "pow"}
 
+# Integer helpers both targets print (C and OpenCL C): floor division and modulo with
+# Python's signs, min/max per type, and element-level // and % with NumPy's semantics.
+INT_HELPERS = r"""static inline int64_t pd_floord(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t pd_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t pd_min(int64_t a, int64_t b) { return b < a ? b : a; }
+static inline int64_t pd_max(int64_t a, int64_t b) { return b > a ? b : a; }
+#define PD_MINMAX(T, S) \
+  static inline T pd_min_##S(T a, T b) { return b < a ? b : a; } \
+  static inline T pd_max_##S(T a, T b) { return b > a ? b : a; }
+PD_MINMAX(float, f32)
+PD_MINMAX(int32_t, i32)
+PD_MINMAX(int64_t, i64)
+/* element-level integer // and % (NumPy semantics: division by zero gives 0, no trap) */
+static inline int32_t pd_floord_i32(int32_t a, int32_t b) {
+  return b ? (int32_t)pd_floord(a, b) : 0;
+}
+static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return b ? pd_floord(a, b) : 0; }
+static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return b ? (int32_t)pd_mod(a, b) : 0; }
+static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return b ? pd_mod(a, b) : 0; }
+"""
+
+
+def fmod_helper(ctype: str, suffix: str, fmod: str) -> str:
+    """``pd_fmod_<suffix>``: floating-point % with Python's sign (of the divisor)."""
+    return (f"static inline {ctype} pd_fmod_{suffix}({ctype} a, {ctype} b) {{\n"
+            f"  {ctype} r = {fmod}(a, b);\n"
+            "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n")
+
+
 PRELUDE = r"""#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,38 +110,8 @@ float tanhf(float) PD_SIMD; double tanh(double) PD_SIMD;
 float erff(float) PD_SIMD; double erf(double) PD_SIMD;
 #endif
 
-static inline int64_t pd_floord(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-static inline int64_t pd_mod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-static inline int64_t pd_min(int64_t a, int64_t b) { return b < a ? b : a; }
-static inline int64_t pd_max(int64_t a, int64_t b) { return b > a ? b : a; }
-#define PD_MINMAX(T, S) \
-  static inline T pd_min_##S(T a, T b) { return b < a ? b : a; } \
-  static inline T pd_max_##S(T a, T b) { return b > a ? b : a; }
-PD_MINMAX(float, f32)
-PD_MINMAX(double, f64)
-PD_MINMAX(int32_t, i32)
-PD_MINMAX(int64_t, i64)
-static inline float pd_fmod_f32(float a, float b) {
-  float r = fmodf(a, b);
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-static inline double pd_fmod_f64(double a, double b) {
-  double r = fmod(a, b);
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-/* element-level integer // and % (NumPy semantics: division by zero gives 0, no trap) */
-static inline int32_t pd_floord_i32(int32_t a, int32_t b) {
-  return b ? (int32_t)pd_floord(a, b) : 0;
-}
-static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return b ? pd_floord(a, b) : 0; }
-static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return b ? (int32_t)pd_mod(a, b) : 0; }
-static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return b ? pd_mod(a, b) : 0; }
+""" + INT_HELPERS + "PD_MINMAX(double, f64)\n" + fmod_helper("float", "f32", "fmodf") + \
+    fmod_helper("double", "f64", "fmod") + r"""
 static inline void *pd_alloc(size_t bytes, int zero) {
   void *p = NULL;
   if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;

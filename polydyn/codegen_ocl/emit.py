@@ -15,7 +15,7 @@ import math
 import cgen
 import islpy as isl
 
-from ..codegen_c.emit import CEmitter, _LoopState, _strip_parens
+from ..codegen_c.emit import INT_HELPERS, CEmitter, _LoopState, _strip_parens, fmod_helper
 from ..schedule.tree import PARALLEL
 from ..scop.ir import (
     C_TYPE,
@@ -40,42 +40,11 @@ MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf"
         "abs": "fabs", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil",
         "pow": "pow"}
 
-PRELUDE = r"""typedef long int64_t;
-typedef int int32_t;
+PRELUDE = "typedef long int64_t;\ntypedef int int32_t;\n\n" + INT_HELPERS + \
+    fmod_helper("float", "f32", "fmod")
 
-static inline int64_t pd_floord(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-static inline int64_t pd_mod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-static inline int64_t pd_min(int64_t a, int64_t b) { return b < a ? b : a; }
-static inline int64_t pd_max(int64_t a, int64_t b) { return b > a ? b : a; }
-#define PD_MINMAX(T, S) \
-  static inline T pd_min_##S(T a, T b) { return b < a ? b : a; } \
-  static inline T pd_max_##S(T a, T b) { return b > a ? b : a; }
-PD_MINMAX(float, f32)
-PD_MINMAX(int32_t, i32)
-PD_MINMAX(int64_t, i64)
-static inline float pd_fmod_f32(float a, float b) {
-  float r = fmod(a, b);
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-static inline int32_t pd_floord_i32(int32_t a, int32_t b) { return (int32_t)pd_floord(a, b); }
-static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return pd_floord(a, b); }
-static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return (int32_t)pd_mod(a, b); }
-static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return pd_mod(a, b); }
-"""
-
-PRELUDE_F64 = r"""#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-PD_MINMAX(double, f64)
-static inline double pd_fmod_f64(double a, double b) {
-  double r = fmod(a, b);
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-"""
+PRELUDE_F64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nPD_MINMAX(double, f64)\n" + \
+    fmod_helper("double", "f64", "fmod")
 
 
 class OpenCLEmitter(CEmitter):
