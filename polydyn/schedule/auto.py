@@ -8,6 +8,7 @@ Policy (documented in ARCHITECTURE.md):
   (matmul, conv, time-iterated stencils) or a transposed access (transpose);
 - tile sizes: the innermost member (the vector loop) gets a long tile, the others short ones,
   shrunk until the tile's footprint (distinct elements touched, counted with isl) fits in L2;
+  a deep band (conv) tiles its register-row, vector and reduction members, short tiles;
 - in the point band, a parallel member along which accesses are stride-1 becomes innermost
   (vectorizable), reductions move out of the innermost position.
 """
@@ -163,20 +164,56 @@ def _has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bo
 def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tuple[int, ...]:
     """Tile sizes for a band: long innermost (vector) tiles, short outer ones, shrunk until
     the footprint of one tile fits in half of L2; constant members get 1. Outer tiles are a
-    multiple of the register tile's rows, so full cache tiles hold full register tiles."""
-    live = [k for k, c in enumerate(constant) if not c]
+    multiple of the register tile's rows, so full cache tiles hold full register tiles.
+
+    A deep band (conv: more than three live members, reduction loops below it whose extents
+    are sizes the footprint cannot bound) gets one register tile of vector width, 48 rows
+    and 64 reduction steps, so that full tiles exist at the sizes such nests have."""
+    elem = 4 if all(a.dtype in ("f32", "i32") for a in scop.arrays) else 8
+    live, deep = _tiled_members(node, scop, constant)
     sizes = [1] * len(constant)
-    for k in live[-3:]:  # outer members beyond three (a batch) stay untiled
+    for k in live:  # members beyond three (a batch, conv's output rows) stay untiled
         sizes[k] = 8 * REG_ROWS
+    if deep:
+        row, vec, red = live
+        sizes[vec], sizes[red] = REG_VECTOR_BYTES // elem, 64
+        return tuple(sizes)
     sizes[live[-1]] = 256 if len(live) >= 2 else 1024
     if len(live) >= 3:
         sizes[live[-2]] = 256
         sizes[live[-1]] = 256
-    elem = 4 if all(a.dtype in ("f32", "i32") for a in scop.arrays) else 8
     while _footprint_elems(node, scop, sizes) * elem > L2_BYTES // 2 and max(sizes) > 8:
         k = sizes.index(max(sizes))
         sizes[k] //= 2  # stays a multiple of the register tile when it was one
     return tuple(sizes)
+
+
+def _tiled_members(node: isl.ScheduleNode, scop: Scop, constant: list[bool]
+                   ) -> tuple[list[int], bool]:
+    """The band members to tile, and whether the band is deep. A band of more than three
+    live members with loops below it (conv's ky, kx) tiles three: the register-row member
+    that reuses the vector operands best (conv's output channel f rather than its output
+    row), the vector member (the last parallel, stride-1 one) and the innermost reduction,
+    in that order (deep); otherwise its last three live members."""
+    live = [k for k, c in enumerate(constant) if not c]
+    if len(live) <= 3:
+        return live, False
+    deps_of = member_dependence(node, scop)
+    coincident = [bool(node.band_member_get_coincident(k)) for k in range(len(constant))]
+    vecs = [k for k in live if coincident[k] and _stride_one(scop, deps_of, k)]
+    reductions = [k for k in live if not coincident[k]]
+    if not vecs or not reductions or reductions[-1] < vecs[-1]:
+        return live[-3:], False
+    vec = vecs[-1]
+    rows = [k for k in live if coincident[k] and k < vec]
+    if not rows:
+        return live[-3:], False
+    row = max(rows, key=lambda k: (_vector_reuse(scop, deps_of, k, vec), k))
+    below = any(set(scop.statement(name).iters) - set().union(*members)
+                for name, members in deps_of.items())
+    if not below:  # every loop is in the band (batched matmul): the footprint bounds it
+        return live[-3:], False
+    return [row, vec, reductions[-1]], True
 
 
 def _footprint_elems(node: isl.ScheduleNode, scop: Scop, sizes: list[int]) -> int:
