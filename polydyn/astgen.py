@@ -6,9 +6,9 @@ from __future__ import annotations
 import islpy as isl
 
 from .schedule.reductions import loop_kind
+from .schedule.tree import packed_arrays
 from .scop.deps import Deps
 from .scop.ir import Scop
-
 
 # AST loop iterators are named pd_c0, pd_c1, ... (by schedule depth): the pd_ prefix is
 # reserved, so they never shadow a user's name (isl's default c0, c1 could).
@@ -36,22 +36,110 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     local_flow = _local_flow(scop)
 
     def before_each_for(build: isl.AstBuild) -> isl.Id:
-        nested = build.get_schedule()  # { S[i] -> [[[outer] -> [...]] -> [this loop]] }
-        sched = isl.UnionMap.empty(nested.get_space())
-        maps: list[isl.Map] = []
-        nested.foreach_map(maps.append)
-        for m in maps:
-            sched = sched.union(isl.UnionMap.from_map(m.flatten_range()))
+        sched = _flat_schedule(build)
         kind = loop_kind(scop, deps.all, sched)
         if kind == "parallel" and _crosses(local_flow, sched):
             kind = "sequential"
         return isl.Id(kind)
 
+    def after_each_mark(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+        arrays = packed_arrays(node.mark_get_id().get_name())
+        if not arrays:
+            return node
+        boxes = [box for name in arrays
+                 if (box := _footprint_box(scop, name, _flat_schedule(build))) is not None]
+        # always annotated ("" when some box is not constant): reading a missing annotation
+        # raises inside islpy, which a sanitizer-preloaded process cannot unwind
+        return node.set_annotation(isl.Id(PACK_SEP.join(boxes)))
+
     result = build.set_before_each_for(before_each_for)
     build = result[0] if isinstance(result, tuple) else result
+    result = build.set_after_each_mark(after_each_mark)
+    build = result[0] if isinstance(result, tuple) else result
     ast = build.node_from_schedule(schedule)
-    del before_each_for  # the callback lives until the AST is built
+    del before_each_for, after_each_mark  # the callbacks live until the AST is built
     return ast
+
+
+def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:
+    """``{ S[i] -> [c0, ..., cd] }``: the loops around the build's position, outer first."""
+    nested = build.get_schedule()
+    sched = isl.UnionMap.empty(nested.get_space())
+    maps: list[isl.Map] = []
+    nested.foreach_map(maps.append)
+    for m in maps:
+        sched = sched.union(isl.UnionMap.from_map(m.flatten_range()))
+    return sched
+
+
+# A pack mark's annotation: one "array|size,size|lo;lo" per packed array (the footprint's
+# box: constant sizes, offsets as C expressions of the enclosing loop iterators and syms).
+PACK_SEP = "#"
+
+
+def _footprint_box(scop: Scop, array: str, sched: isl.UnionMap) -> str | None:
+    """The box ``array`` is read in by one execution of the code under ``sched``'s position
+    (given the enclosing loops), when its sizes are constants and its offsets affine."""
+    reads: list[isl.Map] = []
+    scop.accesses("read").intersect_domain(sched.domain()).foreach_map(reads.append)
+    acc = isl.UnionMap.empty(sched.get_space())
+    for m in reads:
+        if m.get_tuple_name(isl.dim_type.out) == array:
+            acc = acc.union(isl.UnionMap.from_map(m))
+    maps: list[isl.Map] = []
+    sched.reverse().apply_range(acc).foreach_map(maps.append)
+    if len(maps) != 1:
+        return None
+    fp = maps[0]
+    n_in = fp.dim(isl.dim_type.in_)
+    for d in range(n_in):
+        fp = fp.set_dim_name(isl.dim_type.in_, d, f"{ITERATOR}{d}")
+    box = fp.move_dims(isl.dim_type.param, fp.dim(isl.dim_type.param), isl.dim_type.in_, 0,
+                       n_in).range()
+    sizes, offsets = [], []
+    for d in range(box.dim(isl.dim_type.set)):
+        lo, hi = box.dim_min(d), box.dim_max(d)
+        size = _constant(hi.sub(lo))
+        lo_c = _affine_c(lo.gist(lo.domain()))  # (c) mod 256 = 0 there: c - c mod 256 = c
+        if size is None or lo_c is None:
+            return None
+        sizes.append(str(size + 1))
+        offsets.append(lo_c)
+    return f"{array}|{','.join(sizes)}|{';'.join(offsets)}"
+
+
+def _pieces(pa: isl.PwAff) -> list[isl.Aff]:
+    out: list[isl.Aff] = []
+    pa.foreach_piece(lambda _set, aff: out.append(aff))
+    return out
+
+
+def _constant(pa: isl.PwAff) -> int | None:
+    values = {aff.get_constant_val().to_python() for aff in _pieces(pa) if aff.is_cst()}
+    if len(values) != 1 or len(_pieces(pa)) != sum(aff.is_cst() for aff in _pieces(pa)):
+        return None
+    (value,) = values
+    return value if isinstance(value, int) else None
+
+
+def _affine_c(pa: isl.PwAff) -> str | None:
+    """A single-piece affine function of the parameters as C (None otherwise)."""
+    pieces = _pieces(pa)
+    if len(pieces) != 1 or pieces[0].dim(isl.dim_type.div):
+        return None
+    aff = pieces[0]
+    terms = []
+    for k in range(aff.dim(isl.dim_type.param)):
+        c = aff.get_coefficient_val(isl.dim_type.param, k).to_python()
+        if not isinstance(c, int):
+            return None
+        if c:
+            name = aff.get_dim_name(isl.dim_type.param, k)
+            terms.append(name if c == 1 else f"{c} * {name}")
+    c0 = aff.get_constant_val().to_python()
+    if not isinstance(c0, int):
+        return None
+    return " + ".join([*terms, str(c0)] if c0 or not terms else terms)
 
 
 def _local_flow(scop: Scop) -> isl.UnionMap:

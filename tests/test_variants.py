@@ -63,12 +63,30 @@ def test_matmul_partition_and_specialized_code() -> None:
     n1 = _variant_source(k, "N=1")
     assert "const int64_t i = 0;" in n1  # the loop over N is gone
     tiled = _variant_source(k, "tiled")
-    assert "c0 += 48" in tiled and "#pragma omp simd" in tiled
+    # tile loops j, k (256) outside the row tiles (48), B's tile packed between them
+    assert "c0 += 256" in tiled and "c2 += 48" in tiled and "#pragma omp simd" in tiled
+    assert tiled.index("c1 += 256") < tiled.index("pd_pk") < tiled.index("c2 += 48")
     assert "pd_acc" in tiled  # accumulators promoted in full register tiles
     assert k.select(N=1, M=64, K=64).name == "N=1"
     assert k.select(N=96, M=512, K=256).name == "full"
     assert k.select(N=257, M=512, K=300).name == "tiled"
     assert k.select(N=5, M=512, K=128).name == "small"
+
+
+@pytest.mark.parametrize("shape", [(96, 512, 512), (48, 1024, 256), (100, 512, 300)])
+def test_matmul_packed_tiles_against_float64(shape) -> None:
+    """Full tiles read B from a padded local copy (power-of-two leading dimensions here);
+    partial tiles read it in place. Both against a float64 product."""
+    n, m, kk = shape
+    k = pd.compile(load("matmul")[0])
+    assert "pd_pk" in _variant_source(k, k.select(N=n, M=m, K=kk).name)
+    rng = np.random.default_rng(n + m + kk)
+    A = rng.standard_normal((n, kk)).astype(np.float32)
+    B = rng.standard_normal((kk, m)).astype(np.float32)
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    for variant in (k.select(N=n, M=m, K=kk).name, "generic"):
+        got = k.run_variant(variant, A, B)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(kk))
 
 
 def test_explain_names_the_variant_and_the_skipped_ones() -> None:

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import cgen
 import islpy as isl
 
-from ..astgen import ITERATOR, condition_expr
+from ..astgen import ITERATOR, PACK_SEP, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import PROMOTE, RROW, RVEC, parse_mark
+from ..schedule.tree import PROMOTE, RROW, RVEC, packed_arrays, parse_mark
 from ..scop.ir import (
     C_TYPE,
     Aff,
@@ -155,6 +155,9 @@ class CEmitter:
         self.region: isl.Set = scop.context
         # while emitting a register tile: array -> (row iterator, vector iterator, base names)
         self.promoted: dict[str, tuple[str, str, str, str]] = {}
+        # arrays read from a pack buffer here: (buffer, box offsets as C, buffer strides)
+        self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
+        self.pack_count = 0
         self.tile_count = 0
 
     def work_expr(self, names: Iterable[str]) -> str:
@@ -236,16 +239,26 @@ class CEmitter:
             return text
         return f"(({C_TYPE[concrete(dtype)]}){text})"
 
+    def load(self, e: Load) -> str:
+        """An array element: from the register tile's accumulators, a packed copy of the
+        array, or the array itself."""
+        if e.array in self.promoted:
+            acc, row, vec, base_row, base_vec = self._promoted_ref(e)
+            return f"{acc}[{row} - {base_row}][{vec} - {base_vec}]"
+        if e.array in self.packed:
+            buf, offsets, strides = self.packed[e.array]
+            cell = " + ".join(f"(({i.to_c()}) - ({o})) * {w}"
+                              for i, o, w in zip(e.index, offsets, strides, strict=True))
+            return f"{buf}[{cell}]"
+        return f"{e.array}[{self.flat_index(e.array, e.index)}]"
+
     def expr(self, e: Expr) -> str:
         if isinstance(e, Const):
             return self.const(e.value, e.dtype)
         if isinstance(e, Index):
             return f"({e.aff.to_c()})"
         if isinstance(e, Load):
-            if e.array in self.promoted:
-                acc, row, vec, base_row, base_vec = self._promoted_ref(e)
-                return f"{acc}[{row} - {base_row}][{vec} - {base_vec}]"
-            return f"{e.array}[{self.flat_index(e.array, e.index)}]"
+            return self.load(e)
         if isinstance(e, Scalar):
             return e.name
         if isinstance(e, Bin):
@@ -324,15 +337,34 @@ class CEmitter:
             return [self.statement(stmt, args)]
         if t == isl.ast_node_type.mark:
             child = n.mark_get_node()
+            if packed_arrays(n.mark_get_id().get_name()) is not None:
+                return self.pack(n, st)
             is_par, role = parse_mark(n.mark_get_id().get_name())
-            if child.get_type() == isl.ast_node_type.for_:
-                if role == PROMOTE:
-                    promoted = self.register_tile(child, st)
-                    if promoted is not None:
-                        return promoted
-                return self.loop(child, st, parallel=is_par, role=role)
-            return self.node(child, st)
+            return self.marked(child, st, is_par, role)
         raise InternalError(f"unexpected isl AST node type {t}")
+
+    def marked(self, n: isl.AstNode, st: _LoopState, is_par: bool, role: str
+               ) -> list[cgen.Generable]:
+        """The code of a loop mark's subtree: the mark applies to the loops of its band, the
+        for nodes reached through blocks and ifs (an isolated band is one loop for its full
+        tiles and others for the partial ones, side by side)."""
+        t = n.get_type()
+        if t == isl.ast_node_type.for_:
+            if role == PROMOTE:
+                promoted = self.register_tile(n, st)
+                if promoted is not None:
+                    return promoted
+            return self.loop(n, st, parallel=is_par, role=role)
+        if t == isl.ast_node_type.block:
+            children = n.block_get_children()
+            return [g for i in range(children.n_ast_node())
+                    for g in self.marked(children.get_at(i), st, is_par, role)]
+        if t == isl.ast_node_type.if_:
+            then = cgen.Block(self.marked(n.if_get_then_node(), st, is_par, role))
+            orelse = cgen.Block(self.marked(n.if_get_else_node(), st, is_par, role)) \
+                if n.if_has_else_node() else None
+            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
+        return self.node(n, st)
 
     def loop(self, n: isl.AstNode, st: _LoopState, parallel: bool,
              role: str = "") -> list[cgen.Generable]:
@@ -455,6 +487,48 @@ class CEmitter:
         return [cgen.Block([*decl, cgen.Block([*zero, *assign]),
                             cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
                             copy_in, *body, copy_out])]
+
+    def pack(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+        """Under a pack mark whose footprint boxes are known (astgen annotates full tiles):
+        copy each box into a local buffer whose rows are padded by 64 bytes (so that a
+        power-of-two leading dimension does not map a tile's rows to a few cache sets),
+        and read the array from the buffer below. Other tiles run the plain code."""
+        boxes = _annotation(n)
+        if not boxes:
+            return self.node(n.mark_get_node(), st)
+        decls: list[cgen.Generable] = []
+        saved = dict(self.packed)
+        for box in boxes.split(PACK_SEP):
+            array, sizes_text, offsets_text = box.split("|")
+            sizes = [int(x) for x in sizes_text.split(",")]
+            offsets = offsets_text.split(";")
+            arr = self.scop.array(array)
+            pad = 64 // (4 if arr.dtype in ("f32", "i32") else 8)
+            strides = [1] * len(sizes)
+            for d in range(len(sizes) - 2, -1, -1):
+                strides[d] = strides[d + 1] * (sizes[d + 1] + (pad if d == len(sizes) - 2
+                                                                else 0))
+            self.pack_count += 1
+            buf = f"pd_pk{self.pack_count}"
+            total = strides[0] * sizes[0]
+            its = [f"pd_q{d}" for d in range(len(sizes))]
+            src = self.flat_index(array, [Aff.var(f"({o})") + Aff.var(q)
+                                          for o, q in zip(offsets, its, strict=True)])
+            dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
+            copy: cgen.Generable = cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")
+            for d in range(len(sizes) - 1, -1, -1):
+                copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {sizes[d]}",
+                                f"{its[d]}++", cgen.Block([copy]))
+                if d == len(sizes) - 1:
+                    copy = cgen.Block([cgen.Pragma("omp simd"), copy])
+            decls += [cgen.Statement(f"{C_TYPE[arr.dtype]} {buf}[{total}] "
+                                     "__attribute__((aligned(64)))"), copy]
+            self.packed[array] = (buf, offsets, strides)
+        try:
+            body = self.node(n.mark_get_node(), st)
+        finally:
+            self.packed = saved
+        return [cgen.Block([*decls, *body])]
 
     def _tile_copy(self, assignment: str, rows: int, width: int) -> cgen.Generable:
         inner = cgen.For("int64_t pd_v = 0", f"pd_v < {width}", "pd_v++",

@@ -10,7 +10,9 @@ Policy (documented in ARCHITECTURE.md):
   shrunk until the tile's footprint (distinct elements touched, counted with isl) fits in L2;
   a deep band (conv) tiles its register-row, vector and reduction members, short tiles;
 - in the point band, a parallel member along which accesses are stride-1 becomes innermost
-  (vectorizable), reductions move out of the innermost position.
+  (vectorizable), reductions move out of the innermost position;
+- register tiles (rows x vector accumulators) where a reduction allows them, and packing of
+  the vector operand (matmul's B) once per tile, for all the row tiles below it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
 from .legality import is_legal
 from .transforms import outermost_bands, tile_band
-from .tree import is_band
+from .tree import PROMOTE, RROW, RVEC, is_band, mark_name, pack_mark, split_and_mark
 
 L2_BYTES = 1 << 20  # per-core L2 of the target CPU (Zen 5: 1 MiB)
 
@@ -175,7 +177,7 @@ def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tu
     for k in live:  # members beyond three (a batch, conv's output rows) stay untiled
         sizes[k] = 8 * REG_ROWS
     if deep:
-        row, vec, red = live
+        _row, vec, red = live
         sizes[vec], sizes[red] = REG_VECTOR_BYTES // elem, 64
         return tuple(sizes)
     sizes[live[-1]] = 256 if len(live) >= 2 else 1024
@@ -329,10 +331,52 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
             continue
         if not is_band(node) or node.band_n_member() != len(tiling.sizes):
             continue
-        node = tile_band(node, tiling.sizes, isolate=isolate)
-        node = register_tile(_permute_point_band(node.child(0), scop), scop, deps)
+        sizes = list(tiling.sizes)
+        pack = _pack_plan(node, scop, sizes)
+        if pack is not None:  # the rows' tile loop innermost: one packed tile serves them all
+            order, packed = pack
+            node = _reorder_band(node, order)
+            sizes = [sizes[k] for k in order]
+        node = tile_band(node, sizes, isolate=isolate)
+        depth = node.get_tree_depth()
+        point = node.child(0)
+        node = register_tile(_permute_point_band(point, scop), scop, deps)
+        if pack is not None and node.get_type() == isl.schedule_node_type.mark:
+            while node.get_tree_depth() > depth:
+                node = node.parent()
+            # the tile loops around the packing run sequentially: the threads share one
+            # packed tile and split the row tiles below it (untiled members, a batch, keep
+            # their threads and pack privately)
+            node = node.band_split(len(sizes) - 1)
+            for k in range(len(sizes) - 1):
+                if sizes[k] > 1:
+                    node = node.band_member_set_coincident(k, 0)
+            node = node.child(0).insert_mark(isl.Id(pack_mark(packed)))
         schedule = node.get_schedule()
     return schedule
+
+
+def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
+               ) -> tuple[list[int], list[str]] | None:
+    """For a band whose point loops will get register tiles: the member order that puts the
+    register rows' member last (its tile loop innermost among the tile loops) and the
+    arrays to pack above it, the vector operands (matmul's B). None when nothing packs."""
+    point = _permute_point_band(band, scop)
+    plan = register_plan(point, scop)
+    if plan is None:
+        return None
+    order, row, vec = plan
+    point = _reorder_band(point, order)
+    deps_of = member_dependence(point, scop)
+    packed = _vector_operands(scop, deps_of, row, vec)
+    row_its = set().union(*(members[row] for members in deps_of.values()))
+    band_deps = member_dependence(band, scop)
+    n = band.band_n_member()
+    rows = [k for k in range(n) if set().union(*(m[k] for m in band_deps.values())) == row_its]
+    if not packed or len(rows) != 1 or sizes[rows[0]] == 1 or \
+            sum(size > 1 for size in sizes) < 3:
+        return None
+    return [k for k in range(n) if k != rows[0]] + rows, packed
 
 
 # Register tile: RI rows of RJ-wide vectors of accumulators (6 x 2 zmm registers of f32 on
@@ -420,9 +464,8 @@ def _vector_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec:
 def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None
                   ) -> isl.ScheduleNode:
     """Tile the point band ``point`` for registers: rows x vector accumulators kept in a
-    local array around the reduction loops (the emitter promotes them; marks say where)."""
-    from .tree import PROMOTE, RROW, RVEC, mark_name, split_and_mark
-
+    local array around the reduction loops (the emitter promotes them; marks say where).
+    Returns the point band's place (a mark when the tiling happened)."""
     plan = register_plan(point, scop)
     if plan is None:
         return point
@@ -452,6 +495,27 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None
     while node.get_tree_depth() > depth:
         node = node.parent()
     return node
+
+
+def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int
+                     ) -> list[str]:
+    """Arrays read, never written, by the band's statements, with at least two subscripts,
+    the last moving along the vector member and none along the rows, and only along band
+    members (a tile's footprint of constant size: not conv's ``X[.., oy + ky, ox + kx]``)."""
+    written = {scop.statement(name).target.array for name in deps_of
+               if isinstance(scop.statement(name).target, Load)}
+    out: list[str] = []
+    for name, members in deps_of.items():
+        in_band = set().union(*members)
+        for ref in scop.statement(name).value.walk():
+            if not isinstance(ref, Load) or len(ref.index) < 2 or ref.array in written \
+                    or ref.array in out:
+                continue
+            used = set().union(*(sub.vars() for sub in ref.index))
+            if ref.index[-1].vars() & members[vec] and not used & members[row] and \
+                    used <= in_band:
+                out.append(ref.array)
+    return out
 
 
 def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None

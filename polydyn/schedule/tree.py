@@ -13,6 +13,20 @@ import islpy as isl
 PARALLEL = "parallel"
 SEQUENTIAL = "sequential"
 PROMOTE, RROW, RVEC = "promote", "rrow", "rvec"
+# Above the register tiles of a cache tile: "pack:A,B" copies the named arrays' footprint in
+# the tile into local buffers with a padded row stride (the C emitter, where the footprint
+# is a box of constant size: full tiles).
+PACK = "pack"
+
+
+def pack_mark(arrays: list[str]) -> str:
+    return f"{PACK}:{','.join(arrays)}"
+
+
+def packed_arrays(name: str) -> list[str] | None:
+    """The arrays of a pack mark, None for any other mark."""
+    kind, _, arrays = name.partition(":")
+    return arrays.split(",") if kind == PACK else None
 
 
 def mark_name(parallel: bool, role: str = "") -> str:
@@ -58,7 +72,8 @@ def split_and_mark(node: isl.ScheduleNode, names: list[str]) -> isl.ScheduleNode
 
 def _mark_band(node: isl.ScheduleNode) -> isl.ScheduleNode:
     """Mark every member parallel (coincident) or sequential, unless already marked."""
-    if node.has_parent() and node.parent().get_type() == isl.schedule_node_type.mark:
+    if node.has_parent() and node.parent().get_type() == isl.schedule_node_type.mark and \
+            packed_arrays(node.parent().mark_get_id().get_name()) is None:
         return node
     n = node.band_n_member()
     return split_and_mark(node, [mark_name(bool(node.band_member_get_coincident(i)))
