@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=[], help="kernel names or kernel-label")
     p.add_argument("--baseline", default="numpy,torch,naive",
                    help="comma list of numpy, torch, torch.compile, naive")
+    p.add_argument("--target", default="c", help="comma list of c, opencl (PoCL here)")
     p.add_argument("--threads", type=int, help="threads for OpenMP, OpenBLAS and torch "
                    "(sets OMP_NUM_THREADS etc. before NumPy loads; default: all cores)")
     p.add_argument("--quiet", type=float, help="seconds to wait at most for idle CPUs before "
@@ -60,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.render_only:
         settings = default_settings(args.quick)
         baselines = tuple(b for b in args.baseline.split(",") if b and b != "none")
-        settings = replace(settings, baselines=baselines, progress=not args.no_progress)
+        targets = tuple(t for t in args.target.split(",") if t)
+        settings = replace(settings, baselines=baselines, targets=targets,
+                           progress=not args.no_progress)
         if args.quiet is not None:
             settings = replace(settings, quiet=args.quiet)
         suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
