@@ -5,10 +5,44 @@ from __future__ import annotations
 
 import islpy as isl
 
+from .errors import InternalError
 from .schedule.reductions import loop_kind
 from .schedule.tree import packed_arrays
 from .scop.deps import Deps
 from .scop.ir import Scop
+
+# isl AST operators as C (the prelude defines pd_min, pd_max and pd_floord).
+_T = isl.ast_expr_op_type
+AST_OPS = {
+    _T.and_: "({} && {})", _T.and_then: "({} && {})", _T.or_: "({} || {})",
+    _T.or_else: "({} || {})", _T.max: "pd_max({}, {})", _T.min: "pd_min({}, {})",
+    _T.minus: "(-{})", _T.add: "({} + {})", _T.sub: "({} - {})", _T.mul: "({} * {})",
+    _T.div: "({} / {})", _T.fdiv_q: "pd_floord({}, {})", _T.pdiv_q: "({} / {})",
+    _T.pdiv_r: "({} % {})", _T.zdiv_r: "({} % {})", _T.cond: "({} ? {} : {})",
+    _T.select: "({} ? {} : {})", _T.eq: "({} == {})", _T.le: "({} <= {})",
+    _T.lt: "({} < {})", _T.ge: "({} >= {})", _T.gt: "({} > {})",
+}
+
+
+def ast_expr_c(e: isl.AstExpr) -> str:
+    """An isl AST expression as C."""
+    t = e.get_type()
+    if t == isl.ast_expr_type.id:
+        return e.get_id().get_name()
+    if t == isl.ast_expr_type.int:
+        return str(e.get_val().to_python())
+    op = e.get_op_type()
+    args = [ast_expr_c(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
+    fmt = AST_OPS.get(op)
+    if fmt is None:
+        raise InternalError(f"unexpected isl AST operator {op}")
+    if op in (_T.min, _T.max) and len(args) > 2:
+        out = args[0]
+        for a in args[1:]:
+            out = fmt.format(out, a)
+        return out
+    return fmt.format(*args)
+
 
 # AST loop iterators are named pd_c0, pd_c1, ... (by schedule depth): the pd_ prefix is
 # reserved, so they never shadow a user's name (isl's default c0, c1 could).
@@ -47,7 +81,7 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
         if not arrays:
             return node
         boxes = [box for name in arrays
-                 if (box := _footprint_box(scop, name, _flat_schedule(build))) is not None]
+                 if (box := _footprint_box(scop, name, build)) is not None]
         # always annotated ("" when some box is not constant): reading a missing annotation
         # raises inside islpy, which a sanitizer-preloaded process cannot unwind
         return node.set_annotation(isl.Id(PACK_SEP.join(boxes)))
@@ -72,14 +106,17 @@ def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:
     return sched
 
 
-# A pack mark's annotation: one "array|size,size|lo;lo" per packed array (the footprint's
-# box: constant sizes, offsets as C expressions of the enclosing loop iterators and syms).
-PACK_SEP = "#"
+# A pack mark's annotation: per packed array, its name, the largest size the footprint's
+# box takes in each dimension, and its sizes and offsets as C expressions of the enclosing
+# loop iterators and syms (a partial tile's box is smaller than a full one's).
+PACK_SEP, PACK_FIELD, PACK_ITEM = "\x1d", "\x1e", "\x1f"
 
 
-def _footprint_box(scop: Scop, array: str, sched: isl.UnionMap) -> str | None:
-    """The box ``array`` is read in by one execution of the code under ``sched``'s position
-    (given the enclosing loops), when its sizes are constants and its offsets affine."""
+def _footprint_box(scop: Scop, array: str, build: isl.AstBuild) -> str | None:
+    """The box ``array`` is read in by one execution of the code at ``build``'s position,
+    given the enclosing loops (their values as the build prints them), when its sizes are
+    bounded."""
+    sched = build.get_schedule()  # { S[i] -> the build's schedule space (nested) }
     reads: list[isl.Map] = []
     scop.accesses("read").intersect_domain(sched.domain()).foreach_map(reads.append)
     acc = isl.UnionMap.empty(sched.get_space())
@@ -90,56 +127,19 @@ def _footprint_box(scop: Scop, array: str, sched: isl.UnionMap) -> str | None:
     sched.reverse().apply_range(acc).foreach_map(maps.append)
     if len(maps) != 1:
         return None
-    fp = maps[0]
-    n_in = fp.dim(isl.dim_type.in_)
-    for d in range(n_in):
-        fp = fp.set_dim_name(isl.dim_type.in_, d, f"{ITERATOR}{d}")
-    box = fp.move_dims(isl.dim_type.param, fp.dim(isl.dim_type.param), isl.dim_type.in_, 0,
-                       n_in).range()
-    sizes, offsets = [], []
-    for d in range(box.dim(isl.dim_type.set)):
-        lo, hi = box.dim_min(d), box.dim_max(d)
-        size = _constant(hi.sub(lo))
-        lo_c = _affine_c(lo.gist(lo.domain()))  # (c) mod 256 = 0 there: c - c mod 256 = c
-        if size is None or lo_c is None:
+    fp = maps[0]  # { [outer loops] -> array[...] }
+    bounds, sizes, offsets = [], [], []
+    for d in range(fp.dim(isl.dim_type.out)):
+        lo, hi = fp.dim_min(d), fp.dim_max(d)
+        size = hi.sub(lo).add_constant_val(isl.Val.one(lo.get_ctx()))
+        top = size.max_val()
+        if not top.is_int():  # unbounded
             return None
-        sizes.append(str(size + 1))
-        offsets.append(lo_c)
-    return f"{array}|{','.join(sizes)}|{';'.join(offsets)}"
-
-
-def _pieces(pa: isl.PwAff) -> list[isl.Aff]:
-    out: list[isl.Aff] = []
-    pa.foreach_piece(lambda _set, aff: out.append(aff))
-    return out
-
-
-def _constant(pa: isl.PwAff) -> int | None:
-    values = {aff.get_constant_val().to_python() for aff in _pieces(pa) if aff.is_cst()}
-    if len(values) != 1 or len(_pieces(pa)) != sum(aff.is_cst() for aff in _pieces(pa)):
-        return None
-    (value,) = values
-    return value if isinstance(value, int) else None
-
-
-def _affine_c(pa: isl.PwAff) -> str | None:
-    """A single-piece affine function of the parameters as C (None otherwise)."""
-    pieces = _pieces(pa)
-    if len(pieces) != 1 or pieces[0].dim(isl.dim_type.div):
-        return None
-    aff = pieces[0]
-    terms = []
-    for k in range(aff.dim(isl.dim_type.param)):
-        c = aff.get_coefficient_val(isl.dim_type.param, k).to_python()
-        if not isinstance(c, int):
-            return None
-        if c:
-            name = aff.get_dim_name(isl.dim_type.param, k)
-            terms.append(name if c == 1 else f"{c} * {name}")
-    c0 = aff.get_constant_val().to_python()
-    if not isinstance(c0, int):
-        return None
-    return " + ".join([*terms, str(c0)] if c0 or not terms else terms)
+        bounds.append(str(top.to_python()))
+        sizes.append(ast_expr_c(build.expr_from_pw_aff(size)))
+        offsets.append(ast_expr_c(build.expr_from_pw_aff(lo)))
+    return PACK_FIELD.join([array, ",".join(bounds), PACK_ITEM.join(sizes),
+                            PACK_ITEM.join(offsets)])
 
 
 def _local_flow(scop: Scop) -> isl.UnionMap:

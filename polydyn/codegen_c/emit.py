@@ -1,8 +1,8 @@
 """Stage 5a: isl AST -> C (OpenMP and simd pragmas), plus the dispatcher and the header.
 
 One emitter class; the OpenCL emitter subclasses it and overrides a small table (qualifiers,
-loop pragmas). Expression operators print through one table each: ``AST_OPS`` for isl AST
-expressions, ``_BIN_C`` for statement bodies.
+loop pragmas). Expression operators print through one table each: ``astgen.AST_OPS`` for
+isl AST expressions, ``_BIN_C`` for statement bodies.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import cgen
 import islpy as isl
 
-from ..astgen import ITERATOR, PACK_SEP, condition_expr
+from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP, ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.reductions import parse_reduce_role
@@ -43,15 +43,6 @@ from ..scop.ir import (
 )
 
 _T = isl.ast_expr_op_type
-AST_OPS = {
-    _T.and_: "({} && {})", _T.and_then: "({} && {})", _T.or_: "({} || {})",
-    _T.or_else: "({} || {})", _T.max: "pd_max({}, {})", _T.min: "pd_min({}, {})",
-    _T.minus: "(-{})", _T.add: "({} + {})", _T.sub: "({} - {})", _T.mul: "({} * {})",
-    _T.div: "({} / {})", _T.fdiv_q: "pd_floord({}, {})", _T.pdiv_q: "({} / {})",
-    _T.pdiv_r: "({} % {})", _T.zdiv_r: "({} % {})", _T.cond: "({} ? {} : {})",
-    _T.select: "({} ? {} : {})", _T.eq: "({} == {})", _T.le: "({} <= {})",
-    _T.lt: "({} < {})", _T.ge: "({} >= {})", _T.gt: "({} > {})",
-}
 _MATH_F32 = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
              "abs": "fabsf", "sin": "sinf", "cos": "cosf", "floor": "floorf", "ceil": "ceilf",
              "pow": "powf"}
@@ -121,6 +112,9 @@ static inline void *pd_alloc(size_t bytes, int zero) {
 """
 
 
+# The largest packed tile (a stack buffer; half of the L2 the tiles are sized for).
+PACK_MAX_BYTES = 512 * 1024
+
 # Statement instances under a parallel loop below which threads cost more than they save
 # (an OpenMP fork/join is a few microseconds on this class of machine).
 PARALLEL_MIN_WORK = 32768
@@ -185,22 +179,7 @@ class CEmitter:
 
     # --- isl AST expressions -------------------------------------------------------------
     def ast_expr(self, e: isl.AstExpr) -> str:
-        t = e.get_type()
-        if t == isl.ast_expr_type.id:
-            return e.get_id().get_name()
-        if t == isl.ast_expr_type.int:
-            return str(e.get_val().to_python())
-        op = e.get_op_type()
-        args = [self.ast_expr(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
-        fmt = AST_OPS.get(op)
-        if fmt is None:
-            raise InternalError(f"unexpected isl AST operator {op}")
-        if op in (_T.min, _T.max) and len(args) > 2:
-            out = args[0]
-            for a in args[1:]:
-                out = fmt.format(out, a)
-            return out
-        return fmt.format(*args)
+        return ast_expr_c(e)
 
     # --- statement bodies ----------------------------------------------------------------
     def flat_index(self, array: str, index: Iterable[Aff]) -> str:
@@ -489,35 +468,37 @@ class CEmitter:
                             copy_in, *body, copy_out])]
 
     def pack(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
-        """Under a pack mark whose footprint boxes are known (astgen annotates full tiles):
-        copy each box into a local buffer whose rows are padded by 64 bytes (so that a
-        power-of-two leading dimension does not map a tile's rows to a few cache sets),
-        and read the array from the buffer below. Other tiles run the plain code."""
+        """Under a pack mark whose footprint boxes astgen annotated: copy each box into a
+        local buffer (of the box's largest size) whose rows are padded by 64 bytes, so that
+        a power-of-two leading dimension does not map a tile's rows to a few cache sets,
+        and read the array from the buffer below. Without boxes, the plain code."""
         boxes = _annotation(n)
-        if not boxes:
+        if not boxes:  # some box of unknown size or offset
             return self.node(n.mark_get_node(), st)
         decls: list[cgen.Generable] = []
         saved = dict(self.packed)
         for box in boxes.split(PACK_SEP):
-            array, sizes_text, offsets_text = box.split("|")
-            sizes = [int(x) for x in sizes_text.split(",")]
-            offsets = offsets_text.split(";")
+            array, bounds_text, sizes_text, offsets_text = box.split(PACK_FIELD)
+            bounds = [int(x) for x in bounds_text.split(",")]
+            sizes, offsets = sizes_text.split(PACK_ITEM), offsets_text.split(PACK_ITEM)
             arr = self.scop.array(array)
-            pad = 64 // (4 if arr.dtype in ("f32", "i32") else 8)
-            strides = [1] * len(sizes)
-            for d in range(len(sizes) - 2, -1, -1):
-                strides[d] = strides[d + 1] * (sizes[d + 1] + (pad if d == len(sizes) - 2
-                                                                else 0))
+            elem = 4 if arr.dtype in ("f32", "i32") else 8
+            strides = [1] * len(bounds)
+            for d in range(len(bounds) - 2, -1, -1):
+                strides[d] = strides[d + 1] * (bounds[d + 1] + (64 // elem if
+                                                                d == len(bounds) - 2 else 0))
+            total = strides[0] * bounds[0]
+            if total * elem > PACK_MAX_BYTES:
+                continue
             self.pack_count += 1
             buf = f"pd_pk{self.pack_count}"
-            total = strides[0] * sizes[0]
             its = [f"pd_q{d}" for d in range(len(sizes))]
             src = self.flat_index(array, [Aff.var(f"({o})") + Aff.var(q)
                                           for o, q in zip(offsets, its, strict=True)])
             dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
             copy: cgen.Generable = cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")
             for d in range(len(sizes) - 1, -1, -1):
-                copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {sizes[d]}",
+                copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
                                 f"{its[d]}++", cgen.Block([copy]))
                 if d == len(sizes) - 1:
                     copy = cgen.Block([cgen.Pragma("omp simd"), copy])
