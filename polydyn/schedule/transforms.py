@@ -25,8 +25,11 @@ def _as_set(uset: isl.UnionSet) -> isl.Set | None:
 
 
 def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
-    """``[[outer] -> [t...]]``: the tiles (as the tile band's scaled values) whose every point
-    exists, for the band at ``node`` before it is tiled (as PPCG isolates full tiles)."""
+    """``[[outer] -> [t...]]``: the tiles (as the tile band's scaled values) in which every
+    statement of the band has an instance at every point, for the band at ``node`` before
+    it is tiled (as PPCG isolates full tiles). Per statement: a tile full for one statement
+    and partial for another is not full (isl then drops the partial statement's instances
+    from the isolated code)."""
     domain = node.get_domain()
     prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
     # band: { S[i] -> [x...] } (the band's own values, before tiling)
@@ -34,9 +37,23 @@ def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
     tile_band = node.band_tile(_multi_val(node.band_get_space(), sizes))
     tiles_map = tile_band.band_get_partial_schedule_union_map().intersect_domain(domain)
     tiles = _as_set(prefix.reverse().apply_range(tiles_map).wrap())
-    image = _as_set(prefix.reverse().apply_range(band).wrap())
-    if tiles is None or image is None:
+    if tiles is None:
         return None
+    full = tiles
+    statements: list[isl.Set] = []
+    domain.foreach_set(statements.append)
+    for stmt in statements:
+        one = isl.UnionSet.from_set(stmt)
+        image = _as_set(prefix.intersect_domain(one).reverse().apply_range(
+            band.intersect_domain(one)).wrap())
+        if image is None:
+            return None
+        full = _full_for(full, image, sizes)
+    return full.coalesce()
+
+
+def _full_for(tiles: isl.Set, image: isl.Set, sizes: Sequence[int]) -> isl.Set:
+    """The tiles of ``tiles`` whose every point lies in ``image`` (one statement's)."""
     n_outer = tiles.unwrap().dim(isl.dim_type.in_)
     outer = ", ".join(f"o{k}" for k in range(n_outer))
     ts = [f"t{k}" for k in range(len(sizes))]
@@ -47,7 +64,7 @@ def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
                   f": {cons} }}")
     box = box.align_params(image.get_space())
     not_full = box.intersect_range(image.complement()).domain()
-    return tiles.subtract(not_full.align_params(tiles.get_space())).coalesce()
+    return tiles.subtract(not_full.align_params(tiles.get_space()))
 
 
 def tile_band(node: isl.ScheduleNode, sizes: Sequence[int],

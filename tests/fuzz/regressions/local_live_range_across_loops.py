@@ -10,7 +10,7 @@ annotated sequential and gets no pragma (astgen._crosses).
 Found by `python -m tests.fuzz --seed 104` (fz10400145).
 """
 
-# ruff: noqa: B007, F841  (generated code: unused loop variables and scalars)
+
 
 import polydyn as pd
 from polydyn import f32, f64, i32, i64, inout, out, temp  # noqa: F401
@@ -25,14 +25,13 @@ def local_live_range_across_loops(A: inout(f64[K + 1, K]), B: out(i32[N + 2, K +
     for i in range(K):
         for j in range(N):
             for k in range(min(N, 5)):
-                if j >= 2:
-                    if k > j:
-                        s0 = B[j // 2, i]
-                        s0 += A[0, i]
-                        A[i + 1, i] = (T[i, i] + s0)
-                        s1 = 0.0
-                        s1 -= (T[i, i // 2] * (k * 0.25))
-                        A[i + 1, i] *= pd.tanh((((k * 0.25) + T[i + 1, i + 1]) + s1))
+                if j >= 2 and k > j:
+                    s0 = B[j // 2, i]
+                    s0 += A[0, i]
+                    A[i + 1, i] = (T[i, i] + s0)
+                    s1 = 0.0
+                    s1 -= (T[i, i // 2] * (k * 0.25))
+                    A[i + 1, i] *= pd.tanh(((k * 0.25) + T[i + 1, i + 1]) + s1)
 
 
 
