@@ -82,6 +82,9 @@ class BandTiling:
 
     path: tuple[int, ...]
     sizes: tuple[int, ...]
+    # loops below the band (conv's ky, kx): the tiled code, register tiles in partial tiles
+    # included, beats plain loops at every size measured, so no untiled "small" variant
+    deep: bool = False
 
 
 def node_at(schedule: isl.Schedule, path: tuple[int, ...]) -> isl.ScheduleNode:
@@ -266,7 +269,7 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
         sizes = choose_sizes(node, scop, constant)
         if max_tile:
             sizes = tuple(min(s, max_tile) for s in sizes)
-        plan.append(BandTiling(_path(node), sizes))
+        plan.append(BandTiling(_path(node), sizes, _tiled_members(node, scop, constant)[1]))
     return plan
 
 
