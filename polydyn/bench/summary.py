@@ -145,9 +145,10 @@ def render(doc: dict[str, Any], results_dir: str = "results",
     gen = generic_lines(doc)
     if gen:
         out += ["## Where specialization pays (issue 3)", "",
-                "Forced generic goes through `Kernel.run_variant`, which checks the region "
-                "with isl on every call: at small sizes that Python cost dominates.", "", *gen,
-                ""]
+                "Forced generic goes through `Kernel.run_variant`, the checked Python call "
+                "path (argument checks, a region test remembered per sizes), where a "
+                "dispatched call takes the compiled entry point: at small sizes that "
+                "Python cost dominates the ratio.", "", *gen, ""]
     out += ["## Per-call overhead", "", *overhead_lines(doc), "",
             "## Compile cost", "", *cost_lines(doc), "", "## Sweeps", ""]
     for sweep in doc["sweeps"]:
