@@ -23,6 +23,29 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # polydyn (when not installed) and the bundled kernels
 
 
+OPENCL_SECTION = """
+## OpenCL target
+
+From `bench/results-opencl/` (its own run: `python bench/run_all.py --target c,opencl
+--only matmul-square softmax-rows softmax-sweep --baseline numpy --out bench/results-opencl`),
+appended as it was written. `polydyn-opencl` ran on PoCL's CPU device on this machine; no
+GPU was lent to the sessions so far, so there are no GPU figures. The C columns of that run
+repeat the main run's points; their spread between the two runs is this machine's noise.
+
+"""
+
+
+C_VS_GCC_SECTION = """
+## C input against gcc -O3 -march=native (issue 6)
+
+From `bench/c_vs_gcc.py` (`OMP_NUM_THREADS=1` and `=2`, files `bench/results/c_vs_gcc_t*`,
+run right after the main run on the same quiet machine): the C test kernels compiled by gcc
+from the original file (no OpenMP pragmas, so single-threaded) against `pd.compile_c` of
+the same file, on the same inputs, results compared.
+
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes, short time budgets")
@@ -75,7 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         doc = json.loads((out / "suite.json").read_text())
         rel = os.path.relpath(out.resolve(), results_md.resolve().parent)
         source = os.path.relpath(out.resolve(), ROOT)
-        results_md.write_text(render(doc, rel, source))
+        text = render(doc, rel, source)
+        opencl = HERE / "results-opencl" / "suite.md"
+        if opencl.is_file():  # the OpenCL run (PoCL here, a GPU where one is lent)
+            text += OPENCL_SECTION + opencl.read_text()
+        gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
+        if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
+            text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
+        results_md.write_text(text)
         print(f"wrote {results_md}")
     return 0
 
