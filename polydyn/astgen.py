@@ -3,6 +3,8 @@ the region implies vanish from the code."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import islpy as isl
 
 from .errors import InternalError
@@ -24,24 +26,33 @@ AST_OPS = {
 }
 
 
-def ast_expr_c(e: isl.AstExpr) -> str:
-    """An isl AST expression as C."""
+_VARIADIC = (_T.min, _T.max, _T.and_, _T.and_then, _T.or_, _T.or_else)
+
+
+def ast_expr_text(e: isl.AstExpr, ops: dict[Any, str]) -> str:
+    """An isl AST expression printed with an operator table (C here, Python for the OpenCL
+    host side); min/max/and/or of more than two arguments fold left."""
     t = e.get_type()
     if t == isl.ast_expr_type.id:
         return e.get_id().get_name()
     if t == isl.ast_expr_type.int:
         return str(e.get_val().to_python())
     op = e.get_op_type()
-    args = [ast_expr_c(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
-    fmt = AST_OPS.get(op)
+    fmt = ops.get(op)
     if fmt is None:
         raise InternalError(f"unexpected isl AST operator {op}")
-    if op in (_T.min, _T.max) and len(args) > 2:
+    args = [ast_expr_text(e.get_op_arg(i), ops) for i in range(e.get_op_n_arg())]
+    if op in _VARIADIC and len(args) > 2:
         out = args[0]
         for a in args[1:]:
             out = fmt.format(out, a)
         return out
     return fmt.format(*args)
+
+
+def ast_expr_c(e: isl.AstExpr) -> str:
+    """An isl AST expression as C."""
+    return ast_expr_text(e, AST_OPS)
 
 
 # AST loop iterators are named pd_c0, pd_c1, ... (by schedule depth): the pd_ prefix is

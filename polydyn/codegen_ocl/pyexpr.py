@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..errors import InternalError
+from ..astgen import ITERATOR, ast_expr_text
 
-ITERATOR = "pd_c"  # AST loop iterators: pd_c<schedule depth> (never a user's name)
 _T = isl.ast_expr_op_type
 # isl AST operators as Python; every division isl emits has a positive constant divisor, and
 # ``pdiv_q``/``pdiv_r`` have non-negative dividends, so floor semantics agree.
@@ -28,22 +27,7 @@ PY_OPS = {
 
 
 def ast_to_py(e: isl.AstExpr) -> str:
-    t = e.get_type()
-    if t == isl.ast_expr_type.id:
-        return e.get_id().get_name()
-    if t == isl.ast_expr_type.int:
-        return str(e.get_val().to_python())
-    op = e.get_op_type()
-    fmt = PY_OPS.get(op)
-    if fmt is None:
-        raise InternalError(f"isl AST operator {op} has no Python form")
-    args = [ast_to_py(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
-    if op in (_T.min, _T.max, _T.and_, _T.and_then, _T.or_, _T.or_else) and len(args) > 2:
-        out = args[0]
-        for a in args[1:]:
-            out = fmt.format(out, a)
-        return out
-    return fmt.format(*args)
+    return ast_expr_text(e, PY_OPS)
 
 
 def set_to_py(params_set: isl.Set, context: isl.Set | None = None) -> str:
