@@ -47,6 +47,14 @@ class Options:
     def replace(self, **kw: Any) -> Options:
         return replace(self, **kw)
 
+    def dump(self, name: str, stage: str, text: Any) -> None:
+        """Write one stage's output under ``dump_dir``/``name`` (POLYDYN_DUMP), if set."""
+        if self.dump_dir is None:
+            return
+        path = Path(self.dump_dir) / name
+        path.mkdir(parents=True, exist_ok=True)
+        (path / stage).write_text(f"{text}\n")
+
     @property
     def all_cflags(self) -> tuple[str, ...]:
         if self.sanitize:

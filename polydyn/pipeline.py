@@ -33,14 +33,6 @@ def _scop_of(op: Any) -> Scop:
     raise UnsupportedError(f"compile() takes an operator made with @pd.operator, got {op!r}")
 
 
-def _dump(options: Options, name: str, stage: str, text: Any) -> None:
-    if options.dump_dir is None:
-        return
-    path = Path(options.dump_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    (path / stage).write_text(f"{text}\n")
-
-
 def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
             device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
     """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
@@ -49,19 +41,19 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     options = (options or Options()).replace(target=target, **option_kw)
     scop = _scop_of(op)
     name = scop.name
-    _dump(options, name, "1-scop.txt", scop)
+    options.dump(name, "1-scop.txt", scop)
 
     deps = compute_deps(scop)
-    _dump(options, name, "2-deps.txt", deps)
+    options.dump(name, "2-deps.txt", deps)
 
     base = isl_schedule(scop, deps, scop.context)
-    _dump(options, name, "3-base-schedule.txt", base)
+    options.dump(name, "3-base-schedule.txt", base)
 
     plans = plan_variants(scop, base, variants, options.max_tile)
-    _dump(options, name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
+    options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
     scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan) for plan in plans]
-    _dump(options, name, "5-schedules.txt",
+    options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
 
     if target == "opencl":  # maps each variant to kernels and builds their own ASTs
@@ -70,13 +62,13 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
         return compile_opencl(scop, deps, scheduled, [], options, device, op)
 
     asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
-    _dump(options, name, "6-ast.txt",
+    options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 
     emitter = CEmitter(scop, zero_init_arrays(scop, deps))
     source = emitter.module(scheduled, asts)
     header = emitter.header(scheduled)
-    _dump(options, name, "7-source.c", source)
+    options.dump(name, "7-source.c", source)
 
     library, module = build_c_module(scop, source, options)
     return Kernel(scop, scheduled, source, header, library, op=op, target="c", module=module)

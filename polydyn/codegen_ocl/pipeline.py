@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,15 +31,15 @@ def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[
     dc = resolve_device(device)
     mappings = [map_variant(scop, deps, v, k, max_group=dc.max_group)
                 for k, v in enumerate(scheduled)]
-    _dump(options, scop.name, "7-opencl-launches.txt",
+    options.dump(scop.name, "7-opencl-launches.txt",
           "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))
 
     spilled = spilled_scalars(scop, [[k.statements for k in m.kernels] for m in mappings])
     source = OpenCLEmitter(scop, tuple(spilled)).module(mappings)
-    _dump(options, scop.name, "8-source.cl", source)
+    options.dump(scop.name, "8-source.cl", source)
 
     host = host_source(scop, mappings, spilled)
-    _dump(options, scop.name, "9-host.py", host)
+    options.dump(scop.name, "9-host.py", host)
 
     infos = [kernel_info(scop, spec, len(spilled)) for spec in all_kernels(mappings)]
     return OpenCLKernel(scop, mappings, source, host, infos, zero_init_arrays(scop, deps),
@@ -55,14 +54,6 @@ def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
         dtypes.append(np.dtype(NUMPY_NAME[a.dtype]) if a.kind == "value" else None)
     dtypes += [None] * (len(temporaries(scop)) + n_spilled + len(spec.dynamic_local))
     return KernelInfo(spec.name, spec.local_size, tuple(dtypes))
-
-
-def _dump(options: Options, name: str, stage: str, text: Any) -> None:
-    if options.dump_dir is None:
-        return
-    path = Path(options.dump_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    (path / stage).write_text(f"{text}\n")
 
 
 __all__ = ["compile_opencl", "kernel_info"]

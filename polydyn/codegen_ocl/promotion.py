@@ -36,7 +36,7 @@ from typing import Any
 
 import islpy as isl
 
-from ..schedule.tree import SEQUENTIAL, is_band
+from ..schedule.tree import SEQUENTIAL, is_band, node_at, node_path
 from ..scop.ir import NUMPY_NAME, Scop
 from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 
@@ -121,13 +121,13 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
         _tile_set(params, positions[-1] + 1, depth, positions, tiles))).domain()
     if group.is_empty():
         return None
-    top = _path(mapped[0].parent())
+    top = node_path(mapped[0].parent())
     # tree edits on the whole schedule (paths stay valid), the group's domain at the end
     if hoist:  # copies per tile of r (matmul's k)
-        sched = _hoist_r_tile(schedule, _path(below.child(0)), top)
-        graft_at = _node_at(sched, top).child(0)
+        sched = _hoist_r_tile(schedule, node_path(below.child(0)), top)
+        graft_at = node_at(sched, top).child(0)
     else:  # one copy per launch (a stencil's halo tile)
-        graft_at = _node_at(schedule, top)
+        graft_at = node_at(schedule, top)
     outer = graft_at.get_prefix_schedule_union_map().intersect_domain(group)
     threads_map = prefix.intersect_domain(group).apply_range(_pick(positions[-1] + 1, positions))
     copies, footprints = _choose(scop, group, outer, threads_map, kctx, budget)
@@ -155,29 +155,14 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
 def _hoist_r_tile(sched: isl.Schedule, r_path: tuple[int, ...],
                   above_path: tuple[int, ...]) -> isl.Schedule:
     """Tile the ``r`` band by R_TILE and move its tile member above the mapped members."""
-    node = _node_at(sched, r_path)
+    node = node_at(sched, r_path)
     space = node.band_get_space()
     sizes = isl.MultiVal.zero(space).set_val(0, isl.Val.int_from_si(space.get_ctx(), R_TILE))
     node = node.band_tile(sizes)
     tile = node.band_get_partial_schedule()
     node = node.delete()
-    node = _node_at(node.get_schedule(), above_path).insert_partial_schedule(tile)
+    node = node_at(node.get_schedule(), above_path).insert_partial_schedule(tile)
     return node.get_schedule()
-
-
-def _path(node: isl.ScheduleNode) -> tuple[int, ...]:
-    out = []
-    while node.has_parent():
-        out.append(node.get_child_position())
-        node = node.parent()
-    return tuple(reversed(out))
-
-
-def _node_at(sched: isl.Schedule, path: tuple[int, ...]) -> isl.ScheduleNode:
-    node = sched.get_root()
-    for k in path:
-        node = node.child(k)
-    return node
 
 
 def _tile_set(params: list[str], n_dims: int, depth: int, positions: list[int],

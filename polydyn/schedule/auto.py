@@ -25,7 +25,17 @@ from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
 from .legality import is_legal
 from .transforms import outermost_bands, tile_band
-from .tree import PROMOTE, RROW, RVEC, is_band, mark_name, pack_mark, split_and_mark
+from .tree import (
+    PROMOTE,
+    RROW,
+    RVEC,
+    is_band,
+    mark_name,
+    node_at,
+    node_path,
+    pack_mark,
+    split_and_mark,
+)
 
 L2_BYTES = 1 << 20  # per-core L2 of the target CPU (Zen 5: 1 MiB)
 
@@ -85,21 +95,6 @@ class BandTiling:
     # loops below the band (conv's ky, kx): the tiled code, register tiles in partial tiles
     # included, beats plain loops at every size measured, so no untiled "small" variant
     deep: bool = False
-
-
-def node_at(schedule: isl.Schedule, path: tuple[int, ...]) -> isl.ScheduleNode:
-    node = schedule.get_root()
-    for k in path:
-        node = node.child(k)
-    return node
-
-
-def _path(node: isl.ScheduleNode) -> tuple[int, ...]:
-    out = []
-    while node.has_parent():
-        out.append(node.get_child_position())
-        node = node.parent()
-    return tuple(reversed(out))
 
 
 def member_dependence(node: isl.ScheduleNode, scop: Scop) -> dict[str, list[set[str]]]:
@@ -269,7 +264,7 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
         sizes = choose_sizes(node, scop, constant)
         if max_tile:
             sizes = tuple(min(s, max_tile) for s in sizes)
-        plan.append(BandTiling(_path(node), sizes, _tiled_members(node, scop, constant)[1]))
+        plan.append(BandTiling(node_path(node), sizes, _tiled_members(node, scop, constant)[1]))
     return plan
 
 
@@ -526,7 +521,7 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
     """Untiled variants: the same inner-loop choice on each outermost band, and register
     tiles where a reduction allows them."""
     for node in outermost_bands(schedule):
-        path = _path(node)
+        path = node_path(node)
         node = _permute_point_band(node_at(schedule, path), scop)
         node = register_tile(node, scop, deps)
         schedule = node.get_schedule()
@@ -538,7 +533,7 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
     ``i, j, k`` band) out of it, in front, when that is legal: their guards then leave the
     inner loops."""
     for node in outermost_bands(schedule):
-        path = _path(node)
+        path = node_path(node)
         try:
             node = node_at(schedule, path)
         except isl.Error:  # an earlier distribution moved this band

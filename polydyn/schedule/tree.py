@@ -39,6 +39,23 @@ def parse_mark(name: str) -> tuple[bool, str]:
     return kind == PARALLEL, role
 
 
+def node_at(schedule: isl.Schedule, path: tuple[int, ...]) -> isl.ScheduleNode:
+    """The node at ``path`` (child positions from the root)."""
+    node = schedule.get_root()
+    for k in path:
+        node = node.child(k)
+    return node
+
+
+def node_path(node: isl.ScheduleNode) -> tuple[int, ...]:
+    """Child positions from the root down to ``node`` (``node_at``'s inverse)."""
+    out = []
+    while node.has_parent():
+        out.append(node.get_child_position())
+        node = node.parent()
+    return tuple(reversed(out))
+
+
 def is_band(node: isl.ScheduleNode) -> bool:
     return node.get_type() == isl.schedule_node_type.band
 
