@@ -87,14 +87,18 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
             kind = "sequential"
         return isl.Id(kind)
 
+    reads: list[isl.UnionMap] = []  # the Scop's reads, computed at the first pack mark
+
     def after_each_mark(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
         arrays = packed_arrays(node.mark_get_id().get_name())
         if not arrays:
             return node
+        if not reads:
+            reads.append(scop.accesses("read"))
         boxes = [box for name in arrays
-                 if (box := _footprint_box(scop, name, build)) is not None]
-        # always annotated ("" when some box is not constant): reading a missing annotation
-        # raises inside islpy, which a sanitizer-preloaded process cannot unwind
+                 if (box := _footprint_box(reads[0], name, build)) is not None]
+        # always annotated ("" when no box is bounded): reading a missing annotation raises
+        # inside islpy, which a sanitizer-preloaded process cannot unwind
         return node.set_annotation(isl.Id(PACK_SEP.join(boxes)))
 
     result = build.set_before_each_for(before_each_for)
@@ -123,22 +127,22 @@ def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:
 PACK_SEP, PACK_FIELD, PACK_ITEM = "\x1d", "\x1e", "\x1f"
 
 
-def _footprint_box(scop: Scop, array: str, build: isl.AstBuild) -> str | None:
-    """The box ``array`` is read in by one execution of the code at ``build``'s position,
-    given the enclosing loops (their values as the build prints them), when its sizes are
-    bounded."""
+def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild) -> str | None:
+    """The box ``array`` is read in (``reads``: the Scop's read accesses) by one execution
+    of the code at ``build``'s position, given the enclosing loops (their values as the
+    build prints them), when its sizes are bounded."""
     sched = build.get_schedule()  # { S[i] -> the build's schedule space (nested) }
-    reads: list[isl.Map] = []
-    scop.accesses("read").intersect_domain(sched.domain()).foreach_map(reads.append)
+    maps: list[isl.Map] = []
+    reads.intersect_domain(sched.domain()).foreach_map(maps.append)
     acc = isl.UnionMap.empty(sched.get_space())
-    for m in reads:
+    for m in maps:
         if m.get_tuple_name(isl.dim_type.out) == array:
             acc = acc.union(isl.UnionMap.from_map(m))
-    maps: list[isl.Map] = []
-    sched.reverse().apply_range(acc).foreach_map(maps.append)
-    if len(maps) != 1:
+    footprints: list[isl.Map] = []
+    sched.reverse().apply_range(acc).foreach_map(footprints.append)
+    if len(footprints) != 1:
         return None
-    fp = maps[0]  # { [outer loops] -> array[...] }
+    fp = footprints[0]  # { [outer loops] -> array[...] }
     bounds, sizes, offsets = [], [], []
     for d in range(fp.dim(isl.dim_type.out)):
         lo, hi = fp.dim_min(d), fp.dim_max(d)
