@@ -473,7 +473,7 @@ class CEmitter:
         a power-of-two leading dimension does not map a tile's rows to a few cache sets,
         and read the array from the buffer below. Without boxes, the plain code."""
         boxes = _annotation(n)
-        if not boxes:  # some box of unknown size or offset
+        if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.mark_get_node(), st)
         decls: list[cgen.Generable] = []
         saved = dict(self.packed)
