@@ -9,7 +9,7 @@ import islpy as isl
 
 from .errors import InternalError
 from .schedule.reductions import loop_kind
-from .schedule.tree import packed_arrays
+from .schedule.tree import PROMOTE, packed_arrays, parse_mark
 from .scop.deps import Deps
 from .scop.ir import Scop
 
@@ -90,7 +90,17 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     reads: list[isl.UnionMap] = []  # the Scop's reads, computed at the first pack mark
 
     def after_each_mark(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
-        arrays = packed_arrays(node.mark_get_id().get_name())
+        name = node.mark_get_id().get_name()
+        arrays = packed_arrays(name)
+        if arrays is None:
+            if parse_mark(name)[1] != PROMOTE:
+                return node
+            # always annotated, as below
+            try:
+                box = _instance_box(build, region)
+            except isl.Error:  # an exception must not leave the callback (isl aborts)
+                box = None
+            return node.set_annotation(isl.Id(box or ""))
         if not arrays:
             return node
         if not reads:
@@ -155,6 +165,57 @@ def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild) -> str 
         offsets.append(ast_expr_c(build.expr_from_pw_aff(lo)))
     return PACK_FIELD.join([array, ",".join(bounds), PACK_ITEM.join(sizes),
                             PACK_ITEM.join(offsets)])
+
+
+# A register tile's annotation (its promote mark): the box of the one statement's instances
+# under the mark, when those instances form exactly that box: where it is not empty, then per
+# statement iterator its smallest value, its extent (C expressions of the enclosing loops
+# and syms) and its largest extent. The expressions hold wherever the code at the mark runs:
+# they are printed knowing only the region, not the build's domain, whose gist they would
+# otherwise get (isl's guards around the mark may be weaker than that domain, leaving it to
+# empty inner loops to run nothing).
+
+
+def _instance_box(build: isl.AstBuild, region: isl.Set) -> str | None:
+    sched = build.get_schedule()
+    maps: list[isl.Map] = []
+    sched.reverse().foreach_map(maps.append)
+    if len(maps) != 1:
+        return None
+    space = build.get_schedule_space()
+    outer = space.dim(isl.dim_type.set)
+    names = [space.get_dim_id(isl.dim_type.set, d).get_name() for d in range(outer)]
+    inst = maps[0].flatten_domain()  # { [outer loops] -> S[i] }
+    if inst.dim(isl.dim_type.in_) != outer:
+        return None
+    first = inst.dim(isl.dim_type.param)
+    inst = inst.move_dims(isl.dim_type.param, first, isl.dim_type.in_, 0, outer)
+    for d, name in enumerate(names):
+        inst = inst.set_dim_name(isl.dim_type.param, first + d, name)
+    cells = inst.range()  # { S[i] }, the loops around as parameters
+    printer = isl.AstBuild.from_context(region.align_params(cells.get_space()))
+    one = isl.Val.one(cells.get_ctx())
+    dims = cells.dim(isl.dim_type.set)
+    box = isl.Set.universe(cells.get_space())
+    fields = [ast_expr_c(printer.expr_from_set(cells.params()))]
+    for d in range(dims):
+        lo, hi = cells.dim_min(d), cells.dim_max(d)
+        size = hi.sub(lo).add_constant_val(one)
+        top = size.max_val()
+        if not top.is_int():
+            return None
+        var = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(cells.get_space()),
+                                      isl.dim_type.set, d)
+        lo_on, hi_on = (x.add_dims(isl.dim_type.in_, dims)
+                        .set_tuple_id(isl.dim_type.in_, cells.get_tuple_id())
+                        for x in (lo, hi))
+        box = box.intersect(lo_on.le_set(var)).intersect(var.le_set(hi_on))
+        fields.append(PACK_ITEM.join([ast_expr_c(printer.expr_from_pw_aff(lo)),
+                                      ast_expr_c(printer.expr_from_pw_aff(size)),
+                                      str(top.to_python())]))
+    if not box.is_subset(cells):
+        return None
+    return PACK_FIELD.join(fields)
 
 
 def _local_flow(scop: Scop) -> isl.UnionMap:

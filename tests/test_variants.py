@@ -67,16 +67,20 @@ def test_matmul_partition_and_specialized_code() -> None:
     assert "c0 += 256" in tiled and "c2 += 48" in tiled and "#pragma omp simd" in tiled
     assert tiled.index("c1 += 256") < tiled.index("pd_pk") < tiled.index("c2 += 48")
     assert "pd_acc" in tiled  # accumulators promoted in full register tiles
+    assert "pd_nr" in tiled and "pd_nv" in tiled  # and in partial ones
     assert k.select(N=1, M=64, K=64).name == "N=1"
     assert k.select(N=96, M=512, K=256).name == "full"
     assert k.select(N=257, M=512, K=300).name == "tiled"
     assert k.select(N=5, M=512, K=128).name == "small"
 
 
-@pytest.mark.parametrize("shape", [(96, 512, 512), (48, 1024, 256), (100, 512, 300)])
+@pytest.mark.parametrize("shape", [(96, 512, 512), (48, 1024, 256), (100, 512, 300),
+                                   (49, 257, 256), (101, 289, 300), (53, 263, 513),
+                                   (95, 511, 257)])
 def test_matmul_packed_tiles_against_float64(shape) -> None:
-    """Full tiles read B from a padded local copy (power-of-two leading dimensions here);
-    partial tiles read it in place. Both against a float64 product."""
+    """Cache tiles read B from a padded local copy (power-of-two leading dimensions here);
+    partial register tiles (rows of N % 6, columns of M % 32) run as full ones over
+    clamped rows and the copy's zero-filled columns. Against a float64 product."""
     n, m, kk = shape
     k = pd.compile(load("matmul")[0])
     assert "pd_pk" in _variant_source(k, k.select(N=n, M=m, K=kk).name)

@@ -19,6 +19,7 @@ import islpy as isl
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP, ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
+from ..schedule.auto import REG_VECTOR_BYTES
 from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PROMOTE, RROW, RVEC, packed_arrays, parse_mark
 from ..scop.ir import (
@@ -121,6 +122,19 @@ PARALLEL_MIN_WORK = 32768
 
 
 @dataclass
+class _Padded:
+    """A partial register tile run as a full one (``CEmitter._padded_plan``)."""
+
+    stmt: Statement
+    args: dict[str, str]  # C values of the statement's iterators (rows, vector: set later)
+    lo: dict[str, str]  # the box: smallest value and extent of each iterator
+    size: dict[str, str]
+    rows: int
+    width: int
+    checks: list[str]  # run-time conditions (C): the box is not empty, reads stay in rows
+
+
+@dataclass
 class _LoopState:
     in_parallel: bool = False
     used_locals: set[str] = field(default_factory=set)
@@ -153,6 +167,8 @@ class CEmitter:
         self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
         self.pack_count = 0
         self.tile_count = 0
+        # while emitting a partial register tile as a full one
+        self.padded: _Padded | None = None
 
     def work_expr(self, names: Iterable[str]) -> str:
         """C expression: the largest bounding-box size of the named statements' domains."""
@@ -222,6 +238,8 @@ class CEmitter:
         """An array element: from the register tile's accumulators, a packed copy of the
         array, or the array itself."""
         if e.array in self.promoted:
+            if self.padded is not None:  # cells of the tile's box, rows and vector
+                return f"{self.promoted[e.array][0]}[pd_r][pd_v]"
             acc, row, vec, base_row, base_vec = self._promoted_ref(e)
             return f"{acc}[{row} - {base_row}][{vec} - {base_vec}]"
         if e.array in self.packed:
@@ -319,28 +337,32 @@ class CEmitter:
             if packed_arrays(n.mark_get_id().get_name()) is not None:
                 return self.pack(n, st)
             is_par, role = parse_mark(n.mark_get_id().get_name())
-            return self.marked(child, st, is_par, role)
+            return self.marked(child, st, is_par, role,
+                               _annotation(n) if role == PROMOTE else "")
         raise InternalError(f"unexpected isl AST node type {t}")
 
-    def marked(self, n: isl.AstNode, st: _LoopState, is_par: bool, role: str
+    def marked(self, n: isl.AstNode, st: _LoopState, is_par: bool, role: str, box: str = ""
                ) -> list[cgen.Generable]:
         """The code of a loop mark's subtree: the mark applies to the loops of its band, the
         for nodes reached through blocks and ifs (an isolated band is one loop for its full
-        tiles and others for the partial ones, side by side)."""
+        tiles and others for the partial ones, side by side). ``box``: a promote mark's
+        annotation (astgen), for the register tile's partial form."""
         t = n.get_type()
         if t == isl.ast_node_type.for_:
             if role == PROMOTE:
-                promoted = self.register_tile(n, st)
+                promoted = self.register_tile(n, st, box)
                 if promoted is not None:
                     return promoted
+            if role == RROW and self.padded is not None:
+                return self.padded_rows(st)
             return self.loop(n, st, parallel=is_par, role=role)
         if t == isl.ast_node_type.block:
             children = n.block_get_children()
             return [g for i in range(children.n_ast_node())
-                    for g in self.marked(children.get_at(i), st, is_par, role)]
+                    for g in self.marked(children.get_at(i), st, is_par, role, box)]
         if t == isl.ast_node_type.if_:
-            then = cgen.Block(self.marked(n.if_get_then_node(), st, is_par, role))
-            orelse = cgen.Block(self.marked(n.if_get_else_node(), st, is_par, role)) \
+            then = cgen.Block(self.marked(n.if_get_then_node(), st, is_par, role, box))
+            orelse = cgen.Block(self.marked(n.if_get_else_node(), st, is_par, role, box)) \
                 if n.if_has_else_node() else None
             return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
         return self.node(n, st)
@@ -398,19 +420,24 @@ class CEmitter:
         (vec,) = e.index[int(vec_dim)].vars()
         return acc, f"({row})", f"({vec})", base_row, base_vec
 
-    def register_tile(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable] | None:
-        """Around the reduction loop ``n`` of a full register tile: copy the target's rows x
-        vector footprint into a local array, accumulate there, copy it back. None when the
-        tile under ``n`` is partial (the plain loops then run)."""
-        row = _find_role_loop(n.for_get_body(), RROW)
-        vec = _find_role_loop(n.for_get_body(), RVEC)
+    def register_tile(self, n: isl.AstNode, st: _LoopState, box: str = ""
+                      ) -> list[cgen.Generable] | None:
+        """Around the reduction loop ``n`` of a register tile: copy the target's rows x
+        vector footprint into a local array, accumulate there, copy it back. A partial tile
+        runs as a full one over its instance box (``box``, see ``_padded_plan``) where that
+        is safe; otherwise (None) the plain loops run."""
+        body_node = n.for_get_body()
+        row = _find_role_loop(body_node, RROW, through_ifs=True)
+        vec = _find_role_loop(body_node, RVEC, through_ifs=True)
         if row is None or vec is None:
             return None
         extents = [_constant_trip(x) for x in (row, vec)]
-        if None in extents:
+        full = None not in extents and _find_role_loop(body_node, RROW) is not None and \
+            _find_role_loop(body_node, RVEC) is not None
+        if not full and (not box or _count_role_loops(body_node, RROW) != 1):
             return None
         row_it, vec_it = (x.for_get_iterator().get_id().get_name() for x in (row, vec))
-        users = _users(n.for_get_body(), self)
+        users = _users(body_node, self)
         stmts = [self.scop.statement(name) for name, _ in users]
         target = stmts[0].target
         if not isinstance(target, Load) or any(
@@ -429,43 +456,138 @@ class CEmitter:
                 vec_dim = d
         if row_dim is None or vec_dim is None or row_dim == vec_dim:
             return None
+        row_sub, vec_sub = target.index[row_dim], target.index[vec_dim]
+        if len(row_sub.vars()) != 1 or len(vec_sub.vars()) != 1:
+            return None
+        (row_var,), (vec_var,) = row_sub.vars(), vec_sub.vars()
+        padded = None
+        if not full:
+            padded = self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it)
+            if padded is None:
+                return None
         self.tile_count += 1
         k = self.tile_count
         acc = f"pd_acc{k}"
         ctype = C_TYPE[self.scop.array(target.array).dtype]
         # base iterator values: the statement's iterators with the tile's point loops at 0
+        # (a partial tile: at the smallest values of its box)
         bases = {v: f"pd_b{k}_{v}" for v in stmts[0].iters}
         decl = [cgen.Statement(f"int64_t {b}") for b in bases.values()]
         zero = [cgen.Statement(f"const int64_t {row_it} = 0"),
                 cgen.Statement(f"const int64_t {vec_it} = 0")]
-        assign = [cgen.Statement(f"{bases[v]} = {args[v]}") for v in stmts[0].iters
-                  if not _mentions_inner(args[v], n, row_it, vec_it)]
+        values = dict(args)
+        if padded is not None:
+            zero = []
+            values[row_var], values[vec_var] = padded.lo[row_var], padded.lo[vec_var]
+        assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
+                  if not _mentions_inner(values[v], n, row_it, vec_it)]
         if len(assign) != len(stmts[0].iters):
             # an iterator of the target depends on the reduction loops: no promotion
             tgt_vars = set().union(*(sub.vars() for sub in target.index))
-            assign = [cgen.Statement(f"{bases[v]} = {args[v]}") for v in stmts[0].iters
+            assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
                       if v in tgt_vars]
-            if any(_mentions_inner(args[v], n, row_it, vec_it) for v in tgt_vars):
+            if any(_mentions_inner(values[v], n, row_it, vec_it) for v in tgt_vars):
                 self.tile_count -= 1
                 return None
-        rows, width = extents
-        row_sub, vec_sub = target.index[row_dim], target.index[vec_dim]
-        (row_var,), (vec_var,) = row_sub.vars(), vec_sub.vars()
         env = {v: Aff.var(bases[v]) for v in bases}
         env[row_var] = Aff.var(bases[row_var]) + Aff.var("pd_r")
         env[vec_var] = Aff.var(bases[vec_var]) + Aff.var("pd_v")
-        cell = f"{target.array}[{self.flat_index(target.array, [i.subst(env) for i in target.index])}]"
-        copy_in = self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", rows, width)
-        copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", rows, width)
+        cell_index = self.flat_index(target.array, [i.subst(env) for i in target.index])
+        cell = f"{target.array}[{cell_index}]"
+        if padded is None:
+            rows, width = extents
+            copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", rows, width)]
+            copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", rows, width)
+        else:  # the accumulators of cells outside the box start at 0 and are dropped
+            rows, width = padded.rows, padded.width
+            nr, nv = f"pd_nr{k}", f"pd_nv{k}"
+            decl += [cgen.Statement(f"const int64_t {nr} = {padded.size[row_var]}"),
+                     cgen.Statement(f"const int64_t {nv} = {padded.size[vec_var]}")]
+            copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = 0", rows, width),
+                       self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", nr, nv)]
+            copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr, nv)
+            padded.args[row_var] = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
+            padded.args[vec_var] = f"{bases[vec_var]} + pd_v"
         self.promoted[target.array] = (acc, str(row_dim), str(vec_dim), bases[row_var],
                                        bases[vec_var])
+        self.padded = padded
         try:
             body = self.loop(n, st, parallel=False)
         finally:
             del self.promoted[target.array]
-        return [cgen.Block([*decl, cgen.Block([*zero, *assign]),
-                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
-                            copy_in, *body, copy_out])]
+            self.padded = None
+        tile = cgen.Block([*decl, cgen.Block([*zero, *assign]),
+                           cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
+                           *copy_in, *body, copy_out])
+        if padded is None or not padded.checks:
+            return [tile]
+        # where the box is empty, or where the vector's cells outside the box would read
+        # past the end of a packed row (a tile not aligned to the vector in the packed
+        # box), the plain loops run
+        cond = " && ".join(padded.checks)
+        return [cgen.If(cond, tile, cgen.Block(self.loop(n, st, parallel=False)))]
+
+    def _padded_plan(self, stmts: list[Statement], users: list[tuple[str, list[str]]],
+                     box: str, row_var: str, vec_var: str, row_it: str, vec_it: str
+                     ) -> _Padded | None:
+        """How a partial register tile runs as a full one. ``box`` (astgen) gives, per
+        iterator of the tile's one statement, its smallest value, its extent and its largest
+        extent, and says that the instances form that box: every cell of the target in it
+        takes the same reduction iterations. The tile then computes all rows x width cells:
+        a row outside the box reads the last row in it (its loads stay in bounds) and the
+        cells outside are never stored. Columns outside the box read past the box's end, so
+        a partial vector needs every load that moves along it to come from a packed buffer
+        (rows padded and zero-filled, see ``pack``), checked at run time to stay in its row.
+        None when that does not hold."""
+        if len(users) != 1:
+            return None
+        stmt, args = stmts[0], users[0][1]
+        where, *boxes = box.split(PACK_FIELD)
+        fields = [f.split(PACK_ITEM) for f in boxes]
+        if len(fields) != len(stmt.iters):
+            return None
+        lo, size, top = ({v: f[x] for v, f in zip(stmt.iters, fields, strict=True)}
+                         for x in range(3))
+        for sub, var in ((stmt.target.index[d], v) for d, v in
+                         _target_dims(stmt.target, row_var, vec_var)):
+            lin = sub.linear()
+            if lin is None or lin[0] != {var: 1}:
+                return None
+        # the rows the box can have; its width rounded up to whole 64-byte vectors
+        lanes = 64 // (8 if self.scop.array(stmt.target.array).dtype in ("f64", "i64") else 4)
+        rows, width = int(top[row_var]), -(-int(top[vec_var]) // lanes) * lanes
+        if rows * width > 4096:  # not a register tile
+            return None
+        inner = re.compile(rf"\b({row_it}|{vec_it})\b")
+        others = {v: a for v, a in zip(stmt.iters, args, strict=True)
+                  if v not in (row_var, vec_var)}
+        if any(inner.search(a) for a in others.values()):
+            return None
+        checks = [] if where == "1" else [where]
+        if size[vec_var] != str(width):  # a partial vector
+            for ref in stmt.value.walk():
+                if not isinstance(ref, Load) or ref.array == stmt.target.array or \
+                        not any(vec_var in sub.vars() for sub in ref.index):
+                    continue
+                if ref.array not in self.packed or vec_var in set().union(
+                        *(sub.vars() for sub in ref.index[:-1])) or \
+                        ref.index[-1].vars() != {vec_var}:
+                    return None
+                _, offsets, strides = self.packed[ref.array]
+                last = ref.index[-1].subst({vec_var: Aff.var(f"({lo[vec_var]} + {width - 1})")})
+                checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
+        return _Padded(stmt, dict(others), lo, size, rows, width, checks)
+
+    def padded_rows(self, st: _LoopState) -> list[cgen.Generable]:
+        """The rows x vector loops of a partial register tile run as a full one."""
+        padded = self.padded
+        st.used_locals |= self.stmt_locals[padded.stmt.name]
+        args = [padded.args[v] for v in padded.stmt.iters]
+        vec = cgen.For("int64_t pd_v = 0", f"pd_v < {padded.width}", "pd_v++",
+                       cgen.Block([self.statement(padded.stmt, args)]))
+        rows = cgen.For("int64_t pd_r = 0", f"pd_r < {padded.rows}", "pd_r++",
+                        cgen.Block([cgen.Pragma(self.simd_pragma), vec]))
+        return [cgen.Pragma("GCC unroll 16"), rows]
 
     def pack(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
         """Under a pack mark whose footprint boxes astgen annotated: copy each box into a
@@ -483,10 +605,14 @@ class CEmitter:
             sizes, offsets = sizes_text.split(PACK_ITEM), offsets_text.split(PACK_ITEM)
             arr = self.scop.array(array)
             elem = 4 if arr.dtype in ("f32", "i32") else 8
+            # rows: a whole number of register-tile vectors (a partial register tile reads
+            # them all), then 64 bytes more
+            vector = REG_VECTOR_BYTES // elem
+            row = -(-bounds[-1] // vector) * vector + 64 // elem if len(bounds) > 1 \
+                else bounds[-1]
             strides = [1] * len(bounds)
             for d in range(len(bounds) - 2, -1, -1):
-                strides[d] = strides[d + 1] * (bounds[d + 1] + (64 // elem if
-                                                                d == len(bounds) - 2 else 0))
+                strides[d] = strides[d + 1] * (row if d == len(bounds) - 2 else bounds[d + 1])
             total = strides[0] * bounds[0]
             if total * elem > PACK_MAX_BYTES:
                 continue
@@ -496,12 +622,17 @@ class CEmitter:
             src = self.flat_index(array, [Aff.var(f"({o})") + Aff.var(q)
                                           for o, q in zip(offsets, its, strict=True)])
             dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
-            copy: cgen.Generable = cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")
-            for d in range(len(sizes) - 1, -1, -1):
+            q = its[-1]
+            copy: cgen.Generable = cgen.Block([
+                cgen.Pragma("omp simd"),
+                cgen.For(f"int64_t {q} = 0", f"{q} < ({sizes[-1]})", f"{q}++",
+                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")])),
+                # the rest of the row is zeros: what a partial register tile reads there
+                cgen.For(f"int64_t {q} = {sizes[-1]}", f"{q} < {row}", f"{q}++",
+                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = 0")]))])
+            for d in range(len(sizes) - 2, -1, -1):
                 copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
                                 f"{its[d]}++", cgen.Block([copy]))
-                if d == len(sizes) - 1:
-                    copy = cgen.Block([cgen.Pragma("omp simd"), copy])
             decls += [cgen.Statement(f"{C_TYPE[arr.dtype]} {buf}[{total}] "
                                      "__attribute__((aligned(64)))"), copy]
             self.packed[array] = (buf, offsets, strides)
@@ -511,7 +642,7 @@ class CEmitter:
             self.packed = saved
         return [cgen.Block([*decls, *body])]
 
-    def _tile_copy(self, assignment: str, rows: int, width: int) -> cgen.Generable:
+    def _tile_copy(self, assignment: str, rows: int | str, width: int | str) -> cgen.Generable:
         inner = cgen.For("int64_t pd_v = 0", f"pd_v < {width}", "pd_v++",
                          cgen.Block([cgen.Statement(assignment)]))
         return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
@@ -730,23 +861,44 @@ def _annotation(n: isl.AstNode) -> str:
     return ann.get_name() if ann is not None else ""
 
 
-def _find_role_loop(n: isl.AstNode, role: str) -> isl.AstNode | None:
-    """The for node under a mark with ``role`` in the subtree ``n`` (first found)."""
+def _role_loops(n: isl.AstNode, role: str, through_ifs: bool) -> list[isl.AstNode | None]:
+    """The nodes under marks with ``role`` in the subtree ``n`` (None where such a mark's
+    child is not a for node), looking into ifs only when ``through_ifs``."""
     t = n.get_type()
     if t == isl.ast_node_type.mark:
         if parse_mark(n.mark_get_id().get_name())[1] == role:
             child = n.mark_get_node()
-            return child if child.get_type() == isl.ast_node_type.for_ else None
-        return _find_role_loop(n.mark_get_node(), role)
+            return [child if child.get_type() == isl.ast_node_type.for_ else None]
+        return _role_loops(n.mark_get_node(), role, through_ifs)
     if t == isl.ast_node_type.for_:
-        return _find_role_loop(n.for_get_body(), role)
+        return _role_loops(n.for_get_body(), role, through_ifs)
     if t == isl.ast_node_type.block:
         ch = n.block_get_children()
-        for i in range(ch.n_ast_node()):
-            hit = _find_role_loop(ch.get_at(i), role)
-            if hit is not None:
-                return hit
-    return None
+        return [x for i in range(ch.n_ast_node())
+                for x in _role_loops(ch.get_at(i), role, through_ifs)]
+    if t == isl.ast_node_type.if_ and through_ifs:
+        out = _role_loops(n.if_get_then_node(), role, through_ifs)
+        if n.if_has_else_node():
+            out += _role_loops(n.if_get_else_node(), role, through_ifs)
+        return out
+    return []
+
+
+def _find_role_loop(n: isl.AstNode, role: str, through_ifs: bool = False
+                    ) -> isl.AstNode | None:
+    """The for node under the first mark with ``role`` in the subtree ``n``."""
+    found = _role_loops(n, role, through_ifs)
+    return found[0] if found else None
+
+
+def _count_role_loops(n: isl.AstNode, role: str) -> int:
+    return len(_role_loops(n, role, through_ifs=True))
+
+
+def _target_dims(target: Load, row_var: str, vec_var: str) -> list[tuple[int, str]]:
+    """``(subscript position, iterator)`` of the target's row and vector subscripts."""
+    return [(d, v) for d, sub in enumerate(target.index) for v in (row_var, vec_var)
+            if v in sub.vars()]
 
 
 def _constant_trip(n: isl.AstNode) -> int | None:
