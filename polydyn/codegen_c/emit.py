@@ -90,6 +90,12 @@ PRELUDE = r"""#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+static inline int64_t pd_threads(void) { return omp_get_max_threads(); }
+#else
+static inline int64_t pd_threads(void) { return 1; }
+#endif
 #if defined(__GLIBC__) && defined(__x86_64__) && defined(PD_LIBMVEC)
 /* glibc's vector math library (libmvec) has SIMD variants of these: declaring them lets the
    vectorizer call them in simd loops (<= 4 ulp, as glibc documents) */
@@ -138,6 +144,9 @@ class _Padded:
 class _LoopState:
     in_parallel: bool = False
     used_locals: set[str] = field(default_factory=set)
+    # trip counts (C) of the enclosing loops that take the threads when they have as many
+    # iterations as there are threads; a parallel loop inside takes them otherwise
+    threads: tuple[str, ...] = ()
 
 
 class CEmitter:
@@ -376,7 +385,11 @@ class CEmitter:
             return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
         cond = _strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
         inc = self.ast_expr(n.for_get_inc())
-        inner = _LoopState(st.in_parallel or parallel)
+        trips = _trip_count(n, init, inc, self)
+        takes = parallel and trips is not None and _has_loop(n.for_get_body()) and \
+            (not st.in_parallel or bool(st.threads))
+        inner = _LoopState(st.in_parallel or parallel,
+                           threads=(*st.threads, trips) if takes else st.threads)
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
         loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
@@ -408,7 +421,7 @@ class CEmitter:
         if reductions and innermost and self._unit_stride(n, it):
             clauses = " ".join(f"reduction({op}:{name})" for op, name in parse_reduce_role(kind))
             return [cgen.Pragma(f"{self.simd_pragma}{clause} {clauses}"), loop]
-        pragma = self.loop_pragma(n, it, parallel, st.in_parallel, owned)
+        pragma = self.loop_pragma(n, it, parallel, st, owned, trips)
         return [cgen.Pragma(pragma), loop] if pragma else [loop]
 
     # --- register tiles --------------------------------------------------------------------
@@ -648,15 +661,22 @@ class CEmitter:
         return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
                         cgen.Block([cgen.Pragma("omp simd"), inner]))
 
-    def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, in_parallel: bool,
-                    used_locals: set[str]) -> str | None:
+    def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, st: _LoopState,
+                    used_locals: set[str], trips: str | None = None) -> str | None:
+        """Threads for the outermost parallel loop that has at least as many iterations as
+        there are threads (a run-time test along the enclosing parallel loops: one row
+        tile of a skinny matmul leaves the threads to its column tiles), SIMD for an
+        innermost stride-1 one."""
         if not parallel:
             return None
+        in_parallel = st.in_parallel
         private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
-        threads = (f"{self.parallel_pragma}{private} if("
-                   f"{self.work_expr(name for name, _ in _users(n, self))} >= "
-                   f"{PARALLEL_MIN_WORK})")
-        if not in_parallel and _has_loop(n.for_get_body()):
+        when = [f"{self.work_expr(name for name, _ in _users(n, self))} >= {PARALLEL_MIN_WORK}"]
+        if trips is not None and _has_loop(n.for_get_body()):
+            when += [f"{trips} >= pd_threads()", *(f"{t} < pd_threads()" for t in st.threads)]
+        threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
+        if _has_loop(n.for_get_body()) and (
+                not in_parallel or (st.threads and trips is not None)):
             return threads
         if not _has_loop(n.for_get_body()):
             if self._unit_stride(n, it):
@@ -899,6 +919,18 @@ def _target_dims(target: Load, row_var: str, vec_var: str) -> list[tuple[int, st
     """``(subscript position, iterator)`` of the target's row and vector subscripts."""
     return [(d, v) for d, sub in enumerate(target.index) for v in (row_var, vec_var)
             if v in sub.vars()]
+
+
+def _trip_count(n: isl.AstNode, init: str, inc: str, em: CEmitter) -> str | None:
+    """The iterations of ``for (c = init; c < ub or c <= ub; c += inc)`` as C, else None."""
+    cond = n.for_get_cond()
+    if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2 or \
+            cond.get_op_type() not in (_T.lt, _T.le):
+        return None
+    ub = em.ast_expr(cond.get_op_arg(1))
+    if cond.get_op_type() == _T.le:
+        return f"((({ub}) - ({init})) / ({inc}) + 1)"
+    return f"((({ub}) - ({init}) + ({inc}) - 1) / ({inc}))"
 
 
 def _constant_trip(n: isl.AstNode) -> int | None:

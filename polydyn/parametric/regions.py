@@ -109,8 +109,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None
     - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
     - ``full``: every tiled loop at least one tile long and a multiple of its tile size,
       starting at 0: no partial tiles, so no min/max in any bound;
-    - ``tiled``: every tiled loop at least one tile long (full tiles isolated);
-    - ``small``: some tiled loop shorter than its tile: plain loops (not for deep bands,
+    - ``tiled``: every tiled loop at least one tile long (full tiles isolated), or as long
+      as its ``min_extents`` (a packed band's vector loop: three register vectors);
+    - ``small``: some tiled loop shorter than that: plain loops (not for deep bands,
       conv's: there the tiled code is faster at every size measured);
     - ``generic``: the whole context, tiled with guards (closes the cover; also what a
       forced-generic benchmark runs).
@@ -123,9 +124,10 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None
         for tiling in plan:
             extents = member_extents(base, tiling)
             starts = member_starts(base, tiling)
-            for ext, start, size in zip(extents, starts, tiling.sizes):
+            least = tiling.min_extents or tiling.sizes
+            for ext, start, size, low in zip(extents, starts, tiling.sizes, least, strict=True):
                 big = big.intersect(ext.ge_set(isl.PwAff.val_on_domain(
-                    ext.domain(), isl.Val.int_from_si(ext.get_ctx(), size))))
+                    ext.domain(), isl.Val.int_from_si(ext.get_ctx(), low))))
                 divisible = divisible.intersect(ext.mod_val(
                     isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
                 divisible = divisible.intersect(start.zero_set())
