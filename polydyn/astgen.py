@@ -97,7 +97,7 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
                 return node
             # always annotated, as below
             try:
-                box = _instance_box(build, region)
+                box = _instance_box(build, region, scop)
             except isl.Error:  # an exception must not leave the callback (isl aborts)
                 box = None
             return node.set_annotation(isl.Id(box or ""))
@@ -170,13 +170,14 @@ def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild) -> str 
 # A register tile's annotation (its promote mark): the box of the one statement's instances
 # under the mark, when those instances form exactly that box: where it is not empty, then per
 # statement iterator its smallest value, its extent (C expressions of the enclosing loops
-# and syms) and its largest extent. The expressions hold wherever the code at the mark runs:
-# they are printed knowing only the region, not the build's domain, whose gist they would
-# otherwise get (isl's guards around the mark may be weaker than that domain, leaving it to
-# empty inner loops to run nothing).
+# and syms) and its largest extent ("" if unbounded), and for the vector iterator (the target's last
+# subscript) how far down it can move (``_room_below``, "" if not). The expressions hold
+# wherever the code at the mark runs: they are printed knowing only the region, not the
+# build's domain, whose gist they would otherwise get (isl's guards around the mark may be
+# weaker than that domain, leaving it to empty inner loops to run nothing).
 
 
-def _instance_box(build: isl.AstBuild, region: isl.Set) -> str | None:
+def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> str | None:
     sched = build.get_schedule()
     maps: list[isl.Map] = []
     sched.reverse().foreach_map(maps.append)
@@ -198,24 +199,65 @@ def _instance_box(build: isl.AstBuild, region: isl.Set) -> str | None:
     dims = cells.dim(isl.dim_type.set)
     box = isl.Set.universe(cells.get_space())
     fields = [ast_expr_c(printer.expr_from_set(cells.params()))]
+    bounds: list[tuple[isl.Set, isl.Set]] = []
     for d in range(dims):
         lo, hi = cells.dim_min(d), cells.dim_max(d)
         size = hi.sub(lo).add_constant_val(one)
-        top = size.max_val()
-        if not top.is_int():
-            return None
+        top = size.max_val()  # unbounded (a reduction over a sym): "" below
         var = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(cells.get_space()),
                                       isl.dim_type.set, d)
         lo_on, hi_on = (x.add_dims(isl.dim_type.in_, dims)
                         .set_tuple_id(isl.dim_type.in_, cells.get_tuple_id())
                         for x in (lo, hi))
-        box = box.intersect(lo_on.le_set(var)).intersect(var.le_set(hi_on))
-        fields.append(PACK_ITEM.join([ast_expr_c(printer.expr_from_pw_aff(lo)),
-                                      ast_expr_c(printer.expr_from_pw_aff(size)),
-                                      str(top.to_python())]))
+        bounds.append((lo_on.le_set(var), var.le_set(hi_on)))
+        box = box.intersect(bounds[-1][0]).intersect(bounds[-1][1])
+        fields.append([ast_expr_c(printer.expr_from_pw_aff(lo)),
+                       ast_expr_c(printer.expr_from_pw_aff(size)),
+                       str(top.to_python()) if top.is_int() else ""])
     if not box.is_subset(cells):
         return None
-    return PACK_FIELD.join(fields)
+    vec = _vector_iterator(scop, cells.get_tuple_name())
+    if vec is not None:
+        fields[1 + vec].append(_room_below(scop, cells, bounds, vec, region, printer) or "")
+    return PACK_FIELD.join(f if isinstance(f, str) else PACK_ITEM.join(f) for f in fields)
+
+
+def _vector_iterator(scop: Scop, name: str) -> int | None:
+    """The position of the iterator in a statement's last target subscript, if single."""
+    stmt = scop.statement(name)
+    index = getattr(stmt.target, "index", ())
+    if not index or len(index[-1].vars()) != 1:
+        return None
+    (var,) = index[-1].vars()
+    return stmt.iters.index(var) if var in stmt.iters else None
+
+
+def _room_below(scop: Scop, cells: isl.Set, bounds: list[tuple[isl.Set, isl.Set]], d: int,
+                region: isl.Set, printer: isl.AstBuild) -> str | None:
+    """How far the box's iterator ``d`` can move down inside the statement's domain, the
+    other iterators staying in the box: the smallest value of ``d`` such that every point
+    from it to the box's top is an instance (C), when that holds for a whole interval. A
+    register tile whose vector is partial can then run as a full one ending at the box's
+    top, over instances only (the emitter stores the box's cells alone)."""
+    domains: list[isl.Set] = []
+    scop.domain().foreach_set(domains.append)
+    domain = next((x for x in domains if x.get_tuple_name() == cells.get_tuple_name()), None)
+    if domain is None:
+        return None
+    domain = domain.intersect_params(region).align_params(cells.get_space())
+    free = isl.Set.universe(cells.get_space()).intersect(bounds[d][1])
+    for e, (low, high) in enumerate(bounds):
+        if e != d:
+            free = free.intersect(low).intersect(high)
+    reach = domain.intersect(free)
+    least = reach.dim_min(d)
+    var = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(cells.get_space()),
+                                  isl.dim_type.set, d)
+    least_on = least.add_dims(isl.dim_type.in_, cells.dim(isl.dim_type.set)) \
+        .set_tuple_id(isl.dim_type.in_, cells.get_tuple_id())
+    if not free.intersect(least_on.le_set(var)).is_subset(domain):
+        return None
+    return ast_expr_c(printer.expr_from_pw_aff(least))
 
 
 def _local_flow(scop: Scop) -> isl.UnionMap:

@@ -62,6 +62,9 @@ def test_matmul_partition_and_specialized_code() -> None:
     assert "pd_min" not in bounds and "pd_max" not in bounds, bounds
     n1 = _variant_source(k, "N=1")
     assert "const int64_t i = 0;" in n1  # the loop over N is gone
+    # strips of B's columns for the threads, the reduction over k inside each strip
+    strips = n1.index("#pragma omp parallel for")
+    assert strips < n1.index("pd_c2 < K") < n1.index("#pragma omp simd", strips)
     tiled = _variant_source(k, "tiled")
     # tile loops j, k (256) outside the row tiles (48), B's tile packed between them
     assert "c0 += 256" in tiled and "c2 += 48" in tiled and "#pragma omp simd" in tiled
@@ -75,6 +78,18 @@ def test_matmul_partition_and_specialized_code() -> None:
     # run tiled; narrow rows of B (under three register vectors) do not
     assert k.select(N=5, M=512, K=128).name == "tiled"
     assert k.select(N=500, M=64, K=500).name == "small"
+
+
+@pytest.mark.parametrize("m", [1, 511, 512, 513, 1031])
+def test_matmul_row_vector_strips(m) -> None:
+    """N = 1: strips of 512 columns (a full one, a partial one, both) against float64."""
+    k = pd.compile(load("matmul")[0])
+    rng = np.random.default_rng(m)
+    A = rng.standard_normal((1, 37)).astype(np.float32)
+    B = rng.standard_normal((37, m)).astype(np.float32)
+    got = k.run_variant("N=1", A, B)
+    np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
+                               rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", [(96, 512, 512), (48, 1024, 256), (100, 512, 300),

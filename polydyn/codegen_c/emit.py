@@ -138,6 +138,7 @@ class _Padded:
     rows: int
     width: int
     checks: list[str]  # run-time conditions (C): the box is not empty, reads stay in rows
+    shift: bool = False  # the vector ends at the box's top (it starts below the box)
 
 
 @dataclass
@@ -492,6 +493,9 @@ class CEmitter:
         if padded is not None:
             zero = []
             values[row_var], values[vec_var] = padded.lo[row_var], padded.lo[vec_var]
+            if padded.shift:
+                values[vec_var] = \
+                    f"({padded.lo[vec_var]}) + ({padded.size[vec_var]}) - {padded.width}"
         assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
                   if not _mentions_inner(values[v], n, row_it, vec_it)]
         if len(assign) != len(stmts[0].iters):
@@ -516,9 +520,14 @@ class CEmitter:
             nr, nv = f"pd_nr{k}", f"pd_nv{k}"
             decl += [cgen.Statement(f"const int64_t {nr} = {padded.size[row_var]}"),
                      cgen.Statement(f"const int64_t {nv} = {padded.size[vec_var]}")]
+            # the box's cells: the first nv of the vector, or its last nv when it ends at the
+            # box's top (the cells below are other tiles': neither read nor written)
+            first = f"{width} - {nv}" if padded.shift else 0
             copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = 0", rows, width),
-                       self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", nr, nv)]
-            copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr, nv)
+                       self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", nr, nv if not
+                                       padded.shift else width, first)]
+            copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr,
+                                       nv if not padded.shift else width, first)
             padded.args[row_var] = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
             padded.args[vec_var] = f"{bases[vec_var]} + pd_v"
         self.promoted[target.array] = (acc, str(row_dim), str(vec_dim), bases[row_var],
@@ -561,6 +570,7 @@ class CEmitter:
             return None
         lo, size, top = ({v: f[x] for v, f in zip(stmt.iters, fields, strict=True)}
                          for x in range(3))
+        room = fields[stmt.iters.index(vec_var)][3:] or [""]
         for sub, var in ((stmt.target.index[d], v) for d, v in
                          _target_dims(stmt.target, row_var, vec_var)):
             lin = sub.linear()
@@ -568,6 +578,8 @@ class CEmitter:
                 return None
         # the rows the box can have; its width rounded up to whole 64-byte vectors
         lanes = 64 // (8 if self.scop.array(stmt.target.array).dtype in ("f64", "i64") else 4)
+        if not top[row_var] or not top[vec_var]:  # unbounded
+            return None
         rows, width = int(top[row_var]), -(-int(top[vec_var]) // lanes) * lanes
         if rows * width > 4096:  # not a register tile
             return None
@@ -577,19 +589,25 @@ class CEmitter:
         if any(inner.search(a) for a in others.values()):
             return None
         checks = [] if where == "1" else [where]
+        shift = False
         if size[vec_var] != str(width):  # a partial vector
-            for ref in stmt.value.walk():
-                if not isinstance(ref, Load) or ref.array == stmt.target.array or \
-                        not any(vec_var in sub.vars() for sub in ref.index):
-                    continue
-                if ref.array not in self.packed or vec_var in set().union(
-                        *(sub.vars() for sub in ref.index[:-1])) or \
-                        ref.index[-1].vars() != {vec_var}:
-                    return None
-                _, offsets, strides = self.packed[ref.array]
-                last = ref.index[-1].subst({vec_var: Aff.var(f"({lo[vec_var]} + {width - 1})")})
-                checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
-        return _Padded(stmt, dict(others), lo, size, rows, width, checks)
+            moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
+                      ref.array != stmt.target.array and
+                      any(vec_var in sub.vars() for sub in ref.index)]
+            if all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
+                   vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
+                   for ref in moving):
+                for ref in moving:
+                    _, offsets, strides = self.packed[ref.array]
+                    top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
+                    last = ref.index[-1].subst({vec_var: top_cell})
+                    checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
+            elif room[0]:  # the tile moved down to end at the box's top, over instances
+                shift = True
+                checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room[0]})")
+            else:
+                return None
+        return _Padded(stmt, dict(others), lo, size, rows, width, checks, shift)
 
     def padded_rows(self, st: _LoopState) -> list[cgen.Generable]:
         """The rows x vector loops of a partial register tile run as a full one."""
@@ -655,8 +673,9 @@ class CEmitter:
             self.packed = saved
         return [cgen.Block([*decls, *body])]
 
-    def _tile_copy(self, assignment: str, rows: int | str, width: int | str) -> cgen.Generable:
-        inner = cgen.For("int64_t pd_v = 0", f"pd_v < {width}", "pd_v++",
+    def _tile_copy(self, assignment: str, rows: int | str, width: int | str,
+                   first: int | str = 0) -> cgen.Generable:
+        inner = cgen.For(f"int64_t pd_v = {first}", f"pd_v < {width}", "pd_v++",
                          cgen.Block([cgen.Statement(assignment)]))
         return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
                         cgen.Block([cgen.Pragma("omp simd"), inner]))

@@ -558,13 +558,42 @@ def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, v
 def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None
                       ) -> isl.Schedule:
     """Untiled variants: the same inner-loop choice on each outermost band, and register
-    tiles where a reduction allows them."""
+    tiles where a reduction allows them, else vector strips for the threads."""
     for node in outermost_bands(schedule):
         path = node_path(node)
-        node = _permute_point_band(node_at(schedule, path), scop)
-        node = register_tile(node, scop, deps, vector_outer=True)
+        point = _permute_point_band(node_at(schedule, path), scop)
+        node = register_tile(point, scop, deps, vector_outer=True)
+        if node is point:
+            node = strip_mine_vector(point, scop)
         schedule = node.get_schedule()
     return schedule
+
+
+# Columns per strip of a vector loop that only reductions enclose (a row vector times a
+# matrix): 8 vectors of 64 bytes, 4 strips of a 1024-wide f32 row for the threads.
+VECTOR_STRIP_BYTES = 2048
+
+
+def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
+    """A permutable band whose only parallel member is its innermost, stride-1 one, under
+    reductions (``C[0, j] += A[0, k] * B[k, j]``): strips of that member become the outer
+    loop (parallel: threads), the reductions run inside a strip, the vector loop innermost.
+    Returns the band's place."""
+    n = node.band_n_member()
+    if n < 2 or not node.band_get_permutable():
+        return node
+    deps_of = member_dependence(node, scop)
+    constant = _constant_members(deps_of, n)
+    live = [k for k in range(n) if not constant[k]]
+    coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
+    if len(live) < 2 or not coincident[live[-1]] or any(coincident[k] for k in live[:-1]) \
+            or not _stride_one(scop, deps_of, live[-1]):
+        return node
+    vec = live[-1]
+    node = _reorder_band(node, [vec, *(k for k in range(n) if k != vec)])
+    elem = 8 if any(a.dtype in ("f64", "i64") for a in scop.arrays if a.is_tensor) else 4
+    # the strips' loop, then the reductions (tiles of 1), over the strip's points
+    return tile_band(node, [VECTOR_STRIP_BYTES // elem] + [1] * (n - 1))
 
 
 def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.Schedule:
