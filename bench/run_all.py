@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = json.loads((out / "suite.json").read_text())
         rel = os.path.relpath(out.resolve(), results_md.resolve().parent)
         source = os.path.relpath(out.resolve(), ROOT)
-        text = render(doc, rel, source)
+        gaps = HERE / "GAPS.md"  # by hand: what limits the targets not met
+        text = render(doc, rel, source, gaps.read_text() if gaps.is_file() else "")
         opencl = HERE / "results-opencl" / "suite.md"
         if opencl.is_file():  # the OpenCL run (PoCL here, a GPU where one is lent)
             text += OPENCL_SECTION + opencl.read_text()

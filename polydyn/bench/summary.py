@@ -125,9 +125,10 @@ def _median(xs: list[float]) -> float:
 
 
 def render(doc: dict[str, Any], results_dir: str = "results",
-           source: str = "bench/results") -> str:
+           source: str = "bench/results", gaps: str = "") -> str:
     """The whole RESULTS.md text; PNG links are relative to ``results_dir``; ``source`` names
-    the results directory in the text."""
+    the results directory in the text; ``gaps`` (markdown, written by hand from measured
+    figures) follows the speed targets: what limits the ones not met."""
     busy = [r.get("busy") or 0.0 for s in doc["sweeps"] for r in s["rows"]]
     mode = doc.get("mode", "full")
     out = ["# polydyn benchmark results", "",
@@ -142,6 +143,8 @@ def render(doc: dict[str, Any], results_dir: str = "results",
            f"{doc.get('settings', {}).get('quiet', 0):g} s for idle CPUs).", ""]
     if mode == "full":
         out += ["## Speed targets (issue 4)", "", *bar_lines(doc), ""]
+        if gaps:
+            out += [gaps.rstrip(), ""]
     gen = generic_lines(doc)
     if gen:
         out += ["## Where specialization pays (issue 3)", "",
