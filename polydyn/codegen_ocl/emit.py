@@ -193,8 +193,9 @@ class OpenCLEmitter(CEmitter):
             if stride and stride != "1":
                 index.append(f"const int64_t pd_e{j} = ({rest}) / ({stride})")
                 rest = f"({rest}) % ({stride})"
-            else:
+            else:  # the dimensions after this one have extent 1
                 index.append(f"const int64_t pd_e{j} = {rest}")
+                rest = "0"
         inside = " && ".join(f"pd_e{j} < pd_n{j}" for j in range(rank))
         flat = ""
         for j in range(rank):

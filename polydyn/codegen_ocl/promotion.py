@@ -243,7 +243,10 @@ def _box(array: str, itemsize: int, fp: isl.Map, kctx: isl.Set, rank: int,
     for j in range(rank):
         first, last = fp.dim_min(j), fp.dim_max(j)
         extent = last.sub(first).add_constant_val(isl.Val.one(fp.get_ctx()))
-        most = extent.max_val()
+        try:
+            most = extent.max_val()
+        except isl.Error:  # a quasi-affine extent (isl_pw_aff_max_val wants affine pieces)
+            return None
         if most.is_int():
             sizes.append(int(most.to_python()))
             size_c.append(None)

@@ -313,7 +313,11 @@ def _tile(schedule: isl.Schedule, scop: Scop, sizes: tuple[tuple[str, int], ...]
                       f"[({v if v in scop.statement(n).iters else 0})]" for n in sorted(stmts)]
             members.append(f"{{ {'; '.join(pieces)} }}")
         mupa = isl.MultiUnionPwAff(f"{scop.param_space_text()} -> [{', '.join(members)}]")
-        inner = [p for v in names[1:] for p in _bands_named(top.get_schedule(), scop, v)
+        # an earlier tile below (its full tiles isolated: options anchored on the loops
+        # around) would stop isl from deleting the bands above it: it keeps its tiles,
+        # generated without the separation
+        schedule = top.map_descendant_bottom_up(_without_build_options).get_schedule()
+        inner = [p for v in names[1:] for p in _bands_named(schedule, scop, v)
                  if p[:len(path)] == path]
         for p in sorted(inner, key=len, reverse=True):
             schedule = _node(schedule, p).delete().get_schedule()
@@ -321,6 +325,13 @@ def _tile(schedule: isl.Schedule, scop: Scop, sizes: tuple[tuple[str, int], ...]
         node = tile_band(node.band_set_permutable(1), [s for _, s in sizes], isolate=True)
         schedule = node.get_schedule()
     return schedule
+
+
+def _without_build_options(node: isl.ScheduleNode) -> isl.ScheduleNode:
+    if node.get_type() != isl.schedule_node_type.band:
+        return node
+    return node.band_set_ast_build_options(isl.UnionSet.empty(
+        node.band_get_ast_build_options().get_space()))
 
 
 def apply_recipe(scop: Scop, deps: Deps, region: isl.Set, recipe: Schedule) -> isl.Schedule:
