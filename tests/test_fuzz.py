@@ -1,9 +1,14 @@
 """Fuzzing (issue 8).
 
-- A bounded, fixed-seed differential fuzz: random operators (tests/fuzz/generator.py), every
-  variant compared with the reference interpreter at points of its region; the larger budget
-  runs under ``-m slow``. ``python -m tests.fuzz --n 5000 --seed S`` is the long run.
-- The shrunk regressions in tests/fuzz/regressions/ (one operator per file).
+- A bounded, fixed-seed differential fuzz: random operators (tests/fuzz/generator.py) on
+  every available target, under the automatic schedule and random directive recipes
+  (tests/fuzz/schedules.py), every variant compared with the reference interpreter at points
+  of its region; the larger budget runs under ``-m slow``. ``python -m tests.fuzz --n 5000
+  --seed S`` is the long run.
+- The recipe generator itself: reproducible, naming only the operator's loops; a recipe
+  naming an unknown loop is refused with the loops that exist.
+- The shrunk regressions in tests/fuzz/regressions/ (one operator per file, with the target
+  and recipe it failed under).
 - The frontend fuzz: mutated bundled kernels and random sources either define and compile,
   or raise a ``PolydynError``; never another exception from inside polydyn.
 """
@@ -11,6 +16,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import signal
 import sys
 import traceback
@@ -20,48 +26,65 @@ from pathlib import Path
 import pytest
 
 from polydyn.errors import CompileError, FrontendError, PolydynError
+from polydyn.runtime.opencl import opencl_available
 from tests.fuzz import mutate
-from tests.fuzz.__main__ import fuzz, make_task, op_seed, summary_line
+from tests.fuzz.__main__ import describe_unit, fuzz, make_task, op_seed, summary_line
 from tests.fuzz.generator import generate, render
 from tests.fuzz.known import known_compile_error, known_frontend_bug
-from tests.fuzz.runner import check_operator, load_operator
-from tests.fuzz.shrink import candidates, failing_points, substitute
+from tests.fuzz.runner import Pool, check_operator, compile_unit, load_operator, run_unit
+from tests.fuzz.schedules import (
+    DIRECTIVE_KINDS,
+    all_loops,
+    draw_recipe,
+    draw_recipes,
+    informative,
+    loop_tree,
+    named_loops,
+    restrict,
+)
+from tests.fuzz.shrink import candidates, failing_points, fit_unit, substitute, unit_edits
 
 ROOT = Path(__file__).resolve().parents[1]
 POLYDYN = ROOT / "polydyn"
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
 
-# The CI budget: CI_N operators of seed CI_SEED take about two minutes on 2 cores (measured:
-# see tests/fuzz/README.md); SLOW_N more under -m slow.
-CI_N, CI_SEED = 60, 8
-SLOW_N, SLOW_SEED = 200, 9
+# The CI budget (measured: see tests/fuzz/README.md): CI_N operators of seed CI_SEED, on
+# every available target, with CI_SCHEDULES random recipe each (on OpenCL for one operator in
+# four), take 75-90 s on 2 cores; SLOW_N more, with SLOW_SCHEDULES, under -m slow.
+CI_N, CI_SEED, CI_SCHEDULES = 40, 8, 1
+SLOW_N, SLOW_SEED, SLOW_SCHEDULES = 200, 9, 2
 
 
 def _report(summary: dict) -> str:
     lines = [summary_line(summary)]
     for f in summary["failures"]:
         known = f" (known: {f['known']})" if f["known"] else ""
-        lines.append(f"  {f['name']} [{f['status']}]{known}: {f['message'][:600]}")
-    lines.append("reproduce one with: python -m tests.fuzz --one <OPSEED> (the digits of the name)")
+        lines.append(f"  {f['name']} [{f['status']}]{known} {describe_unit(f)}: "
+                     f"{f['message'][:600]}")
+    lines.append("reproduce one with: python -m tests.fuzz --one <OPSEED> --schedules "
+                 f"{summary['schedules']} (OPSEED: the digits of the name)")
     return "\n".join(lines)
 
 
-def _run_fuzz(n: int, seed: int) -> None:
-    summary = fuzz(n, seed, jobs=2, timeout=600, log=lambda *_: None)
+def _run_fuzz(n: int, seed: int, schedules: int) -> None:
+    summary = fuzz(n, seed, jobs=2, timeout=600, schedules=schedules, log=lambda *_: None)
     print(_report(summary))
     # open bugs listed in tests/fuzz/known.py are reported, not failed on
     assert summary["unknown"] == 0, _report(summary)
     # refusals are generator defects: keep them rare
     assert summary["refused"] <= max(2, n // 50), summary["refusal_reasons"]
+    # the recipes are exercised: some are accepted and checked, not all refused
+    assert sum(c.get("pass", 0) for k, c in summary["units"].items()
+               if k.endswith("/recipe")) >= n // 4, summary["units"]
 
 
 def test_fuzz_fixed_seed() -> None:
-    _run_fuzz(CI_N, CI_SEED)
+    _run_fuzz(CI_N, CI_SEED, CI_SCHEDULES)
 
 
 @pytest.mark.slow
 def test_fuzz_fixed_seed_200() -> None:
-    _run_fuzz(SLOW_N, SLOW_SEED)
+    _run_fuzz(SLOW_N, SLOW_SEED, SLOW_SCHEDULES)
 
 
 # ------------------------------------------------------------------------------------------
@@ -106,6 +129,103 @@ def test_shrink_edits() -> None:
 
 
 # ------------------------------------------------------------------------------------------
+# Random recipes (tests/fuzz/schedules.py)
+
+
+def _operators(seed: int, count: int, tmp: Path) -> list:
+    """The first ``count`` generated operators of ``seed`` that have loops, defined."""
+    ops = []
+    for i in range(200):
+        task = make_task(op_seed(seed, i))
+        op = load_operator(task["source"], task["name"], tmp)
+        if all_loops(loop_tree(op.scop)):
+            ops.append(op)
+        if len(ops) == count:
+            return ops
+    raise AssertionError(f"fewer than {count} operators with loops")
+
+
+def test_recipes_are_reproducible_and_name_existing_loops(tmp_path: Path) -> None:
+    """The same seed draws the same recipes; every directive names loops of the operator;
+    1-4 directives; over a few dozen operators every directive kind shows up."""
+    import random
+
+    kinds: set[str] = set()
+    for k, op in enumerate(_operators(21, 40, tmp_path)):
+        loops = {lp.var for lp in all_loops(loop_tree(op.scop))}
+        rng = random.Random(k)
+        recipes = [draw_recipe(op.scop, rng) for _ in range(4)]
+        again = random.Random(k)
+        assert [r.to_json() for r in recipes] == \
+            [draw_recipe(op.scop, again).to_json() for _ in range(4)]
+        for r in recipes:
+            assert 1 <= len(r.steps) <= 4, r
+            assert named_loops(r.to_json()) <= loops, (r, loops)
+            kinds |= {name for name, _ in r.steps}
+    assert kinds == set(DIRECTIVE_KINDS)
+
+
+def test_draw_recipes_prefers_legal_ones(tmp_path: Path) -> None:
+    """``draw_recipes`` (the fuzzer's) is reproducible and mostly draws recipes that polydyn
+    accepts."""
+    import polydyn as pd
+
+    accepted = 0
+    ops = _operators(22, 8, tmp_path)
+    for op in ops:
+        recipes = draw_recipes(op.scop, 7, 2)
+        assert [r.to_json() for r in recipes] == [r.to_json() for r in draw_recipes(op.scop, 7, 2)]
+        for r in recipes:
+            try:
+                pd.compile(op, variants=[("true", r)], max_tile=4)
+            except pd.ScheduleError as exc:
+                assert informative(str(exc), r.to_json()), exc
+            else:
+                accepted += 1
+    assert accepted >= len(ops) // 2
+
+
+def test_recipe_naming_an_unknown_loop_is_refused(tmp_path: Path) -> None:
+    """A recipe with one loop name replaced by one the operator does not have is refused with
+    ScheduleError naming it and listing the loops there are; the fuzzer counts that as a
+    refusal, not a failure."""
+    import random
+
+    import polydyn as pd
+
+    rng = random.Random(3)
+    for op in _operators(23, 6, tmp_path):
+        steps = draw_recipe(op.scop, rng).to_json()
+        name, args = steps[0]
+        bad = [["tile", [["zz", 4]]]] if name == "tile" else [[name, ["zz", *args[1:]]]]
+        recipe = pd.Schedule.from_json(bad + steps[1:])
+        loops = ", ".join(sorted({lp.var for lp in all_loops(loop_tree(op.scop))}))
+        with pytest.raises(pd.ScheduleError, match=rf"unknown loop 'zz'; the loops of "
+                           rf"{op.scop.name} are {loops}$"):
+            pd.compile(op, variants=[("true", recipe)])
+        unit = {"target": "c", "schedule": recipe.to_json(), "region": None}
+        assert run_unit(op, unit, {"max_tile": 4})["status"] == "refused"
+
+
+def test_recipes_follow_the_shrinker() -> None:
+    """When the shrinker removes a loop or a sym, the recipe and region lose what names it."""
+    steps = [["tile", [["i", 4], ["j", 2]]], ["interchange", ["i", "j"]], ["parallel", ["j"]],
+             ["unroll", ["j", 2]]]
+    assert restrict(steps, {"i"}) == [["tile", [["i", 4]]]]
+    assert restrict(steps, {"i", "j"}) == steps
+    from tests.fuzz.generator import Assign, Ex, Loop
+
+    op = generate(op_seed(3, 1)).replace(
+        syms=("N",), body=(Loop("i", "range(N)", (Assign("A[i]", "=", Ex("1.0")),)),))
+    unit = {"target": "opencl", "schedule": steps, "region": "N >= 3 and M <= 4"}
+    assert fit_unit(unit, op) == {"target": "opencl", "schedule": [["tile", [["i", 4]]]],
+                                  "region": "N >= 3"}
+    edits = list(unit_edits(unit))
+    assert {**unit, "region": None} in edits
+    assert {**unit, "schedule": steps[1:]} in edits
+
+
+# ------------------------------------------------------------------------------------------
 # Regressions found by the fuzzer
 
 
@@ -122,15 +242,39 @@ def _load_module(path: Path):
     return module
 
 
-@pytest.mark.parametrize("path", _regressions(), ids=lambda p: p.stem)
+def _slow(path: Path) -> bool:
+    return re.search(r"^SLOW = True$", path.read_text(), re.MULTILINE) is not None
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if _slow(p) else p
+                                  for p in _regressions()], ids=lambda p: p.stem)
 def test_regression(path: Path, request) -> None:
+    """The operator of ``path`` under its ``TARGET`` (default C) and ``SCHEDULE`` (a recipe
+    as ``Schedule.to_json()``, over ``REGION`` beside the automatic schedule when given;
+    default: the automatic schedule). A crash regression runs in a worker process, so that
+    the crash is a failed test, not the end of the session; one that takes long to fail says
+    ``SLOW = True`` and runs under ``-m slow``."""
     module = _load_module(path)
     known = getattr(module, "KNOWN_BUG", None)
     if known:
         request.applymarker(pytest.mark.xfail(reason=known, strict=True))
+    unit = {"target": getattr(module, "TARGET", "c"), "schedule": getattr(module, "SCHEDULE", None),
+            "region": getattr(module, "REGION", None)}
+    if unit["target"] == "opencl" and not opencl_available():
+        pytest.skip("no OpenCL platform")
+    if module.STATUS == "crash":
+        pool = Pool(jobs=1, timeout=30)  # a corrupted heap can also hang: that fails too
+        try:
+            res = pool.map([{"id": path.stem, "name": path.stem, "source": path.read_text(),
+                             "max_tile": module.MAX_TILE, "hi": 10, "limit": 3,
+                             "points": list(module.POINTS), "units": [unit]}])[0]
+        finally:
+            pool.close()
+        assert res["status"] == "pass", res.get("message")
+        return
     op = getattr(module, path.stem)
-    check_operator(op, max_tile=module.MAX_TILE, hi=10, limit=3,
-                   extra_points=list(module.POINTS))
+    check_operator(op, hi=10, limit=3, extra_points=list(module.POINTS),
+                   kernel=compile_unit(op, unit, module.MAX_TILE))
 
 
 # ------------------------------------------------------------------------------------------

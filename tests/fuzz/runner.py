@@ -2,10 +2,16 @@
 with the reference interpreter. Each operator runs in a worker subprocess, so that a segfault
 or a hang of the compiler (or of the code it generates) is recorded, not fatal.
 
-Statuses: ``pass``; ``refused`` (FrontendError at definition: a generator defect, counted
-apart); ``mismatch`` (a variant disagrees with the reference), ``error`` (any other exception:
-a compiler bug, e.g. InternalError, isl.Error, CompileError of generated C), ``crash`` (the
-worker died) and ``timeout``: the last four are failures.
+An operator is checked in *units*: one target (``c``, ``opencl``) under one schedule, either
+the automatic one or a random recipe (tests/fuzz/schedules.py) over the whole domain or over a
+region beside the automatic schedule. Unit statuses: ``pass``; ``refused`` (the recipe was
+refused with a ScheduleError that names the statements and dependence or the loop at fault:
+legal behaviour); ``mismatch`` (a variant disagrees with the reference), ``error`` (any other
+exception: a compiler bug, e.g. InternalError, isl.Error, CompileError of generated code, a
+ScheduleError for the automatic schedule or one that names nothing), ``crash`` (the worker
+died) and ``timeout``: the last four are failures. An operator's status is that of its first
+failing unit, ``pass`` when none fails, or ``refused`` (FrontendError at definition: a
+generator defect, counted apart).
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +34,15 @@ from typing import Any
 
 FAILURES = ("mismatch", "error", "crash", "timeout")
 ROOT = Path(__file__).resolve().parents[2]
+# what a failure records about the unit that failed (besides status, message, kind, trace)
+UNIT_KEYS = ("target", "schedule", "region")
+
+
+def available_targets() -> list[str]:
+    """Every target this machine can run: C, and OpenCL when some platform has a device."""
+    from polydyn.runtime.opencl import opencl_available
+
+    return ["c", "opencl"] if opencl_available() else ["c"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -47,11 +64,12 @@ def load_operator(source: str, name: str, directory: Path) -> Any:
 
 def check_operator(op: Any, *, max_tile: int | None = 8, hi: int = 12, limit: int = 3,
                    seed: int = 0, extra_points: list[dict[str, int]] = (),
-                   kernel: Any = None) -> dict[str, Any]:
-    """Compile ``op`` and compare every variant with the reference at ``limit`` points of its
-    region (boundary points first) and at ``extra_points`` that lie in it; the dispatcher
-    (the plain call) at the first point of each variant too. Raises AssertionError on a
-    mismatch; returns counts."""
+                   kernel: Any = None, before_run=None) -> dict[str, Any]:
+    """Compile ``op`` (or take ``kernel``) and compare every variant with the reference at
+    ``limit`` points of its region (boundary points first) and at ``extra_points`` that lie
+    in it; the dispatcher (the plain call) at the first point of each variant too.
+    ``before_run(where)`` hears of each run first (so that a crash can name its sizes).
+    Raises AssertionError on a mismatch; returns counts."""
     import islpy as isl
 
     import polydyn as pd
@@ -69,11 +87,13 @@ def check_operator(op: Any, *, max_tile: int | None = 8, hi: int = 12, limit: in
             if not point.intersect(variant.region).is_empty():
                 points.append(extra)
         for n, sizes in enumerate(points):
-            where = f"variant {index} ({variant.name}) at {sizes}"
-            _checked(k, sizes, seed + n, index, where)
-            runs += 1
+            runs_here = [(index, f"variant {index} ({variant.name}) at {sizes}")]
             if n == 0:
-                _checked(k, sizes, seed + n, None, f"dispatcher at {sizes}")
+                runs_here.append((None, f"dispatcher at {sizes}"))
+            for which, where in runs_here:
+                if before_run:
+                    before_run(where)
+                _checked(k, sizes, seed + n, which, where)
                 runs += 1
     return {"variants": len(k.variants), "runs": runs,
             "names": [v.name for v in k.variants]}
@@ -104,33 +124,120 @@ def _checked(kernel: Any, sizes: dict[str, int], seed: int, variant: int | None,
         raise RunError(where, exc) from exc
 
 
-def evaluate(task: dict[str, Any], directory: Path) -> dict[str, Any]:
-    """Run one task (source, name, max_tile, ...) to a result dictionary."""
+def compile_unit(op: Any, unit: dict[str, Any], max_tile: int | None) -> Any:
+    """The kernel of one unit: the automatic schedule (``schedule`` None), or the recipe
+    ``schedule`` (``Schedule.to_json()``) over the whole domain, or over ``region`` with the
+    automatic schedule elsewhere."""
+    import polydyn as pd
+
+    target = unit.get("target", "c")
+    if unit.get("schedule") is None:
+        return pd.compile(op, target=target, max_tile=max_tile)
+    recipe = pd.Schedule.from_json(unit["schedule"])
+    region = unit.get("region")
+    variants = [(region, recipe), ("true", pd.Schedule.auto())] if region else \
+        [("true", recipe)]
+    return pd.compile(op, target=target, variants=variants, max_tile=max_tile)
+
+
+def draw_units(op: Any, task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The units of a task: the automatic schedule on every target of ``targets``, then
+    ``schedules`` random recipes on every target of ``recipe_targets``; every second recipe
+    runs over a random region beside the automatic schedule, the others over the whole
+    domain."""
+    from .schedules import draw_recipes, draw_region
+
+    seed = task.get("recipe_seed", 0)
+    units = [{"target": t, "schedule": None, "region": None}
+             for t in task.get("targets", ["c"])]
+    rng = random.Random(seed + 1)
+    for k, recipe in enumerate(draw_recipes(op.scop, seed, task.get("schedules", 0))):
+        region = draw_region(op.scop.syms, rng) if k % 2 and op.scop.syms else None
+        units += [{"target": t, "schedule": recipe.to_json(), "region": region}
+                  for t in task.get("recipe_targets", ["c"])]
+    return units
+
+
+def run_unit(op: Any, unit: dict[str, Any], task: dict[str, Any], progress=None
+             ) -> dict[str, Any]:
+    """Compile and check one unit; the outcome is the unit with its status and counts.
+    ``progress`` hears of each run (``{"at": where}``) before it starts."""
+    from polydyn.errors import ScheduleError
+
+    from .schedules import informative
+
+    start = time.perf_counter()
+    out = dict(unit)
+    try:
+        kernel = compile_unit(op, unit, task.get("max_tile", 8))
+        stats = check_operator(op, hi=task.get("hi", 12), limit=task.get("limit", 3),
+                               seed=task.get("check_seed", 0),
+                               extra_points=task.get("points", []), kernel=kernel,
+                               before_run=progress and (lambda where: progress({"at": where})))
+        out.update(status="pass", **stats)
+    except ScheduleError as exc:
+        if unit.get("schedule") is not None and informative(str(exc), unit["schedule"]):
+            out.update(status="refused", message=str(exc))
+        else:  # the automatic schedule must not be refused, nor a recipe without a reason
+            out.update(status="error", message=f"compile: ScheduleError: {exc}",
+                       kind="ScheduleError", trace=_trace(exc))
+    except MismatchError as exc:
+        out.update(status="mismatch", message=str(exc), kind="mismatch")
+    except RunError as exc:
+        out.update(status="error", message=str(exc), kind=type(exc.exc).__name__,
+                   trace=_trace(exc.exc))
+    except Exception as exc:  # compile-time failures
+        out.update(status="error", message=f"compile: {type(exc).__name__}: {exc}",
+                   kind=type(exc).__name__, trace=_trace(exc))
+    out["seconds"] = round(time.perf_counter() - start, 3)
+    return out
+
+
+def evaluate(task: dict[str, Any], directory: Path, progress=None) -> dict[str, Any]:
+    """Run one task (source, name, max_tile, targets, ...) to a result dictionary: the units
+    (given as ``units`` or drawn by ``draw_units``) one after the other, each announced to
+    ``progress`` before and after it runs (and each of its runs), so that a crash or a hang
+    can name its unit and sizes."""
     from polydyn.errors import FrontendError
 
     start = time.perf_counter()
     result: dict[str, Any] = {"id": task["id"]}
     try:
-        try:
-            op = load_operator(task["source"], task["name"], directory)
-        except FrontendError as exc:
-            result.update(status="refused", message=str(exc).splitlines()[0])
-            return result
-        stats = check_operator(op, max_tile=task.get("max_tile", 8), hi=task.get("hi", 12),
-                               limit=task.get("limit", 3), seed=task.get("check_seed", 0),
-                               extra_points=task.get("points", []))
-        result.update(status="pass", **stats)
-    except MismatchError as exc:
-        result.update(status="mismatch", message=str(exc), kind="mismatch")
-    except RunError as exc:
-        result.update(status="error", message=str(exc), kind=type(exc.exc).__name__,
-                      trace=_trace(exc.exc))
-    except Exception as exc:  # compile-time failures
-        result.update(status="error", message=f"compile: {type(exc).__name__}: {exc}",
-                      kind=type(exc).__name__, trace=_trace(exc))
-    finally:
-        result["seconds"] = round(time.perf_counter() - start, 3)
+        op = load_operator(task["source"], task["name"], directory)
+    except FrontendError as exc:
+        result.update(status="refused", message=str(exc).splitlines()[0],
+                      seconds=round(time.perf_counter() - start, 3))
+        return result
+    outcomes = []
+    for unit in task.get("units") or draw_units(op, task):
+        if progress:
+            progress({"start": unit})
+        outcome = run_unit(op, unit, task, progress)
+        outcomes.append(outcome)
+        if progress:
+            progress({"done": _slim(outcome)})
+    result.update(finish(outcomes))
+    result["seconds"] = round(time.perf_counter() - start, 3)
     return result
+
+
+def finish(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """An operator's result from its units' outcomes: the first failure's status, message
+    and unit (or ``pass``), the counts summed, and every outcome (without traces)."""
+    failed = [o for o in outcomes if o["status"] in FAILURES]
+    out: dict[str, Any] = {"status": "pass"}
+    if failed:
+        out.update({k: failed[0][k] for k in ("status", "message", "kind", "trace", *UNIT_KEYS)
+                    if k in failed[0]})
+    out["variants"] = sum(o.get("variants", 0) for o in outcomes)
+    out["runs"] = sum(o.get("runs", 0) for o in outcomes)
+    out["names"] = [n for o in outcomes for n in o.get("names", ())]
+    out["units"] = [_slim(o) for o in outcomes]
+    return out
+
+
+def _slim(outcome: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in outcome.items() if k not in ("trace", "names")}
 
 
 def _trace(exc: BaseException) -> str:
@@ -138,15 +245,18 @@ def _trace(exc: BaseException) -> str:
 
 
 def worker_main() -> None:
-    """Read one JSON task per line on stdin, answer one JSON result per line on stdout."""
+    """Read one JSON task per line on stdin, answer with progress lines (``{"start": unit}``,
+    ``{"done": outcome}``) and one JSON result per line on stdout."""
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
+
+    def send(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
     with tempfile.TemporaryDirectory(prefix="pd-fuzz-ops-") as tmp:
         for line in sys.stdin:
-            task = json.loads(line)
-            res = evaluate(task, Path(tmp))
-            out.write(json.dumps(res) + "\n")
-            out.flush()
+            send(evaluate(json.loads(line), Path(tmp), progress=send))
 
 
 # ------------------------------------------------------------------------------------------
@@ -154,49 +264,104 @@ def worker_main() -> None:
 
 
 class Worker:
+    """One worker subprocess. Its answers are read from the pipe's file descriptor into our own
+    buffer (a buffered reader would hide a second line from ``select``); the timeout applies
+    to each unit of a task (it restarts when the worker announces the next one)."""
+
     def __init__(self, env: dict[str, str]):
         self.env = env
         self.proc: subprocess.Popen | None = None
         self.err = None
+        self.buffer = b""
 
     def start(self) -> None:
         self.err = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
+        self.buffer = b""
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from tests.fuzz.runner import worker_main; worker_main()"],
             cwd=ROOT, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.err, text=True, bufsize=1)
+            stderr=self.err)
 
     def stderr_tail(self) -> str:
         self.err.seek(0)
         return self.err.read().decode(errors="replace")[-2000:]
 
+    def _line(self, deadline: float) -> bytes | None:
+        """The next line from the worker; b"" when it died, None when none came before
+        ``deadline`` (``time.monotonic()``)."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b""
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
     def run(self, task: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Run ``task``; with ``fresh`` in a new process (the shrinker's crash candidates:
+        an out-of-bounds write of an earlier kernel can abort a later one)."""
+        if task.get("fresh"):
+            self.stop()
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         try:
-            self.proc.stdin.write(json.dumps(task) + "\n")
+            self.proc.stdin.write((json.dumps(task) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
-            self.stop()
-            return {"id": task["id"], "status": "timeout",
-                    "message": f"no answer within {timeout:.0f} s"}
-        line = self.proc.stdout.readline()
-        if not line:
-            rc = self.proc.wait()
-            tail = self.stderr_tail()
-            self.proc = None
-            return {"id": task["id"], "status": "crash",
-                    "message": f"worker died (exit status {rc})", "trace": tail}
-        return json.loads(line)
+        done: list[dict[str, Any]] = []
+        unit: dict[str, Any] | None = None
+        at = ""  # the run in progress: "variant 1 (tiled) at {'N': 9}"
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self._line(deadline)
+            if line is None:
+                self.stop()
+                return _lost(task, "timeout", f"no answer within {timeout:.0f} s" + at, done,
+                             unit)
+            if not line:
+                rc = self.proc.wait()
+                self.proc = None
+                tail = self.stderr_tail()
+                # an abort (glibc's heap checks, an assertion) says why on its last line
+                last = next((x for x in reversed(tail.splitlines()) if x.strip()), "")
+                why = f": {last.strip()[:200]}" if rc == -signal.SIGABRT else ""
+                return _lost(task, "crash", f"worker died (exit status {rc}){at}{why}", done,
+                             unit, trace=tail)
+            message = json.loads(line)
+            if "start" in message:
+                unit, at = message["start"], " while compiling"
+                deadline = time.monotonic() + timeout
+            elif "at" in message:
+                at = f" during {message['at']}"
+            elif "done" in message:
+                done.append(message["done"])
+                unit, at = None, ""
+            else:
+                return message
 
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
+
+
+def _lost(task: dict[str, Any], status: str, message: str, done: list[dict[str, Any]],
+          unit: dict[str, Any] | None, trace: str = "") -> dict[str, Any]:
+    """The result of a task whose worker died or hung: the units done so far, and the unit it
+    was running (when the worker got that far) as the failure."""
+    failed = {**(unit or {}), "status": status, "message": message}
+    if trace:
+        failed["trace"] = trace
+    out = {"id": task["id"], **finish([*done, failed])}
+    if unit is None:  # not inside a unit (loading the operator): counted per operator only
+        out["units"] = done
+    return out
 
 
 def sanitizer_env() -> dict[str, str]:
