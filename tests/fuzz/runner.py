@@ -141,20 +141,24 @@ def compile_unit(op: Any, unit: dict[str, Any], max_tile: int | None) -> Any:
 
 
 def draw_units(op: Any, task: dict[str, Any]) -> list[dict[str, Any]]:
-    """The units of a task: the automatic schedule on every target of ``targets``, then
-    ``schedules`` random recipes on every target of ``recipe_targets``; every second recipe
-    runs over a random region beside the automatic schedule, the others over the whole
-    domain."""
+    """The units of a task, target by target in the order of ``targets`` (C first: an OpenCL
+    kernel that writes out of bounds corrupts the worker's heap, and must not make a later C
+    unit crash): the automatic schedule, then on the targets of ``recipe_targets`` the
+    ``schedules`` random recipes; every second recipe runs over a random region beside the
+    automatic schedule, the others over the whole domain."""
     from .schedules import draw_recipes, draw_region
 
     seed = task.get("recipe_seed", 0)
-    units = [{"target": t, "schedule": None, "region": None}
-             for t in task.get("targets", ["c"])]
     rng = random.Random(seed + 1)
+    recipes = []
     for k, recipe in enumerate(draw_recipes(op.scop, seed, task.get("schedules", 0))):
         region = draw_region(op.scop.syms, rng) if k % 2 and op.scop.syms else None
-        units += [{"target": t, "schedule": recipe.to_json(), "region": region}
-                  for t in task.get("recipe_targets", ["c"])]
+        recipes.append({"schedule": recipe.to_json(), "region": region})
+    units = []
+    for t in task.get("targets", ["c"]):
+        units.append({"target": t, "schedule": None, "region": None})
+        if t in task.get("recipe_targets", ["c"]):
+            units += [{"target": t, **r} for r in recipes]
     return units
 
 
@@ -301,9 +305,9 @@ class Worker:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line
 
-    def run(self, task: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Run ``task``; with ``fresh`` in a new process (the shrinker's crash candidates:
-        an out-of-bounds write of an earlier kernel can abort a later one)."""
+    def _send(self, task: dict[str, Any]) -> None:
+        """Hand ``task`` to the worker; with ``fresh`` to a new process (the shrinker's crash
+        candidates: an out-of-bounds write of an earlier kernel can abort a later one)."""
         if task.get("fresh"):
             self.stop()
         if self.proc is None or self.proc.poll() is not None:
@@ -313,6 +317,10 @@ class Worker:
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
+
+    def run(self, task: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Run ``task`` to its result, following the worker's progress lines."""
+        self._send(task)
         done: list[dict[str, Any]] = []
         unit: dict[str, Any] | None = None
         at = ""  # the run in progress: "variant 1 (tiled) at {'N': 9}"
@@ -324,14 +332,7 @@ class Worker:
                 return _lost(task, "timeout", f"no answer within {timeout:.0f} s" + at, done,
                              unit)
             if not line:
-                rc = self.proc.wait()
-                self.proc = None
-                tail = self.stderr_tail()
-                # an abort (glibc's heap checks, an assertion) says why on its last line
-                last = next((x for x in reversed(tail.splitlines()) if x.strip()), "")
-                why = f": {last.strip()[:200]}" if rc == -signal.SIGABRT else ""
-                return _lost(task, "crash", f"worker died (exit status {rc}){at}{why}", done,
-                             unit, trace=tail)
+                return self._died(task, done, unit, at)
             message = json.loads(line)
             if "start" in message:
                 unit, at = message["start"], " while compiling"
@@ -342,7 +343,22 @@ class Worker:
                 done.append(message["done"])
                 unit, at = None, ""
             else:
+                if message.get("status") in FAILURES:
+                    # a kernel that computed wrong results may also have written out of
+                    # bounds: the next task gets a fresh process, not a corrupted heap
+                    self.stop()
                 return message
+
+    def _died(self, task: dict[str, Any], done: list[dict[str, Any]],
+              unit: dict[str, Any] | None, at: str) -> dict[str, Any]:
+        rc = self.proc.wait()
+        self.proc = None
+        tail = self.stderr_tail()
+        # an abort (glibc's heap checks, an assertion) says why on its last line
+        last = next((x for x in reversed(tail.splitlines()) if x.strip()), "")
+        why = f": {last.strip()[:200]}" if rc == -signal.SIGABRT else ""
+        return _lost(task, "crash", f"worker died (exit status {rc}){at}{why}", done, unit,
+                     trace=tail)
 
     def stop(self) -> None:
         if self.proc is not None:
