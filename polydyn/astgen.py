@@ -10,7 +10,7 @@ import islpy as isl
 from .errors import InternalError
 from .schedule.reductions import loop_kind
 from .schedule.tree import PROMOTE, packed_arrays, parse_mark
-from .scop.deps import Deps
+from .scop.deps import Deps, local_flow
 from .scop.ir import Scop
 
 # isl AST operators as C (the prelude defines pd_min, pd_max and pd_floord).
@@ -78,12 +78,12 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     if scop is None or deps is None:
         return build.node_from_schedule(schedule)
 
-    local_flow = _local_flow(scop)
+    flow_through_locals = local_flow(scop)
 
     def before_each_for(build: isl.AstBuild) -> isl.Id:
         sched = _flat_schedule(build)
         kind = loop_kind(scop, deps.all, sched)
-        if kind == "parallel" and _crosses(local_flow, sched):
+        if kind == "parallel" and _crosses(flow_through_locals, sched):
             kind = "sequential"
         return isl.Id(kind)
 
@@ -258,28 +258,6 @@ def _room_below(scop: Scop, cells: isl.Set, bounds: list[tuple[isl.Set, isl.Set]
     if not free.intersect(least_on.le_set(var)).is_subset(domain):
         return None
     return ast_expr_c(printer.expr_from_pw_aff(least))
-
-
-def _local_flow(scop: Scop) -> isl.UnionMap:
-    """``{ S[i] -> T[j] }``: values passed through local scalars (expanded over their scope)."""
-    from .scop.deps import _flow
-
-    names = {a.name for a in scop.arrays if a.kind == "local"}
-    if not names:
-        return isl.UnionMap.empty(scop.context.get_space())
-
-    def only_locals(umap: isl.UnionMap) -> isl.UnionMap:
-        out = isl.UnionMap.empty(umap.get_space())
-        maps: list[isl.Map] = []
-        umap.foreach_map(maps.append)
-        for m in maps:
-            if m.get_tuple_name(isl.dim_type.out) in names:
-                out = out.union(isl.UnionMap.from_map(m))
-        return out
-
-    flow, _ = _flow(only_locals(scop.accesses("read")), only_locals(scop.accesses("write")),
-                    scop.original_schedule())
-    return flow
 
 
 def _crosses(local_flow: isl.UnionMap, sched: isl.UnionMap) -> bool:

@@ -31,7 +31,7 @@ from ..scop.ir import (
     is_float,
 )
 from .mapping import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
-from .promotion import OUTER, LocalCopy
+from .promotion import OUTER, LocalCopy, only_copies
 from .pyexpr import ITERATOR
 from .scalars import SpilledScalar
 
@@ -80,6 +80,10 @@ class OpenCLEmitter(CEmitter):
     _spec: KernelSpec | None = None
 
     def node(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+        if n.get_type() == isl.ast_node_type.if_ and self._spec is not None and \
+                self._spec.local and not n.if_has_else_node() and \
+                only_copies(n.if_get_then_node()):
+            return self.conditional_copies(n, st)
         if n.get_type() == isl.ast_node_type.if_:  # no doubled parentheses (clang warns)
             then = cgen.Block(self.node(n.if_get_then_node(), st))
             orelse = cgen.Block(self.node(n.if_get_else_node(), st)) \
@@ -171,6 +175,23 @@ class OpenCLEmitter(CEmitter):
             out = term if j == 0 else f"({out}) * {size} + {term}"
         return out or "0"
 
+    _barriers_outside = False  # printing copies under an `if` whose barriers are around it
+
+    def conditional_copies(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+        """``barrier; if (uniform condition) { copies }; barrier``: the same synchronization
+        as barriers inside the ``if`` (every work-item of the group takes the same branch),
+        but PoCL's CPU compiler, which runs a group's work-items as loops between barriers,
+        miscompiles barriers under a condition inside a loop: work-items past the guard of
+        the code after them ran it (opencl_out_of_domain_write.py)."""
+        self._barriers_outside = True
+        try:
+            then = self.node(n.if_get_then_node(), st)
+        finally:
+            self._barriers_outside = False
+        barrier = cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")
+        return [barrier, cgen.If(_strip_parens(self.ast_expr(n.if_get_cond())),
+                                 cgen.Block(then)), barrier]
+
     def copy_in(self, copy: LocalCopy, args: list[str]) -> cgen.Generable:
         """The whole work-group copies the box into ``__local`` memory between barriers;
         ``pd_u<j>`` are the copy statement's arguments (uniform in the group)."""
@@ -179,9 +200,11 @@ class OpenCLEmitter(CEmitter):
         sizes = self.box_sizes(copy)
         total = " * ".join(sizes)
         group = math.prod(self._spec.grid.tiles)
+        barrier = [] if self._barriers_outside else \
+            [cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")]
         lines: list[cgen.Generable] = [
             cgen.Statement(f"const int64_t {OUTER}{j} = {arg}") for j, arg in enumerate(args)]
-        lines.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"))
+        lines += barrier
         for j in range(rank):
             lines.append(cgen.Statement(f"{copy.buffer}_lo{j} = {self.ast_expr(copy.lo[j])}"))
             lines.append(cgen.Statement(
@@ -205,8 +228,7 @@ class OpenCLEmitter(CEmitter):
         body = cgen.Block([*(cgen.Statement(x) for x in index), cgen.If(inside, load)])
         lines.append(cgen.For("int64_t pd_e = pd_lid", f"pd_e < {total}",
                               f"pd_e += {group}", body))
-        lines.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"))
-        return cgen.Block(lines)
+        return cgen.Block(lines + barrier)
 
     def local_declarations(self, spec: KernelSpec) -> list[cgen.Generable]:
         if not spec.local:

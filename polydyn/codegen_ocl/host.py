@@ -13,7 +13,7 @@ expressions and enqueues kernels; nothing of isl runs per call. The text is also
         if when:                          # the kernel has work for these sizes
             _o = (lo_0, lo_1)             # first value of each mapped member
             _launch(0, (), _o, ((hi_0 - _o[0]) // 16 + 1, ...))   # host values, groups
-        for pd_h0 in range(lo, hi + 1):  # a host loop (a sequential member)
+        for pd_h0 in range(lo, hi + 1, step):  # a host loop (a sequential member)
             ...
 """
 
@@ -62,7 +62,8 @@ def _items(items: tuple[Any, ...], depth: int, kernel_ids: dict[str, int]) -> li
     for item in items:
         if isinstance(item, HostLoop):
             out.append(f"{pad}if {item.when}:")
-            out.append(f"{pad}    for {item.var} in range({item.lo}, {item.hi} + 1):")
+            step = f", {item.step}" if item.step != 1 else ""
+            out.append(f"{pad}    for {item.var} in range({item.lo}, {item.hi} + 1{step}):")
             out.extend(_items(item.body, depth + 2, kernel_ids) or [f"{pad}        pass"])
         else:
             out.extend(_launch(item, pad, kernel_ids))

@@ -83,6 +83,9 @@ class KernelSpec:
     threads: tuple[tuple[str, int], ...] = ()
     # the same kernel without local memory, run when the buffers sized at launch are too big
     fallback: KernelSpec | None = None
+    # { instance -> [host loop values, mapped member values] }: which launch and which
+    # work-item runs each instance
+    placement: Any = field(default=None, compare=False, repr=False)  # isl.UnionMap
 
     @property
     def dynamic_local(self) -> tuple[LocalCopy, ...]:
@@ -121,17 +124,19 @@ class KernelSpec:
 
 @dataclass(frozen=True)
 class HostLoop:
-    """``for var in range(lo, hi + 1)`` on the host (when ``when`` holds) around launches."""
+    """``for var in range(lo, hi + 1, step)`` on the host (when ``when`` holds) around
+    launches."""
 
     var: str
     lo: str
     hi: str
     when: str
     body: tuple[Any, ...]
+    step: int = 1
 
     def describe(self) -> dict[str, Any]:
-        return {"for": self.var, "from": self.lo, "to": self.hi, "when": self.when,
-                "body": [item.describe() for item in self.body]}
+        return {"for": self.var, "from": self.lo, "to": self.hi, "step": self.step,
+                "when": self.when, "body": [item.describe() for item in self.body]}
 
 
 @dataclass(frozen=True)
@@ -311,12 +316,16 @@ class _Mapper:
         when = image.params()
         ctx = host_ctx.intersect(when)
         var = f"{HOST}{depth}"
-        inner_ctx = _to_params(image, [var]).params().intersect(host_ctx)
+        values, step = _loop_values(image)
+        # what the loop guarantees its body, not that every value has instances (a guard or
+        # a skew can leave holes: each launch tests its own `when`)
+        inner_ctx = _to_params(values, [var]).params().intersect(host_ctx)
         body = tuple(self.items(band.child(0), depth + 1, inner_ctx))
         if not body:
             return []
         return [HostLoop(var, pw_aff_to_py(image.dim_min(0), ctx),
-                         pw_aff_to_py(image.dim_max(0), ctx), set_to_py(when, host_ctx), body)]
+                         pw_aff_to_py(image.dim_max(0), ctx), set_to_py(when, host_ctx), body,
+                         step)]
 
     def kernel(self, root: isl.ScheduleNode, depth: int, host_ctx: isl.Set,
                mapped: list[isl.ScheduleNode], domain: isl.UnionSet | None = None,
@@ -342,6 +351,8 @@ class _Mapper:
             else _fix_host(root, domain, params, depth)
         kctx = self.region.intersect(ctx).intersect(_grid_context(params, ranges, tiles))
         name = f"{self.prefix}_k{len(self.kernels)}"
+        placement = prefix.apply_range(isl.UnionMap.from_map(
+            _keep_dims(n_dims, (*range(depth), *positions))))
         promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
                            tiles, params, kctx) if mapped and self.local_memory else None
         when_py, statements = set_to_py(when, host_ctx), _statement_names(domain)
@@ -349,12 +360,14 @@ class _Mapper:
         if promoted is None or any(c.dynamic for c in promoted.copies):
             plain = KernelSpec(name if promoted is None else f"{name}_plain", depth, grid,
                                when_py, statements, ast_build(kctx).node_from_schedule(
-                                   self.schedule.intersect_domain(kdomain)))
+                                   self.schedule.intersect_domain(kdomain)),
+                               placement=placement)
         if promoted is None:
             spec = plain
         else:  # with local memory sized at launch, the plain kernel is the fallback
             spec = KernelSpec(name, depth, grid, when_py, statements, promoted.ast,
-                              promoted.copies, promoted.threads, fallback=plain)
+                              promoted.copies, promoted.threads, fallback=plain,
+                              placement=placement)
         self.kernels.append(spec)
         return [spec]
 
@@ -385,6 +398,21 @@ def _to_params(image: isl.Set, names: list[str]) -> isl.Set:
     return image
 
 
+def _loop_values(image: isl.Set) -> tuple[isl.Set, int]:
+    """The values a host loop over the 1-D ``image`` runs, and its step: from the least value
+    to the greatest by the image's stride (every value of the image, and maybe others)."""
+    step = image.get_stride(0)
+    lower, upper = image.lexmin(), image.lexmax()
+    below = isl.Map.lex_le(image.get_space())  # { [a] -> [b] : a <= b }
+    values = below.intersect_domain(lower).range().intersect(
+        below.intersect_range(upper).domain())
+    if not step.is_int() or step.to_python() <= 1:  # 0: a single value
+        return values, 1
+    lattice = isl.Map(f"{{ [a] -> [b] : exists e : b = a + {step} * e }}").align_params(
+        below.get_space())
+    return values.intersect(lattice.intersect_domain(lower).range()), step.to_python()
+
+
 def _project_on(image: isl.Set, k: int) -> isl.Set:
     n = image.dim(isl.dim_type.set)
     return image.project_out(isl.dim_type.set, k + 1, n - k - 1).project_out(
@@ -401,6 +429,12 @@ def _mapping_set(params: list[str], n_dims: int, depth: int, positions: tuple[in
              for k, (pos, t) in enumerate(zip(positions, tiles, strict=True))]
     body = " and ".join(cons) or "1 = 1"
     return isl.Set(f"[{', '.join(params)}] -> {{ [{', '.join(dims)}] : {body} }}")
+
+
+def _keep_dims(n_dims: int, kept: tuple[int, ...]) -> isl.Map:
+    """``{ [p0, ..., p<n_dims - 1>] -> [p<k> for k in kept] }``."""
+    dims = [f"p{j}" for j in range(n_dims)]
+    return isl.Map(f"{{ [{', '.join(dims)}] -> [{', '.join(dims[k] for k in kept)}] }}")
 
 
 def _fix_host(root: isl.ScheduleNode, domain: isl.UnionSet, params: list[str],

@@ -34,7 +34,7 @@ def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[
     options.dump(scop.name, "7-opencl-launches.txt",
           "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))
 
-    spilled = spilled_scalars(scop, [[k.statements for k in m.kernels] for m in mappings])
+    spilled = spilled_scalars(scop, [list(m.kernels) for m in mappings])
     source = OpenCLEmitter(scop, tuple(spilled)).module(mappings)
     options.dump(scop.name, "8-source.cl", source)
 

@@ -145,6 +145,8 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
     threads = tuple((f"{ITERATOR}{p + int(hoist)}", k) for k, p in enumerate(positions))
     if not _threads_enclose_statements(ast, {name for name, k in threads if tiles[k] > 1}):
         return None
+    if not _copies_unconditional(ast):
+        return None
     return Promotion(ast, tuple(copies), threads)
 
 
@@ -335,6 +337,47 @@ def _threads_enclose_statements(ast: isl.AstNode, threads: set[str]) -> bool:
                 ok = False
 
     walk(ast, frozenset())
+    return ok
+
+
+def only_copies(n: isl.AstNode) -> bool:
+    """Whether ``n`` is one or more copy statements (blocks of them)."""
+    if n.get_type() == isl.ast_node_type.block:
+        ch = n.block_get_children()
+        return all(only_copies(ch.get_at(i)) for i in range(ch.n_ast_node()))
+    return n.get_type() == isl.ast_node_type.user and \
+        n.user_get_expr().get_op_arg(0).get_id().get_name().startswith(COPY)
+
+
+def _copies_unconditional(ast: isl.AstNode) -> bool:
+    """Every copy (and so every barrier) lies under loops only, or under an ``if`` with
+    copies alone in it, which the emitter prints between barriers: PoCL's CPU compiler
+    miscompiles barriers under a condition (work-items outside a later guard ran the code
+    behind it), although the conditions here are uniform in the work-group."""
+    ok = True
+
+    def walk(n: isl.AstNode, conditional: bool) -> None:
+        nonlocal ok
+        t = n.get_type()
+        if t == isl.ast_node_type.for_:
+            walk(n.for_get_body(), conditional)
+        elif t == isl.ast_node_type.block:
+            ch = n.block_get_children()
+            for i in range(ch.n_ast_node()):
+                walk(ch.get_at(i), conditional)
+        elif t == isl.ast_node_type.if_:
+            hoisted = not n.if_has_else_node() and only_copies(n.if_get_then_node())
+            walk(n.if_get_then_node(), conditional or not hoisted)
+            if n.if_has_else_node():
+                walk(n.if_get_else_node(), True)
+        elif t == isl.ast_node_type.mark:
+            walk(n.mark_get_node(), conditional)
+        elif t == isl.ast_node_type.user:
+            name = n.user_get_expr().get_op_arg(0).get_id().get_name()
+            if name.startswith(COPY) and conditional:
+                ok = False
+
+    walk(ast, False)
     return ok
 
 

@@ -1,14 +1,14 @@
-"""Local scalars that live across kernel launches, kept in global memory.
+"""Local scalars that live across kernel launches or work-items, kept in global memory.
 
 A local scalar is private to an iteration of its scope (the loops around its first
-assignment); inside one kernel that is a private variable of the work-item, since the mapped
-members are coincident for the scalar's (expanded) dependences too. When the mapping puts its
-writes and reads in different kernels (a sequence split into launches, a host loop around
-them, an assignment before a parallel loop), a private variable would lose the value between
-launches. Such a scalar is stored expanded, as the dependence analysis sees it
-(``acc[i]`` for scope ``(i)``): a global buffer over the bounding box of its scope
-iterators, allocated per call like a temporary.
-"""
+assignment); inside one kernel it is a private variable of the work-item, which holds the
+value when the assignment and its reads run in the same launch and the same work-item. The
+mapping can put them apart: in different kernels (a sequence split into launches, an
+assignment before a parallel loop), in different iterations of a host loop around one kernel,
+or in different work-items when an outer member (a skewed host loop) carries the dependence
+and the mapped members need not be coincident for it. Such a scalar is stored expanded, as
+the dependence analysis sees it (``acc[i]`` for scope ``(i)``): a global buffer over the
+bounding box of its scope iterators, allocated per call like a temporary."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from typing import Any
 import islpy as isl
 import numpy as np
 
+from ..scop.deps import local_flow
 from ..scop.ir import NUMPY_NAME, Scalar, Scop, Statement
+from .mapping import KernelSpec
 from .pyexpr import pw_aff_to_py, set_to_py
 
 
@@ -54,16 +56,35 @@ def scalar_users(scop: Scop) -> dict[str, set[str]]:
     return users
 
 
-def spilled_scalars(scop: Scop, kernel_statements: list[list[tuple[str, ...]]]
-                    ) -> list[SpilledScalar]:
-    """The local scalars whose statements fall in two or more kernels of some variant;
-    ``kernel_statements`` holds, per variant, the statements of each kernel."""
+def spilled_scalars(scop: Scop, kernels: list[list[KernelSpec]]) -> list[SpilledScalar]:
+    """The local scalars whose values cross a private variable's reach in some variant
+    (``kernels``: each variant's kernels): their statements fall in two or more kernels, or
+    a value flows between two launches (host loop iterations) or two work-items of one."""
     users = scalar_users(scop)
     out = []
     for name, stmts in sorted(users.items()):
-        if any(sum(1 for k in kernels if stmts & set(k)) > 1 for kernels in kernel_statements):
-            out.append(_spill(scop, name, stmts))
+        flow = None
+        for variant in kernels:
+            using = [k for k in variant if stmts & set(k.statements)]
+            if len(using) > 1:
+                break
+            if using:
+                flow = local_flow(scop, {name}) if flow is None else flow
+                if _crosses_placement(flow, using[0].placement):
+                    break
+        else:
+            continue
+        out.append(_spill(scop, name, stmts))
     return out
+
+
+def _crosses_placement(flow: isl.UnionMap, placement: isl.UnionMap) -> bool:
+    """Whether some value of ``flow`` goes from one launch or work-item of a kernel
+    (``placement``: instance -> launch and work-item) to another."""
+    places = flow.apply_domain(placement).apply_range(placement)
+    if places.is_empty():
+        return False
+    return not places.is_subset(places.domain().union(places.range()).identity())
 
 
 def _spill(scop: Scop, name: str, stmts: set[str]) -> SpilledScalar:

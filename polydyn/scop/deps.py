@@ -106,6 +106,26 @@ def _locals_order(scop: Scop, sched: isl.UnionMap) -> isl.UnionMap:
     return flow.union(anti).union(_output(writes, sched)).coalesce()
 
 
+def local_flow(scop: Scop, names: set[str] | None = None) -> isl.UnionMap:
+    """``{ S[i] -> T[j] }``: values passed through the local scalars ``names`` (default: all
+    of them), expanded over their scope."""
+    if names is None:
+        names = {a.name for a in scop.arrays if a.kind == "local"}
+    if not names:
+        return isl.UnionMap.empty(scop.context.get_space())
+
+    def only_locals(umap: isl.UnionMap) -> isl.UnionMap:
+        out = isl.UnionMap.empty(umap.get_space())
+        for m in _maps(umap):
+            if m.get_tuple_name(isl.dim_type.out) in names:
+                out = out.union(isl.UnionMap.from_map(m))
+        return out
+
+    flow, _ = _flow(only_locals(scop.accesses("read")), only_locals(scop.accesses("write")),
+                    scop.original_schedule())
+    return flow
+
+
 def zero_init_arrays(scop: Scop, deps: Deps) -> frozenset[str]:
     """Outputs and temporaries that must start as zeros: some element is read before any
     write, or not every element is written (the reference starts every output at zero)."""

@@ -7,6 +7,13 @@ segfaults, usually in a later allocation. The test runs it in a worker process. 
 of seed 201 (a copy in a 3-deep nest, small variant) and fz900020 of seed 9 (updates along a
 diagonal, generic variant) corrupt the heap too, probably the same way.
 
+Cause: PoCL's CPU compiler (3.1, LLVM 15) miscompiles `barrier` under a condition: here the
+local-memory copy of T under `if (pd_c0 == 0)` in the reduction's tile loop, after which
+work-items past the guard `pd_c1 <= K - 1` ran the updates (the same source is right with
+-cl-opt-disable, and with the barriers moved out of the `if`). Fixed: an `if` around copies
+alone is printed between barriers, and a kernel whose copies lie under other conditions is
+not promoted (the plain kernel runs).
+
 Found by `python -m tests.fuzz --seed 8` (fz800021), shrunk by tests/fuzz/shrink.py.
 """
 
@@ -32,4 +39,3 @@ MAX_TILE = 4
 POINTS = [{"K": 8, "L": 3}, {"K": 4, "L": 3}]
 STATUS = "crash"
 TARGET = "opencl"
-KNOWN_BUG = "OpenCL full variant runs an iteration outside the domain and corrupts the heap"

@@ -11,6 +11,10 @@ iteration (one kernel launch) and read in a later one; fz800024 of seed 8 (hidde
 promotion error of opencl_promotion_max_val.py until that was fixed), fz900045 and fz900164
 of seed 9 are more instances.
 
+Fixed: a local scalar whose value flows between two launches or two work-items of one
+kernel (the kernel's placement of the two instances differs) is spilled to global memory,
+expanded over its scope.
+
 Found by `python -m tests.fuzz --seed 201` (fz20100063), shrunk by tests/fuzz/shrink.py.
 """
 
@@ -34,4 +38,3 @@ MAX_TILE = 8
 POINTS = [{"K": 8, "N": 0}]
 STATUS = "mismatch"
 TARGET = "opencl"
-KNOWN_BUG = "OpenCL: a local scalar's value crosses work-items under a skewed schedule"

@@ -6,6 +6,9 @@ and N=9. The kernel maps `i` to work-items, with the window's iterations split i
 host-side cases (`pd_h0`, `pd_h1`) and guards like `pd_o0 + pd_l0 + 4 >= N`; which instance
 goes wrong is not diagnosed yet. The C target passes.
 
+Fixed by the change for opencl_host_loop_stride.py (kernels under host loops were built
+assuming that every host value has instances); which guard went missing was not traced.
+
 Found by `python -m tests.fuzz --seed 201` (fz20100246), shrunk by tests/fuzz/shrink.py.
 """
 
@@ -28,4 +31,3 @@ MAX_TILE = 8
 POINTS = [{"N": 11}]
 STATUS = "mismatch"
 TARGET = "opencl"
-KNOWN_BUG = "OpenCL: a dependence carried by the window loop is not respected"
