@@ -160,3 +160,30 @@ def test_register_tile_with_offset_subscript() -> None:
         for sizes in region_points(k.scop, k.variants[index].region, hi=14, limit=4,
                                    seed=index):
             check_kernel(k, sizes, variant=index)
+
+
+@pytest.mark.parametrize("name", ["matmul", "batched_matmul", "conv2d"])
+def test_no_nested_parallel_regions(name) -> None:
+    """Where an inner loop may take the threads, the outer loop is printed twice rather than
+    nesting parallel constructs (libgomp creates new threads for each nested team): no
+    `omp parallel` lies inside the loop of another one."""
+    source = pd.compile(load(name)[0]).source
+    depth = 0
+    open_at: list[int] = []  # brace depth of the loop body of each enclosing parallel loop
+    pending = False
+    for line in source.splitlines():
+        text = line.strip()
+        if text.startswith("#pragma omp parallel"):
+            assert not open_at, f"nested parallel construct in {name}:\n{line}"
+            pending = True
+        for ch in text:
+            if ch == "{":
+                depth += 1
+                if pending:
+                    open_at.append(depth)
+                    pending = False
+            elif ch == "}":
+                if open_at and open_at[-1] == depth:
+                    open_at.pop()
+                depth -= 1
+    assert depth == 0 and "omp parallel" in source

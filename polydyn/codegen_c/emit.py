@@ -145,9 +145,6 @@ class _Padded:
 class _LoopState:
     in_parallel: bool = False
     used_locals: set[str] = field(default_factory=set)
-    # trip counts (C) of the enclosing loops that take the threads when they have as many
-    # iterations as there are threads; a parallel loop inside takes them otherwise
-    threads: tuple[str, ...] = ()
 
 
 class CEmitter:
@@ -387,10 +384,7 @@ class CEmitter:
         cond = _strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
         inc = self.ast_expr(n.for_get_inc())
         trips = _trip_count(n, init, inc, self)
-        takes = parallel and trips is not None and _has_loop(n.for_get_body()) and \
-            (not st.in_parallel or bool(st.threads))
-        inner = _LoopState(st.in_parallel or parallel,
-                           threads=(*st.threads, trips) if takes else st.threads)
+        inner = _LoopState(st.in_parallel or parallel)
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
         loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
@@ -423,7 +417,30 @@ class CEmitter:
             clauses = " ".join(f"reduction({op}:{name})" for op, name in parse_reduce_role(kind))
             return [cgen.Pragma(f"{self.simd_pragma}{clause} {clauses}"), loop]
         pragma = self.loop_pragma(n, it, parallel, st, owned, trips)
-        return [cgen.Pragma(pragma), loop] if pragma else [loop]
+        if pragma is None:
+            return [loop]
+        if trips is not None and pragma.startswith(self.parallel_pragma) and \
+                _has_loop(n.for_get_body()):
+            return self.threads_here_or_inside(n, pragma, loop, st)
+        return [cgen.Pragma(pragma), loop]
+
+    def threads_here_or_inside(self, n: isl.AstNode, pragma: str, loop: cgen.For,
+                               st: _LoopState) -> list[cgen.Generable]:
+        """A parallel loop whose trip count is tested at run time: with fewer iterations
+        than threads (one row tile of a skinny matmul), a parallel loop inside it takes the
+        threads instead. The loop is then printed twice, ``if (enough) { threads here }
+        else { loop whose inner loops may take the threads }``, never as nested parallel
+        regions: libgomp starts new threads for every nested team (a region made inactive
+        by its ``if`` clause still counts), which cost 50x the kernel's time."""
+        outer = _LoopState(st.in_parallel)
+        body = self.node(n.for_get_body(), outer)
+        st.used_locals |= outer.used_locals
+        if not any(self.parallel_pragma in str(g) for g in body):
+            return [cgen.Pragma(pragma), loop]
+        head, _, when = pragma.rpartition(" if(")
+        serial = cgen.For(loop.start, loop.condition, loop.update, cgen.Block(body))
+        return [cgen.If(when[:-1], cgen.Block([cgen.Pragma(head), loop]),
+                        cgen.Block([serial]))]
 
     # --- register tiles --------------------------------------------------------------------
     def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:
@@ -682,20 +699,18 @@ class CEmitter:
 
     def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, st: _LoopState,
                     used_locals: set[str], trips: str | None = None) -> str | None:
-        """Threads for the outermost parallel loop that has at least as many iterations as
-        there are threads (a run-time test along the enclosing parallel loops: one row
-        tile of a skinny matmul leaves the threads to its column tiles), SIMD for an
-        innermost stride-1 one."""
+        """Threads for the outermost parallel loop (with a run-time test of its work and,
+        where the trip count is known, of having as many iterations as threads), SIMD for
+        an innermost stride-1 one."""
         if not parallel:
             return None
         in_parallel = st.in_parallel
         private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
         when = [f"{self.work_expr(name for name, _ in _users(n, self))} >= {PARALLEL_MIN_WORK}"]
         if trips is not None and _has_loop(n.for_get_body()):
-            when += [f"{trips} >= pd_threads()", *(f"{t} < pd_threads()" for t in st.threads)]
+            when.append(f"{trips} >= pd_threads()")
         threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
-        if _has_loop(n.for_get_body()) and (
-                not in_parallel or (st.threads and trips is not None)):
+        if _has_loop(n.for_get_body()) and not in_parallel:
             return threads
         if not _has_loop(n.for_get_body()):
             if self._unit_stride(n, it):
