@@ -75,6 +75,7 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     it: ``parallel`` (nothing), ``reduce(op:scalar ...)`` (only reductions into local
     scalars) or ``sequential``."""
     build = new_build(region)
+    schedule = atomic_where_strides_differ(schedule)
     if scop is None or deps is None:
         return build.node_from_schedule(schedule)
 
@@ -258,6 +259,37 @@ def _room_below(scop: Scop, cells: isl.Set, bounds: list[tuple[isl.Set, isl.Set]
     if not free.intersect(least_on.le_set(var)).is_subset(domain):
         return None
     return ast_expr_c(printer.expr_from_pw_aff(least))
+
+
+def atomic_where_strides_differ(schedule: isl.Schedule) -> isl.Schedule:
+    """Band members whose values step by different strides for different statements (a
+    loop over even ``j`` beside a loop over every ``k``) are generated atomic: one loop with
+    guards, not isl's default separation into pieces, under which isl's AST generation
+    recursed until the stack overflowed on such a schedule (c_ast_stack_overflow.py).
+    Bands with AST build options (isolated full tiles) keep them."""
+
+    def strides(node: isl.ScheduleNode, member: int) -> set[int]:
+        upa = node.band_get_partial_schedule().get_union_pw_aff(member)
+        values = isl.UnionMap.from_union_pw_aff(upa).intersect_domain(node.get_domain())
+        maps: list[isl.Map] = []
+        values.foreach_map(maps.append)
+        out = set()
+        for m in maps:
+            step = m.range().get_stride(0)
+            if step.is_int() and step.to_python() != 0:  # 0: a single value
+                out.add(step.to_python())
+        return out
+
+    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        if node.get_type() != isl.schedule_node_type.band or \
+                not node.band_get_ast_build_options().is_empty():
+            return node
+        for member in range(node.band_n_member()):
+            if len(strides(node, member)) > 1:
+                node = node.band_member_set_ast_loop_type(member, isl.ast_loop_type.atomic)
+        return node
+
+    return schedule.get_root().map_descendant_bottom_up(visit).get_schedule()
 
 
 def _crosses(local_flow: isl.UnionMap, sched: isl.UnionMap) -> bool:

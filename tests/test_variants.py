@@ -164,10 +164,12 @@ def test_register_tile_with_offset_subscript() -> None:
 
 @pytest.mark.parametrize("name", ["matmul", "batched_matmul", "conv2d"])
 def test_no_nested_parallel_regions(name) -> None:
-    """Where an inner loop may take the threads, the outer loop is printed twice rather than
-    nesting parallel constructs (libgomp creates new threads for each nested team): no
-    `omp parallel` lies inside the loop of another one."""
+    """Where an inner loop may take the threads, one team region shares out either the
+    outer loop or the loops inside it, rather than nesting parallel constructs (libgomp
+    creates new threads for each nested team): no `omp parallel` lies inside the loop of
+    another one, and the team regions are there."""
     source = pd.compile(load(name)[0]).source
+    assert "pd_team_size()" in source
     depth = 0
     open_at: list[int] = []  # brace depth of the loop body of each enclosing parallel loop
     pending = False
@@ -187,3 +189,18 @@ def test_no_nested_parallel_regions(name) -> None:
                     open_at.pop()
                 depth -= 1
     assert depth == 0 and "omp parallel" in source
+
+
+@pytest.mark.parametrize("n", [1, 5, 6, 7, 47, 48, 49, 97, 150])
+def test_matmul_team_regions(n) -> None:
+    """The tiled matmul's team regions against float64: one row tile (its register-tile
+    loops share out their iterations, a barrier after each), several (the row tiles shared
+    out), with partial register and cache tiles in both."""
+    k = pd.compile(load("matmul")[0])
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, 300)).astype(np.float32)
+    B = rng.standard_normal((300, 289)).astype(np.float32)
+    for variant in ("tiled", "generic"):
+        got = k.run_variant(variant, A, B)
+        np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
+                                   rtol=1e-4, atol=1e-4 * np.sqrt(300))

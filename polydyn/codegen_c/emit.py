@@ -93,8 +93,12 @@ PRELUDE = r"""#include <stdint.h>
 #ifdef _OPENMP
 #include <omp.h>
 static inline int64_t pd_threads(void) { return omp_get_max_threads(); }
+static inline int64_t pd_team_size(void) { return omp_get_num_threads(); }
+static inline int64_t pd_team_id(void) { return omp_get_thread_num(); }
 #else
 static inline int64_t pd_threads(void) { return 1; }
+static inline int64_t pd_team_size(void) { return 1; }
+static inline int64_t pd_team_id(void) { return 0; }
 #endif
 #if defined(__GLIBC__) && defined(__x86_64__) && defined(PD_LIBMVEC)
 /* glibc's vector math library (libmvec) has SIMD variants of these: declaring them lets the
@@ -145,6 +149,9 @@ class _Padded:
 class _LoopState:
     in_parallel: bool = False
     used_locals: set[str] = field(default_factory=set)
+    # inside a team region (see CEmitter.team_loop): the C flag that is true when the
+    # outer loop shares out its iterations, false when the parallel loops here do
+    team: str | None = None
 
 
 class CEmitter:
@@ -174,6 +181,7 @@ class CEmitter:
         self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
         self.pack_count = 0
         self.tile_count = 0
+        self.team_count = 0
         # while emitting a partial register tile as a full one
         self.padded: _Padded | None = None
 
@@ -384,6 +392,8 @@ class CEmitter:
         cond = _strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
         inc = self.ast_expr(n.for_get_inc())
         trips = _trip_count(n, init, inc, self)
+        if st.team is not None:  # a parallel loop of a team region's outer loop body
+            return self.team_member(n, st, it, init, cond, inc)
         inner = _LoopState(st.in_parallel or parallel)
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
@@ -420,27 +430,66 @@ class CEmitter:
         if pragma is None:
             return [loop]
         if trips is not None and pragma.startswith(self.parallel_pragma) and \
-                _has_loop(n.for_get_body()):
-            return self.threads_here_or_inside(n, pragma, loop, st)
+                not inner.used_locals and self._team_body(n.for_get_body()):
+            return self.team_loop(n, pragma, st, it, init, cond, inc, trips)
         return [cgen.Pragma(pragma), loop]
 
-    def threads_here_or_inside(self, n: isl.AstNode, pragma: str, loop: cgen.For,
-                               st: _LoopState) -> list[cgen.Generable]:
-        """A parallel loop whose trip count is tested at run time: with fewer iterations
-        than threads (one row tile of a skinny matmul), a parallel loop inside it takes the
-        threads instead. The loop is then printed twice, ``if (enough) { threads here }
-        else { loop whose inner loops may take the threads }``, never as nested parallel
-        regions: libgomp starts new threads for every nested team (a region made inactive
-        by its ``if`` clause still counts), which cost 50x the kernel's time."""
-        outer = _LoopState(st.in_parallel)
-        body = self.node(n.for_get_body(), outer)
-        st.used_locals |= outer.used_locals
-        if not any(self.parallel_pragma in str(g) for g in body):
-            return [cgen.Pragma(pragma), loop]
+    def _team_body(self, n: isl.AstNode, role: str | None = None) -> bool:
+        """Whether every statement under ``n`` (a parallel loop's body) lies inside a
+        parallel loop (with loops inside) reached through blocks, ifs and plain loop marks
+        only: the loops a team region shares out when the outer loop has too few
+        iterations. ``role``: the loop mark above, while inside one."""
+        t = n.get_type()
+        if t == isl.ast_node_type.block:
+            ch = n.block_get_children()
+            return all(self._team_body(ch.get_at(i), role) for i in range(ch.n_ast_node()))
+        if t == isl.ast_node_type.if_:
+            return self._team_body(n.if_get_then_node(), role) and (
+                not n.if_has_else_node() or self._team_body(n.if_get_else_node(), role))
+        if t == isl.ast_node_type.mark and role is None:
+            is_par, mark_role = parse_mark(n.mark_get_id().get_name())
+            return is_par and mark_role == "" and self._team_body(n.mark_get_node(), "")
+        if t == isl.ast_node_type.for_ and role is not None:
+            if n.for_is_degenerate():
+                return False
+            return _annotation(n) == "parallel" and _has_loop(n.for_get_body())
+        return False
+
+    def team_loop(self, n: isl.AstNode, pragma: str, st: _LoopState, it: str, init: str,
+                  cond: str, inc: str, trips: str) -> list[cgen.Generable]:
+        """One parallel region around a parallel loop whose trip count may be below the
+        number of threads (one row tile of a skinny matmul): the loop shares out its
+        iterations when it has as many as there are threads; otherwise every thread runs
+        it and the parallel loops in its body share out theirs (cyclically, a barrier
+        after each). Never nested parallel constructs: libgomp creates fresh threads for
+        every nested team, even under a region made inactive by its ``if`` clause (an
+        8 x 1024 x 1024 matmul ran 50x slower with two threads than with one)."""
+        self.team_count += 1
+        flag = f"pd_w{self.team_count}"
         head, _, when = pragma.rpartition(" if(")
-        serial = cgen.For(loop.start, loop.condition, loop.update, cgen.Block(body))
-        return [cgen.If(when[:-1], cgen.Block([cgen.Pragma(head), loop]),
-                        cgen.Block([serial]))]
+        work = [c for c in when[:-1].split(" && ") if "pd_threads()" not in c]
+        region = head.replace(" for schedule(static)", "") + \
+            f" if({' && '.join([*work, f'{trips} >= 1'])})"
+        inner = _LoopState(True, team=flag)
+        body = self.node(n.for_get_body(), inner)
+        st.used_locals |= inner.used_locals
+        loop = cgen.For(f"int64_t {it} = {init} + ({flag} ? pd_team_id() : 0) * {inc}", cond,
+                        f"{it} += ({flag} ? pd_team_size() : 1) * {inc}", cgen.Block(body))
+        return [cgen.Pragma(region), cgen.Block([
+            cgen.Statement(f"const int {flag} = {trips} >= pd_team_size()"), loop])]
+
+    def team_member(self, n: isl.AstNode, st: _LoopState, it: str, init: str, cond: str,
+                    inc: str) -> list[cgen.Generable]:
+        """A parallel loop in a team region's outer loop body (``_team_body``): its
+        iterations shared out cyclically unless the outer loop shares out its own."""
+        flag = st.team
+        inner = _LoopState(True)
+        body = self.node(n.for_get_body(), inner)
+        st.used_locals |= inner.used_locals
+        loop = cgen.For(f"int64_t {it} = {init} + ({flag} ? 0 : pd_team_id()) * {inc}", cond,
+                        f"{it} += ({flag} ? 1 : pd_team_size()) * {inc}", cgen.Block(body))
+        # the next part of the outer iteration may read what this loop wrote
+        return [loop, cgen.If(f"!{flag}", cgen.Block([cgen.Pragma("omp barrier")]))]
 
     # --- register tiles --------------------------------------------------------------------
     def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:

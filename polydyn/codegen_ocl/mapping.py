@@ -29,6 +29,7 @@ from typing import Any
 
 import islpy as isl
 
+from ..astgen import atomic_where_strides_differ
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
 from ..schedule.tree import PARALLEL, is_band, mark_loops
@@ -210,6 +211,7 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
 
 def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefix: str,
          max_group: int, local_memory: bool) -> VariantMapping:
+    schedule = atomic_where_strides_differ(schedule)
     mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory)
     host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
     summary = _summary(mapper.kernels)

@@ -41,8 +41,6 @@ class Known:
 
 KNOWN: tuple[Known, ...] = (
     # wrong results and crashes: recognized in the operators where they were diagnosed only
-    Known("c-ast-stack-overflow", "crash", r"worker died", "c_ast_stack_overflow.py",
-          target="c", ops=("fz20100007",)),
 )
 # Fixed since they were listed (their regressions stay in tests/fuzz/regressions/):
 # isl-compute-flow-factor (islflow_mod_guard.py, islflow_scalar.py), tiling-path-no-children
@@ -52,7 +50,8 @@ KNOWN: tuple[Known, ...] = (
 # (opencl_local_copy_index.py), opencl-host-loop-stride (opencl_host_loop_stride.py, with
 # opencl_reduction_extra_instance.py and opencl_window_chain.py), opencl-scalar-across-work-items
 # (opencl_scalar_across_work_items.py), opencl-out-of-domain-write, opencl-recipe-heap and
-# opencl-recipe-tile-host-loops (opencl_out_of_domain_write.py, opencl_recipe_tile_parallel.py).
+# opencl-recipe-tile-host-loops (opencl_out_of_domain_write.py, opencl_recipe_tile_parallel.py),
+# c-ast-stack-overflow (c_ast_stack_overflow.py).
 
 # Frontend fuzz: sources that hit an open frontend bug, (regex on the source, what), and
 # gcc errors in generated C that come from an open bug. Fixed since listed: `@pd.operator`
