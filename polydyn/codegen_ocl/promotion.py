@@ -314,30 +314,8 @@ def _threads_enclose_statements(ast: isl.AstNode, threads: set[str]) -> bool:
     """Every statement of the kernel (not the copies) lies inside a loop over each mapped
     member of tile size > 1: isl replaces a loop by its value when that value is fixed, and
     then the work-item guard would be missing."""
-    ok = True
-
-    def walk(n: isl.AstNode, around: frozenset[str]) -> None:
-        nonlocal ok
-        t = n.get_type()
-        if t == isl.ast_node_type.for_:
-            walk(n.for_get_body(), around | {n.for_get_iterator().get_id().get_name()})
-        elif t == isl.ast_node_type.block:
-            ch = n.block_get_children()
-            for i in range(ch.n_ast_node()):
-                walk(ch.get_at(i), around)
-        elif t == isl.ast_node_type.if_:
-            walk(n.if_get_then_node(), around)
-            if n.if_has_else_node():
-                walk(n.if_get_else_node(), around)
-        elif t == isl.ast_node_type.mark:
-            walk(n.mark_get_node(), around)
-        elif t == isl.ast_node_type.user:
-            name = n.user_get_expr().get_op_arg(0).get_id().get_name()
-            if not name.startswith(COPY) and not threads <= around:
-                ok = False
-
-    walk(ast, frozenset())
-    return ok
+    return all(name.startswith(COPY) or threads <= around
+               for name, around, _ in _statement_places(ast))
 
 
 def only_copies(n: isl.AstNode) -> bool:
@@ -354,31 +332,38 @@ def _copies_unconditional(ast: isl.AstNode) -> bool:
     copies alone in it, which the emitter prints between barriers: PoCL's CPU compiler
     miscompiles barriers under a condition (work-items outside a later guard ran the code
     behind it), although the conditions here are uniform in the work-group."""
-    ok = True
+    return not any(name.startswith(COPY) and conditional
+                   for name, _, conditional in _statement_places(ast))
 
-    def walk(n: isl.AstNode, conditional: bool) -> None:
-        nonlocal ok
+
+def _statement_places(ast: isl.AstNode) -> list[tuple[str, frozenset[str], bool]]:
+    """``(statement, iterators of the loops around it, under a condition)`` for every
+    statement of ``ast``; an ``if`` around copies alone does not count as a condition (the
+    emitter prints it between barriers)."""
+    out: list[tuple[str, frozenset[str], bool]] = []
+
+    def walk(n: isl.AstNode, around: frozenset[str], conditional: bool) -> None:
         t = n.get_type()
         if t == isl.ast_node_type.for_:
-            walk(n.for_get_body(), conditional)
+            walk(n.for_get_body(), around | {n.for_get_iterator().get_id().get_name()},
+                 conditional)
         elif t == isl.ast_node_type.block:
             ch = n.block_get_children()
             for i in range(ch.n_ast_node()):
-                walk(ch.get_at(i), conditional)
+                walk(ch.get_at(i), around, conditional)
         elif t == isl.ast_node_type.if_:
             hoisted = not n.if_has_else_node() and only_copies(n.if_get_then_node())
-            walk(n.if_get_then_node(), conditional or not hoisted)
+            walk(n.if_get_then_node(), around, conditional or not hoisted)
             if n.if_has_else_node():
-                walk(n.if_get_else_node(), True)
+                walk(n.if_get_else_node(), around, True)
         elif t == isl.ast_node_type.mark:
-            walk(n.mark_get_node(), conditional)
+            walk(n.mark_get_node(), around, conditional)
         elif t == isl.ast_node_type.user:
-            name = n.user_get_expr().get_op_arg(0).get_id().get_name()
-            if name.startswith(COPY) and conditional:
-                ok = False
+            out.append((n.user_get_expr().get_op_arg(0).get_id().get_name(), around,
+                        conditional))
 
-    walk(ast, False)
-    return ok
+    walk(ast, frozenset(), False)
+    return out
 
 
 def _reads_of(reads: isl.UnionMap, name: str) -> isl.UnionMap:
