@@ -431,7 +431,7 @@ class CEmitter:
             return [loop]
         if trips is not None and pragma.startswith(self.parallel_pragma) and \
                 not inner.used_locals and self._team_body(n.for_get_body()):
-            return self.team_loop(n, pragma, st, it, init, cond, inc, trips)
+            return self.team_loop(n, st, it, init, cond, inc, trips)
         return [cgen.Pragma(pragma), loop]
 
     def _team_body(self, n: isl.AstNode, role: str | None = None) -> bool:
@@ -455,8 +455,8 @@ class CEmitter:
             return _annotation(n) == "parallel" and _has_loop(n.for_get_body())
         return False
 
-    def team_loop(self, n: isl.AstNode, pragma: str, st: _LoopState, it: str, init: str,
-                  cond: str, inc: str, trips: str) -> list[cgen.Generable]:
+    def team_loop(self, n: isl.AstNode, st: _LoopState, it: str, init: str, cond: str,
+                  inc: str, trips: str) -> list[cgen.Generable]:
         """One parallel region around a parallel loop whose trip count may be below the
         number of threads (one row tile of a skinny matmul): the loop shares out its
         iterations when it has as many as there are threads; otherwise every thread runs
@@ -466,10 +466,7 @@ class CEmitter:
         8 x 1024 x 1024 matmul ran 50x slower with two threads than with one)."""
         self.team_count += 1
         flag = f"pd_w{self.team_count}"
-        head, _, when = pragma.rpartition(" if(")
-        work = [c for c in when[:-1].split(" && ") if "pd_threads()" not in c]
-        region = head.replace(" for schedule(static)", "") + \
-            f" if({' && '.join([*work, f'{trips} >= 1'])})"
+        region = f"omp parallel if({self._work_test(n)} && {trips} >= 1)"
         inner = _LoopState(True, team=flag)
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
@@ -746,6 +743,10 @@ class CEmitter:
         return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
                         cgen.Block([cgen.Pragma("omp simd"), inner]))
 
+    def _work_test(self, n: isl.AstNode) -> str:
+        """C: the statements under loop ``n`` are worth threads."""
+        return f"{self.work_expr(name for name, _ in _users(n, self))} >= {PARALLEL_MIN_WORK}"
+
     def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, st: _LoopState,
                     used_locals: set[str], trips: str | None = None) -> str | None:
         """Threads for the outermost parallel loop (with a run-time test of its work and,
@@ -755,7 +756,7 @@ class CEmitter:
             return None
         in_parallel = st.in_parallel
         private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
-        when = [f"{self.work_expr(name for name, _ in _users(n, self))} >= {PARALLEL_MIN_WORK}"]
+        when = [self._work_test(n)]
         if trips is not None and _has_loop(n.for_get_body()):
             when.append(f"{trips} >= pd_threads()")
         threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
