@@ -49,7 +49,8 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     base = isl_schedule(scop, deps, scop.context)
     options.dump(name, "3-base-schedule.txt", base)
 
-    plans = plan_variants(scop, base, variants, options.max_tile)
+    # register-tile shapes are a CPU matter: OpenCL gets no variants for them
+    plans = plan_variants(scop, base, variants, options.max_tile, registers=target == "c")
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
     scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan) for plan in plans]

@@ -2,6 +2,7 @@
 reference inside its region and on both sides of each region boundary; specialization shows
 in the generated code; holes in a user partition are refused."""
 
+import functools
 import re
 
 import numpy as np
@@ -204,3 +205,32 @@ def test_matmul_team_regions(n) -> None:
         got = k.run_variant(variant, A, B)
         np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
                                    rtol=1e-4, atol=1e-4 * np.sqrt(300))
+
+
+@functools.cache
+def _conv2d() -> pd.Kernel:
+    return pd.compile(load("conv2d")[0])
+
+
+@pytest.mark.parametrize(("ow", "tier"), [(4, "vector16"), (7, "vector16"), (8, "vector32"),
+                                          (15, "vector32"), (16, "vector64"),
+                                          (26, "vector64"), (31, "vector64"), (32, "generic")])
+def test_conv_narrow_register_tiers(ow, tier) -> None:
+    """Output rows too short for two-zmm register tiles get 16-row tiles of one zmm, ymm or
+    xmm register (partial vectors shifted to end at the row's end, partial rows clamped),
+    against float64 at the tiers' edges, with output channels around the tile's 16 rows."""
+    k = _conv2d()
+    for f in (15, 16, 33):
+        b, c, h = 2, 5, 4
+        sizes = {"B": b, "C": c, "F": f, "H": h, "W": ow + 2, "KH": 3, "KW": 3}
+        assert k.select(**sizes).name == tier
+        if tier != "generic":
+            shape = int(tier[len("vector"):]) // 4
+            assert f"[16][{shape}]" in _variant_source(k, tier)  # the accumulators
+        rng = np.random.default_rng(ow * 100 + f)
+        X = rng.standard_normal((b, c, h, ow + 2)).astype(np.float32)
+        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
+        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
+                                                           axis=(2, 3))
+        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
+        np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))

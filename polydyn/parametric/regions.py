@@ -8,7 +8,14 @@ from typing import Any
 import islpy as isl
 
 from ..errors import CompileError
-from ..schedule.auto import BandTiling, member_extents, member_starts, tiling_plan
+from ..schedule.auto import (
+    BandTiling,
+    RegisterShape,
+    member_extents,
+    member_starts,
+    narrow_tiers,
+    tiling_plan,
+)
 from ..schedule.transforms import outermost_bands
 from ..scop.ir import Scop
 
@@ -56,10 +63,15 @@ class AutoRecipe:
     tile: tuple[BandTiling, ...] = ()
     isolate: bool = True
     parallel: bool = True
+    # untiled: the register tiles' shape in deep bands (None: auto.REGISTERS)
+    deep_registers: RegisterShape | None = None
 
     def describe(self) -> str:
         if not self.tile:
             parts = ["untiled"]
+            if self.deep_registers is not None:
+                parts.append(f"{self.deep_registers.rows}-row register tiles of "
+                             f"{self.deep_registers.vector_bytes} bytes")
         else:
             sizes = "; ".join("x".join(str(s) for s in t.sizes) for t in self.tile)
             parts = [f"tiled {sizes}" + (" (full tiles isolated)" if self.isolate else "")]
@@ -102,10 +114,14 @@ def _collapses_parallel_loop(base: isl.Schedule, region: isl.Set) -> bool:
     return False
 
 
-def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None
-              ) -> list[VariantPlan]:
+def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
+              registers: bool = True) -> list[VariantPlan]:
     """The automatic partition of the context, most specific first:
 
+    - ``vectorW`` (with ``registers``, for CPUs): for a deep band (conv), where its vector
+      loop is too short for the widest register tile but long enough for a narrower one of
+      W bytes (``auto.NARROW_REGISTERS``): untiled code with register tiles of that shape
+      (small images: their working set fits the caches);
     - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
     - ``full``: every tiled loop at least one tile long and a multiple of its tile size,
       starting at 0: no partial tiles, so no min/max in any bound;
@@ -117,8 +133,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None
       forced-generic benchmark runs).
     """
     plan = tuple(tiling_plan(base, scop, max_tile))
-    plans = degenerate_regions(scop, base)
     ctx = scop.context
+    plans = _narrow_plans(scop, base, plan) if registers else []
+    plans += degenerate_regions(scop, base)
     if plan:
         big, divisible = ctx, ctx
         for tiling in plan:
@@ -144,8 +161,23 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None
     return plans
 
 
+def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...]
+                  ) -> list[VariantPlan]:
+    """The ``vectorW`` variants of ``partition`` (an operator with one deep band)."""
+    deep = [t for t in plan if t.deep]
+    if len(deep) != 1:
+        return []
+    plans = []
+    for sizes, shape in narrow_tiers(base, scop, deep[0]):
+        region = scop.context.intersect(sizes).coalesce()
+        if _nonempty(region):
+            plans.append(VariantPlan(f"vector{shape.vector_bytes}", region,
+                                     AutoRecipe(deep_registers=shape)))
+    return plans
+
+
 def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]] | None,
-                  max_tile: int | None = None) -> list[VariantPlan]:
+                  max_tile: int | None = None, registers: bool = True) -> list[VariantPlan]:
     """User variants in their order, else the automatic partition; a generic variant over
     the whole context closes the cover (checked)."""
     if variants:
@@ -165,6 +197,6 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
         if not any(p.region.is_equal(scop.context) for p in plans):
             check_cover(scop, [p.region for p in plans])
         return plans
-    plans = partition(scop, base, max_tile)
+    plans = partition(scop, base, max_tile, registers)
     check_cover(scop, [p.region for p in plans])
     return plans

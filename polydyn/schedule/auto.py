@@ -12,7 +12,9 @@ Policy (documented in ARCHITECTURE.md):
 - in the point band, a parallel member along which accesses are stride-1 becomes innermost
   (vectorizable), reductions move out of the innermost position;
 - register tiles (rows x vector accumulators) where a reduction allows them, and packing of
-  the vector operand (matmul's B) once per tile, for all the row tiles below it.
+  the vector operand (matmul's B) once per tile, for all the row tiles below it;
+- a deep band whose vector loop is too short for a register tile of two zmm registers
+  (conv on small images) gets narrower ones (``NARROW_REGISTERS``, in regions of its own).
 """
 
 from __future__ import annotations
@@ -80,6 +82,35 @@ def original_order(scop: Scop, region: isl.Set) -> isl.Schedule:
     sched = scop.original_schedule().intersect_domain(domain)
     return isl.Schedule.from_domain(domain).insert_partial_schedule(
         isl.MultiUnionPwAff.from_union_map(sched))
+
+
+@dataclass(frozen=True)
+class RegisterShape:
+    """A register tile: ``rows`` rows of ``vector_bytes`` of accumulators (a row per value
+    of the rows' member, the vector along the stride-1 member)."""
+
+    rows: int
+    vector_bytes: int  # at most REG_VECTOR_BYTES: packed rows are padded to that
+
+    def width(self, elem: int) -> int:
+        return self.vector_bytes // elem
+
+
+# The widest register vector (two zmm registers), and the shape of register tiles: 6 x 2
+# zmm of f32 on AVX-512, 12 of the 32 vector registers (matmul with B packed: best among
+# 4, 6, 8 and 14 rows on Zen 5; conv from 64 output columns on: 8 and 14 rows gain 10-20%
+# with 64 channels but lose 30-40% with 3).
+REG_VECTOR_BYTES = 128
+REGISTERS = RegisterShape(6, REG_VECTOR_BYTES)
+
+# Deep bands (conv) whose vector loop (output columns) is too short for REGISTERS' vector
+# (images under 34 x 34 for 3 x 3 f32 windows) ran plain loops. Narrower tiers, by the
+# vector member's extent in bytes: 16 rows (output channels) of one zmm, ymm or xmm
+# register; untiled code (``partition``'s ``vectorW``). Measured with 2 threads against
+# the plain loops: (8, 64, 64, 28) 6.3x, (2, 64, 64, 16) 13x, (1, 64, 64, 9) 11x; 16 rows
+# beat 8, 12, 24 and 28 (12: 0.9x, 24: spills).
+NARROW_REGISTERS = ((64, RegisterShape(16, 64)), (32, RegisterShape(16, 32)),
+                    (16, RegisterShape(16, 16)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,14 +203,14 @@ def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tu
     A deep band (conv: more than three live members, reduction loops below it whose extents
     are sizes the footprint cannot bound) gets one register tile of vector width, 48 rows
     and 64 reduction steps, so that full tiles exist at the sizes such nests have."""
-    elem = 4 if all(a.dtype in ("f32", "i32") for a in scop.arrays) else 8
+    elem = elem_bytes(scop)
     live, deep = _tiled_members(node, scop, constant)
     sizes = [1] * len(constant)
     for k in live:  # members beyond three (a batch, conv's output rows) stay untiled
-        sizes[k] = 8 * REG_ROWS
+        sizes[k] = 8 * REGISTERS.rows
     if deep:
         _row, vec, red = live
-        sizes[vec], sizes[red] = REG_VECTOR_BYTES // elem, 64
+        sizes[vec], sizes[red] = REGISTERS.width(elem), 64
         return tuple(sizes)
     sizes[live[-1]] = 256 if len(live) >= 2 else 1024
     if len(live) >= 3:
@@ -189,6 +220,12 @@ def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tu
         k = sizes.index(max(sizes))
         sizes[k] //= 2  # stays a multiple of the register tile when it was one
     return tuple(sizes)
+
+
+def elem_bytes(scop: Scop) -> int:
+    """The element size register tiles and vectors are planned for: 8 where a tensor holds
+    64-bit values, else 4."""
+    return 8 if any(a.dtype in ("f64", "i64") for a in scop.arrays if a.is_tensor) else 4
 
 
 def _tiled_members(node: isl.ScheduleNode, scop: Scop, constant: list[bool]
@@ -272,6 +309,28 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
     return plan
 
 
+def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
+                 ) -> list[tuple[isl.Set, RegisterShape]]:
+    """For a deep band's tiling, each shape of ``NARROW_REGISTERS`` with the sizes (a set
+    over the syms) where the band's vector member is too short for the wider shapes and
+    long enough for this one."""
+    if not tiling.deep:
+        return []
+    node = node_at(schedule, tiling.path)
+    constant = _constant_members(member_dependence(node, scop), node.band_n_member())
+    _row, vec, _red = _tiled_members(node, scop, constant)[0]
+    elem = elem_bytes(scop)
+    extent = member_extents(schedule, tiling)[vec]
+
+    def at_least(n: int) -> isl.Set:
+        return extent.ge_set(isl.PwAff.val_on_domain(
+            extent.domain(), isl.Val.int_from_si(extent.get_ctx(), n)))
+
+    wider = [REG_VECTOR_BYTES] + [least for least, _ in NARROW_REGISTERS]
+    return [(at_least(least // elem).subtract(at_least(wide // elem)), shape)
+            for wide, (least, shape) in zip(wider, NARROW_REGISTERS, strict=False)]
+
+
 # The vector member's smallest extent, in register vectors, for a packed band's tiled code:
 # with partial register tiles running as full ones, the tiled matmul beats the untiled one
 # at any number of rows (8 x 1024 x 1024: 1.5x; 33: 2.5x) and any depth (K = 100: 1.5x),
@@ -291,9 +350,9 @@ def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...]
             node.band_member_get_coincident(k) and _stride_one(scop, deps_of, k)]
     if not vecs:
         return None
-    elem = 8 if any(a.dtype in ("f64", "i64") for a in scop.arrays if a.is_tensor) else 4
+    elem = elem_bytes(scop)
     out = [1] * len(sizes)
-    out[vecs[-1]] = min(sizes[vecs[-1]], MIN_TILED_VECTORS * REG_VECTOR_BYTES // elem)
+    out[vecs[-1]] = min(sizes[vecs[-1]], MIN_TILED_VECTORS * REGISTERS.width(elem))
     return tuple(out)
 
 
@@ -406,12 +465,6 @@ def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
     return [k for k in range(n) if k != rows[0]] + rows, packed
 
 
-# Register tile: RI rows of RJ-wide vectors of accumulators (6 x 2 zmm registers of f32 on
-# AVX-512, 12 of the 32 vector registers: measured best among 4, 6 and 8 rows on Zen 5).
-REG_ROWS = 6
-REG_VECTOR_BYTES = 128
-
-
 def _reorder_band(node: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
     """Permute the members of a permutable band (flags follow their members)."""
     n = node.band_n_member()
@@ -489,7 +542,8 @@ def _vector_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec:
 
 
 def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
-                  vector_outer: bool = False) -> isl.ScheduleNode:
+                  vector_outer: bool = False, shape: RegisterShape = REGISTERS
+                  ) -> isl.ScheduleNode:
     """Tile the point band ``point`` for registers: rows x vector accumulators kept in a
     local array around the reduction loops (the emitter promotes them; marks say where).
     With ``vector_outer`` (no cache tiles around), the loop over vector tiles runs outside
@@ -502,9 +556,9 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
         return point
     order, row, vec = plan
     node = _reorder_band(point, order)
-    elem = 8 if any(a.dtype in ("f64", "i64") for a in scop.arrays if a.is_tensor) else 4
+    elem = elem_bytes(scop)
     sizes = [1] * node.band_n_member()
-    sizes[row], sizes[vec] = REG_ROWS, REG_VECTOR_BYTES // elem
+    sizes[row], sizes[vec] = shape.rows, shape.width(elem)
     coincident = [bool(node.band_member_get_coincident(k)) for k in range(len(sizes))]
     n = len(sizes)
     if vector_outer:  # tile in the order [.., vector, row, ..], then swap the point loops back
@@ -555,14 +609,21 @@ def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, v
     return out
 
 
-def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None
-                      ) -> isl.Schedule:
+def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None,
+                      deep_registers: RegisterShape | None = None) -> isl.Schedule:
     """Untiled variants: the same inner-loop choice on each outermost band, and register
-    tiles where a reduction allows them, else vector strips for the threads."""
+    tiles where a reduction allows them, else vector strips for the threads. Register tiles
+    of deep bands (conv) have the shape ``deep_registers`` if given, others ``REGISTERS``."""
     for node in outermost_bands(schedule):
         path = node_path(node)
-        point = _permute_point_band(node_at(schedule, path), scop)
-        node = register_tile(point, scop, deps, vector_outer=True)
+        node = node_at(schedule, path)
+        shape = REGISTERS
+        if deep_registers is not None:
+            constant = _constant_members(member_dependence(node, scop), node.band_n_member())
+            if _tiled_members(node, scop, constant)[1]:
+                shape = deep_registers
+        point = _permute_point_band(node, scop)
+        node = register_tile(point, scop, deps, vector_outer=True, shape=shape)
         if node is point:
             node = strip_mine_vector(point, scop)
         schedule = node.get_schedule()
@@ -592,7 +653,7 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
         return node
     vec = live[-1]
     node = _reorder_band(node, [vec, *(k for k in range(n) if k != vec)])
-    elem = 8 if any(a.dtype in ("f64", "i64") for a in scop.arrays if a.is_tensor) else 4
+    elem = elem_bytes(scop)
     # the strips' loop, then the reductions (tiles of 1), over the strip's points
     return tile_band(node, [VECTOR_STRIP_BYTES // elem] + [1] * (n - 1))
 
