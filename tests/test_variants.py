@@ -57,7 +57,7 @@ def _variant_source(k: pd.Kernel, name: str) -> str:
 def test_matmul_partition_and_specialized_code() -> None:
     k = pd.compile(load("matmul")[0])
     names = [v.name for v in k.variants]
-    assert names == ["N=1", "full", "tiled", "small", "generic"]
+    assert names == ["N=1", "skinny", "full", "tiled", "small", "generic"]
     full = _variant_source(k, "full")
     bounds = " ".join(re.findall(r"for \(int64_t c\d+ = [^;]*;[^;]*;", full))
     assert "pd_min" not in bounds and "pd_max" not in bounds, bounds
@@ -77,8 +77,12 @@ def test_matmul_partition_and_specialized_code() -> None:
     assert k.select(N=257, M=512, K=300).name == "tiled"
     # with partial register tiles run as full ones, few rows or a short reduction still
     # run tiled; narrow rows of B (under three register vectors) do not
-    assert k.select(N=5, M=512, K=128).name == "tiled"
+    assert k.select(N=5, M=256, K=128).name == "tiled"
     assert k.select(N=500, M=64, K=500).name == "small"
+    # one row tile and two column tiles or more: tiled, B read in place
+    assert [k.select(N=n, M=257, K=9).name for n in (2, 48, 49)] == ["skinny"] * 2 + ["tiled"]
+    skinny = _variant_source(k, "skinny")
+    assert "pd_acc" in skinny and "pd_pk" not in skinny
 
 
 @pytest.mark.parametrize("m", [1, 511, 512, 513, 1031])
@@ -93,7 +97,7 @@ def test_matmul_row_vector_strips(m) -> None:
                                rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("shape", [(96, 512, 512), (48, 1024, 256), (100, 512, 300),
+@pytest.mark.parametrize("shape", [(96, 512, 512), (97, 1024, 256), (100, 512, 300),
                                    (49, 257, 256), (101, 289, 300), (53, 263, 513),
                                    (95, 511, 257)])
 def test_matmul_packed_tiles_against_float64(shape) -> None:
@@ -195,13 +199,14 @@ def test_no_nested_parallel_regions(name) -> None:
 @pytest.mark.parametrize("n", [1, 5, 6, 7, 47, 48, 49, 97, 150])
 def test_matmul_team_regions(n) -> None:
     """The tiled matmul's team regions against float64: one row tile (its register-tile
-    loops share out their iterations, a barrier after each), several (the row tiles shared
-    out), with partial register and cache tiles in both."""
+    loops share out their iterations, a barrier after each; in ``skinny``, unpacked, the
+    column tiles), several (the row tiles shared out), with partial register and cache
+    tiles in both; the dispatched variant and ``generic``."""
     k = pd.compile(load("matmul")[0])
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, 300)).astype(np.float32)
     B = rng.standard_normal((300, 289)).astype(np.float32)
-    for variant in ("tiled", "generic"):
+    for variant in (k.select(N=n, M=289, K=300).name, "generic"):
         got = k.run_variant(variant, A, B)
         np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
                                    rtol=1e-4, atol=1e-4 * np.sqrt(300))

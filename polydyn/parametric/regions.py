@@ -14,6 +14,7 @@ from ..schedule.auto import (
     member_extents,
     member_starts,
     narrow_tiers,
+    packed_members,
     tiling_plan,
 )
 from ..schedule.transforms import outermost_bands
@@ -65,6 +66,8 @@ class AutoRecipe:
     parallel: bool = True
     # untiled: the register tiles' shape in deep bands (None: auto.REGISTERS)
     deep_registers: RegisterShape | None = None
+    # tiled: copy the vector operand's tiles into local buffers (matmul's B)
+    pack: bool = True
 
     def describe(self) -> str:
         if not self.tile:
@@ -75,6 +78,8 @@ class AutoRecipe:
         else:
             sizes = "; ".join("x".join(str(s) for s in t.sizes) for t in self.tile)
             parts = [f"tiled {sizes}" + (" (full tiles isolated)" if self.isolate else "")]
+            if not self.pack:
+                parts.append("not packed")
         parts.append("threads when the work pays" if self.parallel else "single thread")
         return ", ".join(parts)
 
@@ -123,6 +128,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
       W bytes (``auto.NARROW_REGISTERS``): untiled code with register tiles of that shape
       (small images: their working set fits the caches);
     - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
+    - ``skinny`` (with ``registers``): of the sizes ``tiled`` covers, those where a packed
+      band has one row tile and two column tiles or more: tiled, B not packed
+      (``SKINNY_ROW_TILES``);
     - ``full``: every tiled loop at least one tile long and a multiple of its tile size,
       starting at 0: no partial tiles, so no min/max in any bound;
     - ``tiled``: every tiled loop at least one tile long (full tiles isolated), or as long
@@ -151,6 +159,11 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
         full = big.intersect(divisible).coalesce()
         big = big.coalesce()
         small = ctx.subtract(big).coalesce()
+        skinny = _skinny(scop, base, plan, big) if registers else None
+        if skinny is not None and _nonempty(skinny):
+            plans.append(VariantPlan("skinny", skinny, AutoRecipe(plan, pack=False)))
+            big = big.subtract(skinny).coalesce()
+            full = full.subtract(skinny).coalesce()
         if _nonempty(full) and not full.is_equal(big):
             plans.append(VariantPlan("full", full, AutoRecipe(plan, isolate=False)))
         if _nonempty(big):
@@ -159,6 +172,36 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             plans.append(VariantPlan("small", small, AutoRecipe()))
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan)))
     return plans
+
+
+# Row tiles of a packed band up to which it runs unpacked (``skinny``): with one row tile
+# (48 rows), B's tile is read by so few register tiles that copying it costs more than the
+# power-of-two strides it avoids, and one team region shares out its column tiles rather
+# than forking per packed tile. Measured, M = K = 1024, 2 threads, GFLOP/s unpacked vs
+# packed: N = 8 64-71 vs 40, N = 33 130-138 vs 70, N = 48 150-156 vs 78; at two row tiles
+# and more, packed wins (N = 64: 81 vs 94-99; 1024^3: 165 vs 251).
+SKINNY_ROW_TILES = 1
+
+
+def _skinny(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], big: isl.Set
+            ) -> isl.Set:
+    """Within ``big``: where a packed band has at most ``SKINNY_ROW_TILES`` row tiles and at
+    least two column tiles (a tile for each thread of two)."""
+    out = isl.Set.empty(big.get_space())
+    for tiling in plan:
+        members = packed_members(base, scop, tiling)
+        if members is None:
+            continue
+        row, vec = members
+        extents = member_extents(base, tiling)
+
+        def at_least(ext: isl.PwAff, n: int) -> isl.Set:
+            return ext.ge_set(isl.PwAff.val_on_domain(
+                ext.domain(), isl.Val.int_from_si(ext.get_ctx(), n)))
+
+        few_rows = big.subtract(at_least(extents[row], SKINNY_ROW_TILES * tiling.sizes[row] + 1))
+        out = out.union(few_rows.intersect(at_least(extents[vec], tiling.sizes[vec] + 1)))
+    return out.coalesce()
 
 
 def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...]

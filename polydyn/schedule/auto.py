@@ -407,9 +407,11 @@ def _permute_point_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
 
 
 def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
-                 isolate: bool = True, deps: Deps | None = None) -> isl.Schedule:
+                 isolate: bool = True, deps: Deps | None = None, pack_tiles: bool = True
+                 ) -> isl.Schedule:
     """Tile the planned bands (full tiles isolated), order their point loops for vectors and,
-    where a reduction allows it, tile the point loops again for registers."""
+    where a reduction allows it, tile the point loops again for registers and (with
+    ``pack_tiles``) copy the vector operand's tiles into local buffers."""
     for tiling in plan:
         try:
             node = node_at(schedule, tiling.path)
@@ -418,7 +420,7 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         if not is_band(node) or node.band_n_member() != len(tiling.sizes):
             continue
         sizes = list(tiling.sizes)
-        pack = _pack_plan(node, scop, sizes)
+        pack = _pack_plan(node, scop, sizes) if pack_tiles else None
         if pack is not None:  # the rows' tile loop innermost: one packed tile serves them all
             order, packed = pack
             node = _reorder_band(node, order)
@@ -440,6 +442,20 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
             node = node.child(0).insert_mark(isl.Id(pack_mark(packed)))
         schedule = node.get_schedule()
     return schedule
+
+
+def packed_members(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
+                   ) -> tuple[int, int] | None:
+    """The rows' and the vector's member of a band whose vector operand gets packed."""
+    node = node_at(schedule, tiling.path)
+    pack = _pack_plan(node, scop, list(tiling.sizes))
+    if pack is None:
+        return None
+    row = pack[0][-1]
+    deps_of = member_dependence(node, scop)
+    vecs = [k for k in range(node.band_n_member()) if tiling.sizes[k] > 1 and k != row and
+            node.band_member_get_coincident(k) and _stride_one(scop, deps_of, k)]
+    return (row, vecs[-1]) if vecs else None
 
 
 def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]

@@ -29,7 +29,7 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
     if isinstance(recipe, AutoRecipe):
         if recipe.tile:
             schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate,
-                                    deps=deps)
+                                    deps=deps, pack_tiles=recipe.pack)
         else:
             schedule = order_for_vectors(schedule, scop, deps, recipe.deep_registers)
         if not recipe.parallel:
