@@ -11,6 +11,7 @@ from ..errors import CompileError
 from ..schedule.auto import (
     BandTiling,
     RegisterShape,
+    at_least,
     member_extents,
     member_starts,
     narrow_tiers,
@@ -151,8 +152,7 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             starts = member_starts(base, tiling)
             least = tiling.min_extents or tiling.sizes
             for ext, start, size, low in zip(extents, starts, tiling.sizes, least, strict=True):
-                big = big.intersect(ext.ge_set(isl.PwAff.val_on_domain(
-                    ext.domain(), isl.Val.int_from_si(ext.get_ctx(), low))))
+                big = big.intersect(at_least(ext, low))
                 divisible = divisible.intersect(ext.mod_val(
                     isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
                 divisible = divisible.intersect(start.zero_set())
@@ -194,11 +194,6 @@ def _skinny(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], big: i
             continue
         row, vec = members
         extents = member_extents(base, tiling)
-
-        def at_least(ext: isl.PwAff, n: int) -> isl.Set:
-            return ext.ge_set(isl.PwAff.val_on_domain(
-                ext.domain(), isl.Val.int_from_si(ext.get_ctx(), n)))
-
         few_rows = big.subtract(at_least(extents[row], SKINNY_ROW_TILES * tiling.sizes[row] + 1))
         out = out.union(few_rows.intersect(at_least(extents[vec], tiling.sizes[vec] + 1)))
     return out.coalesce()

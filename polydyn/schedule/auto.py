@@ -321,14 +321,15 @@ def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
     _row, vec, _red = _tiled_members(node, scop, constant)[0]
     elem = elem_bytes(scop)
     extent = member_extents(schedule, tiling)[vec]
-
-    def at_least(n: int) -> isl.Set:
-        return extent.ge_set(isl.PwAff.val_on_domain(
-            extent.domain(), isl.Val.int_from_si(extent.get_ctx(), n)))
-
     wider = [REG_VECTOR_BYTES] + [least for least, _ in NARROW_REGISTERS]
-    return [(at_least(least // elem).subtract(at_least(wide // elem)), shape)
+    return [(at_least(extent, least // elem).subtract(at_least(extent, wide // elem)), shape)
             for wide, (least, shape) in zip(wider, NARROW_REGISTERS, strict=False)]
+
+
+def at_least(extent: isl.PwAff, n: int) -> isl.Set:
+    """The syms where ``extent`` (a member's extent, ``member_extents``) is at least ``n``."""
+    return extent.ge_set(isl.PwAff.val_on_domain(
+        extent.domain(), isl.Val.int_from_si(extent.get_ctx(), n)))
 
 
 # The vector member's smallest extent, in register vectors, for a packed band's tiled code:
