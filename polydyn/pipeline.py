@@ -49,8 +49,8 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     base = isl_schedule(scop, deps, scop.context)
     options.dump(name, "3-base-schedule.txt", base)
 
-    # register-tile shapes are a CPU matter: OpenCL gets no variants for them
-    plans = plan_variants(scop, base, variants, options.max_tile, registers=target == "c")
+    # regions for register-tile shapes and B's packing are a CPU matter: none for OpenCL
+    plans = plan_variants(scop, base, variants, options.max_tile, cpu=target == "c")
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
     scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan) for plan in plans]

@@ -121,15 +121,15 @@ def _collapses_parallel_loop(base: isl.Schedule, region: isl.Set) -> bool:
 
 
 def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
-              registers: bool = True) -> list[VariantPlan]:
+              cpu: bool = True) -> list[VariantPlan]:
     """The automatic partition of the context, most specific first:
 
-    - ``vectorW`` (with ``registers``, for CPUs): for a deep band (conv), where its vector
+    - ``vectorW`` (with ``cpu``): for a deep band (conv), where its vector
       loop is too short for the widest register tile but long enough for a narrower one of
       W bytes (``auto.NARROW_REGISTERS``): untiled code with register tiles of that shape
       (small images: their working set fits the caches);
     - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
-    - ``skinny`` (with ``registers``): of the sizes ``tiled`` covers, those where a packed
+    - ``skinny`` (with ``cpu``): of the sizes ``tiled`` covers, those where a packed
       band has one row tile and two column tiles or more: tiled, B not packed
       (``SKINNY_ROW_TILES``);
     - ``full``: every tiled loop at least one tile long and a multiple of its tile size,
@@ -143,7 +143,7 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     """
     plan = tuple(tiling_plan(base, scop, max_tile))
     ctx = scop.context
-    plans = _narrow_plans(scop, base, plan) if registers else []
+    plans = _narrow_plans(scop, base, plan) if cpu else []
     plans += degenerate_regions(scop, base)
     if plan:
         big, divisible = ctx, ctx
@@ -159,7 +159,7 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
         full = big.intersect(divisible).coalesce()
         big = big.coalesce()
         small = ctx.subtract(big).coalesce()
-        skinny = _skinny(scop, base, plan, big) if registers else None
+        skinny = _skinny(scop, base, plan, big) if cpu else None
         if skinny is not None and _nonempty(skinny):
             plans.append(VariantPlan("skinny", skinny, AutoRecipe(plan, pack=False)))
             big = big.subtract(skinny).coalesce()
@@ -215,7 +215,7 @@ def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...]
 
 
 def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]] | None,
-                  max_tile: int | None = None, registers: bool = True) -> list[VariantPlan]:
+                  max_tile: int | None = None, cpu: bool = True) -> list[VariantPlan]:
     """User variants in their order, else the automatic partition; a generic variant over
     the whole context closes the cover (checked)."""
     if variants:
@@ -235,6 +235,6 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
         if not any(p.region.is_equal(scop.context) for p in plans):
             check_cover(scop, [p.region for p in plans])
         return plans
-    plans = partition(scop, base, max_tile, registers)
+    plans = partition(scop, base, max_tile, cpu)
     check_cover(scop, [p.region for p in plans])
     return plans
