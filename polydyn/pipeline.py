@@ -17,6 +17,7 @@ from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule
 from .schedule.variant import code_region, schedule_variant
+from .schedule.wavefront import wavefront_plan
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.ir import Scop
 
@@ -49,8 +50,11 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     base = isl_schedule(scop, deps, scop.context)
     options.dump(name, "3-base-schedule.txt", base)
 
-    # regions for register-tile shapes and B's packing are a CPU matter: none for OpenCL
-    plans = plan_variants(scop, base, variants, options.max_tile, cpu=target == "c")
+    # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
+    # for OpenCL
+    cpu = target == "c"
+    wave = wavefront_plan(scop, deps, options.max_tile) if cpu and not variants else None
+    plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
     scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan) for plan in plans]

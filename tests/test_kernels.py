@@ -113,7 +113,11 @@ EXTRA = {
                (2, 2, 17, 5, 10, 3, 3), (1, 1, 31, 3, 6, 3, 3)],
     "maxpool": [(2, 2, 65, 63), (3, 1, 3, 3), (1, 4, 32, 33), (1, 1, 2, 129), (1, 1, 0, 4)],
     "transpose": [(32, 32), (63, 64), (37, 13), (65, 65), (0, 0)],
-    "jacobi2d": [(31, 20), (32, 4), (64, 5), (65, 4), (13, 37), (4, 1)],
+    "jacobi2d": [(31, 20), (32, 4), (64, 5), (65, 4), (13, 37), (4, 1),
+                 # the wavefront region's edges (T >= 2 time tiles of 5) and its 32-row
+                 # tiles of the skewed rows 2t + i (N - 2 + 2 (T - 1) of them)
+                 (37, 9), (34, 10), (3, 10), (4, 11), (35, 14), (11, 15), (23, 19),
+                 (24, 16)],
 }
 # Shapes past the automatic tile sizes (32, 64, 256) in some dims, small in the others, so
 # that full and partial tiles both run; for jacobi2d, long time loops on small grids.

@@ -239,3 +239,51 @@ def test_conv_narrow_register_tiers(ow, tier) -> None:
                                                            axis=(2, 3))
         want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
         np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+
+
+def test_jacobi2d_wavefront_tiles() -> None:
+    """Time tiling: isl's skewed band tiled 5 x 32 on (t, 2t + i), the tiles run in
+    wavefronts shared out among threads, the two statements distributed below (each row a
+    vector loop); from two time tiles on (T >= 10)."""
+    op, numpy_impl = load("jacobi2d")
+    k = pd.compile(op)
+    assert [v.name for v in k.variants] == ["wavefront", "generic"]
+    assert [k.select(N=500, T=t).name for t in (9, 10)] == ["generic", "wavefront"]
+    assert k.select(N=3, T=10).name == "wavefront"
+    wave = _variant_source(k, "wavefront")
+    # the wavefronts run in order, the tiles of one wavefront on threads, the statements'
+    # rows as two vector loops inside a tile
+    first_loop = wave.index("for (int64_t pd_c0")
+    assert wave.count("#pragma omp parallel for") == 1
+    assert first_loop < wave.index("#pragma omp parallel for")
+    assert wave.count("#pragma omp simd") == 2
+    rng = np.random.default_rng(5)
+    for n, t in [(70, 23), (37, 10), (131, 12)]:
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        tiled, plain = a.copy(), a.copy()
+        k.run_variant("wavefront", tiled, T=t)
+        k.run_variant("generic", plain, T=t)
+        # the same operations on the same values, in another order of the points
+        assert np.array_equal(tiled, plain), (n, t)
+        np.testing.assert_allclose(tiled, numpy_impl(a.astype(np.float64), T=t),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_wavefront_only_for_time_iterated_stencils() -> None:
+    """Operators whose isl schedule has a parallel loop get no wavefront plan; the OpenCL
+    partition gets no wavefront region."""
+    from polydyn.parametric.regions import partition
+    from polydyn.schedule.auto import isl_schedule
+    from polydyn.schedule.wavefront import wavefront_plan
+    from polydyn.scop.deps import compute_deps
+
+    for name in ("matmul", "conv2d", "softmax", "transpose"):
+        scop = load(name)[0].scop
+        assert wavefront_plan(scop, compute_deps(scop)) is None, name
+    scop = load("jacobi2d")[0].scop
+    deps = compute_deps(scop)
+    wave = wavefront_plan(scop, deps)
+    assert wave is not None and wave.sizes == (5, 32)
+    base = isl_schedule(scop, deps, scop.context)
+    assert "wavefront" not in [p.name for p in partition(scop, base, cpu=False, wave=wave)]
+    assert "wavefront" in [p.name for p in partition(scop, base, cpu=True, wave=wave)]

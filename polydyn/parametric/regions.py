@@ -19,6 +19,7 @@ from ..schedule.auto import (
     tiling_plan,
 )
 from ..schedule.transforms import outermost_bands
+from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
 
 
@@ -69,9 +70,13 @@ class AutoRecipe:
     deep_registers: RegisterShape | None = None
     # tiled: copy the vector operand's tiles into local buffers (matmul's B)
     pack: bool = True
+    # time-tiled: isl's fused band in wavefronts of tiles (then ``tile`` is unused)
+    wave: WaveTiling | None = None
 
     def describe(self) -> str:
-        if not self.tile:
+        if self.wave is not None:
+            parts = [self.wave.describe()]
+        elif not self.tile:
             parts = ["untiled"]
             if self.deep_registers is not None:
                 parts.append(f"{self.deep_registers.rows}-row register tiles of "
@@ -121,9 +126,12 @@ def _collapses_parallel_loop(base: isl.Schedule, region: isl.Set) -> bool:
 
 
 def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
-              cpu: bool = True) -> list[VariantPlan]:
+              cpu: bool = True, wave: WaveTiling | None = None) -> list[VariantPlan]:
     """The automatic partition of the context, most specific first:
 
+    - ``wavefront`` (with ``cpu`` and a time-iterated stencil's ``wave``): where the time
+      loop holds enough time tiles for two threads, isl's fused band tiled in wavefronts
+      (``schedule.wavefront``);
     - ``vectorW`` (with ``cpu``): for a deep band (conv), where its vector
       loop is too short for the widest register tile but long enough for a narrower one of
       W bytes (``auto.NARROW_REGISTERS``): untiled code with register tiles of that shape
@@ -144,6 +152,10 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     plan = tuple(tiling_plan(base, scop, max_tile))
     ctx = scop.context
     plans = _narrow_plans(scop, base, plan) if cpu else []
+    if cpu and wave is not None:
+        region = wavefront_region(scop, wave).coalesce()
+        if _nonempty(region):
+            plans.append(VariantPlan("wavefront", region, AutoRecipe(wave=wave)))
     plans += degenerate_regions(scop, base)
     if plan:
         big, divisible = ctx, ctx
@@ -215,7 +227,8 @@ def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...]
 
 
 def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]] | None,
-                  max_tile: int | None = None, cpu: bool = True) -> list[VariantPlan]:
+                  max_tile: int | None = None, cpu: bool = True,
+                  wave: WaveTiling | None = None) -> list[VariantPlan]:
     """User variants in their order, else the automatic partition; a generic variant over
     the whole context closes the cover (checked)."""
     if variants:
@@ -235,6 +248,6 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
         if not any(p.region.is_equal(scop.context) for p in plans):
             check_cover(scop, [p.region for p in plans])
         return plans
-    plans = partition(scop, base, max_tile, cpu)
+    plans = partition(scop, base, max_tile, cpu, wave)
     check_cover(scop, [p.region for p in plans])
     return plans

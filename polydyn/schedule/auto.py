@@ -14,7 +14,9 @@ Policy (documented in ARCHITECTURE.md):
 - register tiles (rows x vector accumulators) where a reduction allows them, and packing of
   the vector operand (matmul's B) once per tile, for all the row tiles below it;
 - a deep band whose vector loop is too short for a register tile of two zmm registers
-  (conv on small images) gets narrower ones (``NARROW_REGISTERS``, in regions of its own).
+  (conv on small images) gets narrower ones (``NARROW_REGISTERS``, in regions of its own);
+- a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
+  here; its time tiling is ``schedule.wavefront``'s (a region of its own).
 """
 
 from __future__ import annotations

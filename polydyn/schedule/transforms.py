@@ -9,7 +9,7 @@ import islpy as isl
 from .tree import is_band, map_bands
 
 
-def _multi_val(space: isl.Space, values: Sequence[int]) -> isl.MultiVal:
+def multi_val(space: isl.Space, values: Sequence[int]) -> isl.MultiVal:
     mv = isl.MultiVal.zero(space)
     for k, v in enumerate(values):
         mv = mv.set_val(k, isl.Val.int_from_si(space.get_ctx(), int(v)))
@@ -34,7 +34,7 @@ def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
     prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
     # band: { S[i] -> [x...] } (the band's own values, before tiling)
     band = node.band_get_partial_schedule_union_map().intersect_domain(domain)
-    tile_band = node.band_tile(_multi_val(node.band_get_space(), sizes))
+    tile_band = node.band_tile(multi_val(node.band_get_space(), sizes))
     tiles_map = tile_band.band_get_partial_schedule_union_map().intersect_domain(domain)
     tiles = _as_set(prefix.reverse().apply_range(tiles_map).wrap())
     if tiles is None:
@@ -72,7 +72,7 @@ def tile_band(node: isl.ScheduleNode, sizes: Sequence[int],
     """Tile the band at ``node``; with ``isolate``, full tiles are generated apart, without
     min/max bounds. Returns the tile band (its child is the point band)."""
     full = full_tiles(node, sizes) if isolate else None
-    node = node.band_tile(_multi_val(node.band_get_space(), sizes))
+    node = node.band_tile(multi_val(node.band_get_space(), sizes))
     if full is not None and not full.is_empty():
         option = isl.UnionSet.from_set(full.set_tuple_name("isolate"))
         node = node.band_set_ast_build_options(option)

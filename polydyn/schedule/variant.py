@@ -3,6 +3,8 @@ recipe (the automatic policy's choice, or a user Schedule), then marked for the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 
 from ..parametric.regions import AutoRecipe, VariantPlan
@@ -12,6 +14,7 @@ from ..scop.ir import Scop
 from .auto import apply_tiling, order_for_vectors
 from .transforms import drop_parallel
 from .tree import mark_loops
+from .wavefront import wavefront_tile
 
 
 def code_region(region: isl.Set) -> isl.Set:
@@ -27,7 +30,13 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
     schedule = base.intersect_domain(scop.domain().intersect_params(code_region(plan.region)))
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
-        if recipe.tile:
+        waved = None if recipe.wave is None else \
+            wavefront_tile(scop, deps, recipe.wave, code_region(plan.region))
+        if recipe.wave is not None and waved is None:  # (ruled out) the untiled code then
+            recipe = replace(recipe, wave=None)
+        if waved is not None:
+            schedule = waved
+        elif recipe.tile:
             schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate,
                                     deps=deps, pack_tiles=recipe.pack)
         else:
