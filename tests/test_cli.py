@@ -110,6 +110,19 @@ def test_explain(compiled) -> None:
     assert result.stderr == ""
 
 
+def test_closed_pipe_exits_quietly(tmp_path) -> None:
+    """`polydyn compile ... | head`: the reader is gone before the listing is written; no
+    traceback, the status a command killed by SIGPIPE has, the files written all the same."""
+    proc = subprocess.Popen([sys.executable, "-m", "polydyn", "compile", "kernels/jacobi2d.py",
+                             "-o", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the child writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == ""
+    assert (tmp_path / "jacobi2d.c").is_file()
+
+
 def test_explain_with_op_before_sizes() -> None:
     result = polydyn("explain", MATMUL, "--op", "matmul", "N=1000", "M=3", "K=64")
     assert result.returncode == 0, result.stderr
