@@ -24,12 +24,15 @@ def _as_set(uset: isl.UnionSet) -> isl.Set | None:
     return sets[0]
 
 
-def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
+def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int],
+               along: Sequence[int] | None = None) -> isl.Set | None:
     """``[[outer] -> [t...]]``: the tiles (as the tile band's scaled values) in which every
     statement of the band has an instance at every point, for the band at ``node`` before
     it is tiled (as PPCG isolates full tiles). Per statement: a tile full for one statement
     and partial for another is not full (isl then drops the partial statement's instances
-    from the isolated code)."""
+    from the isolated code). With ``along``, only those members must be full (of the
+    others, a tile's first point must exist)."""
+    box = [s if along is None or k in along else 1 for k, s in enumerate(sizes)]
     domain = node.get_domain()
     prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
     # band: { S[i] -> [x...] } (the band's own values, before tiling)
@@ -48,7 +51,7 @@ def full_tiles(node: isl.ScheduleNode, sizes: Sequence[int]) -> isl.Set | None:
             band.intersect_domain(one)).wrap())
         if image is None:
             return None
-        full = _full_for(full, image, sizes)
+        full = _full_for(full, image, box)
     return full.coalesce()
 
 
@@ -67,11 +70,12 @@ def _full_for(tiles: isl.Set, image: isl.Set, sizes: Sequence[int]) -> isl.Set:
     return tiles.subtract(not_full.align_params(tiles.get_space()))
 
 
-def tile_band(node: isl.ScheduleNode, sizes: Sequence[int],
-              isolate: bool = True) -> isl.ScheduleNode:
+def tile_band(node: isl.ScheduleNode, sizes: Sequence[int], isolate: bool = True,
+              full_along: Sequence[int] | None = None) -> isl.ScheduleNode:
     """Tile the band at ``node``; with ``isolate``, full tiles are generated apart, without
-    min/max bounds. Returns the tile band (its child is the point band)."""
-    full = full_tiles(node, sizes) if isolate else None
+    min/max bounds (with ``full_along``, tiles full along those members, whatever their
+    extent along the others). Returns the tile band (its child is the point band)."""
+    full = full_tiles(node, sizes, full_along) if isolate else None
     node = node.band_tile(multi_val(node.band_get_space(), sizes))
     if full is not None and not full.is_empty():
         option = isl.UnionSet.from_set(full.set_tuple_name("isolate"))

@@ -69,7 +69,8 @@ def wavefront_plan(scop: Scop, deps: Deps, max_tile: int | None = None) -> WaveT
             band.child(0).get_type() != isl.schedule_node_type.leaf or \
             any(len(s.iters) != n for s in scop.statements):
         return None
-    sizes = tuple(min(s, max_tile) for s in WAVE_SIZES) if max_tile else WAVE_SIZES
+    time, rows = WAVE_SIZES
+    sizes = (min(time, max_tile), min(rows, max_tile)) if max_tile else WAVE_SIZES
     return WaveTiling(schedule, node_path(band), sizes)
 
 
