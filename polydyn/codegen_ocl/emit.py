@@ -15,7 +15,8 @@ import math
 import cgen
 import islpy as isl
 
-from ..codegen_c.emit import INT_HELPERS, CEmitter, _LoopState, _strip_parens, fmod_helper
+from ..codegen_c.astnodes import LoopState, strip_parens
+from ..codegen_c.emit import INT_HELPERS, CEmitter, fmod_helper
 from ..schedule.tree import PARALLEL
 from ..scop.ir import (
     C_TYPE,
@@ -79,7 +80,7 @@ class OpenCLEmitter(CEmitter):
     # --- promoted kernels: work-item guards, copies, local accesses --------------------------
     _spec: KernelSpec | None = None
 
-    def node(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+    def node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         if n.get_type() == isl.ast_node_type.if_ and self._spec is not None and \
                 self._spec.local and not n.if_has_else_node() and \
                 only_copies(n.if_get_then_node()):
@@ -88,7 +89,7 @@ class OpenCLEmitter(CEmitter):
             then = cgen.Block(self.node(n.if_get_then_node(), st))
             orelse = cgen.Block(self.node(n.if_get_else_node(), st)) \
                 if n.if_has_else_node() else None
-            return [cgen.If(_strip_parens(self.ast_expr(n.if_get_cond())), then, orelse)]
+            return [cgen.If(strip_parens(self.ast_expr(n.if_get_cond())), then, orelse)]
         if n.get_type() == isl.ast_node_type.for_:
             return self.loop(n, st, parallel=False)
         if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
@@ -107,7 +108,7 @@ class OpenCLEmitter(CEmitter):
                     return [self.copy_in(copy, args)]
         return super().node(n, st)
 
-    def loop(self, n: isl.AstNode, st: _LoopState, parallel: bool,
+    def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
              **_cpu: object) -> list[cgen.Generable]:
         """A loop over a mapped member (promoted kernels) is the work-item's own point,
         guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``."""
@@ -132,14 +133,14 @@ class OpenCLEmitter(CEmitter):
                            f"{LOCAL}{k}"),
             cgen.If(guard, cgen.Block(body))])]
 
-    def plain_loop(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+    def plain_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """A loop inside a work-item: no pragma (parallel members are work-items already)."""
         it = n.for_get_iterator().get_id().get_name()
         init = self.ast_expr(n.for_get_init())
         body = self.node(n.for_get_body(), st)
         if n.for_is_degenerate():
             return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
-        cond = _strip_parens(self.ast_expr(n.for_get_cond()))
+        cond = strip_parens(self.ast_expr(n.for_get_cond()))
         inc = self.ast_expr(n.for_get_inc())
         return [cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
 
@@ -177,7 +178,7 @@ class OpenCLEmitter(CEmitter):
 
     _barriers_outside = False  # printing copies under an `if` whose barriers are around it
 
-    def conditional_copies(self, n: isl.AstNode, st: _LoopState) -> list[cgen.Generable]:
+    def conditional_copies(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """``barrier; if (uniform condition) { copies }; barrier``: the same synchronization
         as barriers inside the ``if`` (every work-item of the group takes the same branch),
         but PoCL's CPU compiler, which runs a group's work-items as loops between barriers,
@@ -189,7 +190,7 @@ class OpenCLEmitter(CEmitter):
         finally:
             self._barriers_outside = False
         barrier = cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")
-        return [barrier, cgen.If(_strip_parens(self.ast_expr(n.if_get_cond())),
+        return [barrier, cgen.If(strip_parens(self.ast_expr(n.if_get_cond())),
                                  cgen.Block(then)), barrier]
 
     def copy_in(self, copy: LocalCopy, args: list[str]) -> cgen.Generable:
@@ -284,7 +285,7 @@ class OpenCLEmitter(CEmitter):
 
     def kernel_function(self, spec: KernelSpec) -> str:
         self._spec = spec
-        st = _LoopState()
+        st = LoopState()
         try:
             body = self.node(spec.ast, st)
         finally:

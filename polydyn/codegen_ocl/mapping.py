@@ -30,6 +30,7 @@ from typing import Any
 import islpy as isl
 
 from ..astgen import atomic_where_strides_differ
+from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
 from ..schedule.tree import PARALLEL, is_band, mark_loops
@@ -157,7 +158,7 @@ class VariantMapping:
     def serial_statements(self) -> int:
         """Statements run by a single work-item inside loops (no parallel member found)."""
         return sum(len(k.statements) for k in self.kernels if k.grid is None and
-                   _has_loop(k.ast))
+                   has_loop(k.ast))
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,21 +478,6 @@ def _has_parallel(node: isl.ScheduleNode) -> bool:
     if node.get_type() == _NT.mark and mark_kind(node) == PARALLEL:
         return True
     return any(_has_parallel(node.child(k)) for k in range(node.n_children()))
-
-
-def _has_loop(ast: isl.AstNode) -> bool:
-    t = ast.get_type()
-    if t == isl.ast_node_type.for_:
-        return not ast.for_is_degenerate() or _has_loop(ast.for_get_body())
-    if t == isl.ast_node_type.block:
-        ch = ast.block_get_children()
-        return any(_has_loop(ch.get_at(i)) for i in range(ch.n_ast_node()))
-    if t == isl.ast_node_type.if_:
-        return _has_loop(ast.if_get_then_node()) or (
-            ast.if_has_else_node() and _has_loop(ast.if_get_else_node()))
-    if t == isl.ast_node_type.mark:
-        return _has_loop(ast.mark_get_node())
-    return False
 
 
 def _statement_names(domain: isl.UnionSet) -> tuple[str, ...]:

@@ -1,0 +1,317 @@
+"""Register tiles and packed tiles in C: the accumulators of a rows x vector register tile
+kept in a local array around its reduction loops (a partial tile run as a full one where
+that is safe), and a tile of a vector operand copied into an aligned local buffer with
+padded rows. ``RegisterTiles`` is a part of ``emit.CEmitter``, which reads the marks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import cgen
+import islpy as isl
+
+from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
+from ..schedule.auto import REG_VECTOR_BYTES
+from ..schedule.tree import RROW, RVEC
+from ..scop.ir import C_TYPE, Aff, Load, Statement
+from .astnodes import (
+    LoopState,
+    ast_users,
+    constant_trip,
+    count_role_loops,
+    find_role_loop,
+    loop_annotation,
+)
+
+# The largest packed tile (a stack buffer; half of the L2 the tiles are sized for).
+PACK_MAX_BYTES = 512 * 1024
+
+
+@dataclass
+class Padded:
+    """A partial register tile run as a full one (``RegisterTiles._padded_plan``)."""
+
+    stmt: Statement
+    args: dict[str, str]  # C values of the statement's iterators (rows, vector: set later)
+    lo: dict[str, str]  # the box: smallest value and extent of each iterator
+    size: dict[str, str]
+    rows: int
+    width: int
+    checks: list[str]  # run-time conditions (C): the box is not empty, reads stay in rows
+    shift: bool = False  # the vector ends at the box's top (it starts below the box)
+
+
+class RegisterTiles:
+    """The register-tile and packing methods of ``emit.CEmitter``."""
+
+    def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:
+        """The accumulator cell of a target access: its row and vector iterators minus
+        their values at the tile's origin (``C[i, k + 1]`` -> ``acc[i - i0][k - k0]``)."""
+        acc, row_dim, vec_dim, base_row, base_vec = self.promoted[e.array]
+        (row,) = e.index[int(row_dim)].vars()
+        (vec,) = e.index[int(vec_dim)].vars()
+        return acc, f"({row})", f"({vec})", base_row, base_vec
+
+    def register_tile(self, n: isl.AstNode, st: LoopState, box: str = ""
+                      ) -> list[cgen.Generable] | None:
+        """Around the reduction loop ``n`` of a register tile: copy the target's rows x
+        vector footprint into a local array, accumulate there, copy it back. A partial tile
+        runs as a full one over its instance box (``box``, see ``_padded_plan``) where that
+        is safe; otherwise (None) the plain loops run."""
+        body_node = n.for_get_body()
+        row = find_role_loop(body_node, RROW, through_ifs=True)
+        vec = find_role_loop(body_node, RVEC, through_ifs=True)
+        if row is None or vec is None:
+            return None
+        extents = [constant_trip(x) for x in (row, vec)]
+        full = None not in extents and find_role_loop(body_node, RROW) is not None and \
+            find_role_loop(body_node, RVEC) is not None
+        if not full and (not box or count_role_loops(body_node, RROW) != 1):
+            return None
+        row_it, vec_it = (x.for_get_iterator().get_id().get_name() for x in (row, vec))
+        users = ast_users(body_node, self)
+        stmts = [self.scop.statement(name) for name, _ in users]
+        target = stmts[0].target
+        if not isinstance(target, Load) or any(
+                not isinstance(s.target, Load) or s.target.array != target.array
+                or [str(i) for i in s.target.index] != [str(i) for i in target.index]
+                for s in stmts):
+            return None
+        # which target subscript moves with the rows, which with the vector
+        args = dict(zip(stmts[0].iters, users[0][1]))
+        row_dim = vec_dim = None
+        for d, sub in enumerate(target.index):
+            text = " ".join(args.get(v, "") for v in sub.vars())
+            if re.search(rf"\b{row_it}\b", text):
+                row_dim = d
+            if re.search(rf"\b{vec_it}\b", text):
+                vec_dim = d
+        if row_dim is None or vec_dim is None or row_dim == vec_dim:
+            return None
+        row_sub, vec_sub = target.index[row_dim], target.index[vec_dim]
+        if len(row_sub.vars()) != 1 or len(vec_sub.vars()) != 1:
+            return None
+        (row_var,), (vec_var,) = row_sub.vars(), vec_sub.vars()
+        padded = None
+        if not full:
+            padded = self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it)
+            if padded is None:
+                return None
+        self.tile_count += 1
+        k = self.tile_count
+        acc = f"pd_acc{k}"
+        ctype = C_TYPE[self.scop.array(target.array).dtype]
+        # base iterator values: the statement's iterators with the tile's point loops at 0
+        # (a partial tile: at the smallest values of its box)
+        bases = {v: f"pd_b{k}_{v}" for v in stmts[0].iters}
+        decl = [cgen.Statement(f"int64_t {b}") for b in bases.values()]
+        zero = [cgen.Statement(f"const int64_t {row_it} = 0"),
+                cgen.Statement(f"const int64_t {vec_it} = 0")]
+        values = dict(args)
+        if padded is not None:
+            zero = []
+            values[row_var], values[vec_var] = padded.lo[row_var], padded.lo[vec_var]
+            if padded.shift:
+                values[vec_var] = \
+                    f"({padded.lo[vec_var]}) + ({padded.size[vec_var]}) - {padded.width}"
+        assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
+                  if not _mentions_inner(values[v], n, row_it, vec_it)]
+        if len(assign) != len(stmts[0].iters):
+            # an iterator of the target depends on the reduction loops: no promotion
+            tgt_vars = set().union(*(sub.vars() for sub in target.index))
+            assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
+                      if v in tgt_vars]
+            if any(_mentions_inner(values[v], n, row_it, vec_it) for v in tgt_vars):
+                self.tile_count -= 1
+                return None
+        env = {v: Aff.var(bases[v]) for v in bases}
+        env[row_var] = Aff.var(bases[row_var]) + Aff.var("pd_r")
+        env[vec_var] = Aff.var(bases[vec_var]) + Aff.var("pd_v")
+        cell_index = self.flat_index(target.array, [i.subst(env) for i in target.index])
+        cell = f"{target.array}[{cell_index}]"
+        if padded is None:
+            rows, width = extents
+            copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", rows, width)]
+            copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", rows, width)
+        else:  # the accumulators of cells outside the box start at 0 and are dropped
+            rows, width = padded.rows, padded.width
+            nr, nv = f"pd_nr{k}", f"pd_nv{k}"
+            decl += [cgen.Statement(f"const int64_t {nr} = {padded.size[row_var]}"),
+                     cgen.Statement(f"const int64_t {nv} = {padded.size[vec_var]}")]
+            # the box's cells: the first nv of the vector, or its last nv when it ends at the
+            # box's top (the cells below are other tiles': neither read nor written)
+            first = f"{width} - {nv}" if padded.shift else 0
+            copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = 0", rows, width),
+                       self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", nr, nv if not
+                                       padded.shift else width, first)]
+            copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr,
+                                       nv if not padded.shift else width, first)
+            padded.args[row_var] = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
+            padded.args[vec_var] = f"{bases[vec_var]} + pd_v"
+        self.promoted[target.array] = (acc, str(row_dim), str(vec_dim), bases[row_var],
+                                       bases[vec_var])
+        self.padded = padded
+        try:
+            body = self.loop(n, st, parallel=False)
+        finally:
+            del self.promoted[target.array]
+            self.padded = None
+        tile = cgen.Block([*decl, cgen.Block([*zero, *assign]),
+                           cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
+                           *copy_in, *body, copy_out])
+        if padded is None or not padded.checks:
+            return [tile]
+        # where the box is empty, or where the vector's cells outside the box would read
+        # past the end of a packed row (a tile not aligned to the vector in the packed
+        # box), the plain loops run
+        cond = " && ".join(padded.checks)
+        return [cgen.If(cond, tile, cgen.Block(self.loop(n, st, parallel=False)))]
+
+    def _padded_plan(self, stmts: list[Statement], users: list[tuple[str, list[str]]],
+                     box: str, row_var: str, vec_var: str, row_it: str, vec_it: str
+                     ) -> Padded | None:
+        """How a partial register tile runs as a full one. ``box`` (astgen) gives, per
+        iterator of the tile's one statement, its smallest value, its extent and its largest
+        extent, and says that the instances form that box: every cell of the target in it
+        takes the same reduction iterations. The tile then computes all rows x width cells:
+        a row outside the box reads the last row in it (its loads stay in bounds) and the
+        cells outside are never stored. Columns outside the box read past the box's end, so
+        a partial vector needs every load that moves along it to come from a packed buffer
+        (rows padded and zero-filled, see ``pack``), checked at run time to stay in its row.
+        None when that does not hold."""
+        if len(users) != 1:
+            return None
+        stmt, args = stmts[0], users[0][1]
+        where, *boxes = box.split(PACK_FIELD)
+        fields = [f.split(PACK_ITEM) for f in boxes]
+        if len(fields) != len(stmt.iters):
+            return None
+        lo, size, top = ({v: f[x] for v, f in zip(stmt.iters, fields, strict=True)}
+                         for x in range(3))
+        room = fields[stmt.iters.index(vec_var)][3:] or [""]
+        for sub, var in ((stmt.target.index[d], v) for d, v in
+                         _target_dims(stmt.target, row_var, vec_var)):
+            lin = sub.linear()
+            if lin is None or lin[0] != {var: 1}:
+                return None
+        elem = 8 if self.scop.array(stmt.target.array).dtype in ("f64", "i64") else 4
+        if not top[row_var] or not top[vec_var]:  # unbounded
+            return None
+        # the rows the box can have; its width rounded up to whole vectors: one xmm or ymm
+        # register for a narrow tier's tile (auto.NARROW_REGISTERS), else zmm registers
+        lanes = next(b for b in (16, 32, 64) if int(top[vec_var]) * elem <= b or b == 64) // elem
+        rows, width = int(top[row_var]), -(-int(top[vec_var]) // lanes) * lanes
+        if rows * width > 4096:  # not a register tile
+            return None
+        inner = re.compile(rf"\b({row_it}|{vec_it})\b")
+        others = {v: a for v, a in zip(stmt.iters, args, strict=True)
+                  if v not in (row_var, vec_var)}
+        if any(inner.search(a) for a in others.values()):
+            return None
+        checks = [] if where == "1" else [where]
+        shift = False
+        if size[vec_var] != str(width):  # a partial vector
+            moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
+                      ref.array != stmt.target.array and
+                      any(vec_var in sub.vars() for sub in ref.index)]
+            if all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
+                   vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
+                   for ref in moving):
+                for ref in moving:
+                    _, offsets, strides = self.packed[ref.array]
+                    top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
+                    last = ref.index[-1].subst({vec_var: top_cell})
+                    checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
+            elif room[0]:  # the tile moved down to end at the box's top, over instances
+                shift = True
+                checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room[0]})")
+            else:
+                return None
+        return Padded(stmt, dict(others), lo, size, rows, width, checks, shift)
+
+    def padded_rows(self, st: LoopState) -> list[cgen.Generable]:
+        """The rows x vector loops of a partial register tile run as a full one."""
+        padded = self.padded
+        st.used_locals |= self.stmt_locals[padded.stmt.name]
+        args = [padded.args[v] for v in padded.stmt.iters]
+        vec = cgen.For("int64_t pd_v = 0", f"pd_v < {padded.width}", "pd_v++",
+                       cgen.Block([self.statement(padded.stmt, args)]))
+        rows = cgen.For("int64_t pd_r = 0", f"pd_r < {padded.rows}", "pd_r++",
+                        cgen.Block([cgen.Pragma(self.simd_pragma), vec]))
+        return [cgen.Pragma("GCC unroll 16"), rows]
+
+    def pack(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+        """Under a pack mark whose footprint boxes astgen annotated: copy each box into a
+        local buffer (of the box's largest size) whose rows are padded by 64 bytes, so that
+        a power-of-two leading dimension does not map a tile's rows to a few cache sets,
+        and read the array from the buffer below. Without boxes, the plain code."""
+        boxes = loop_annotation(n)
+        if not boxes:  # no box of bounded size (untiled code)
+            return self.node(n.mark_get_node(), st)
+        decls: list[cgen.Generable] = []
+        saved = dict(self.packed)
+        for box in boxes.split(PACK_SEP):
+            array, bounds_text, sizes_text, offsets_text = box.split(PACK_FIELD)
+            bounds = [int(x) for x in bounds_text.split(",")]
+            sizes, offsets = sizes_text.split(PACK_ITEM), offsets_text.split(PACK_ITEM)
+            arr = self.scop.array(array)
+            elem = 4 if arr.dtype in ("f32", "i32") else 8
+            # rows: a whole number of register-tile vectors (a partial register tile reads
+            # them all), then 64 bytes more
+            vector = REG_VECTOR_BYTES // elem
+            row = -(-bounds[-1] // vector) * vector + 64 // elem if len(bounds) > 1 \
+                else bounds[-1]
+            strides = [1] * len(bounds)
+            for d in range(len(bounds) - 2, -1, -1):
+                strides[d] = strides[d + 1] * (row if d == len(bounds) - 2 else bounds[d + 1])
+            total = strides[0] * bounds[0]
+            if total * elem > PACK_MAX_BYTES:
+                continue
+            self.pack_count += 1
+            buf = f"pd_pk{self.pack_count}"
+            its = [f"pd_q{d}" for d in range(len(sizes))]
+            src = self.flat_index(array, [Aff.var(f"({o})") + Aff.var(q)
+                                          for o, q in zip(offsets, its, strict=True)])
+            dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
+            q = its[-1]
+            copy: cgen.Generable = cgen.Block([
+                cgen.Pragma("omp simd"),
+                cgen.For(f"int64_t {q} = 0", f"{q} < ({sizes[-1]})", f"{q}++",
+                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")])),
+                # the rest of the row is zeros: what a partial register tile reads there
+                cgen.For(f"int64_t {q} = {sizes[-1]}", f"{q} < {row}", f"{q}++",
+                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = 0")]))])
+            for d in range(len(sizes) - 2, -1, -1):
+                copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
+                                f"{its[d]}++", cgen.Block([copy]))
+            decls += [cgen.Statement(f"{C_TYPE[arr.dtype]} {buf}[{total}] "
+                                     "__attribute__((aligned(64)))"), copy]
+            self.packed[array] = (buf, offsets, strides)
+        try:
+            body = self.node(n.mark_get_node(), st)
+        finally:
+            self.packed = saved
+        return [cgen.Block([*decls, *body])]
+
+    def _tile_copy(self, assignment: str, rows: int | str, width: int | str,
+                   first: int | str = 0) -> cgen.Generable:
+        inner = cgen.For(f"int64_t pd_v = {first}", f"pd_v < {width}", "pd_v++",
+                         cgen.Block([cgen.Statement(assignment)]))
+        return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
+                        cgen.Block([cgen.Pragma("omp simd"), inner]))
+
+
+def _target_dims(target: Load, row_var: str, vec_var: str) -> list[tuple[int, str]]:
+    """``(subscript position, iterator)`` of the target's row and vector subscripts."""
+    return [(d, v) for d, sub in enumerate(target.index) for v in (row_var, vec_var)
+            if v in sub.vars()]
+
+
+
+def _mentions_inner(expr: str, n: isl.AstNode, row_it: str, vec_it: str) -> bool:
+    """Whether an iterator expression uses loops inside the promoted loop other than the
+    tile's rows and vector (then it has no single value at the copy-in point)."""
+    inner = set(re.findall(rf"\b{ITERATOR}\d+\b", expr)) - {row_it, vec_it}
+    outer_limit = int(n.for_get_iterator().get_id().get_name()[len(ITERATOR):])
+    return any(int(c[len(ITERATOR):]) >= outer_limit for c in inner)
