@@ -15,7 +15,7 @@ from .parametric.regions import plan_variants
 from .parametric.variants import Variant
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
-from .schedule.auto import isl_schedule
+from .schedule.auto import isl_schedule, scheduler_schedule
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.deps import compute_deps, zero_init_arrays
@@ -47,13 +47,14 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     deps = compute_deps(scop)
     options.dump(name, "2-deps.txt", deps)
 
-    base = isl_schedule(scop, deps, scop.context)
+    own = scheduler_schedule(scop, deps, scop.context)
+    base = isl_schedule(scop, deps, scop.context, own)
     options.dump(name, "3-base-schedule.txt", base)
 
     # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
     # for OpenCL
     cpu = target == "c"
-    wave = wavefront_plan(scop, deps, options.max_tile) if cpu and not variants else None
+    wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 

@@ -279,16 +279,19 @@ def test_wavefront_only_for_time_iterated_stencils() -> None:
     """Operators whose isl schedule has a parallel loop get no wavefront plan; the OpenCL
     partition gets no wavefront region."""
     from polydyn.parametric.regions import partition
-    from polydyn.schedule.auto import isl_schedule
+    from polydyn.schedule.auto import isl_schedule, scheduler_schedule
     from polydyn.schedule.wavefront import wavefront_plan
     from polydyn.scop.deps import compute_deps
 
+    def own(scop, deps):
+        return scheduler_schedule(scop, deps, scop.context)
+
     for name in ("matmul", "conv2d", "softmax", "transpose"):
         scop = load(name)[0].scop
-        assert wavefront_plan(scop, compute_deps(scop)) is None, name
+        assert wavefront_plan(scop, own(scop, compute_deps(scop))) is None, name
     scop = load("jacobi2d")[0].scop
     deps = compute_deps(scop)
-    wave = wavefront_plan(scop, deps)
+    wave = wavefront_plan(scop, own(scop, deps))
     assert wave is not None and wave.sizes == (5, 32)
     base = isl_schedule(scop, deps, scop.context)
     assert "wavefront" not in [p.name for p in partition(scop, base, cpu=False, wave=wave)]

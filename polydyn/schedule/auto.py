@@ -55,11 +55,20 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
             .set_coincidence(deps.all))
 
 
-def isl_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule:
-    """isl's schedule for the region; the original order if the scheduler gives up."""
+def scheduler_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule | None:
+    """isl's own schedule for the region; None if the scheduler gives up."""
     try:
-        schedule = schedule_constraints(scop, deps, region).compute_schedule()
+        return schedule_constraints(scop, deps, region).compute_schedule()
     except isl.Error:
+        return None
+
+
+def isl_schedule(scop: Scop, deps: Deps, region: isl.Set,
+                 computed: isl.Schedule | None = None) -> isl.Schedule:
+    """The base schedule: isl's (``computed``, when the caller has it already), the
+    original order if the scheduler gives up."""
+    schedule = computed if computed is not None else scheduler_schedule(scop, deps, region)
+    if schedule is None:
         return original_order(scop, region)
     if not _has_parallel(schedule) and scop.tree:
         # isl fused everything into loops that all carry dependences (a time-iterated

@@ -20,7 +20,7 @@ import islpy as isl
 
 from ..scop.deps import Deps
 from ..scop.ir import Scop
-from .auto import BandTiling, at_least, member_extents, schedule_constraints
+from .auto import BandTiling, at_least, member_extents
 from .legality import is_legal
 from .transforms import multi_val, outermost_bands
 from .tree import node_at, node_path
@@ -34,7 +34,9 @@ from .tree import node_at, node_path
 # thread in each full wavefront.
 WAVE_SIZES = (5, 32)
 # Time tiles a wavefront needs before it pays: with fewer than two, the wavefronts hold
-# one tile each and run on one thread (the program's loops then run instead).
+# one tile each and run on one thread (the program's loops then run instead). A wavefront
+# holds at most T / 5 tiles whatever the thread count: sized for the two cores here; with
+# many more threads than that the program's loops may be the faster code.
 WAVE_MIN_TIME_TILES = 2
 
 
@@ -51,13 +53,13 @@ class WaveTiling:
         return f"wavefront tiles {self.sizes[0]} x {self.sizes[1]} (time-tiled)"
 
 
-def wavefront_plan(scop: Scop, deps: Deps, max_tile: int | None = None) -> WaveTiling | None:
-    """The plan for an operator whose isl schedule is a single permutable band of three or
-    more members, none parallel, holding every statement and every loop (a time-iterated
-    stencil); None for any other. ``max_tile`` caps the tile sizes."""
-    try:
-        schedule = schedule_constraints(scop, deps, scop.context).compute_schedule()
-    except isl.Error:
+def wavefront_plan(scop: Scop, schedule: isl.Schedule | None, max_tile: int | None = None
+                   ) -> WaveTiling | None:
+    """The plan for an operator whose isl schedule (``schedule``, over the context) is a
+    single permutable band of three or more members, none parallel, holding every statement
+    and every loop (a time-iterated stencil); None for any other. ``max_tile`` caps the
+    tile sizes."""
+    if schedule is None:
         return None
     bands = outermost_bands(schedule)
     if len(bands) != 1:
