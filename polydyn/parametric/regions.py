@@ -129,13 +129,13 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
               cpu: bool = True, wave: WaveTiling | None = None) -> list[VariantPlan]:
     """The automatic partition of the context, most specific first:
 
-    - ``wavefront`` (with ``cpu`` and a time-iterated stencil's ``wave``): where the time
-      loop holds enough time tiles for two threads, isl's fused band tiled in wavefronts
-      (``schedule.wavefront``);
     - ``vectorW`` (with ``cpu``): for a deep band (conv), where its vector
       loop is too short for the widest register tile but long enough for a narrower one of
       W bytes (``auto.NARROW_REGISTERS``): untiled code with register tiles of that shape
       (small images: their working set fits the caches);
+    - ``wavefront`` (with ``cpu`` and a time-iterated stencil's ``wave``): where the time
+      loop holds enough time tiles for two threads, isl's fused band tiled in wavefronts
+      (``schedule.wavefront``);
     - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
     - ``skinny`` (with ``cpu``): of the sizes ``tiled`` covers, those where a packed
       band has one row tile and two column tiles or more: tiled, B not packed

@@ -355,16 +355,12 @@ def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...]
                  ) -> tuple[int, ...] | None:
     """``BandTiling.min_extents`` of a band: for one whose vector operand gets packed, 1 for
     every member but the vector one (``MIN_TILED_VECTORS`` vectors); else None."""
-    if _pack_plan(node, scop, list(sizes)) is None:
+    members = _packed_members(node, scop, sizes)
+    if members is None:
         return None
-    deps_of = member_dependence(node, scop)
-    vecs = [k for k in range(node.band_n_member()) if sizes[k] > 1 and
-            node.band_member_get_coincident(k) and _stride_one(scop, deps_of, k)]
-    if not vecs:
-        return None
-    elem = elem_bytes(scop)
+    _row, vec = members
     out = [1] * len(sizes)
-    out[vecs[-1]] = min(sizes[vecs[-1]], MIN_TILED_VECTORS * REGISTERS.width(elem))
+    out[vec] = min(sizes[vec], MIN_TILED_VECTORS * REGISTERS.width(elem_bytes(scop)))
     return tuple(out)
 
 
@@ -459,13 +455,17 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
 def packed_members(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
                    ) -> tuple[int, int] | None:
     """The rows' and the vector's member of a band whose vector operand gets packed."""
-    node = node_at(schedule, tiling.path)
-    pack = _pack_plan(node, scop, list(tiling.sizes))
+    return _packed_members(node_at(schedule, tiling.path), scop, tiling.sizes)
+
+
+def _packed_members(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...]
+                    ) -> tuple[int, int] | None:
+    pack = _pack_plan(node, scop, list(sizes))
     if pack is None:
         return None
     row = pack[0][-1]
     deps_of = member_dependence(node, scop)
-    vecs = [k for k in range(node.band_n_member()) if tiling.sizes[k] > 1 and k != row and
+    vecs = [k for k in range(node.band_n_member()) if sizes[k] > 1 and k != row and
             node.band_member_get_coincident(k) and _stride_one(scop, deps_of, k)]
     return (row, vecs[-1]) if vecs else None
 
