@@ -568,3 +568,57 @@ def test_deps_text_names_every_kind() -> None:
     for kind in ("flow:", "anti:", "output:"):
         assert kind in text
     assert "S0[i, j] -> S0[" in text
+
+
+# --------------------------------------------------------------------------------------------
+# Array reductions: their updates may be reordered among themselves, nothing else may move
+
+
+@pd.operator
+def running_sum(A: f32[N, M], s: out(f32[N]), T: out(f32[N, M])):
+    """``T`` reads every partial sum of ``s``: the updates keep their order."""
+    for i in range(N):
+        for k in range(M):
+            s[i] += A[i, k]
+            T[i, k] = s[i]
+
+
+def _legal(scop, sched: str, validity: isl.UnionMap) -> bool:
+    from polydyn.schedule.legality import is_legal
+
+    domain = scop.domain()
+    tree = isl.Schedule.from_domain(domain).insert_partial_schedule(
+        isl.MultiUnionPwAff.from_union_map(isl.UnionMap(sched).intersect_domain(domain)))
+    return is_legal(tree, validity)
+
+
+def test_reassociable_validity_reorders_a_reduction_only() -> None:
+    from polydyn.schedule.reductions import reassociable_validity
+
+    scop = matmul.scop
+    deps = compute_deps(scop)
+    relaxed = reassociable_validity(scop, deps)
+    ctx = "[N, K, M] -> "
+    reversed_k = ctx + "{ S0[i, j] -> [0, i, j, 0]; S1[i, j, k] -> [1, i, j, -k] }"
+    assert not _legal(scop, reversed_k, deps.validity)
+    assert _legal(scop, reversed_k, relaxed)
+    # the initialization may not land among the updates (after the first one)
+    init_inside = ctx + "{ S0[i, j] -> [1, i, j, 1]; S1[i, j, k] -> [1, i, j, 2 * k] }"
+    assert not _legal(scop, init_inside, relaxed)
+    assert _legal(scop, ctx + "{ S0[i, j] -> [1, i, j, -1]; S1[i, j, k] -> [1, i, j, 2 * k] }",
+                  relaxed)
+
+    scop = running_sum.scop
+    deps = compute_deps(scop)
+    relaxed = reassociable_validity(scop, deps)
+    ctx = "[N, M] -> "
+    assert _legal(scop, ctx + "{ S0[i, k] -> [i, k, 0]; S1[i, k] -> [i, k, 1] }", relaxed)
+    # a statement that reads the partial sums pins the updates' order
+    assert not _legal(scop, ctx + "{ S0[i, k] -> [i, -k, 0]; S1[i, k] -> [i, -k, 1] }",
+                      relaxed)
+
+
+def test_running_sum_matches_reference() -> None:
+    k = pd.compile(running_sum)
+    for sizes in ({"N": 1, "M": 1}, {"N": 5, "M": 33}, {"N": 17, "M": 64}):
+        check_kernel(k, sizes, seed=sizes["M"])

@@ -247,6 +247,33 @@ def test_conv_narrow_register_tiers(ow, tier) -> None:
         np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
 
 
+def test_conv_channels_innermost_in_register_tiles() -> None:
+    """In every register tile of conv, the window loops run outside the input channels'
+    (a reordered sum: the channel loop has the long count and constant strides), and the
+    results agree with float64 at sizes that take the full and the partial tiles."""
+    k = _conv2d()
+    tiles = 0
+    for variant in k.variants:
+        source = _variant_source(k, variant.name)
+        for tile in re.finditer(r"\w+ pd_acc\d+\[\d+\]\[\d+\];", source):
+            loops = re.findall(r"for \(int64_t (pd_c\d+) = 0; \1 (<=?) ([^;]+);",
+                               source[tile.end():])[:3]
+            assert [bound for _, _, bound in loops[:2]] == ["KH", "KW"], loops
+            assert "K" not in loops[2][2], loops  # C, or a channel tile's last point
+            tiles += 1
+    assert tiles >= len(k.variants)
+    for b, c, f, h, w in ((1, 7, 13, 5, 40), (2, 65, 50, 4, 36), (1, 3, 6, 3, 34)):
+        rng = np.random.default_rng(c)
+        X = rng.standard_normal((b, c, h, w)).astype(np.float32)
+        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
+        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
+                                                           axis=(2, 3))
+        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
+        for variant in (k.select(B=b, C=c, F=f, H=h, W=w, KH=3, KW=3).name, "generic"):
+            np.testing.assert_allclose(k.run_variant(variant, X, Wt), want, rtol=1e-4,
+                                       atol=1e-4 * np.sqrt(c * 9))
+
+
 def test_jacobi2d_wavefront_tiles() -> None:
     """Time tiling: isl's skewed band tiled 5 x 32 on (t, 2t + i), the tiles run in
     wavefronts shared out among threads, the two statements distributed below (each row a

@@ -12,7 +12,8 @@ Policy (documented in ARCHITECTURE.md):
 - in the point band, a parallel member along which accesses are stride-1 becomes innermost
   (vectorizable), reductions move out of the innermost position;
 - register tiles (rows x vector accumulators) where a reduction allows them, and packing of
-  the vector operand (matmul's B) once per tile, for all the row tiles below it;
+  the vector operand (matmul's B) once per tile, for all the row tiles below it; in a deep
+  band the window loops run outside the channels' (a reassociated sum, when legal);
 - a deep band whose vector loop is too short for a register tile of two zmm registers
   (conv on small images) gets narrower ones (``NARROW_REGISTERS``, in regions of its own);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
@@ -28,6 +29,7 @@ import islpy as isl
 from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
 from .legality import is_legal
+from .reductions import reassociable_validity
 from .transforms import outermost_bands, tile_band
 from .tree import (
     PROMOTE,
@@ -596,24 +598,93 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
         node = _reorder_band(node.child(0), swap).parent()
     else:
         node = tile_band(node, sizes, isolate=True)  # the register-tile band; child: points
+    moved = None
     if deps is not None and node.child(0).child(0).get_type() != isl.schedule_node_type.leaf:
         # bands below the point loops (conv's ky, kx) would run inside the vector loop: sink
         # the point band under them when that keeps every dependence
         sunk = node.child(0).band_sink()
         if is_legal(sunk.get_schedule(), deps):
             node = sunk.parent()
+            moved = _reductions_innermost(node, vec + 1, scop, deps)
     depth = node.get_tree_depth()
-    node = split_and_mark(node, [mark_name(coincident[k], PROMOTE if k == vec + 1 else "")
-                                 for k in range(n)])
-    for _ in range(2 * n):
-        node = node.child(0)
-    while not (is_band(node) and node.band_n_member() == n):  # down to the point band
-        node = node.child(0)
+    node = _mark_tile_loops(node if moved is None else moved, coincident, vec, moved is not None)
     node = split_and_mark(node, [mark_name(coincident[k], RROW if k == row else
                                            RVEC if k == vec else "") for k in range(n)])
     while node.get_tree_depth() > depth:
         node = node.parent()
     return node
+
+
+def _mark_tile_loops(node: isl.ScheduleNode, coincident: list[bool], vec: int, moved: bool
+                     ) -> isl.ScheduleNode:
+    """Mark the loops of a register-tile band, the accumulators' (promote) mark above its
+    first reduction member, or above the first band below it when ``moved`` (the band's
+    reductions went under the bands below). Returns the point band."""
+    n = len(coincident)
+    if not moved:
+        node = split_and_mark(node, [mark_name(coincident[k], PROMOTE if k == vec + 1 else
+                                               "") for k in range(n)])
+        for _ in range(2 * n):
+            node = node.child(0)
+        while not (is_band(node) and node.band_n_member() == n):  # down to the point band
+            node = node.child(0)
+        return node
+    node = split_and_mark(node, [mark_name(coincident[k]) for k in range(vec + 1)])
+    for _ in range(2 * (vec + 1)):
+        node = node.child(0)
+    node = split_and_mark(node, [mark_name(bool(node.band_member_get_coincident(k)),
+                                           PROMOTE if k == 0 else "")
+                                 for k in range(node.band_n_member())])
+    while node.child(0).get_type() != isl.schedule_node_type.leaf:
+        node = node.child(0)
+    return node
+
+
+def _reductions_innermost(tile: isl.ScheduleNode, first: int, scop: Scop, deps: Deps
+                          ) -> isl.ScheduleNode | None:
+    """Move a register-tile band's reduction members (``first`` on: conv's input channel)
+    below the bands under it (conv's ``ky``, ``kx``), just above the point band, when a
+    reduction's updates may be reordered there (``reassociable_validity``). The innermost
+    reduction loop then has the long count (a channel tile, not the 3 of a 3 x 3 window)
+    and constant strides, so gcc keeps one pointer per operand in the micro-kernel.
+    Returns the tile band's place, or None (nothing to move, or not legal)."""
+    n = tile.band_n_member()
+    chain = _chain_below(tile)
+    if not 0 < first < n or chain is None or len(chain) < 2 or \
+            not all(is_band(x) for x in chain):
+        return None
+    depth = tile.get_tree_depth()
+    # take the bands between the reductions and the point band out, and put them back
+    # above the reductions (the tile band's options anchor its members: they cannot sink)
+    node = tile.band_split(first).child(0).child(0)
+    bands = []
+    for _ in range(len(chain) - 1):
+        flags = [node.band_member_get_coincident(k) for k in range(node.band_n_member())]
+        bands.append((node.band_get_partial_schedule(), node.band_get_permutable(), flags))
+        node = node.delete()
+    node = node.parent()  # the reductions' band
+    for mupa, permutable, coincident in reversed(bands):
+        node = node.insert_partial_schedule(mupa).band_set_permutable(permutable)
+        for k, flag in enumerate(coincident):
+            node = node.band_member_set_coincident(k, flag)
+    schedule = node.get_schedule()
+    if not is_legal(schedule, reassociable_validity(scop, deps)):
+        return None
+    while node.get_tree_depth() > depth:
+        node = node.parent()
+    return node
+
+
+def _chain_below(node: isl.ScheduleNode) -> list[isl.ScheduleNode] | None:
+    """The nodes under ``node`` down to its leaf, when each has one child; else None."""
+    out = []
+    node = node.child(0)
+    while node.get_type() != isl.schedule_node_type.leaf:
+        if node.n_children() != 1:
+            return None
+        out.append(node)
+        node = node.child(0)
+    return out
 
 
 def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int

@@ -13,22 +13,24 @@ def _maps(umap: isl.UnionMap) -> list[isl.Map]:
     return out
 
 
-def violated(schedule: isl.Schedule, deps: Deps) -> isl.UnionMap:
-    """``{ S[i] -> T[j] }``: the dependences whose sink does not run after their source."""
+def violated(schedule: isl.Schedule, deps: Deps | isl.UnionMap) -> isl.UnionMap:
+    """``{ S[i] -> T[j] }``: the dependences whose sink does not run after their source
+    (of ``deps.validity``, or of the given relation)."""
+    validity = deps if isinstance(deps, isl.UnionMap) else deps.validity
     sched = schedule.get_map()  # { S[i] -> [t] }, one time space for the whole tree
-    times = deps.validity.apply_domain(sched).apply_range(sched)  # { [t_src] -> [t_dst] }
+    times = validity.apply_domain(sched).apply_range(sched)  # { [t_src] -> [t_dst] }
     wrong = isl.UnionMap.empty(times.get_space())
     for tmap in _maps(times):
         lex_ge = isl.Map.lex_ge(tmap.get_space().domain())
         wrong = wrong.union(isl.UnionMap.from_map(tmap.intersect(
             lex_ge.align_params(tmap.get_space()))))
     if wrong.is_empty():
-        return isl.UnionMap.empty(deps.validity.get_space())
+        return isl.UnionMap.empty(validity.get_space())
     # back to instances: { S[i] -> T[j] } whose times are in the wrong order
-    return deps.validity.intersect(sched.apply_range(wrong).apply_range(sched.reverse()))
+    return validity.intersect(sched.apply_range(wrong).apply_range(sched.reverse()))
 
 
-def is_legal(schedule: isl.Schedule, deps: Deps) -> bool:
+def is_legal(schedule: isl.Schedule, deps: Deps | isl.UnionMap) -> bool:
     return violated(schedule, deps).is_empty()
 
 

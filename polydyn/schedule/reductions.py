@@ -1,13 +1,15 @@
-"""Loops carried only by reductions into local scalars (``s += x``, ``m = max(m, x)``):
-the emitter vectorizes them with an OpenMP ``simd reduction`` clause (reassociating the
-reduction, as every vectorizing BLAS and NumPy's own sums do)."""
+"""Reductions. Loops carried only by reductions into local scalars (``s += x``,
+``m = max(m, x)``): the emitter vectorizes them with an OpenMP ``simd reduction`` clause
+(reassociating the reduction, as every vectorizing BLAS and NumPy's own sums do). Array
+reductions (``Y[b, f, y, x] += X[..] * W[..]``): ``reassociable_validity`` lets a schedule
+reorder the updates of one cell among themselves (conv's reduction loops interchanged)."""
 
 from __future__ import annotations
 
 import islpy as isl
 
-from ..scop.deps import _anti, _flow, _output
-from ..scop.ir import Bin, Scalar, Scop, Statement
+from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output
+from ..scop.ir import Bin, Load, Scalar, Scop, Statement
 
 
 def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
@@ -28,6 +30,64 @@ def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
             if isinstance(me, Scalar) and me.name == t.name and not reads(other):
                 return t.name, v.op
     return None
+
+
+def array_reduction_of(stmt: Statement) -> str | None:
+    """The target array of ``T[x] += e`` or ``T[x] = max(T[x], e)`` (``min``) with ``e`` not
+    reading ``T``; else None."""
+    t = stmt.target
+    if not isinstance(t, Load):
+        return None
+
+    def reads(e: object) -> bool:
+        return any(isinstance(x, Load) and x.array == t.array for x in e.walk())
+
+    if stmt.op == "+=" and not reads(stmt.value):
+        return t.array
+    v = stmt.value
+    if stmt.op == "=" and isinstance(v, Bin) and v.op in ("max", "min"):
+        for me, other in ((v.a, v.b), (v.b, v.a)):
+            if isinstance(me, Load) and me.array == t.array and \
+                    [str(i) for i in me.index] == [str(i) for i in t.index] and not reads(other):
+                return t.array
+    return None
+
+
+def reassociable_validity(scop: Scop, deps: Deps) -> isl.UnionMap:
+    """``deps.validity`` with the updates of each cell by an array reduction statement free
+    to run in any order among themselves (a reordered floating-point sum: the same terms,
+    other roundings). Its dependences on itself are dropped (it writes only its target,
+    read at the same cell); every other statement's access to a cell it updates is ordered
+    against each of its updates (memory-based), so no other statement sees a partial sum
+    or lands inside one."""
+    reductions = {s.name: array_reduction_of(s) for s in scop.statements}
+    reductions = {name: arr for name, arr in reductions.items() if arr is not None}
+    if not reductions:
+        return deps.validity
+    kept = isl.UnionMap.empty(deps.validity.get_space())
+    for m in _maps(deps.validity):
+        src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+        if not (src == dst and src in reductions):
+            kept = kept.union(isl.UnionMap.from_map(m))
+    order = scop.original_schedule()
+    reads, writes = scop.accesses("read"), scop.accesses("write")
+    for name, arr in reductions.items():
+        mine = _statement_domain(scop, name)
+        updates = _only_array(writes.intersect_domain(mine), arr)
+        others = _only_array(reads.union(writes).subtract_domain(mine), arr)
+        kept = kept.union(_memory_based(others, updates, order)).union(
+            _memory_based(updates, others, order))
+    return kept.coalesce()
+
+
+def _statement_domain(scop: Scop, name: str) -> isl.UnionSet:
+    sets: list[isl.Set] = []
+    scop.domain().foreach_set(sets.append)
+    return isl.UnionSet.from_set(next(s for s in sets if s.get_tuple_name() == name))
+
+
+def _only_array(umap: isl.UnionMap, name: str) -> isl.UnionMap:
+    return _drop_arrays(umap, {m.get_tuple_name(isl.dim_type.out) for m in _maps(umap)} - {name})
 
 
 def _drop_arrays(umap: isl.UnionMap, names: set[str]) -> isl.UnionMap:
