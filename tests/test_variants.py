@@ -247,6 +247,29 @@ def test_conv_narrow_register_tiers(ow, tier) -> None:
         np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
 
 
+@pytest.mark.parametrize(("b", "oh", "ow"), [(2, 32, 16), (1, 64, 31), (2, 64, 8), (4, 64, 4),
+                                          (1, 8, 16)])
+def test_conv_repacked_weights(b, oh, ow) -> None:
+    """16-row register tiles read the weights from a copy with the output channels
+    innermost (one pointer, constant offsets), made where a weight is used at least 1024
+    times (B x OH x OW); rows past F read the copy's zero padding. Against float64, with F
+    around the tile's 16 rows; at (1, 8, 16) the weights are read in place."""
+    k = _conv2d()
+    c = 3
+    for f in (16, 17, 33):
+        sizes = {"B": b, "C": c, "F": f, "H": oh + 2, "W": ow + 2, "KH": 3, "KW": 3}
+        tier = k.select(**sizes).name
+        assert tier.startswith("vector")
+        assert "pd_rp1[" in _variant_source(k, tier)
+        rng = np.random.default_rng(f * ow)
+        X = rng.standard_normal((b, c, oh + 2, ow + 2)).astype(np.float32)
+        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
+        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
+                                                           axis=(2, 3))
+        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
+        np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+
+
 def test_conv_channels_innermost_in_register_tiles() -> None:
     """In every register tile of conv, the window loops run outside the input channels'
     (a reordered sum: the channel loop has the long count and constant strides), and the

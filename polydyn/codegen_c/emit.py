@@ -41,7 +41,7 @@ from ..scop.ir import (
     join_dtypes,
 )
 from .astnodes import LoopState, ast_users, has_loop, loop_annotation, strip_parens
-from .tiles import Padded, RegisterTiles
+from .tiles import Padded, RegisterTiles, Repack
 
 _T = isl.ast_expr_op_type
 _MATH_F32 = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
@@ -154,6 +154,9 @@ class CEmitter(RegisterTiles):
         # arrays read from a pack buffer here: (buffer, box offsets as C, buffer strides)
         self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
         self.pack_count = 0
+        # the function's repacked copies, by array, dimension order and padding (see
+        # RegisterTiles.repack)
+        self.repacks: dict[tuple[str, tuple[int, ...], int], Repack] = {}
         self.tile_count = 0
         self.team_count = 0
         # while emitting a partial register tile as a full one
@@ -534,6 +537,7 @@ class CEmitter(RegisterTiles):
         self.region = variant.region
         self.user_counts = Counter(name for name, _ in ast_users(ast, self))
         st = LoopState()
+        self.repacks = {}
         body = self.node(ast, st)
         decls: list[cgen.Generable] = []
         for a in self.scop.arrays:
@@ -544,13 +548,17 @@ class CEmitter(RegisterTiles):
             decls.append(cgen.Statement(
                 f"{C_TYPE[a.dtype]} *{self.restrict} {a.name} = ({C_TYPE[a.dtype]} *)"
                 f"pd_alloc({self.size_expr(a)}, {int(a.name in self.zero_init)})"))
-        if temps:
-            fail = " || ".join(f"!{a.name}" for a in temps)
-            frees = [cgen.Statement(f"free({a.name})") for a in temps]
-            decls.append(cgen.If(fail, cgen.Block([*frees, cgen.Statement("return -2")])))
-            tail = [*frees, cgen.Statement("return 0")]
-        else:
-            tail = [cgen.Statement("return 0")]
+        buffers = [a.name for a in temps] + [r.buf for r in self.repacks.values()]
+        failed = [f"!{a.name}" for a in temps] + [r.fail for r in self.repacks.values()]
+        for r in self.repacks.values():
+            decls += r.alloc
+        tail = [cgen.Statement("return 0")]
+        if buffers:
+            frees = [cgen.Statement(f"free({b})") for b in buffers]
+            decls.append(cgen.If(" || ".join(failed),
+                                 cgen.Block([*frees, cgen.Statement("return -2")])))
+            tail = [*frees, *tail]
+        decls += [r.copy for r in self.repacks.values()]
         header = f"static int {fname}({', '.join(self.params(True))})"
         block = cgen.Block([*decls, *body, *tail])
         return f"/* variant {variant.name}: {variant.region} */\n{header}\n{block}\n"

@@ -26,6 +26,28 @@ from .astnodes import (
 
 # The largest packed tile (a stack buffer; half of the L2 the tiles are sized for).
 PACK_MAX_BYTES = 512 * 1024
+# Register tiles of at least this many rows read their rows' operand from a repacked copy
+# (``RegisterTiles.repack``): reading it in place takes one pointer per row, and gcc keeps
+# at most about 12 of them in the 15 general registers (16 rows of conv: 8 pointers
+# reloaded from the stack in every step of the micro-kernel). With 6 rows the copy's layout
+# was slower than reading in place (measured: conv (1, 64, 64, 56) 0.88x).
+REPACK_MIN_ROWS = 12
+# ... and when the tile's statement does this many multiply-adds per element copied (the
+# copy's cost, about 2 cycles an element, then stays under 3% of the work; conv
+# (1, 64, 64, 9): 49, where the copy made the call 1.4x slower).
+REPACK_MIN_REUSE = 1024
+
+
+@dataclass
+class Repack:
+    """A copy of a read-only array made at a function's entry, in another dimension order
+    (``RegisterTiles.repack``), where the work pays for it (else ``buf`` is NULL)."""
+
+    buf: str
+    strides: list[str]  # C, per dimension of the array
+    alloc: list[cgen.Generable]  # declarations: the padded row's length, the buffer
+    fail: str  # C: the allocation was wanted and failed
+    copy: cgen.Generable
 
 
 @dataclass
@@ -98,6 +120,9 @@ class RegisterTiles:
             padded = self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it)
             if padded is None:
                 return None
+        saved_packed = dict(self.packed)
+        repacked = self.repack(stmts, args, row_var, vec_var,
+                               extents[0] if padded is None else padded.rows)
         self.tile_count += 1
         k = self.tile_count
         acc = f"pd_acc{k}"
@@ -147,16 +172,25 @@ class RegisterTiles:
                                        padded.shift else width, first)]
             copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr,
                                        nv if not padded.shift else width, first)
-            padded.args[row_var] = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
+            clamped = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
+            # rows past the box read a repacked copy's zeros, in bounds
+            padded.args[row_var] = f"{bases[row_var]} + pd_r" if repacked else clamped
             padded.args[vec_var] = f"{bases[vec_var]} + pd_v"
         self.promoted[target.array] = (acc, str(row_dim), str(vec_dim), bases[row_var],
                                        bases[vec_var])
         self.padded = padded
         try:
             body = self.loop(n, st, parallel=False)
+            if repacked:  # where the copies were not made, the arrays are read in place
+                self.packed = dict(saved_packed)
+                if padded is not None:
+                    padded.args[row_var] = clamped
+                body = [cgen.If(" && ".join(repacked), cgen.Block(body),
+                                cgen.Block(self.loop(n, st, parallel=False)))]
         finally:
             del self.promoted[target.array]
             self.padded = None
+            self.packed = saved_packed
         tile = cgen.Block([*decl, cgen.Block([*zero, *assign]),
                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
                            *copy_in, *body, copy_out])
@@ -167,6 +201,79 @@ class RegisterTiles:
         # box), the plain loops run
         cond = " && ".join(padded.checks)
         return [cgen.If(cond, tile, cgen.Block(self.loop(n, st, parallel=False)))]
+
+    def repack(self, stmts: list[Statement], args: dict[str, str], row_var: str,
+               vec_var: str, rows: int) -> list[str]:
+        """For a register tile of ``rows`` >= ``REPACK_MIN_ROWS`` rows: read every array that
+        moves along the rows only (conv's ``Wt[f, c, ky, kx]``: read-only, subscripts single
+        iterators, one of them the rows') from a copy made at the function's entry, whose
+        innermost dimension is the rows' (zero-filled past its end: rounded up to 16 elements,
+        and a tile's rows more), the others in the order of the loops that move them in this tile. The
+        rows then read consecutive cells, at constant offsets from one pointer. Returns the
+        copies' buffers (NULL where the work does not pay for them: the caller emits the
+        tile twice) when every read that moves along the rows comes from such a copy."""
+        if rows < REPACK_MIN_ROWS or len(stmts) != 1:
+            return []
+        written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
+        along_rows = [ref for ref in stmts[0].value.walk() if isinstance(ref, Load) and
+                      any(row_var in sub.vars() for sub in ref.index)]
+        orders = []
+        for ref in along_rows:
+            lins = [sub.linear() for sub in ref.index]
+            if ref.array in written or any(lin is None or lin[1] != 0 or len(lin[0]) != 1 or
+                                           set(lin[0].values()) != {1} for lin in lins):
+                return []
+            its = [next(iter(lin[0])) for lin in lins]
+            if its.count(row_var) != 1 or vec_var in its:
+                return []
+
+            def depth(it: str) -> int:  # the deepest loop the iterator's value uses here
+                found = re.findall(rf"\b{ITERATOR}(\d+)\b", args.get(it, ""))
+                return max((int(x) for x in found), default=-1)
+
+            row_dim = its.index(row_var)
+            others = sorted((d for d in range(len(its)) if d != row_dim),
+                            key=lambda d: (depth(its[d]), d))
+            orders.append([*others, row_dim])
+        pad = -(-rows // 16) * 16  # a partial tile's rows past the last one read zeros
+        for ref, order in zip(along_rows, orders, strict=True):
+            key = (ref.array, tuple(order), pad)
+            if key not in self.repacks:
+                self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name)
+            self.packed[ref.array] = (self.repacks[key].buf, ["0"] * len(order),
+                                      self.repacks[key].strides)
+        return sorted({self.packed[ref.array][0] for ref in along_rows})
+
+    def _repack_copy(self, array: str, order: list[int], pad: int, stmt: str) -> Repack:
+        """A copy of ``array`` with its dimensions in ``order`` (the last one rounded up to
+        16 elements, then ``pad`` more), made where ``stmt`` does ``REPACK_MIN_REUSE``
+        multiply-adds per element of the array."""
+        arr = self.scop.array(array)
+        shape = [f"({d.to_c()})" for d in arr.shape]
+        buf = f"pd_rp{len(self.repacks) + 1}"
+        row_len = f"{buf}_n"
+        extents = [shape[d] for d in order[:-1]] + [row_len]
+        strides = [""] * len(order)
+        stride = "1"
+        for pos in range(len(order) - 1, -1, -1):
+            strides[order[pos]] = stride
+            stride = extents[pos] if stride == "1" else f"{stride} * {extents[pos]}"
+        ctype = C_TYPE[arr.dtype]
+        wanted = f"({self.work_expr([stmt])}) >= {REPACK_MIN_REUSE} * {' * '.join(shape)}"
+        alloc = [cgen.Statement(f"const int64_t {row_len} = ({shape[order[-1]]} + 15) / 16 * 16"
+                                f" + {pad}"),
+                 cgen.Statement(f"{ctype} *{self.restrict} {buf} = {wanted} ? ({ctype} *)"
+                                f"pd_alloc(sizeof({ctype}) * (size_t)({stride}), 1) : NULL")]
+        its = [f"pd_q{d}" for d in range(len(order))]
+        dst = " + ".join(f"{its[d]} * {strides[d]}" for d in order)
+        src = self.flat_index(array, [Aff.var(q) for q in its])
+        copy: cgen.Generable = cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")
+        for d in reversed(order):
+            copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {shape[d]}", f"{its[d]}++",
+                            cgen.Block([copy]))
+        copy = cgen.If(buf, cgen.Block([cgen.Pragma(f"omp parallel for if({stride} >= 65536)"),
+                                        copy]))
+        return Repack(buf, strides, alloc, f"({wanted} && !{buf})", copy)
 
     def _padded_plan(self, stmts: list[Statement], users: list[tuple[str, list[str]]],
                      box: str, row_var: str, vec_var: str, row_it: str, vec_it: str
