@@ -35,6 +35,7 @@ from .tree import (
     PROMOTE,
     RROW,
     RVEC,
+    chain_below,
     is_band,
     mark_name,
     node_at,
@@ -649,7 +650,7 @@ def _reductions_innermost(tile: isl.ScheduleNode, first: int, scop: Scop, deps: 
     and constant strides, so gcc keeps one pointer per operand in the micro-kernel.
     Returns the tile band's place, or None (nothing to move, or not legal)."""
     n = tile.band_n_member()
-    chain = _chain_below(tile)
+    chain = chain_below(tile)
     if not 0 < first < n or chain is None or len(chain) < 2 or \
             not all(is_band(x) for x in chain):
         return None
@@ -673,18 +674,6 @@ def _reductions_innermost(tile: isl.ScheduleNode, first: int, scop: Scop, deps: 
     while node.get_tree_depth() > depth:
         node = node.parent()
     return node
-
-
-def _chain_below(node: isl.ScheduleNode) -> list[isl.ScheduleNode] | None:
-    """The nodes under ``node`` down to its leaf, when each has one child; else None."""
-    out = []
-    node = node.child(0)
-    while node.get_type() != isl.schedule_node_type.leaf:
-        if node.n_children() != 1:
-            return None
-        out.append(node)
-        node = node.child(0)
-    return out
 
 
 def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int

@@ -60,6 +60,18 @@ def is_band(node: isl.ScheduleNode) -> bool:
     return node.get_type() == isl.schedule_node_type.band
 
 
+def chain_below(node: isl.ScheduleNode) -> list[isl.ScheduleNode] | None:
+    """The nodes under ``node`` down to its leaf, when each has one child; else None."""
+    out = []
+    node = node.child(0)
+    while node.get_type() != isl.schedule_node_type.leaf:
+        if node.n_children() != 1:
+            return None
+        out.append(node)
+        node = node.child(0)
+    return out
+
+
 def map_bands(schedule: isl.Schedule,
               fn: Callable[[isl.ScheduleNode], isl.ScheduleNode]) -> isl.Schedule:
     """Apply ``fn`` to every band node, bottom-up; ``fn`` returns the node at the same place."""
