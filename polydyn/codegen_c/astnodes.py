@@ -10,6 +10,10 @@ import islpy as isl
 
 from ..schedule.tree import parse_mark
 
+# Statement instances (or copied elements) under a parallel loop below which threads cost
+# more than they save (an OpenMP fork/join is a few microseconds on this class of machine).
+PARALLEL_MIN_WORK = 32768
+
 
 @dataclass
 class LoopState:

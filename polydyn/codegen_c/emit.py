@@ -40,7 +40,14 @@ from ..scop.ir import (
     is_float,
     join_dtypes,
 )
-from .astnodes import LoopState, ast_users, has_loop, loop_annotation, strip_parens
+from .astnodes import (
+    PARALLEL_MIN_WORK,
+    LoopState,
+    ast_users,
+    has_loop,
+    loop_annotation,
+    strip_parens,
+)
 from .tiles import Padded, RegisterTiles, Repack
 
 _T = isl.ast_expr_op_type
@@ -121,11 +128,6 @@ static inline void *pd_alloc(size_t bytes, int zero) {
   return p;
 }
 """
-
-
-# Statement instances under a parallel loop below which threads cost more than they save
-# (an OpenMP fork/join is a few microseconds on this class of machine).
-PARALLEL_MIN_WORK = 32768
 
 
 class CEmitter(RegisterTiles):
