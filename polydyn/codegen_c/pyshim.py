@@ -35,7 +35,7 @@ def shim_source(scop: Scop, module: str) -> str:
         "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION",
         "#include <numpy/arrayobject.h>",
         "",
-        f"static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, "
+        "static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, "
         "PyObject *kwnames) {",
         f"  if (nargs != {len(pos)}) Py_RETURN_NOTIMPLEMENTED;",
     ]

@@ -209,10 +209,10 @@ class RegisterTiles:
         moves along the rows only (conv's ``Wt[f, c, ky, kx]``: read-only, subscripts single
         iterators, one of them the rows') from a copy made at the function's entry, whose
         innermost dimension is the rows' (zero-filled past its end: rounded up to 16 elements,
-        and a tile's rows more), the others in the order of the loops that move them in this tile. The
-        rows then read consecutive cells, at constant offsets from one pointer. Returns the
-        copies' buffers (NULL where the work does not pay for them: the caller emits the
-        tile twice) when every read that moves along the rows comes from such a copy."""
+        and a tile's rows more), the others in the order of the loops that move them in this
+        tile. The rows then read consecutive cells, at constant offsets from one pointer.
+        Returns the copies' buffers (NULL where the work does not pay for them: the caller
+        emits the tile twice) when every read that moves along the rows comes from such a copy."""
         if rows < REPACK_MIN_ROWS or len(stmts) != 1:
             return []
         written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
