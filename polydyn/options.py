@@ -25,7 +25,7 @@ class Options:
 
     ``cc``/``cflags``: the C compiler and its flags (POLYDYN_CC, POLYDYN_CFLAGS adds flags);
     ``sanitize``: build kernels with AddressSanitizer/UBSan (POLYDYN_SANITIZE=1);
-    ``threads``: OpenMP threads (0: the OpenMP default); ``cache_dir``: POLYDYN_CACHE_DIR.
+    ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
     target: str = "c"

@@ -2,6 +2,7 @@
 reference inside its region and on both sides of each region boundary; specialization shows
 in the generated code; holes in a user partition are refused."""
 
+import ctypes
 import functools
 import re
 
@@ -216,6 +217,30 @@ def test_matmul_team_regions(n) -> None:
         got = k.run_variant(variant, A, B)
         np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
                                    rtol=1e-4, atol=1e-4 * np.sqrt(300))
+
+
+@pytest.mark.parametrize("threads", [3, 4])
+@pytest.mark.parametrize("n", [97, 241, 300])
+def test_matmul_team_tails(threads, n) -> None:
+    """Full row tiles that do not divide among the threads (2, 5 and 6 of them on 3 and 4
+    threads): the threads share out whole tiles, then all of them run each remaining tile,
+    sharing out its register tiles (a thread that skipped one would leave rows unwritten,
+    or wait at a barrier the others never reach); against float64, the dispatched variant
+    and ``generic``."""
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    k = pd.compile(load("matmul")[0])
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, 300)).astype(np.float32)
+    B = rng.standard_normal((300, 289)).astype(np.float32)
+    gomp.omp_set_num_threads(threads)
+    try:
+        for variant in (k.select(N=n, M=289, K=300).name, "generic"):
+            got = k.run_variant(variant, A, B)
+            np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
+                                       rtol=1e-4, atol=1e-4 * np.sqrt(300))
+    finally:
+        gomp.omp_set_num_threads(before)
 
 
 @functools.cache

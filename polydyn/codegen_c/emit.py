@@ -410,7 +410,7 @@ class CEmitter(RegisterTiles):
             return [loop]
         if trips is not None and pragma.startswith(self.parallel_pragma) and \
                 not inner.used_locals and self._team_body(n.for_get_body()):
-            return self.team_loop(n, st, it, init, cond, inc, trips)
+            return self.team_loop(n, st, it, init, inc, trips)
         return [cgen.Pragma(pragma), loop]
 
     def _team_body(self, n: isl.AstNode, role: str | None = None) -> bool:
@@ -434,25 +434,35 @@ class CEmitter(RegisterTiles):
             return loop_annotation(n) == "parallel" and has_loop(n.for_get_body())
         return False
 
-    def team_loop(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
-                  inc: str, trips: str) -> list[cgen.Generable]:
+    def team_loop(self, n: isl.AstNode, st: LoopState, it: str, init: str, inc: str,
+                  trips: str) -> list[cgen.Generable]:
         """One parallel region around a parallel loop whose trip count may be below the
-        number of threads (one row tile of a skinny matmul): the loop shares out its
-        iterations when it has as many as there are threads; otherwise every thread runs
-        it and the parallel loops in its body share out theirs (cyclically, a barrier
-        after each). Never nested parallel constructs: libgomp creates fresh threads for
-        every nested team, even under a region made inactive by its ``if`` clause (an
-        8 x 1024 x 1024 matmul ran 50x slower with two threads than with one)."""
+        number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
+        tiles on 2 threads): the threads share out whole iterations while every thread has
+        one; every thread runs each of the rest (fewer than the threads), whose parallel
+        loops share out theirs (cyclically, a barrier after each), so no thread waits a
+        whole iteration at the end. Never nested parallel constructs: libgomp creates fresh
+        threads for every nested team, even under a region made inactive by its ``if``
+        clause (an 8 x 1024 x 1024 matmul ran 50x slower with two threads than with one)."""
         self.team_count += 1
         flag = f"pd_w{self.team_count}"
+        count, whole, step = (f"pd_{x}{self.team_count}" for x in ("n", "s", "t"))
         region = f"omp parallel if({self._work_test(n)} && {trips} >= 1)"
         inner = LoopState(True, team=flag)
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
-        loop = cgen.For(f"int64_t {it} = {init} + ({flag} ? pd_team_id() : 0) * {inc}", cond,
-                        f"{it} += ({flag} ? pd_team_size() : 1) * {inc}", cgen.Block(body))
+        # iteration t < whole: this thread's own (cyclic); t >= whole: every thread's
+        loop = cgen.For(
+            f"int64_t {step} = {whole} > 0 ? pd_team_id() : 0", f"{step} < {count}",
+            f"{step} = {step} < {whole} ? pd_min({step} + pd_team_size(), {whole})"
+            f" : {step} + 1",
+            cgen.Block([cgen.Statement(f"const int {flag} = {step} < {whole}"),
+                        cgen.Statement(f"const int64_t {it} = {init} + {step} * {inc}"),
+                        *body]))
         return [cgen.Pragma(region), cgen.Block([
-            cgen.Statement(f"const int {flag} = {trips} >= pd_team_size()"), loop])]
+            cgen.Statement(f"const int64_t {count} = {trips}"),
+            cgen.Statement(f"const int64_t {whole} = {count} - pd_mod({count}, pd_team_size())"),
+            loop])]
 
     def team_member(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
                     inc: str) -> list[cgen.Generable]:
@@ -638,12 +648,13 @@ def _locals_of(scop: Scop, stmt: Statement) -> set[str]:
 
 
 def _trip_count(n: isl.AstNode, init: str, inc: str, em: CEmitter) -> str | None:
-    """The iterations of ``for (c = init; c < ub or c <= ub; c += inc)`` as C, else None."""
+    """The iterations of ``for (c = init; c < ub or c <= ub; c += inc)`` as C (at most 0
+    when there is none), else None."""
     cond = n.for_get_cond()
     if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2 or \
             cond.get_op_type() not in (_T.lt, _T.le):
         return None
     ub = em.ast_expr(cond.get_op_arg(1))
-    if cond.get_op_type() == _T.le:
-        return f"((({ub}) - ({init})) / ({inc}) + 1)"
+    if cond.get_op_type() == _T.le:  # <= 0 when there is none (C's division truncates)
+        return f"((({ub}) - ({init}) + ({inc})) / ({inc}))"
     return f"((({ub}) - ({init}) + ({inc}) - 1) / ({inc}))"
