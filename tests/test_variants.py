@@ -322,6 +322,28 @@ def test_conv_channels_innermost_in_register_tiles() -> None:
                                        atol=1e-4 * np.sqrt(c * 9))
 
 
+@pytest.mark.parametrize(("b", "c", "h"), [(1, 5, 34), (2, 5, 4), (2, 64, 4)])
+def test_conv_fourteen_row_register_tiles(b, c, h) -> None:
+    """Conv's wide register tiles have 14 rows of output channels (``B=1``, ``tiled`` and
+    ``generic``); against float64 with F around one and two tiles, the weights read from
+    the repacked copy (B x OH x OW >= 1024) and in place, and F past the 112 rows of a
+    cache tile (``tiled``) with 64 channels."""
+    k = _conv2d()
+    for name in ("B=1", "tiled", "generic"):
+        assert re.search(r"pd_acc\d+\[14\]\[32\]", _variant_source(k, name)), name
+    w = 36
+    for f in (13, 14, 15, 29, *((113,) if c == 64 else ())):
+        rng = np.random.default_rng(f + h)
+        X = rng.standard_normal((b, c, h, w)).astype(np.float32)
+        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
+        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
+                                                           axis=(2, 3))
+        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
+        for variant in (k.select(B=b, C=c, F=f, H=h, W=w, KH=3, KW=3).name, "generic"):
+            np.testing.assert_allclose(k.run_variant(variant, X, Wt), want, rtol=1e-4,
+                                       atol=1e-4 * np.sqrt(c * 9))
+
+
 def test_jacobi2d_wavefront_tiles() -> None:
     """Time tiling: isl's skewed band tiled 5 x 32 on (t, 2t + i), the tiles run in
     wavefronts shared out among threads, the two statements distributed below (each row a

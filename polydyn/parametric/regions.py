@@ -66,7 +66,7 @@ class AutoRecipe:
     tile: tuple[BandTiling, ...] = ()
     isolate: bool = True
     parallel: bool = True
-    # untiled: the register tiles' shape in deep bands (None: auto.REGISTERS)
+    # untiled: the register tiles' shape in deep bands (None: auto.DEEP_REGISTERS)
     deep_registers: RegisterShape | None = None
     # tiled: copy the vector operand's tiles into local buffers (matmul's B)
     pack: bool = True

@@ -112,10 +112,15 @@ class RegisterShape:
 
 # The widest register vector (two zmm registers), and the shape of register tiles: 6 x 2
 # zmm of f32 on AVX-512, 12 of the 32 vector registers (matmul with B packed: best among
-# 4, 6, 8 and 14 rows on Zen 5; conv from 64 output columns on: 8 and 14 rows gain 10-20%
-# with 64 channels but lose 30-40% with 3).
+# 4, 6, 8 and 14 rows on Zen 5).
 REG_VECTOR_BYTES = 128
 REGISTERS = RegisterShape(6, REG_VECTOR_BYTES)
+# Deep bands (conv): 14 rows of 2 zmm (28 accumulators), the rows' operand (the weights)
+# read from a repacked copy (codegen_c.tiles.REPACK_MIN_ROWS). Measured with 2 threads
+# against 6 rows (B, C, F, H): (1, 64, 64, 56) +16%, (4, 64, 64, 40) +16%, (2, 64, 128, 34)
+# +21%, (1, 64, 32, 56) +8%, (4, 3, 32, 224) +6%, (1, 32, 64, 57) +2%; 8 and 10 rows were
+# slower than 6 in some of these, 12 rows below 14 in most.
+DEEP_REGISTERS = RegisterShape(14, REG_VECTOR_BYTES)
 
 # Deep bands (conv) whose vector loop (output columns) is too short for REGISTERS' vector
 # (images under 34 x 34 for 3 x 3 f32 windows) ran plain loops. Narrower tiers, by the
@@ -223,8 +228,9 @@ def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tu
     for k in live:  # members beyond three (a batch, conv's output rows) stay untiled
         sizes[k] = 8 * REGISTERS.rows
     if deep:
-        _row, vec, red = live
-        sizes[vec], sizes[red] = REGISTERS.width(elem), 64
+        row, vec, red = live
+        sizes[row] = 8 * DEEP_REGISTERS.rows
+        sizes[vec], sizes[red] = DEEP_REGISTERS.width(elem), 64
         return tuple(sizes)
     sizes[live[-1]] = 256 if len(live) >= 2 else 1024
     if len(live) >= 3:
@@ -439,7 +445,8 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         node = tile_band(node, sizes, isolate=isolate)
         depth = node.get_tree_depth()
         point = node.child(0)
-        node = register_tile(_permute_point_band(point, scop), scop, deps)
+        node = register_tile(_permute_point_band(point, scop), scop, deps,
+                             shape=DEEP_REGISTERS if tiling.deep else REGISTERS)
         if pack is not None and node.get_type() == isl.schedule_node_type.mark:
             while node.get_tree_depth() > depth:
                 node = node.parent()
@@ -701,15 +708,15 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
                       deep_registers: RegisterShape | None = None) -> isl.Schedule:
     """Untiled variants: the same inner-loop choice on each outermost band, and register
     tiles where a reduction allows them, else vector strips for the threads. Register tiles
-    of deep bands (conv) have the shape ``deep_registers`` if given, others ``REGISTERS``."""
+    of deep bands (conv) have the shape ``deep_registers`` if given, else ``DEEP_REGISTERS``;
+    others ``REGISTERS``."""
     for node in outermost_bands(schedule):
         path = node_path(node)
         node = node_at(schedule, path)
+        constant = _constant_members(member_dependence(node, scop), node.band_n_member())
         shape = REGISTERS
-        if deep_registers is not None:
-            constant = _constant_members(member_dependence(node, scop), node.band_n_member())
-            if _tiled_members(node, scop, constant)[1]:
-                shape = deep_registers
+        if _tiled_members(node, scop, constant)[1]:
+            shape = deep_registers or DEEP_REGISTERS
         point = _permute_point_band(node, scop)
         node = register_tile(point, scop, deps, vector_outer=True, shape=shape)
         if node is point:
