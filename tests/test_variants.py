@@ -248,6 +248,23 @@ def _conv2d() -> pd.Kernel:
     return pd.compile(load("conv2d")[0])
 
 
+def _check_conv(k: pd.Kernel, b: int, c: int, f: int, h: int, w: int, seed: int,
+                variants: tuple[str, ...] = ()) -> None:
+    """A 3 x 3 conv of random inputs against float64: the dispatched call, or each of
+    ``variants`` (the name ``select`` picks for these sizes where given as "")."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((b, c, h, w)).astype(np.float32)
+    Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
+    windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
+                                                       axis=(2, 3))
+    want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
+    sizes = {"B": b, "C": c, "F": f, "H": h, "W": w, "KH": 3, "KW": 3}
+    runs = [k(X, Wt)] if not variants else \
+        [k.run_variant(v or k.select(**sizes).name, X, Wt) for v in variants]
+    for got in runs:
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+
+
 @pytest.mark.parametrize(("ow", "tier"), [(4, "vector16"), (7, "vector16"), (8, "vector32"),
                                           (15, "vector32"), (16, "vector64"),
                                           (26, "vector64"), (31, "vector64"), (32, "generic")])
@@ -263,13 +280,7 @@ def test_conv_narrow_register_tiers(ow, tier) -> None:
         if tier != "generic":
             shape = int(tier[len("vector"):]) // 4
             assert f"[16][{shape}]" in _variant_source(k, tier)  # the accumulators
-        rng = np.random.default_rng(ow * 100 + f)
-        X = rng.standard_normal((b, c, h, ow + 2)).astype(np.float32)
-        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
-        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
-                                                           axis=(2, 3))
-        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
-        np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+        _check_conv(k, b, c, f, h, ow + 2, seed=ow * 100 + f)
 
 
 @pytest.mark.parametrize(("b", "oh", "ow"), [(2, 32, 16), (1, 64, 31), (2, 64, 8), (4, 64, 4),
@@ -286,13 +297,7 @@ def test_conv_repacked_weights(b, oh, ow) -> None:
         tier = k.select(**sizes).name
         assert tier.startswith("vector")
         assert "pd_rp1[" in _variant_source(k, tier)
-        rng = np.random.default_rng(f * ow)
-        X = rng.standard_normal((b, c, oh + 2, ow + 2)).astype(np.float32)
-        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
-        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
-                                                           axis=(2, 3))
-        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
-        np.testing.assert_allclose(k(X, Wt), want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
+        _check_conv(k, b, c, f, oh + 2, ow + 2, seed=f * ow)
 
 
 def test_conv_channels_innermost_in_register_tiles() -> None:
@@ -311,15 +316,7 @@ def test_conv_channels_innermost_in_register_tiles() -> None:
             tiles += 1
     assert tiles >= len(k.variants)
     for b, c, f, h, w in ((1, 7, 13, 5, 40), (2, 65, 50, 4, 36), (1, 3, 6, 3, 34)):
-        rng = np.random.default_rng(c)
-        X = rng.standard_normal((b, c, h, w)).astype(np.float32)
-        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
-        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
-                                                           axis=(2, 3))
-        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
-        for variant in (k.select(B=b, C=c, F=f, H=h, W=w, KH=3, KW=3).name, "generic"):
-            np.testing.assert_allclose(k.run_variant(variant, X, Wt), want, rtol=1e-4,
-                                       atol=1e-4 * np.sqrt(c * 9))
+        _check_conv(k, b, c, f, h, w, seed=c, variants=("", "generic"))
 
 
 @pytest.mark.parametrize(("b", "c", "h"), [(1, 5, 34), (2, 5, 4), (2, 64, 4)])
@@ -331,17 +328,8 @@ def test_conv_fourteen_row_register_tiles(b, c, h) -> None:
     k = _conv2d()
     for name in ("B=1", "tiled", "generic"):
         assert re.search(r"pd_acc\d+\[14\]\[32\]", _variant_source(k, name)), name
-    w = 36
     for f in (13, 14, 15, 29, *((113,) if c == 64 else ())):
-        rng = np.random.default_rng(f + h)
-        X = rng.standard_normal((b, c, h, w)).astype(np.float32)
-        Wt = rng.standard_normal((f, c, 3, 3)).astype(np.float32)
-        windows = np.lib.stride_tricks.sliding_window_view(X.astype(np.float64), (3, 3),
-                                                           axis=(2, 3))
-        want = np.einsum("bcyxij,fcij->bfyx", windows, Wt.astype(np.float64))
-        for variant in (k.select(B=b, C=c, F=f, H=h, W=w, KH=3, KW=3).name, "generic"):
-            np.testing.assert_allclose(k.run_variant(variant, X, Wt), want, rtol=1e-4,
-                                       atol=1e-4 * np.sqrt(c * 9))
+        _check_conv(k, b, c, f, h, 36, seed=f + h, variants=("", "generic"))
 
 
 def test_jacobi2d_wavefront_tiles() -> None:
