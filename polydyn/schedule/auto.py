@@ -115,11 +115,9 @@ class RegisterShape:
 # 4, 6, 8 and 14 rows on Zen 5).
 REG_VECTOR_BYTES = 128
 REGISTERS = RegisterShape(6, REG_VECTOR_BYTES)
-# Deep bands (conv): 14 rows of 2 zmm (28 accumulators), the rows' operand (the weights)
-# read from a repacked copy (codegen_c.tiles.REPACK_MIN_ROWS). Measured with 2 threads
-# against 6 rows (B, C, F, H): (1, 64, 64, 56) +16%, (4, 64, 64, 40) +16%, (2, 64, 128, 34)
-# +21%, (1, 64, 32, 56) +8%, (4, 3, 32, 224) +6%, (1, 32, 64, 57) +2%; 8 and 10 rows were
-# slower than 6 in some of these, 12 rows below 14 in most.
+# Deep bands (conv): 14 rows of 2 zmm (28 accumulators), the weights read from a repacked
+# copy (codegen_c.tiles.REPACK_MIN_ROWS); 2-21% faster than 6 rows in every conv measured,
+# 12 rows below 14 in most (docs/design.md, point 5).
 DEEP_REGISTERS = RegisterShape(14, REG_VECTOR_BYTES)
 
 # Deep bands (conv) whose vector loop (output columns) is too short for REGISTERS' vector
