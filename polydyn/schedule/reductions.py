@@ -6,10 +6,13 @@ reorder the updates of one cell among themselves (conv's reduction loops interch
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeGuard
+
 import islpy as isl
 
 from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output
-from ..scop.ir import Bin, Load, Scalar, Scop, Statement
+from ..scop.ir import Bin, Expr, Load, Scalar, Scop, Statement
 
 
 def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
@@ -19,17 +22,11 @@ def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
     if not isinstance(t, Scalar) or scop.array(t.name).kind != "local":
         return None
 
-    def reads(e: object) -> bool:
-        return any(isinstance(x, Scalar) and x.name == t.name for x in e.walk())
+    def mine(x: object) -> bool:
+        return isinstance(x, Scalar) and x.name == t.name
 
-    if stmt.op == "+=" and not reads(stmt.value):
-        return t.name, "+"
-    v = stmt.value
-    if stmt.op == "=" and isinstance(v, Bin) and v.op in ("max", "min"):
-        for me, other in ((v.a, v.b), (v.b, v.a)):
-            if isinstance(me, Scalar) and me.name == t.name and not reads(other):
-                return t.name, v.op
-    return None
+    op = _reduction_op(stmt, mine, mine)
+    return None if op is None else (t.name, op)
 
 
 def array_reduction_of(stmt: Statement) -> str | None:
@@ -38,18 +35,32 @@ def array_reduction_of(stmt: Statement) -> str | None:
     t = stmt.target
     if not isinstance(t, Load):
         return None
+    index = [str(i) for i in t.index]
 
-    def reads(e: object) -> bool:
-        return any(isinstance(x, Load) and x.array == t.array for x in e.walk())
+    def of_array(x: object) -> TypeGuard[Load]:
+        return isinstance(x, Load) and x.array == t.array
+
+    def cell(x: object) -> bool:
+        return of_array(x) and [str(i) for i in x.index] == index
+
+    return None if _reduction_op(stmt, cell, of_array) is None else t.array
+
+
+def _reduction_op(stmt: Statement, is_target: Callable[[object], bool],
+                  touches: Callable[[object], bool]) -> str | None:
+    """``+`` for ``target += e``, ``max``/``min`` for ``target = max(target, e)``, where
+    ``e`` has no node that ``touches`` the target's variable; else None."""
+
+    def reads(e: Expr) -> bool:
+        return any(touches(x) for x in e.walk())
 
     if stmt.op == "+=" and not reads(stmt.value):
-        return t.array
+        return "+"
     v = stmt.value
     if stmt.op == "=" and isinstance(v, Bin) and v.op in ("max", "min"):
         for me, other in ((v.a, v.b), (v.b, v.a)):
-            if isinstance(me, Load) and me.array == t.array and \
-                    [str(i) for i in me.index] == [str(i) for i in t.index] and not reads(other):
-                return t.array
+            if is_target(me) and not reads(other):
+                return v.op
     return None
 
 
