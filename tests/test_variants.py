@@ -11,6 +11,7 @@ import pytest
 
 import polydyn as pd
 from kernels import ALL, load
+from polydyn.codegen_c.astnodes import PARALLEL_MIN_WORK, TILED_PARALLEL_MIN_WORK
 from polydyn.testing import check_kernel, region_points
 
 SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference runs quickly
@@ -71,9 +72,11 @@ def test_matmul_partition_and_specialized_code() -> None:
     assert steps < n1.index("#pragma omp simd", steps) < n1.index("#pragma GCC unroll 8", steps)
     assert "pd_c5 <= 7;" in n1
     tiled = _variant_source(k, "tiled")
-    # tile loops j, k (256) outside the row tiles (48), B's tile packed between them
-    assert "c0 += 256" in tiled and "c2 += 48" in tiled and "#pragma omp simd" in tiled
-    assert tiled.index("c1 += 256") < tiled.index("pd_pk") < tiled.index("c2 += 48")
+    # tile loops j, k (256) outside the row tiles (48: team regions' loops), B's tile
+    # packed between them
+    rows = re.search(r"pd_c2 = 0 \+ pd_t\d+ \* 48;", tiled)
+    assert "c0 += 256" in tiled and rows and "#pragma omp simd" in tiled
+    assert tiled.index("c1 += 256") < tiled.index("pd_pk") < rows.start()
     assert "pd_acc" in tiled  # accumulators promoted in full register tiles
     assert "pd_nr" in tiled and "pd_nv" in tiled  # and in partial ones
     assert k.select(N=1, M=64, K=64).name == "N=1"
@@ -208,15 +211,32 @@ def test_matmul_team_regions(n) -> None:
     """The tiled matmul's team regions against float64: one row tile (its register-tile
     loops share out their iterations, a barrier after each; in ``skinny``, unpacked, the
     column tiles), several (the row tiles shared out), with partial register and cache
-    tiles in both; the dispatched variant and ``generic``."""
+    tiles in both; the dispatched variant and ``generic``. K x M is large enough that even
+    one row takes the threads around register tiles (``TILED_PARALLEL_MIN_WORK``)."""
     k = pd.compile(load("matmul")[0])
+    depth, m = 1100, 3850  # partial k and column tiles, a partial vector (3850 = 120 x 32 + 10)
+    assert depth * m >= TILED_PARALLEL_MIN_WORK
     rng = np.random.default_rng(n)
-    A = rng.standard_normal((n, 300)).astype(np.float32)
-    B = rng.standard_normal((300, 289)).astype(np.float32)
-    for variant in (k.select(N=n, M=289, K=300).name, "generic"):
+    A = rng.standard_normal((n, depth)).astype(np.float32)
+    B = rng.standard_normal((depth, m)).astype(np.float32)
+    for variant in (k.select(N=n, M=m, K=depth).name, "generic"):
         got = k.run_variant(variant, A, B)
         np.testing.assert_allclose(got, A.astype(np.float64) @ B.astype(np.float64),
-                                   rtol=1e-4, atol=1e-4 * np.sqrt(300))
+                                   rtol=1e-4, atol=1e-4 * np.sqrt(depth))
+
+
+def test_threads_around_register_tiles_need_more_work() -> None:
+    """Loops around register tiles take the threads from TILED_PARALLEL_MIN_WORK
+    multiply-adds on (a 64^3 matmul ran 1.7x faster on one thread than on two); other loops
+    (matmul's C = 0, bias + relu) from PARALLEL_MIN_WORK instances."""
+    matmul = pd.compile(load("matmul")[0]).source
+    tiled, plain = f">= {TILED_PARALLEL_MIN_WORK}", f">= {PARALLEL_MIN_WORK}"
+    for line in matmul.splitlines():
+        if "omp parallel" in line and "(N) * (M) * (K)" in line:
+            assert tiled in line and plain not in line, line
+        elif "omp parallel" in line and "(N) * (M) >=" in line:
+            assert plain in line, line
+    assert tiled not in pd.compile(load("bias_relu")[0]).source
 
 
 @pytest.mark.parametrize("threads", [3, 4])

@@ -8,11 +8,16 @@ from typing import Any
 
 import islpy as isl
 
-from ..schedule.tree import parse_mark
+from ..schedule.tree import PROMOTE, parse_mark
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
 # more than they save (an OpenMP fork/join is a few microseconds on this class of machine).
 PARALLEL_MIN_WORK = 32768
+# The same for a loop around register tiles (a micro-kernel does 32 multiply-adds a cycle):
+# square matmuls on 2 threads ran slower than on one up to 160^3 (4.1M; 64^3: 7.9 against
+# 4.6 us, 128^3: 46 against 37 us) and faster from 192^3 (7.1M: 78 against 104 us); a call
+# this size takes about 65 us on one thread.
+TILED_PARALLEL_MIN_WORK = 1 << 22
 
 
 @dataclass
@@ -117,6 +122,11 @@ def count_role_loops(n: isl.AstNode, role: str) -> int:
     return len(role_loops(n, role, through_ifs=True))
 
 
+def parallel_min_work(n: isl.AstNode) -> int:
+    """The work a parallel loop ``n`` needs for threads: more around register tiles (a
+    promote mark below it), whose statement instances are that much cheaper."""
+    return TILED_PARALLEL_MIN_WORK if role_loops(n, PROMOTE, through_ifs=True) \
+        else PARALLEL_MIN_WORK
 
 
 def constant_trip(n: isl.AstNode) -> int | None:
