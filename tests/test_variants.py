@@ -231,11 +231,15 @@ def test_threads_around_register_tiles_need_more_work() -> None:
     (matmul's C = 0, bias + relu) from PARALLEL_MIN_WORK instances."""
     matmul = pd.compile(load("matmul")[0]).source
     tiled, plain = f">= {TILED_PARALLEL_MIN_WORK}", f">= {PARALLEL_MIN_WORK}"
+    seen = [0, 0]
     for line in matmul.splitlines():
         if "omp parallel" in line and "(N) * (M) * (K)" in line:
             assert tiled in line and plain not in line, line
+            seen[0] += 1
         elif "omp parallel" in line and "(N) * (M) >=" in line:
             assert plain in line, line
+            seen[1] += 1
+    assert min(seen) > 0, seen
     assert tiled not in pd.compile(load("bias_relu")[0]).source
 
 
