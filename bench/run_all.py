@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, help="threads for OpenMP, OpenBLAS and torch "
                    "(sets OMP_NUM_THREADS etc. before NumPy loads; default: all cores)")
     p.add_argument("--quiet", type=float, help="seconds to wait at most for idle CPUs before "
-                   "each measurement (default 15 in full mode, 0 with --quick)")
+                   "each round of measurements (default 15 in full mode, 0 with --quick)")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "

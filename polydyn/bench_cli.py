@@ -40,6 +40,9 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
                         help="short time budget per measurement (and small sizes in --suite)")
     parser.add_argument("--budget", type=float, metavar="SECONDS",
                         help="seconds of timed calls per measurement (default 1, quick 0.2)")
+    parser.add_argument("--rounds", type=int, metavar="R",
+                        help="time the implementations in turns, R rounds of budget/R each "
+                             "(default 3, quick 1): a burst of outside load falls on all alike")
     parser.add_argument("--metric", default="auto", choices=["auto", "gflops", "gbs"],
                         help="plot and table unit (auto: GFLOP/s when >= 2 flops per byte)")
     parser.add_argument("--no-generic", action="store_true",
@@ -69,11 +72,16 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         budget = Budget(seconds=args.budget, min_samples=budget.min_samples,
                         max_samples=budget.max_samples, warmup_seconds=budget.warmup_seconds)
     metric = {"auto": "auto", "gflops": "GFLOP/s", "gbs": "GB/s"}[args.metric]
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    if rounds < 1:
+        from .cli import UsageError
+
+        raise UsageError(f"--rounds {rounds}: expected at least 1")
     return Settings(budget=budget,
                     baselines=_list(args.baseline, BASELINES, "baseline"),
                     targets=_list(args.target, ("c", "opencl"), "target") or ("c",),
                     generic=not args.no_generic, metric=metric, seed=args.seed,
-                    progress=not args.no_progress)
+                    progress=not args.no_progress, rounds=rounds)
 
 
 def run_bench_command(args: argparse.Namespace) -> int:

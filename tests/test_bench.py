@@ -12,7 +12,7 @@ import polydyn as pd
 from kernels import load
 from polydyn.bench import sweep as sw
 from polydyn.bench.check import compare
-from polydyn.bench.timing import Budget, measure, summarize
+from polydyn.bench.timing import Budget, measure, measure_interleaved, summarize
 from polydyn.bench.work import choose_metric, count_points, statement_flops, work
 from polydyn.cli import main
 
@@ -136,6 +136,30 @@ def test_measure_batches_short_calls():
     assert t.inner > 1 and t.samples >= 3 and t.median < 1e-4
 
 
+def test_interleaved_timing_takes_turns():
+    calls: list[int] = []
+    fns = [lambda k=k: calls.append(k) for k in range(3)]
+    rounds: list[int] = []
+    budget = Budget(seconds=0.0, min_samples=4, min_sample=0.0, warmup_seconds=0.0)
+    timings = measure_interleaved(fns, budget, rounds=2, before_round=rounds.append)
+    assert rounds == [0, 1]
+    # round 0: a first call and 2 samples each, in order; round 1 starts one later, 2 more
+    assert calls == [0, 0, 0, 1, 1, 1, 2, 2, 2] + [1, 1, 2, 2, 0, 0]
+    assert [t.samples for t in timings] == [4, 4, 4] and all(t.inner == 1 for t in timings)
+    calls.clear()
+    # a warm function's first call is a sample; each later round warms every function again
+    budget = Budget(seconds=10.0, min_samples=2, max_samples=2, min_sample=0.0,
+                    warmup_seconds=1e-9)
+    timings = measure_interleaved(fns[:2], budget, warm=[True, False], rounds=2)
+    assert calls == [0, 1, 1] + [1, 1, 0, 0]
+    assert [t.samples for t in timings] == [2, 2]
+    calls.clear()
+    # calls that outlast a round's share (here every call: 0 s) are never warmed up again
+    measure_interleaved(fns[:2], Budget(seconds=0.0, min_samples=2, min_sample=0.0,
+                                        warmup_seconds=1.0), rounds=2)
+    assert calls == [0, 0, 1, 1] + [1, 0]
+
+
 def test_compare_tolerance_catches_indexing_errors():
     want = {"Y": np.linspace(-1, 1, 100)}
     ok = {"Y": (want["Y"] + 1e-7).astype(np.float32)}
@@ -187,7 +211,7 @@ def test_wrong_kernel_is_reported_not_timed(tmp_path):
         return np.maximum(x - b, 0).astype(x.dtype)
 
     settings = Settings(budget=Budget(seconds=0.01, min_samples=1, warmup_seconds=0.0),
-                        baselines=("numpy",), progress=False)
+                        baselines=("numpy",), progress=False, rounds=2)
     result = sweep(op, numpy_impl, [{"N": 300, "M": 400}], settings, pd.compile)
     assert {r.impl: r.status for r in result.rows}["numpy"] == "ok"
     assert {r.impl: r.check for r in result.rows}["polydyn"] == "numpy-f64"  # 120000 instances

@@ -170,7 +170,7 @@ def write_json(path: Path, results: Sequence[SweepResult], settings: Settings | 
     if settings is not None:
         doc["settings"] = {"budget": vars(settings.budget), "baselines": settings.baselines,
                            "targets": settings.targets, "seed": settings.seed,
-                           "quiet": settings.quiet}
+                           "quiet": settings.quiet, "rounds": settings.rounds}
     doc["sweeps"] = [sweep_dict(r) for r in results]
     doc.update(extra or {})
     path.write_text(json.dumps(doc, indent=1, default=str) + "\n")

@@ -26,7 +26,7 @@ from .baselines import (
     torch_compile_baseline,
 )
 from .check import Checker
-from .timing import Budget, Progress, Timing, cpu_busy, measure, wait_quiet
+from .timing import Budget, Progress, Timing, cpu_busy, measure_interleaved, wait_quiet
 from .work import Work, choose_metric, rate, work
 
 
@@ -35,7 +35,9 @@ class Settings:
     """``baselines``: any of numpy, torch, torch.compile, naive; ``targets``: c, opencl;
     ``generic``: also time the forced generic variant when there are several; ``metric``: auto,
     GFLOP/s or GB/s;
-    ``quiet``: seconds to wait at most for idle CPUs before each measurement (0: no wait)."""
+    ``quiet``: seconds to wait at most for idle CPUs before each round of measurements (0: no
+    wait); ``rounds``: the implementations of a point are timed in turns, this many rounds
+    (``timing.measure_interleaved``)."""
 
     budget: Budget = field(default_factory=Budget)
     baselines: tuple[str, ...] = ("numpy", "torch", "naive")
@@ -45,6 +47,7 @@ class Settings:
     seed: int = 0
     progress: bool = True
     quiet: float = 0.0
+    rounds: int = 1
 
 
 @dataclass
@@ -180,10 +183,11 @@ def run_point(setup: Setup, numpy_impl: Callable[..., Any] | None, sizes: Mappin
     w = work(scop, sizes)
     inputs = make_inputs(ScopRef(scop), sizes, settings.seed)
     checker = Checker(scop, numpy_impl, inputs, sizes, w, settings.seed)
-    rows = []
+    rows, timed = [], []
     for impl in setup.impls:
         row = Measurement(**base, impl=impl.name, target=impl.target, status="ok",
                           flops=w.flops, bytes=w.bytes)
+        rows.append(row)
         try:
             prepared = impl.prepare(inputs, sizes)
             row.variant = prepared.variant
@@ -195,15 +199,41 @@ def run_point(setup: Setup, numpy_impl: Callable[..., Any] | None, sizes: Mappin
             if not verdict.ok:
                 row.status, row.message = "wrong", verdict.message
             else:
-                row.busy = wait_quiet(max_wait=settings.quiet) if settings.quiet else \
-                    cpu_busy(0.05)
                 # a long first call was warm-up enough; short ones are warmed again
-                row.timing = measure(prepared.call, settings.budget, warm=first > 0.25)
+                timed.append((row, prepared, first > 0.25))
         except Exception as exc:  # one broken implementation must not end the sweep
             row.status, row.message = "error", f"{type(exc).__name__}: {exc}"
-        rows.append(row)
-        prepared = None  # free this implementation's buffers before the next one
+    _time_rows(timed, settings)
     return rows
+
+
+def _time_rows(timed: list[tuple[Measurement, Any, bool]], settings: Settings) -> None:
+    """Time the checked implementations of one point, interleaved in ``settings.rounds``
+    rounds; each row's ``busy`` is the most that other processes kept the CPUs busy just
+    before a round."""
+    if not timed:
+        return
+    busy = []
+
+    def before_round(_r: int) -> None:
+        busy.append(wait_quiet(max_wait=settings.quiet) if settings.quiet else cpu_busy(0.05))
+
+    try:
+        timings = measure_interleaved([p.call for _, p, _ in timed], settings.budget,
+                                      [w for _, _, w in timed], settings.rounds, before_round)
+    except Exception as exc:
+        # find the one that raised (a broken implementation must not end the sweep)
+        for row, prepared, _ in timed:
+            try:
+                prepared.call()
+            except Exception as one:
+                row.status, row.message = "error", f"{type(one).__name__}: {one}"
+        if all(row.status == "ok" for row, _, _ in timed):
+            raise exc
+        _time_rows([t for t in timed if t[0].status == "ok"], settings)
+        return
+    for (row, _, _), timing in zip(timed, timings, strict=True):
+        row.timing, row.busy = timing, max(busy)
 
 
 def _variant_at(kernel: Any, sizes: Mapping[str, int]) -> str:

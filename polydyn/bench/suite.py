@@ -129,7 +129,7 @@ def run_entry(entry: Entry, settings: Settings) -> SweepResult:
 def default_settings(quick: bool) -> Settings:
     if quick:
         return Settings(budget=Budget.quick())
-    return Settings(budget=Budget(seconds=1.0, min_samples=3), quiet=15.0)
+    return Settings(budget=Budget(seconds=1.0, min_samples=4), quiet=15.0, rounds=4)
 
 
 def _checkpoint(parts: Path, entry: Entry) -> Path:

@@ -7,7 +7,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
@@ -72,26 +72,56 @@ def _time_calls(fn: Callable[[], Any], count: int) -> float:
 def measure(fn: Callable[[], Any], budget: Budget | None = None, warm: bool = False) -> Timing:
     """Time ``fn()``: warm-up (skipped when ``warm``: the caller just ran it), then samples
     until the budget is spent. Calls longer than the whole budget get ``min_samples`` anyway."""
+    return measure_interleaved([fn], budget, [warm])[0]
+
+
+def measure_interleaved(fns: Sequence[Callable[[], Any]], budget: Budget | None = None,
+                        warm: Sequence[bool] | None = None, rounds: int = 1,
+                        before_round: Callable[[int], Any] | None = None) -> list[Timing]:
+    """Time several functions in turns: ``rounds`` rounds, each giving every function
+    ``1/rounds`` of the budget, the order rotated each round, so that a burst of load from
+    outside (a virtual machine's neighbours) falls on all of them alike instead of on
+    whichever was being timed. Each function's timing is over all its samples.
+
+    Each round warms a function up again for ``budget.warmup_seconds`` (the others ran in
+    between: cold caches, and their thread pools still spinning for a while), except
+    functions whose first call outlasted a round's share: those are timed straight away.
+    ``warm[k]``: the caller just ran ``fns[k]``, so its first call is a sample.
+    ``before_round(r)`` runs before round ``r`` (waiting for idle CPUs, say)."""
     budget = budget or Budget()
-    per_call: list[float] = []
-    one = _time_calls(fn, 1)
-    if warm:  # already warm: the first call is a sample
-        per_call.append(one)
-    else:
-        spent = one
-        while spent < budget.warmup_seconds:
-            spent += _time_calls(fn, 1)
-    inner = 1
-    if one < budget.min_sample:
-        inner = math.ceil(budget.min_sample / max(one, 1e-9))
-        per_call.clear()
-    total = sum(per_call)
-    while len(per_call) < budget.min_samples or (
-            total < budget.seconds and len(per_call) < budget.max_samples):
-        sample = _time_calls(fn, inner)
-        per_call.append(sample / inner)
-        total += sample
-    return summarize(per_call, inner)
+    warm = list(warm) if warm is not None else [False] * len(fns)
+    share = budget.seconds / rounds
+    per_call: list[list[float]] = [[] for _ in fns]
+    inner = [1] * len(fns)
+    long_call = [False] * len(fns)
+    for r in range(rounds):
+        if before_round is not None:
+            before_round(r)
+        least = math.ceil(budget.min_samples * (r + 1) / rounds)
+        most = max(least, math.ceil(budget.max_samples * (r + 1) / rounds))
+        for k in (r + j for j in range(len(fns))):
+            k %= len(fns)
+            fn, samples = fns[k], per_call[k]
+            if r == 0:
+                one = _time_calls(fn, 1)
+                if warm[k]:  # already warm: the first call is a sample
+                    samples.append(one)
+                if one < budget.min_sample:
+                    inner[k] = math.ceil(budget.min_sample / max(one, 1e-9))
+                    samples.clear()
+                long_call[k] = one >= share
+                spent = 0.0 if warm[k] else one
+            else:
+                spent = 0.0
+            if not (warm[k] and r == 0) and not long_call[k]:
+                while spent < budget.warmup_seconds:
+                    spent += _time_calls(fn, 1)
+            total = 0.0
+            while len(samples) < least or (total < share and len(samples) < most):
+                sample = _time_calls(fn, inner[k])
+                samples.append(sample / inner[k])
+                total += sample
+    return [summarize(samples, n) for samples, n in zip(per_call, inner, strict=True)]
 
 
 class Progress:
