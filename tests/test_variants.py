@@ -15,7 +15,7 @@ from polydyn.codegen_c.astnodes import PARALLEL_MIN_WORK, TILED_PARALLEL_MIN_WOR
 from polydyn.testing import check_kernel, region_points
 
 SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference runs quickly
-HI = {"matmul": 19, "batched_matmul": 11, "conv2d": 17, "jacobi2d": 14, "softmax": 20,
+HI = {"matmul": 19, "batched_matmul": 17, "conv2d": 17, "jacobi2d": 14, "softmax": 20,
       "layernorm": 20, "bias_relu": 24, "maxpool": 20, "transpose": 26}
 LIMIT = {"conv2d": 3, "batched_matmul": 4}
 
@@ -50,6 +50,12 @@ def test_variant_agrees_at_region_edges(name: str, index: int) -> None:
         assert k.variants.index(chosen) <= index
 
 
+@functools.cache
+def _matmul() -> pd.Kernel:
+    """The bundled matmul at its default tile sizes (compiled once for these tests)."""
+    return pd.compile(load("matmul")[0])
+
+
 def _variant_source(k: pd.Kernel, name: str) -> str:
     start = k.source.index(f"/* variant {name}:")
     end = k.source.find("/* variant", start + 10)
@@ -57,9 +63,10 @@ def _variant_source(k: pd.Kernel, name: str) -> str:
 
 
 def test_matmul_partition_and_specialized_code() -> None:
-    k = pd.compile(load("matmul")[0])
+    k = _matmul()
     names = [v.name for v in k.variants]
-    assert names == ["N=1", "skinny", "full", "tiled", "small", "generic"]
+    assert names == ["N=1", "skinny", "full", "tiled", "vector64", "vector32", "vector16",
+                     "small", "generic"]
     full = _variant_source(k, "full")
     bounds = " ".join(re.findall(r"for \(int64_t c\d+ = [^;]*;[^;]*;", full))
     assert "pd_min" not in bounds and "pd_max" not in bounds, bounds
@@ -98,7 +105,7 @@ def test_matmul_partition_and_specialized_code() -> None:
 def test_matmul_row_vector_strips(m, depth) -> None:
     """N = 1: strips of 512 columns (a full one, a partial one, both) and steps of 8 of the
     reduction (none full, full ones, a partial one after them) against float64."""
-    k = pd.compile(load("matmul")[0])
+    k = _matmul()
     rng = np.random.default_rng(m)
     A = rng.standard_normal((1, depth)).astype(np.float32)
     B = rng.standard_normal((depth, m)).astype(np.float32)
@@ -115,7 +122,7 @@ def test_matmul_packed_tiles_against_float64(shape) -> None:
     partial register tiles (rows of N % 6, columns of M % 32) run as full ones over
     clamped rows and the copy's zero-filled columns. Against a float64 product."""
     n, m, kk = shape
-    k = pd.compile(load("matmul")[0])
+    k = _matmul()
     assert "pd_pk" in _variant_source(k, k.select(N=n, M=m, K=kk).name)
     rng = np.random.default_rng(n + m + kk)
     A = rng.standard_normal((n, kk)).astype(np.float32)
@@ -126,8 +133,32 @@ def test_matmul_packed_tiles_against_float64(shape) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(kk))
 
 
+@pytest.mark.parametrize(("m", "tier"), [(3, "small"), (4, "vector16"), (7, "vector16"),
+                                         (8, "vector32"), (15, "vector32"), (16, "vector64"),
+                                         (17, "vector64"), (31, "vector64"), (32, "small")])
+def test_matmul_narrow_register_tiers(m, tier) -> None:
+    """Rows of B shorter than two zmm registers get 8-row register tiles of one zmm, ymm or
+    xmm register: the partial vector moved down to end at the row's end, partial rows
+    clamped (fewer rows than a tile: N = 2, 7), against float64 at the tiers' edges."""
+    k = _matmul()
+    if tier != "small":
+        lanes = int(tier[len("vector"):]) // 4
+        assert re.search(rf"float pd_acc\d+\[8\]\[{lanes}\]", _variant_source(k, tier))
+    for n in (2, 7, 8, 9, 17, 31):
+        for depth in (1, 5, 33):
+            assert k.select(N=n, M=m, K=depth).name == tier
+            rng = np.random.default_rng(n * 1000 + m * 10 + depth)
+            A = rng.standard_normal((n, depth)).astype(np.float32)
+            B = rng.standard_normal((depth, m)).astype(np.float32)
+            want = A.astype(np.float64) @ B.astype(np.float64)
+            for variant in (tier, "generic"):
+                np.testing.assert_allclose(k.run_variant(variant, A, B), want, rtol=1e-4,
+                                           atol=1e-4 * np.sqrt(depth))
+            check_kernel(k, {"N": n, "M": m, "K": depth}, seed=n + m + depth)
+
+
 def test_explain_names_the_variant_and_the_skipped_ones() -> None:
-    k = pd.compile(load("matmul")[0])
+    k = _matmul()
     text = k.explain(N=1000, M=3, K=64)
     assert "runs small" in text and "skips N=1" in text and "skips full" in text
 
@@ -213,7 +244,7 @@ def test_matmul_team_regions(n) -> None:
     column tiles), several (the row tiles shared out), with partial register and cache
     tiles in both; the dispatched variant and ``generic``. K x M is large enough that even
     one row takes the threads around register tiles (``TILED_PARALLEL_MIN_WORK``)."""
-    k = pd.compile(load("matmul")[0])
+    k = _matmul()
     depth, m = 1100, 3850  # partial k and column tiles, a partial vector (3850 = 120 x 32 + 10)
     assert depth * m >= TILED_PARALLEL_MIN_WORK
     rng = np.random.default_rng(n)
@@ -229,7 +260,7 @@ def test_threads_around_register_tiles_need_more_work() -> None:
     """Loops around register tiles take the threads from TILED_PARALLEL_MIN_WORK
     multiply-adds on (a 64^3 matmul ran 1.7x faster on one thread than on two); other loops
     (matmul's C = 0, bias + relu) from PARALLEL_MIN_WORK instances."""
-    matmul = pd.compile(load("matmul")[0]).source
+    matmul = _matmul().source
     tiled, plain = f">= {TILED_PARALLEL_MIN_WORK}", f">= {PARALLEL_MIN_WORK}"
     seen = [0, 0]
     for line in matmul.splitlines():
@@ -253,7 +284,7 @@ def test_matmul_team_tails(threads, n) -> None:
     and ``generic``."""
     gomp = ctypes.CDLL("libgomp.so.1")
     before = gomp.omp_get_max_threads()
-    k = pd.compile(load("matmul")[0])
+    k = _matmul()
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, 300)).astype(np.float32)
     B = rng.standard_normal((300, 289)).astype(np.float32)

@@ -66,8 +66,9 @@ class AutoRecipe:
     tile: tuple[BandTiling, ...] = ()
     isolate: bool = True
     parallel: bool = True
-    # untiled: the register tiles' shape in deep bands (None: auto.DEEP_REGISTERS)
-    deep_registers: RegisterShape | None = None
+    # untiled: the register tiles' shape (None: auto.DEEP_REGISTERS in deep bands,
+    # auto.REGISTERS in others)
+    registers: RegisterShape | None = None
     # tiled: copy the vector operand's tiles into local buffers (matmul's B)
     pack: bool = True
     # time-tiled: isl's fused band in wavefronts of tiles (then ``tile`` is unused)
@@ -78,9 +79,9 @@ class AutoRecipe:
             parts = [self.wave.describe()]
         elif not self.tile:
             parts = ["untiled"]
-            if self.deep_registers is not None:
-                parts.append(f"{self.deep_registers.rows}-row register tiles of "
-                             f"{self.deep_registers.vector_bytes} bytes")
+            if self.registers is not None:
+                parts.append(f"{self.registers.rows}-row register tiles of "
+                             f"{self.registers.vector_bytes} bytes")
         else:
             sizes = "; ".join("x".join(str(s) for s in t.sizes) for t in self.tile)
             parts = [f"tiled {sizes}" + (" (full tiles isolated)" if self.isolate else "")]
@@ -144,6 +145,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
       starting at 0: no partial tiles, so no min/max in any bound;
     - ``tiled``: every tiled loop at least one tile long (full tiles isolated), or as long
       as its ``min_extents`` (a packed band's vector loop: three register vectors);
+    - ``vectorW`` (with ``cpu``): of the sizes ``small`` covers, those where a packed
+      band's (matmul's) vector loop is shorter than the widest register tile: untiled, with
+      narrower register tiles (``auto.NARROW_ROW_REGISTERS``);
     - ``small``: some tiled loop shorter than that: plain loops (not for deep bands,
       conv's: there the tiled code is faster at every size measured);
     - ``generic``: the whole context, tiled with guards (closes the cover; also what a
@@ -151,7 +155,7 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     """
     plan = tuple(tiling_plan(base, scop, max_tile))
     ctx = scop.context
-    plans = _narrow_plans(scop, base, plan) if cpu else []
+    plans = _narrow_plans(scop, base, plan, deep=True) if cpu else []
     if cpu and wave is not None:
         region = wavefront_region(scop, wave).coalesce()
         if _nonempty(region):
@@ -181,6 +185,8 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
         if _nonempty(big):
             plans.append(VariantPlan("tiled", big, AutoRecipe(plan)))
         if _nonempty(small) and not any(t.deep for t in plan):
+            if cpu:
+                plans += _narrow_plans(scop, base, plan, deep=False, within=small)
             plans.append(VariantPlan("small", small, AutoRecipe()))
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan)))
     return plans
@@ -211,18 +217,18 @@ def _skinny(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], big: i
     return out.coalesce()
 
 
-def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...]
-                  ) -> list[VariantPlan]:
-    """The ``vectorW`` variants of ``partition`` (an operator with one deep band)."""
-    deep = [t for t in plan if t.deep]
-    if len(deep) != 1:
+def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], deep: bool,
+                  within: isl.Set | None = None) -> list[VariantPlan]:
+    """The ``vectorW`` variants of ``partition``: an operator with one band, deep (conv)
+    or packed (matmul) as ``deep`` says; within the given region (default: the context)."""
+    if len(plan) != 1 or plan[0].deep != deep:
         return []
     plans = []
-    for sizes, shape in narrow_tiers(base, scop, deep[0]):
-        region = scop.context.intersect(sizes).coalesce()
+    for sizes, shape in narrow_tiers(base, scop, plan[0]):
+        region = (within or scop.context).intersect(sizes).coalesce()
         if _nonempty(region):
             plans.append(VariantPlan(f"vector{shape.vector_bytes}", region,
-                                     AutoRecipe(deep_registers=shape)))
+                                     AutoRecipe(registers=shape)))
     return plans
 
 

@@ -14,8 +14,9 @@ Policy (documented in ARCHITECTURE.md):
 - register tiles (rows x vector accumulators) where a reduction allows them, and packing of
   the vector operand (matmul's B) once per tile, for all the row tiles below it; in a deep
   band the window loops run outside the channels' (a reassociated sum, when legal);
-- a deep band whose vector loop is too short for a register tile of two zmm registers
-  (conv on small images) gets narrower ones (``NARROW_REGISTERS``, in regions of its own);
+- a deep or packed band whose vector loop is too short for a register tile of two zmm
+  registers (conv on small images, matmul with M < 32) gets narrower ones
+  (``NARROW_REGISTERS``, ``NARROW_ROW_REGISTERS``, in regions of their own);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
   here; its time tiling is ``schedule.wavefront``'s (a region of its own).
 """
@@ -128,6 +129,11 @@ DEEP_REGISTERS = RegisterShape(14, REG_VECTOR_BYTES)
 # beat 8, 12, 24 and 28 (12: 0.9x, 24: spills).
 NARROW_REGISTERS = ((64, RegisterShape(16, 64)), (32, RegisterShape(16, 32)),
                     (16, RegisterShape(16, 16)))
+# The same for a packed band (matmul) whose vector loop (M) is shorter than 32 f32: the
+# untiled code's last partial vector tile cannot move down to end at the row's end, so
+# the whole row ran plain loops (31^3: 6.7 GFLOP/s against NumPy's 28).
+NARROW_ROW_REGISTERS = ((64, RegisterShape(8, 64)), (32, RegisterShape(8, 32)),
+                        (16, RegisterShape(8, 16)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,19 +335,26 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
 
 def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
                  ) -> list[tuple[isl.Set, RegisterShape]]:
-    """For a deep band's tiling, each shape of ``NARROW_REGISTERS`` with the sizes (a set
-    over the syms) where the band's vector member is too short for the wider shapes and
-    long enough for this one."""
-    if not tiling.deep:
-        return []
-    node = node_at(schedule, tiling.path)
-    constant = _constant_members(member_dependence(node, scop), node.band_n_member())
-    _row, vec, _red = _tiled_members(node, scop, constant)[0]
+    """For a deep band's tiling (``NARROW_REGISTERS``) or a packed one's
+    (``NARROW_ROW_REGISTERS``), each narrow shape with the sizes (a set over the syms)
+    where the band's vector member is too short for the wider shapes and long enough for
+    this one."""
+    if tiling.deep:
+        node = node_at(schedule, tiling.path)
+        constant = _constant_members(member_dependence(node, scop), node.band_n_member())
+        _row, vec, _red = _tiled_members(node, scop, constant)[0]
+        tiers = NARROW_REGISTERS
+    else:
+        members = packed_members(schedule, scop, tiling)
+        if members is None:
+            return []
+        _row, vec = members
+        tiers = NARROW_ROW_REGISTERS
     elem = elem_bytes(scop)
     extent = member_extents(schedule, tiling)[vec]
-    wider = [REG_VECTOR_BYTES] + [least for least, _ in NARROW_REGISTERS]
+    wider = [REG_VECTOR_BYTES] + [least for least, _ in tiers]
     return [(at_least(extent, least // elem).subtract(at_least(extent, wide // elem)), shape)
-            for wide, (least, shape) in zip(wider, NARROW_REGISTERS, strict=False)]
+            for wide, (least, shape) in zip(wider, tiers, strict=False)]
 
 
 def at_least(extent: isl.PwAff, n: int) -> isl.Set:
@@ -703,18 +716,17 @@ def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, v
 
 
 def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None,
-                      deep_registers: RegisterShape | None = None) -> isl.Schedule:
+                      registers: RegisterShape | None = None) -> isl.Schedule:
     """Untiled variants: the same inner-loop choice on each outermost band, and register
     tiles where a reduction allows them, else vector strips for the threads. Register tiles
-    of deep bands (conv) have the shape ``deep_registers`` if given, else ``DEEP_REGISTERS``;
-    others ``REGISTERS``."""
+    have the shape ``registers`` if given, else ``DEEP_REGISTERS`` in deep bands (conv),
+    ``REGISTERS`` in others."""
     for node in outermost_bands(schedule):
         path = node_path(node)
         node = node_at(schedule, path)
         constant = _constant_members(member_dependence(node, scop), node.band_n_member())
-        shape = REGISTERS
-        if _tiled_members(node, scop, constant)[1]:
-            shape = deep_registers or DEEP_REGISTERS
+        shape = registers or (DEEP_REGISTERS if _tiled_members(node, scop, constant)[1]
+                              else REGISTERS)
         point = _permute_point_band(node, scop)
         node = register_tile(point, scop, deps, vector_outer=True, shape=shape)
         if node is point:

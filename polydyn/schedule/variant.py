@@ -40,7 +40,7 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
             schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate,
                                     deps=deps, pack_tiles=recipe.pack)
         else:
-            schedule = order_for_vectors(schedule, scop, deps, recipe.deep_registers)
+            schedule = order_for_vectors(schedule, scop, deps, recipe.registers)
         if not recipe.parallel:
             schedule = drop_parallel(schedule)
         summary, data = recipe.describe(), (("auto", recipe.describe()),)
