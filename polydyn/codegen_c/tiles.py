@@ -307,7 +307,7 @@ class RegisterTiles:
         if not top[row_var] or not top[vec_var]:  # unbounded
             return None
         # the rows the box can have; its width rounded up to whole vectors: one xmm or ymm
-        # register for a narrow tier's tile (auto.NARROW_REGISTERS), else zmm registers
+        # register for a narrow tier's tile (registers.NARROW_REGISTERS), else zmm registers
         lanes = next(b for b in (16, 32, 64) if int(top[vec_var]) * elem <= b or b == 64) // elem
         rows, width = int(top[row_var]), -(-int(top[vec_var]) // lanes) * lanes
         if rows * width > 4096:  # not a register tile

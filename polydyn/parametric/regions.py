@@ -66,8 +66,8 @@ class AutoRecipe:
     tile: tuple[BandTiling, ...] = ()
     isolate: bool = True
     parallel: bool = True
-    # untiled: the register tiles' shape (None: auto.DEEP_REGISTERS in deep bands,
-    # auto.REGISTERS in others)
+    # untiled: the register tiles' shape (None: registers.DEEP_REGISTERS in deep bands,
+    # registers.REGISTERS in others)
     registers: RegisterShape | None = None
     # tiled: copy the vector operand's tiles into local buffers (matmul's B)
     pack: bool = True
@@ -132,8 +132,8 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
 
     - ``vectorW`` (with ``cpu``): for a deep band (conv), where its vector
       loop is too short for the widest register tile but long enough for a narrower one of
-      W bytes (``auto.NARROW_REGISTERS``): untiled code with register tiles of that shape
-      (small images: their working set fits the caches);
+      W bytes (``registers.NARROW_REGISTERS``): untiled code with register tiles of that
+      shape (small images: their working set fits the caches);
     - ``wavefront`` (with ``cpu`` and a time-iterated stencil's ``wave``): where the time
       loop holds enough time tiles for two threads, isl's fused band tiled in wavefronts
       (``schedule.wavefront``);
@@ -147,7 +147,7 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
       as its ``min_extents`` (a packed band's vector loop: three register vectors);
     - ``vectorW`` (with ``cpu``): of the sizes ``small`` covers, those where a packed
       band's (matmul's) vector loop is shorter than the widest register tile: untiled, with
-      narrower register tiles (``auto.NARROW_ROW_REGISTERS``);
+      narrower register tiles (``registers.NARROW_ROW_REGISTERS``);
     - ``small``: some tiled loop shorter than that: plain loops (not for deep bands,
       conv's: there the tiled code is faster at every size measured);
     - ``generic``: the whole context, tiled with guards (closes the cover; also what a
