@@ -11,7 +11,11 @@ import pytest
 
 import polydyn as pd
 from kernels import ALL, load
-from polydyn.codegen_c.astnodes import PARALLEL_MIN_WORK, TILED_PARALLEL_MIN_WORK
+from polydyn.codegen_c.astnodes import (
+    PARALLEL_MIN_WORK,
+    SEPARATE_PARALLEL_MIN_WORK,
+    TILED_PARALLEL_MIN_WORK,
+)
 from polydyn.testing import check_kernel, region_points
 
 SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference runs quickly
@@ -295,6 +299,15 @@ def test_threads_around_register_tiles_need_more_work() -> None:
             seen[1] += 1
     assert min(seen) > 0, seen
     assert tiled not in pd.compile(load("bias_relu")[0]).source
+    # a batch loop, whose iterations share no data, from SEPARATE_PARALLEL_MIN_WORK (8 x
+    # 64^3 ran 1.4x faster on two threads than on one, 32 x 32^3 1.8x); the loops inside
+    # one product keep TILED_PARALLEL_MIN_WORK
+    assert f">= {SEPARATE_PARALLEL_MIN_WORK}" not in matmul
+    batched = pd.compile(load("batched_matmul")[0]).source
+    lines = [line for line in batched.splitlines() if "omp parallel" in line and "(K)" in line]
+    batch = [line for line in lines if "(B) * (N) * (M) * (K)" in line]
+    assert batch and all(f">= {SEPARATE_PARALLEL_MIN_WORK} " in line for line in batch)
+    assert all(tiled in line for line in lines if line not in batch)
 
 
 @pytest.mark.parametrize("threads", [3, 4])

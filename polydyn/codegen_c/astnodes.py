@@ -18,6 +18,9 @@ PARALLEL_MIN_WORK = 32768
 # 4.6 us, 128^3: 46 against 37 us) and faster from 192^3 (7.1M: 78 against 104 us); a call
 # this size takes about 65 us on one thread.
 TILED_PARALLEL_MIN_WORK = 1 << 22
+# The same for a loop around register tiles whose iterations share no data (every access
+# moves with its iterator: batched matmul's batch loop): no thread reads another's tiles.
+SEPARATE_PARALLEL_MIN_WORK = 1 << 20
 
 
 @dataclass

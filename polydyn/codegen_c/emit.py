@@ -41,6 +41,8 @@ from ..scop.ir import (
     join_dtypes,
 )
 from .astnodes import (
+    PARALLEL_MIN_WORK,
+    SEPARATE_PARALLEL_MIN_WORK,
     LoopState,
     ast_users,
     has_loop,
@@ -482,8 +484,25 @@ class CEmitter(RegisterTiles):
 
     def _work_test(self, n: isl.AstNode) -> str:
         """C: the statements under loop ``n`` are worth threads."""
+        users = ast_users(n, self)
         minimum = parallel_min_work(n)
-        return f"{self.work_expr(name for name, _ in ast_users(n, self))} >= {minimum}"
+        if minimum > PARALLEL_MIN_WORK and self._shares_nothing(n, users):
+            minimum = SEPARATE_PARALLEL_MIN_WORK
+        return f"{self.work_expr(name for name, _ in users)} >= {minimum}"
+
+    def _shares_nothing(self, n: isl.AstNode, users: list[tuple[str, list[str]]]) -> bool:
+        """Every access of the statements under loop ``n`` moves with its iterator (a batch
+        loop: each iteration reads and writes arrays of its own)."""
+        word = re.compile(rf"\b{n.for_get_iterator().get_id().get_name()}\b")
+        for name, args in users:
+            stmt = self.scop.statement(name)
+            values = dict(zip(stmt.iters, args, strict=True))
+            refs = [r for r in stmt.value.walk() if isinstance(r, Load)]
+            for ref in [*refs, stmt.target]:
+                if not isinstance(ref, Load) or not any(
+                        word.search(values.get(v, "")) for sub in ref.index for v in sub.vars()):
+                    return False
+        return bool(users)
 
     def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, st: LoopState,
                     used_locals: set[str], trips: str | None = None) -> str | None:
