@@ -110,10 +110,8 @@ def measure_interleaved(fns: Sequence[Callable[[], Any]], budget: Budget | None 
                     inner[k] = math.ceil(budget.min_sample / max(one, 1e-9))
                     samples.clear()
                 long_call[k] = one >= share
-                spent = 0.0 if warm[k] else one
-            else:
-                spent = 0.0
-            if not (warm[k] and r == 0) and not long_call[k]:
+            spent = one if r == 0 else 0.0
+            if not long_call[k] and not (r == 0 and warm[k]):
                 while spent < budget.warmup_seconds:
                     spent += _time_calls(fn, 1)
             total = 0.0

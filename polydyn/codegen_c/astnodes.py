@@ -8,7 +8,7 @@ from typing import Any
 
 import islpy as isl
 
-from ..schedule.tree import PROMOTE, parse_mark
+from ..schedule.tree import parse_mark
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
 # more than they save (an OpenMP fork/join is a few microseconds on this class of machine).
@@ -123,13 +123,6 @@ def find_role_loop(n: isl.AstNode, role: str, through_ifs: bool = False
 
 def count_role_loops(n: isl.AstNode, role: str) -> int:
     return len(role_loops(n, role, through_ifs=True))
-
-
-def parallel_min_work(n: isl.AstNode) -> int:
-    """The work a parallel loop ``n`` needs for threads: more around register tiles (a
-    promote mark below it), whose statement instances are that much cheaper."""
-    return TILED_PARALLEL_MIN_WORK if role_loops(n, PROMOTE, through_ifs=True) \
-        else PARALLEL_MIN_WORK
 
 
 def constant_trip(n: isl.AstNode) -> int | None:

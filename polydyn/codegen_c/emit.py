@@ -43,11 +43,12 @@ from ..scop.ir import (
 from .astnodes import (
     PARALLEL_MIN_WORK,
     SEPARATE_PARALLEL_MIN_WORK,
+    TILED_PARALLEL_MIN_WORK,
     LoopState,
     ast_users,
     has_loop,
     loop_annotation,
-    parallel_min_work,
+    role_loops,
     strip_parens,
 )
 from .tiles import Padded, RegisterTiles, Repack
@@ -485,9 +486,10 @@ class CEmitter(RegisterTiles):
     def _work_test(self, n: isl.AstNode) -> str:
         """C: the statements under loop ``n`` are worth threads."""
         users = ast_users(n, self)
-        minimum = parallel_min_work(n)
-        if minimum > PARALLEL_MIN_WORK and self._shares_nothing(n, users):
-            minimum = SEPARATE_PARALLEL_MIN_WORK
+        minimum = PARALLEL_MIN_WORK
+        if role_loops(n, PROMOTE, through_ifs=True):  # register tiles: cheaper instances
+            minimum = SEPARATE_PARALLEL_MIN_WORK if self._shares_nothing(n, users) else \
+                TILED_PARALLEL_MIN_WORK
         return f"{self.work_expr(name for name, _ in users)} >= {minimum}"
 
     def _shares_nothing(self, n: isl.AstNode, users: list[tuple[str, list[str]]]) -> bool:
