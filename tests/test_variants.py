@@ -161,6 +161,28 @@ def test_matmul_narrow_register_tiers(m, tier) -> None:
             check_kernel(k, {"N": n, "M": m, "K": depth}, seed=n + m + depth)
 
 
+def test_packed_tiles_copied_by_every_thread() -> None:
+    """Where the threads split a cache tile's row tiles, one parallel region opens at the
+    pack: every thread copies B's tile into a buffer of its own (reading a tile another
+    core copied cost 4-6% of a 2-thread 1024^3 matmul), no ``parallel for`` shares out the
+    copy, and the loops below share out the row tiles without forks of their own (a
+    barrier after each, as the end of its own region had)."""
+    k = _matmul()
+    for name in ("full", "tiled", "generic"):
+        source = _variant_source(k, name)
+        lines = [line.strip() for line in source.splitlines()]
+        decls = [i for i, line in enumerate(lines) if re.match(r"float pd_pk\d+_s\[", line)]
+        assert decls, name
+        for i in decls:
+            assert lines[i - 1] == "{" and lines[i - 2].startswith(
+                "#pragma omp parallel if((N) * (M) * (K) >="), (name, lines[i - 2])
+        copies = [i for i, line in enumerate(lines) if line.startswith("for (int64_t pd_q0")]
+        assert copies and all("omp" not in lines[i - 1] for i in copies), name
+        assert "#pragma omp barrier" in source, name
+    # rows under a register tile's height, after the row tiles: their column tiles shared out
+    assert "#pragma omp for schedule(static)" in _variant_source(k, "tiled")
+
+
 def test_packed_tiles_keep_accumulators_in_registers(tmp_path) -> None:
     """A pack inside a parallel loop (batched matmul's batch loop) puts its buffer in the
     function that holds the register tiles; read as a local array there, gcc kept the

@@ -45,6 +45,7 @@ from .astnodes import (
     SEPARATE_PARALLEL_MIN_WORK,
     TILED_PARALLEL_MIN_WORK,
     LoopState,
+    UnsharedWorkError,
     ast_users,
     has_loop,
     loop_annotation,
@@ -326,6 +327,8 @@ class CEmitter(RegisterTiles):
             call = n.user_get_expr()
             name = call.get_op_arg(0).get_id().get_name()
             args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+            if st.region:
+                raise UnsharedWorkError(name)
             stmt = self.scop.statement(name)
             st.used_locals |= self.stmt_locals[name]
             return [self.statement(stmt, args)]
@@ -345,6 +348,8 @@ class CEmitter(RegisterTiles):
         tiles and others for the partial ones, side by side). ``box``: a promote mark's
         annotation (astgen), for the register tile's partial form."""
         t = n.get_type()
+        if st.region and role:
+            raise UnsharedWorkError(role)
         if t == isl.ast_node_type.for_:
             if role == PROMOTE:
                 promoted = self.register_tile(n, st, box)
@@ -376,6 +381,8 @@ class CEmitter(RegisterTiles):
         trips = _trip_count(n, init, inc, self)
         if st.team is not None:  # a parallel loop of a team region's outer loop body
             return self.team_member(n, st, it, init, cond, inc)
+        if st.region:
+            return self.region_loop(n, parallel, it, init, cond, inc, trips)
         inner = LoopState(st.in_parallel or parallel)
         body = self.node(n.for_get_body(), inner)
         st.used_locals |= inner.used_locals
@@ -437,8 +444,28 @@ class CEmitter(RegisterTiles):
             return loop_annotation(n) == "parallel" and has_loop(n.for_get_body())
         return False
 
+    def region_loop(self, n: isl.AstNode, parallel: bool, it: str, init: str, cond: str,
+                    inc: str, trips: str | None) -> list[cgen.Generable]:
+        """A parallel loop (with loops inside) that shares its iterations among the threads
+        of the region around it: a team loop without a fork, or an ``omp for``; then a
+        barrier, as the end of a region of its own had."""
+        if not (parallel and loop_annotation(n) == "parallel" and has_loop(n.for_get_body())):
+            raise UnsharedWorkError(it)
+        inner = LoopState()
+        if trips is not None and self._team_body(n.for_get_body()):
+            out = self.team_loop(n, inner, it, init, inc, trips, fork=False)
+            out.append(cgen.Pragma("omp barrier"))
+        else:
+            inner.in_parallel = True
+            body = self.node(n.for_get_body(), inner)
+            out = [cgen.Pragma("omp for schedule(static)"),
+                   cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
+        if inner.used_locals:  # locals need private copies: not handled in a region
+            raise UnsharedWorkError(it)
+        return out
+
     def team_loop(self, n: isl.AstNode, st: LoopState, it: str, init: str, inc: str,
-                  trips: str) -> list[cgen.Generable]:
+                  trips: str, fork: bool = True) -> list[cgen.Generable]:
         """One parallel region around a parallel loop whose trip count may be below the
         number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
         tiles on 2 threads): the threads share out whole iterations while every thread has
@@ -447,7 +474,8 @@ class CEmitter(RegisterTiles):
         loops share out theirs (cyclically, a barrier after each), so no thread waits a
         whole iteration at the end. Never nested parallel constructs: libgomp creates fresh
         threads for every nested team, even under a region made inactive by its ``if``
-        clause (an 8 x 1024 x 1024 matmul ran 50x slower with two threads than with one)."""
+        clause (an 8 x 1024 x 1024 matmul ran 50x slower with two threads than with one).
+        ``fork``: False inside a region opened around it (RegisterTiles.pack)."""
         self.team_count += 1
         flag = f"pd_w{self.team_count}"
         count, whole, end, step = (f"pd_{x}{self.team_count}" for x in ("n", "s", "e", "t"))
@@ -464,7 +492,7 @@ class CEmitter(RegisterTiles):
             cgen.Block([cgen.Statement(f"const int {flag} = {step} < {whole}"),
                         cgen.Statement(f"const int64_t {it} = {init} + {step} * {inc}"),
                         *body]))
-        return [cgen.Pragma(region), cgen.Block([
+        return [*([cgen.Pragma(region)] if fork else []), cgen.Block([
             cgen.Statement(f"const int64_t {count} = {trips}"),
             cgen.Statement(f"const int64_t {whole} = {count} - pd_mod({count}, pd_team_size())"),
             cgen.Statement(f"const int64_t {end} = (pd_team_id() + 1) * {block}"),
@@ -484,12 +512,12 @@ class CEmitter(RegisterTiles):
         return [loop, cgen.If(f"!{flag}", cgen.Block([cgen.Pragma("omp barrier")]))]
 
     def _work_test(self, n: isl.AstNode) -> str:
-        """C: the statements under loop ``n`` are worth threads."""
+        """C: the statements under ``n`` (a loop, or a pack mark's body) are worth threads."""
         users = ast_users(n, self)
         minimum = PARALLEL_MIN_WORK
         if role_loops(n, PROMOTE, through_ifs=True):  # register tiles: cheaper instances
-            minimum = SEPARATE_PARALLEL_MIN_WORK if self._shares_nothing(n, users) else \
-                TILED_PARALLEL_MIN_WORK
+            minimum = SEPARATE_PARALLEL_MIN_WORK if n.get_type() == isl.ast_node_type.for_ \
+                and self._shares_nothing(n, users) else TILED_PARALLEL_MIN_WORK
         return f"{self.work_expr(name for name, _ in users)} >= {minimum}"
 
     def _shares_nothing(self, n: isl.AstNode, users: list[tuple[str, list[str]]]) -> bool:

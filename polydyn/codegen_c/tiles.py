@@ -18,6 +18,7 @@ from ..scop.ir import C_TYPE, Aff, Load, Statement
 from .astnodes import (
     PARALLEL_MIN_WORK,
     LoopState,
+    UnsharedWorkError,
     ast_users,
     constant_trip,
     count_role_loops,
@@ -357,8 +358,8 @@ class RegisterTiles:
         boxes = loop_annotation(n)
         if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.mark_get_node(), st)
-        decls: list[cgen.Generable] = []
         saved = dict(self.packed)
+        copies: list[tuple[str, str, int, cgen.Generable, list[str]]] = []
         for box in boxes.split(PACK_SEP):
             array, bounds_text, sizes_text, offsets_text = box.split(PACK_FIELD)
             bounds = [int(x) for x in bounds_text.split(",")]
@@ -393,28 +394,56 @@ class RegisterTiles:
             for d in range(len(sizes) - 2, -1, -1):
                 copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
                                 f"{its[d]}++", cgen.Block([copy]))
+            copies.append((C_TYPE[arr.dtype], buf, total, copy, sizes))
+            self.packed[array] = (buf, offsets, strides)
+        try:
+            if not st.in_parallel and st.team is None and copies:
+                try:
+                    return self._pack_region(n, copies)
+                except UnsharedWorkError:
+                    pass
+            return [cgen.Block([*self._pack_copies(copies, st), *self.node(n.mark_get_node(), st)])]
+        finally:
+            self.packed = saved
+
+    def _pack_copies(self, copies: list[tuple[str, str, int, cgen.Generable, list[str]]],
+                     st: LoopState) -> list[cgen.Generable]:
+        """The buffers and their copies, where the pack's body forks threads of its own."""
+        out: list[cgen.Generable] = []
+        for ctype, buf, total, copy, sizes in copies:
             # read through a restrict pointer: with the array itself in the function that
             # holds the register tiles (a pack inside a parallel loop: batched matmul's),
             # gcc 12 kept their accumulators in memory (a load and a store per FMA; 8 x
             # 256^3 ran at 45% of 1 x 256^3 per thread)
-            ctype = C_TYPE[arr.dtype]
-            decls += [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
-                      cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s")]
+            out += [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
+                    cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s")]
             if len(sizes) > 1 and not st.in_parallel:
                 # outside the threads' loop: the threads share out the copy's rows (the
                 # buffer is shared; one thread copying while the other waited cost 3-4% of
                 # a 2-thread matmul)
                 size = " * ".join(f"({x})" for x in sizes)
-                decls.append(cgen.Pragma(
+                out.append(cgen.Pragma(
                     f"{self.parallel_pragma} if({size} >= {PARALLEL_MIN_WORK} && "
                     f"({sizes[0]}) >= pd_threads())"))
-            decls.append(copy)
-            self.packed[array] = (buf, offsets, strides)
-        try:
-            body = self.node(n.mark_get_node(), st)
-        finally:
-            self.packed = saved
-        return [cgen.Block([*decls, *body])]
+            out.append(copy)
+        return out
+
+    def _pack_region(self, n: isl.AstNode,
+                     copies: list[tuple[str, str, int, cgen.Generable, list[str]]]
+                     ) -> list[cgen.Generable]:
+        """One parallel region around a pack and its body, whose loops share out their
+        iterations without forks of their own (``emit.CEmitter.region_loop``). Every thread
+        copies the tile into a buffer of its own: reading a tile that another core copied
+        cost 4-6% of a 2-thread 1024^3 matmul (its lines move between the cores' caches at
+        every tile), more than copying it twice."""
+        body = self.node(n.mark_get_node(), LoopState(region=True))
+        shared: list[cgen.Generable] = []
+        for ctype, buf, total, copy, _ in copies:
+            shared += [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
+                       cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s"),
+                       copy]
+        return [cgen.Pragma(f"omp parallel if({self._work_test(n.mark_get_node())})"),
+                cgen.Block([*shared, *body])]
 
     def _tile_copy(self, assignment: str, rows: int | str, width: int | str,
                    first: int | str = 0) -> cgen.Generable:

@@ -432,7 +432,7 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         if pack is not None and node.get_type() == isl.schedule_node_type.mark:
             while node.get_tree_depth() > depth:
                 node = node.parent()
-            # the tile loops around the packing run sequentially: the threads share one
+            # the tile loops around the packing run sequentially: the threads each copy the
             # packed tile and split the row tiles below it (untiled members, a batch, keep
             # their threads and pack privately)
             node = node.band_split(len(sizes) - 1)
