@@ -12,6 +12,7 @@ import pytest
 import polydyn as pd
 from kernels import ALL, load
 from polydyn.codegen_c.astnodes import (
+    PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,
     SEPARATE_PARALLEL_MIN_WORK,
     TILED_PARALLEL_MIN_WORK,
@@ -174,8 +175,9 @@ def test_packed_tiles_copied_by_every_thread() -> None:
         decls = [i for i, line in enumerate(lines) if re.match(r"float pd_pk\d+_s\[", line)]
         assert decls, name
         for i in decls:
-            assert lines[i - 1] == "{" and lines[i - 2].startswith(
-                "#pragma omp parallel if((N) * (M) * (K) >="), (name, lines[i - 2])
+            assert lines[i - 1] == "{" and lines[i - 2] == \
+                f"#pragma omp parallel if((N) * (M) * (K) >= {PACKED_PARALLEL_MIN_WORK})", \
+                (name, lines[i - 2])
         copies = [i for i, line in enumerate(lines) if line.startswith("for (int64_t pd_q0")]
         assert copies and all("omp" not in lines[i - 1] for i in copies), name
         assert "#pragma omp barrier" in source, name
@@ -307,13 +309,17 @@ def test_matmul_team_regions(n) -> None:
 
 def test_threads_around_register_tiles_need_more_work() -> None:
     """Loops around register tiles take the threads from TILED_PARALLEL_MIN_WORK
-    multiply-adds on (a 64^3 matmul ran 1.7x faster on one thread than on two); other loops
-    (matmul's C = 0, bias + relu) from PARALLEL_MIN_WORK instances."""
+    multiply-adds on (a 64^3 matmul ran 1.7x faster on one thread than on two), the region
+    at a pack (no fork per tile) from PACKED_PARALLEL_MIN_WORK; other loops (matmul's
+    C = 0, bias + relu) from PARALLEL_MIN_WORK instances."""
     matmul = _matmul().source
     tiled, plain = f">= {TILED_PARALLEL_MIN_WORK}", f">= {PARALLEL_MIN_WORK}"
-    seen = [0, 0]
+    packed = f"omp parallel if((N) * (M) * (K) >= {PACKED_PARALLEL_MIN_WORK})"
+    seen = [0, 0, 0]
     for line in matmul.splitlines():
-        if "omp parallel" in line and "(N) * (M) * (K)" in line:
+        if line.strip() == f"#pragma {packed}":
+            seen[2] += 1
+        elif "omp parallel" in line and "(N) * (M) * (K)" in line:
             assert tiled in line and plain not in line, line
             seen[0] += 1
         elif "omp parallel" in line and "(N) * (M) >=" in line:
@@ -324,7 +330,8 @@ def test_threads_around_register_tiles_need_more_work() -> None:
     # a batch loop, whose iterations share no data, from SEPARATE_PARALLEL_MIN_WORK (8 x
     # 64^3 ran 1.4x faster on two threads than on one, 32 x 32^3 1.8x); the loops inside
     # one product keep TILED_PARALLEL_MIN_WORK
-    assert f">= {SEPARATE_PARALLEL_MIN_WORK}" not in matmul
+    assert not [line for line in matmul.splitlines()
+                if f">= {SEPARATE_PARALLEL_MIN_WORK} " in line and packed not in line]
     batched = pd.compile(load("batched_matmul")[0]).source
     lines = [line for line in batched.splitlines() if "omp parallel" in line and "(K)" in line]
     batch = [line for line in lines if "(B) * (N) * (M) * (K)" in line]

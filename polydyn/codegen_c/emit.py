@@ -512,12 +512,12 @@ class CEmitter(RegisterTiles):
         return [loop, cgen.If(f"!{flag}", cgen.Block([cgen.Pragma("omp barrier")]))]
 
     def _work_test(self, n: isl.AstNode) -> str:
-        """C: the statements under ``n`` (a loop, or a pack mark's body) are worth threads."""
+        """C: the statements under loop ``n`` are worth threads."""
         users = ast_users(n, self)
         minimum = PARALLEL_MIN_WORK
         if role_loops(n, PROMOTE, through_ifs=True):  # register tiles: cheaper instances
-            minimum = SEPARATE_PARALLEL_MIN_WORK if n.get_type() == isl.ast_node_type.for_ \
-                and self._shares_nothing(n, users) else TILED_PARALLEL_MIN_WORK
+            minimum = SEPARATE_PARALLEL_MIN_WORK if self._shares_nothing(n, users) else \
+                TILED_PARALLEL_MIN_WORK
         return f"{self.work_expr(name for name, _ in users)} >= {minimum}"
 
     def _shares_nothing(self, n: isl.AstNode, users: list[tuple[str, list[str]]]) -> bool:

@@ -16,6 +16,7 @@ from ..schedule.auto import REG_VECTOR_BYTES
 from ..schedule.tree import RROW, RVEC
 from ..scop.ir import C_TYPE, Aff, Load, Statement
 from .astnodes import (
+    PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,
     LoopState,
     UnsharedWorkError,
@@ -436,13 +437,15 @@ class RegisterTiles:
         copies the tile into a buffer of its own: reading a tile that another core copied
         cost 4-6% of a 2-thread 1024^3 matmul (its lines move between the cores' caches at
         every tile), more than copying it twice."""
-        body = self.node(n.mark_get_node(), LoopState(region=True))
+        child = n.mark_get_node()
+        body = self.node(child, LoopState(region=True))
+        work = self.work_expr(name for name, _ in ast_users(child, self))
         shared: list[cgen.Generable] = []
         for ctype, buf, total, copy, _ in copies:
             shared += [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
                        cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s"),
                        copy]
-        return [cgen.Pragma(f"omp parallel if({self._work_test(n.mark_get_node())})"),
+        return [cgen.Pragma(f"omp parallel if({work} >= {PACKED_PARALLEL_MIN_WORK})"),
                 cgen.Block([*shared, *body])]
 
     def _tile_copy(self, assignment: str, rows: int | str, width: int | str,
