@@ -41,6 +41,11 @@ REPACK_MIN_ROWS = 12
 REPACK_MIN_REUSE = 1024
 
 
+# A packed tile's copy: C element type, buffer name, buffer elements, the copy's loops and
+# the box's sizes (C expressions)
+PackCopy = tuple[str, str, int, cgen.Generable, list[str]]
+
+
 @dataclass
 class Repack:
     """A copy of a read-only array made at a function's entry, in another dimension order
@@ -360,7 +365,7 @@ class RegisterTiles:
         if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.mark_get_node(), st)
         saved = dict(self.packed)
-        copies: list[tuple[str, str, int, cgen.Generable, list[str]]] = []
+        copies: list[PackCopy] = []
         for box in boxes.split(PACK_SEP):
             array, bounds_text, sizes_text, offsets_text = box.split(PACK_FIELD)
             bounds = [int(x) for x in bounds_text.split(",")]
@@ -407,17 +412,19 @@ class RegisterTiles:
         finally:
             self.packed = saved
 
-    def _pack_copies(self, copies: list[tuple[str, str, int, cgen.Generable, list[str]]],
-                     st: LoopState) -> list[cgen.Generable]:
+    def _buffer(self, ctype: str, buf: str, total: int) -> list[cgen.Generable]:
+        # read through a restrict pointer: with the array itself in the function that
+        # holds the register tiles (a pack inside a parallel loop or region), gcc 12 kept
+        # their accumulators in memory (a load and a store per FMA; batched matmul 8 x
+        # 256^3 ran at 45% of 1 x 256^3 per thread)
+        return [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
+                cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s")]
+
+    def _pack_copies(self, copies: list[PackCopy], st: LoopState) -> list[cgen.Generable]:
         """The buffers and their copies, where the pack's body forks threads of its own."""
         out: list[cgen.Generable] = []
         for ctype, buf, total, copy, sizes in copies:
-            # read through a restrict pointer: with the array itself in the function that
-            # holds the register tiles (a pack inside a parallel loop: batched matmul's),
-            # gcc 12 kept their accumulators in memory (a load and a store per FMA; 8 x
-            # 256^3 ran at 45% of 1 x 256^3 per thread)
-            out += [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
-                    cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s")]
+            out += self._buffer(ctype, buf, total)
             if len(sizes) > 1 and not st.in_parallel:
                 # outside the threads' loop: the threads share out the copy's rows (the
                 # buffer is shared; one thread copying while the other waited cost 3-4% of
@@ -429,9 +436,7 @@ class RegisterTiles:
             out.append(copy)
         return out
 
-    def _pack_region(self, n: isl.AstNode,
-                     copies: list[tuple[str, str, int, cgen.Generable, list[str]]]
-                     ) -> list[cgen.Generable]:
+    def _pack_region(self, n: isl.AstNode, copies: list[PackCopy]) -> list[cgen.Generable]:
         """One parallel region around a pack and its body, whose loops share out their
         iterations without forks of their own (``emit.CEmitter.region_loop``). Every thread
         copies the tile into a buffer of its own: reading a tile that another core copied
@@ -440,13 +445,11 @@ class RegisterTiles:
         child = n.mark_get_node()
         body = self.node(child, LoopState(region=True))
         work = self.work_expr(name for name, _ in ast_users(child, self))
-        shared: list[cgen.Generable] = []
+        own: list[cgen.Generable] = []  # each thread's buffers and copies
         for ctype, buf, total, copy, _ in copies:
-            shared += [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
-                       cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s"),
-                       copy]
+            own += [*self._buffer(ctype, buf, total), copy]
         return [cgen.Pragma(f"omp parallel if({work} >= {PACKED_PARALLEL_MIN_WORK})"),
-                cgen.Block([*shared, *body])]
+                cgen.Block([*own, *body])]
 
     def _tile_copy(self, assignment: str, rows: int | str, width: int | str,
                    first: int | str = 0) -> cgen.Generable:
