@@ -364,6 +364,8 @@ class RegisterTiles:
         boxes = loop_annotation(n)
         if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.mark_get_node(), st)
+        if st.region:  # a pack before the region's shared loops: its own region would nest
+            raise UnsharedWorkError("pack")
         saved = dict(self.packed)
         copies: list[PackCopy] = []
         for box in boxes.split(PACK_SEP):
