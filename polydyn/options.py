@@ -25,6 +25,10 @@ class Options:
 
     ``cc``/``cflags``: the C compiler and its flags (POLYDYN_CC, POLYDYN_CFLAGS adds flags);
     ``sanitize``: build kernels with AddressSanitizer/UBSan (POLYDYN_SANITIZE=1);
+    ``isa``/``l2_bytes``: the CPU the C schedule plans for (POLYDYN_ISA: avx512, avx2, sse
+    or neon; POLYDYN_L2_BYTES); None: what the C compiler's flags enable
+    (``-march=native``: this machine's) and this machine's L2
+    (``codegen_c.toolchain.cpu_target``);
     ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
@@ -34,6 +38,9 @@ class Options:
         "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11",
         "-fno-math-errno", *_NO_LOOP_DISTRIBUTION, *_env_flags("POLYDYN_CFLAGS")))
     sanitize: bool = field(default_factory=lambda: os.environ.get("POLYDYN_SANITIZE") == "1")
+    isa: str | None = field(default_factory=lambda: os.environ.get("POLYDYN_ISA") or None)
+    l2_bytes: int | None = field(default_factory=lambda: int(os.environ["POLYDYN_L2_BYTES"])
+                                 if os.environ.get("POLYDYN_L2_BYTES") else None)
     cache_dir: Path = field(default_factory=lambda: Path(os.environ.get(
         "POLYDYN_CACHE_DIR", Path.home() / ".cache" / "polydyn")))
     dump_dir: Path | None = field(default_factory=lambda: Path(os.environ["POLYDYN_DUMP"])

@@ -8,7 +8,7 @@ from typing import Any
 from .astgen import build_ast
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
-from .codegen_c.toolchain import build_shared, python_includes
+from .codegen_c.toolchain import build_shared, cpu_target, python_includes
 from .errors import UnsupportedError
 from .options import Options
 from .parametric.regions import plan_variants
@@ -16,6 +16,7 @@ from .parametric.variants import Variant
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule, scheduler_schedule
+from .schedule.registers import AVX512
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.deps import compute_deps, zero_init_arrays
@@ -54,11 +55,14 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
     # for OpenCL
     cpu = target == "c"
+    machine = cpu_target(options) if cpu else AVX512  # OpenCL maps its own tiles
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
-    plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave)
+    plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
+                          target=machine)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan) for plan in plans]
+    scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan, machine)
+                                for plan in plans]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
 
@@ -71,7 +75,7 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 
-    emitter = CEmitter(scop, zero_init_arrays(scop, deps))
+    emitter = CEmitter(scop, zero_init_arrays(scop, deps), machine.describe())
     source = emitter.module(scheduled, asts)
     header = emitter.header(scheduled)
     options.dump(name, "7-source.c", source)

@@ -17,6 +17,7 @@ from polydyn.codegen_c.astnodes import (
     SEPARATE_PARALLEL_MIN_WORK,
     TILED_PARALLEL_MIN_WORK,
 )
+from polydyn.schedule.registers import CpuTarget
 from polydyn.testing import check_kernel, region_points
 
 SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference runs quickly
@@ -55,10 +56,17 @@ def test_variant_agrees_at_region_edges(name: str, index: int) -> None:
         assert k.variants.index(chosen) <= index
 
 
+# The CPUs the register-tile tests pin (``Options.isa``, ``l2_bytes``): Zen 5's AVX-512
+# (32 zmm, 1 MiB of L2) and Zen 3's AVX2 (16 ymm, 512 KiB); the tests hold on any machine.
+TARGETS = {"avx512": {"isa": "avx512", "l2_bytes": 1 << 20},
+           "avx2": {"isa": "avx2", "l2_bytes": 1 << 19}}
+
+
 @functools.cache
-def _matmul() -> pd.Kernel:
-    """The bundled matmul at its default tile sizes (compiled once for these tests)."""
-    return pd.compile(load("matmul")[0])
+def _matmul(isa: str = "avx512") -> pd.Kernel:
+    """The bundled matmul at its default tile sizes (compiled once per target for these
+    tests)."""
+    return pd.compile(load("matmul")[0], **TARGETS[isa])
 
 
 def _variant_source(k: pd.Kernel, name: str) -> str:
@@ -72,6 +80,10 @@ def test_matmul_partition_and_specialized_code() -> None:
     names = [v.name for v in k.variants]
     assert names == ["N=1", "skinny", "full", "tiled", "vector64", "vector32", "vector16",
                      "small", "generic"]
+    # AVX2: register tiles of 6 x 2 ymm (16 f32 columns), narrow tiers of one ymm and xmm
+    assert [v.name for v in _matmul("avx2").variants] == [
+        "N=1", "skinny", "full", "tiled", "vector32", "vector16", "small", "generic"]
+    assert re.search(r"float pd_acc\d+\[6\]\[16\]", _variant_source(_matmul("avx2"), "full"))
     full = _variant_source(k, "full")
     bounds = " ".join(re.findall(r"for \(int64_t c\d+ = [^;]*;[^;]*;", full))
     assert "pd_min" not in bounds and "pd_max" not in bounds, bounds
@@ -119,15 +131,16 @@ def test_matmul_row_vector_strips(m, depth) -> None:
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("isa", list(TARGETS))
 @pytest.mark.parametrize("shape", [(96, 512, 512), (97, 1024, 256), (100, 512, 300),
                                    (49, 257, 256), (101, 289, 300), (53, 263, 513),
-                                   (95, 511, 257)])
-def test_matmul_packed_tiles_against_float64(shape) -> None:
+                                   (95, 511, 257), (96, 256, 128), (61, 131, 271)])
+def test_matmul_packed_tiles_against_float64(isa, shape) -> None:
     """Cache tiles read B from a padded local copy (power-of-two leading dimensions here);
-    partial register tiles (rows of N % 6, columns of M % 32) run as full ones over
-    clamped rows and the copy's zero-filled columns. Against a float64 product."""
+    partial register tiles (rows of N % 6, columns of M % 32, AVX2: M % 16) run as full
+    ones over clamped rows and the copy's zero-filled columns. Against a float64 product."""
     n, m, kk = shape
-    k = _matmul()
+    k = _matmul(isa)
     assert "pd_pk" in _variant_source(k, k.select(N=n, M=m, K=kk).name)
     rng = np.random.default_rng(n + m + kk)
     A = rng.standard_normal((n, kk)).astype(np.float32)
@@ -138,14 +151,18 @@ def test_matmul_packed_tiles_against_float64(shape) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(kk))
 
 
-@pytest.mark.parametrize(("m", "tier"), [(3, "small"), (4, "vector16"), (7, "vector16"),
-                                         (8, "vector32"), (15, "vector32"), (16, "vector64"),
-                                         (17, "vector64"), (31, "vector64"), (32, "small")])
-def test_matmul_narrow_register_tiers(m, tier) -> None:
-    """Rows of B shorter than two zmm registers get 8-row register tiles of one zmm, ymm or
-    xmm register: the partial vector moved down to end at the row's end, partial rows
-    clamped (fewer rows than a tile: N = 2, 7), against float64 at the tiers' edges."""
-    k = _matmul()
+@pytest.mark.parametrize(("isa", "m", "tier"), [
+    *(("avx512", m, tier) for m, tier in [(3, "small"), (4, "vector16"), (7, "vector16"),
+                                          (8, "vector32"), (15, "vector32"), (16, "vector64"),
+                                          (17, "vector64"), (31, "vector64"), (32, "small")]),
+    *(("avx2", m, tier) for m, tier in [(3, "small"), (4, "vector16"), (7, "vector16"),
+                                        (8, "vector32"), (15, "vector32"), (16, "small")])])
+def test_matmul_narrow_register_tiers(isa, m, tier) -> None:
+    """Rows of B shorter than two vector registers get 8-row register tiles of one zmm, ymm
+    or xmm register (AVX2: ymm or xmm): the partial vector moved down to end at the row's
+    end, partial rows clamped (fewer rows than a tile: N = 2, 7), against float64 at the
+    tiers' edges."""
+    k = _matmul(isa)
     if tier != "small":
         lanes = int(tier[len("vector"):]) // 4
         assert re.search(rf"float pd_acc\d+\[8\]\[{lanes}\]", _variant_source(k, tier))
@@ -364,8 +381,8 @@ def test_matmul_team_tails(threads, n) -> None:
 
 
 @functools.cache
-def _conv2d() -> pd.Kernel:
-    return pd.compile(load("conv2d")[0])
+def _conv2d(isa: str = "avx512") -> pd.Kernel:
+    return pd.compile(load("conv2d")[0], **TARGETS[isa])
 
 
 def _check_conv(k: pd.Kernel, b: int, c: int, f: int, h: int, w: int, seed: int,
@@ -385,21 +402,27 @@ def _check_conv(k: pd.Kernel, b: int, c: int, f: int, h: int, w: int, seed: int,
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(c * 9))
 
 
-@pytest.mark.parametrize(("ow", "tier"), [(4, "vector16"), (7, "vector16"), (8, "vector32"),
-                                          (15, "vector32"), (16, "vector64"),
-                                          (26, "vector64"), (31, "vector64"), (32, "generic")])
-def test_conv_narrow_register_tiers(ow, tier) -> None:
-    """Output rows too short for two-zmm register tiles get 16-row tiles of one zmm, ymm or
-    xmm register (partial vectors shifted to end at the row's end, partial rows clamped),
-    against float64 at the tiers' edges, with output channels around the tile's 16 rows."""
-    k = _conv2d()
-    for f in (15, 16, 33):
+@pytest.mark.parametrize(("isa", "ow", "tier"), [
+    *(("avx512", ow, tier) for ow, tier in [(4, "vector16"), (7, "vector16"), (8, "vector32"),
+                                            (15, "vector32"), (16, "vector64"),
+                                            (26, "vector64"), (31, "vector64"),
+                                            (32, "generic")]),
+    *(("avx2", ow, tier) for ow, tier in [(4, "vector16"), (7, "vector16"), (8, "vector32"),
+                                          (15, "vector32"), (16, "generic")])])
+def test_conv_narrow_register_tiers(isa, ow, tier) -> None:
+    """Output rows too short for register tiles of two vector registers get tiles of one
+    zmm, ymm or xmm register, 16 rows (AVX2: ymm or xmm, 12 rows), partial vectors shifted
+    to end at the row's end, partial rows clamped; against float64 at the tiers' edges,
+    with output channels around the tile's rows."""
+    k = _conv2d(isa)
+    rows = 16 if isa == "avx512" else 12
+    for f in (rows - 1, rows, 2 * rows + 1):
         b, c, h = 2, 5, 4
         sizes = {"B": b, "C": c, "F": f, "H": h, "W": ow + 2, "KH": 3, "KW": 3}
         assert k.select(**sizes).name == tier
         if tier != "generic":
             shape = int(tier[len("vector"):]) // 4
-            assert f"[16][{shape}]" in _variant_source(k, tier)  # the accumulators
+            assert f"[{rows}][{shape}]" in _variant_source(k, tier)  # the accumulators
         _check_conv(k, b, c, f, h, ow + 2, seed=ow * 100 + f)
 
 
@@ -439,16 +462,20 @@ def test_conv_channels_innermost_in_register_tiles() -> None:
         _check_conv(k, b, c, f, h, w, seed=c, variants=("", "generic"))
 
 
-@pytest.mark.parametrize(("b", "c", "h"), [(1, 5, 34), (2, 5, 4), (2, 64, 4)])
-def test_conv_fourteen_row_register_tiles(b, c, h) -> None:
-    """Conv's wide register tiles have 14 rows of output channels (``B=1``, ``tiled`` and
-    ``generic``); against float64 with F around one and two tiles, the weights read from
-    the repacked copy (B x OH x OW >= 1024) and in place, and F past the 112 rows of a
-    cache tile (``tiled``) with 64 channels."""
-    k = _conv2d()
+@pytest.mark.parametrize(("isa", "b", "c", "h"), [
+    ("avx512", 1, 5, 34), ("avx512", 2, 5, 4), ("avx512", 2, 64, 4), ("avx2", 2, 5, 4),
+    ("avx2", 2, 64, 4)])
+def test_conv_deep_register_tiles(isa, b, c, h) -> None:
+    """Conv's wide register tiles have as many rows of output channels as the registers
+    hold (``B=1``, ``tiled`` and ``generic``): 14 x 2 zmm on AVX-512, 6 x 2 ymm on AVX2;
+    against float64 with F around one and two tiles, the weights read from the repacked
+    copy (B x OH x OW >= 1024) and in place, and F past the rows of a cache tile
+    (``tiled``, 8 register tiles) with 64 channels."""
+    k = _conv2d(isa)
+    rows, width = (14, 32) if isa == "avx512" else (6, 16)
     for name in ("B=1", "tiled", "generic"):
-        assert re.search(r"pd_acc\d+\[14\]\[32\]", _variant_source(k, name)), name
-    for f in (13, 14, 15, 29, *((113,) if c == 64 else ())):
+        assert re.search(rf"pd_acc\d+\[{rows}\]\[{width}\]", _variant_source(k, name)), name
+    for f in (rows - 1, rows, rows + 1, 2 * rows + 1, *((8 * rows + 1,) if c == 64 else ())):
         _check_conv(k, b, c, f, h, 36, seed=f + h, variants=("", "generic"))
 
 
@@ -501,3 +528,41 @@ def test_wavefront_only_for_time_iterated_stencils() -> None:
     base = isl_schedule(scop, deps, scop.context)
     assert "wavefront" not in [p.name for p in partition(scop, base, cpu=False, wave=wave)]
     assert "wavefront" in [p.name for p in partition(scop, base, cpu=True, wave=wave)]
+
+
+@pytest.mark.parametrize(("march", "isa"), [("x86-64", "sse"), ("x86-64-v3", "avx2"),
+                                            ("skylake-avx512", "avx512")])
+def test_cpu_target_follows_the_compiler_flags(march, isa) -> None:
+    """The register tiles are planned for what the C compiler's flags enable (the default
+    ``-march=native``: this machine's); ``isa`` and ``l2_bytes`` override it."""
+    from polydyn.codegen_c.toolchain import compiler_isa, cpu_target
+    from polydyn.options import Options
+
+    flags = ("-O3", f"-march={march}")
+    assert compiler_isa("cc", flags) == isa
+    target = cpu_target(Options(cflags=flags, isa=None, l2_bytes=1 << 19))
+    assert (target.isa, target.l2_bytes) == (isa, 1 << 19)
+    assert target.registers.vector_bytes == 2 * {"sse": 16, "avx2": 32, "avx512": 64}[isa]
+    assert cpu_target(Options(cflags=flags, isa="avx512", l2_bytes=1 << 20)) == \
+        CpuTarget.of("avx512")
+
+
+def test_cpu_target_sizes_cache_tiles_from_its_l2() -> None:
+    """Cache tiles fill half of the target's L2: matmul's 48 x 256 x 256 f32 tiles (360
+    KiB) fit half of 1 MiB; with 512 KiB one of the 256s is halved."""
+    def sizes(l2: int) -> str:
+        k = pd.compile(load("matmul")[0], isa="avx2", l2_bytes=l2)
+        assert f"Tiles planned for: avx2, 16 vector registers of 32 bytes, {l2 // 1024} KiB " \
+            "of L2." in k.header
+        return re.search(r"tiled (\S+)", k.variants[-1].summary).group(1)
+
+    assert sizes(1 << 20) == "48x256x256"
+    assert sizes(1 << 19) == "48x128x256"
+
+
+@pytest.mark.parametrize(("isa", "l2"), [("avx3", 1 << 20), ("avx2", 1000)])
+def test_cpu_target_refuses_unknown_settings(isa, l2) -> None:
+    from polydyn.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="POLYDYN_"):
+        pd.compile(load("bias_relu")[0], isa=isa, l2_bytes=l2)

@@ -12,7 +12,7 @@ import cgen
 import islpy as isl
 
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
-from ..schedule.auto import REG_VECTOR_BYTES
+from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import RROW, RVEC
 from ..scop.ir import C_TYPE, Aff, Load, Statement
 from .astnodes import (
@@ -313,8 +313,8 @@ class RegisterTiles:
         elem = 8 if self.scop.array(stmt.target.array).dtype in ("f64", "i64") else 4
         if not top[row_var] or not top[vec_var]:  # unbounded
             return None
-        # the rows the box can have; its width rounded up to whole vectors: one xmm or ymm
-        # register for a narrow tier's tile (registers.NARROW_REGISTERS), else zmm registers
+        # the rows the box can have; its width rounded up to whole vectors: 16, 32 or 64
+        # bytes (a narrow tier's tile: CpuTarget.narrow, or a register tile's vector)
         lanes = next(b for b in (16, 32, 64) if int(top[vec_var]) * elem <= b or b == 64) // elem
         rows, width = int(top[row_var]), -(-int(top[vec_var]) // lanes) * lanes
         if rows * width > 4096:  # not a register tile
@@ -375,8 +375,9 @@ class RegisterTiles:
             arr = self.scop.array(array)
             elem = 4 if arr.dtype in ("f32", "i32") else 8
             # rows: a whole number of register-tile vectors (a partial register tile reads
-            # them all), then 64 bytes more
-            vector = REG_VECTOR_BYTES // elem
+            # them all; the widest target's, which every narrower one divides), then 64
+            # bytes more
+            vector = MAX_REG_VECTOR_BYTES // elem
             row = -(-bounds[-1] // vector) * vector + 64 // elem if len(bounds) > 1 \
                 else bounds[-1]
             strides = [1] * len(bounds)

@@ -10,7 +10,6 @@ import islpy as isl
 from ..errors import CompileError
 from ..schedule.auto import (
     BandTiling,
-    RegisterShape,
     at_least,
     member_extents,
     member_starts,
@@ -18,6 +17,7 @@ from ..schedule.auto import (
     packed_members,
     tiling_plan,
 )
+from ..schedule.registers import AVX512, CpuTarget, RegisterShape
 from ..schedule.transforms import outermost_bands
 from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
@@ -66,8 +66,8 @@ class AutoRecipe:
     tile: tuple[BandTiling, ...] = ()
     isolate: bool = True
     parallel: bool = True
-    # untiled: the register tiles' shape (None: registers.DEEP_REGISTERS in deep bands,
-    # registers.REGISTERS in others)
+    # untiled: the register tiles' shape (None: the target's ``deep`` shape in deep bands,
+    # its ``registers`` in others; registers.CpuTarget)
     registers: RegisterShape | None = None
     # tiled: copy the vector operand's tiles into local buffers (matmul's B)
     pack: bool = True
@@ -127,12 +127,13 @@ def _collapses_parallel_loop(base: isl.Schedule, region: isl.Set) -> bool:
 
 
 def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
-              cpu: bool = True, wave: WaveTiling | None = None) -> list[VariantPlan]:
-    """The automatic partition of the context, most specific first:
+              cpu: bool = True, wave: WaveTiling | None = None, target: CpuTarget = AVX512
+              ) -> list[VariantPlan]:
+    """The automatic partition of the context for ``target``, most specific first:
 
     - ``vectorW`` (with ``cpu``): for a deep band (conv), where its vector
       loop is too short for the widest register tile but long enough for a narrower one of
-      W bytes (``registers.NARROW_REGISTERS``): untiled code with register tiles of that
+      W bytes (``CpuTarget.narrow``): untiled code with register tiles of that
       shape (small images: their working set fits the caches);
     - ``wavefront`` (with ``cpu`` and a time-iterated stencil's ``wave``): where the time
       loop holds enough time tiles for two threads, isl's fused band tiled in wavefronts
@@ -147,15 +148,15 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
       as its ``min_extents`` (a packed band's vector loop: three register vectors);
     - ``vectorW`` (with ``cpu``): of the sizes ``small`` covers, those where a packed
       band's (matmul's) vector loop is shorter than the widest register tile: untiled, with
-      narrower register tiles (``registers.NARROW_ROW_REGISTERS``);
+      narrower register tiles (``CpuTarget.narrow_rows``);
     - ``small``: some tiled loop shorter than that: plain loops (not for deep bands,
       conv's: there the tiled code is faster at every size measured);
     - ``generic``: the whole context, tiled with guards (closes the cover; also what a
       forced-generic benchmark runs).
     """
-    plan = tuple(tiling_plan(base, scop, max_tile))
+    plan = tuple(tiling_plan(base, scop, max_tile, target))
     ctx = scop.context
-    plans = _narrow_plans(scop, base, plan, deep=True) if cpu else []
+    plans = _narrow_plans(scop, base, plan, target, deep=True) if cpu else []
     if cpu and wave is not None:
         region = wavefront_region(scop, wave).coalesce()
         if _nonempty(region):
@@ -186,7 +187,7 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             plans.append(VariantPlan("tiled", big, AutoRecipe(plan)))
         if _nonempty(small) and not any(t.deep for t in plan):
             if cpu:
-                plans += _narrow_plans(scop, base, plan, deep=False, within=small)
+                plans += _narrow_plans(scop, base, plan, target, deep=False, within=small)
             plans.append(VariantPlan("small", small, AutoRecipe()))
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan)))
     return plans
@@ -217,14 +218,15 @@ def _skinny(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], big: i
     return out.coalesce()
 
 
-def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], deep: bool,
-                  within: isl.Set | None = None) -> list[VariantPlan]:
+def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
+                  target: CpuTarget, deep: bool, within: isl.Set | None = None
+                  ) -> list[VariantPlan]:
     """The ``vectorW`` variants of ``partition``: an operator with one band, deep (conv)
     or packed (matmul) as ``deep`` says; within the given region (default: the context)."""
     if len(plan) != 1 or plan[0].deep != deep:
         return []
     plans = []
-    for sizes, shape in narrow_tiers(base, scop, plan[0]):
+    for sizes, shape in narrow_tiers(base, scop, plan[0], target):
         region = (within or scop.context).intersect(sizes).coalesce()
         if _nonempty(region):
             plans.append(VariantPlan(f"vector{shape.vector_bytes}", region,
@@ -234,11 +236,12 @@ def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], 
 
 def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]] | None,
                   max_tile: int | None = None, cpu: bool = True,
-                  wave: WaveTiling | None = None) -> list[VariantPlan]:
-    """User variants in their order, else the automatic partition; a generic variant over
-    the whole context closes the cover (checked)."""
+                  wave: WaveTiling | None = None, target: CpuTarget = AVX512
+                  ) -> list[VariantPlan]:
+    """User variants in their order, else the automatic partition for ``target``; a generic
+    variant over the whole context closes the cover (checked)."""
     if variants:
-        auto = AutoRecipe(tuple(tiling_plan(base, scop, max_tile)))
+        auto = AutoRecipe(tuple(tiling_plan(base, scop, max_tile, target)))
         plans = []
         for k, item in enumerate(variants):
             if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)):
@@ -254,6 +257,6 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
         if not any(p.region.is_equal(scop.context) for p in plans):
             check_cover(scop, [p.region for p in plans])
         return plans
-    plans = partition(scop, base, max_tile, cpu, wave)
+    plans = partition(scop, base, max_tile, cpu, wave, target)
     check_cover(scop, [p.region for p in plans])
     return plans

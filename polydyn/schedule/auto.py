@@ -14,9 +14,11 @@ Policy (documented in ARCHITECTURE.md):
 - register tiles (rows x vector accumulators) where a reduction allows them, and packing of
   the vector operand (matmul's B) once per tile, for all the row tiles below it; in a deep
   band the window loops run outside the channels' (a reassociated sum, when legal);
-- a deep or packed band whose vector loop is too short for a register tile of two zmm
-  registers (conv on small images, matmul with M < 32) gets narrower ones
-  (``NARROW_REGISTERS``, ``NARROW_ROW_REGISTERS``, in regions of their own);
+- a deep or packed band whose vector loop is too short for a register tile of two vector
+  registers (conv on small images, matmul with M < 32 on AVX-512) gets narrower ones
+  (``CpuTarget.narrow``, ``CpuTarget.narrow_rows``, in regions of their own);
+- register tiles and cache tiles are sized for the target CPU (``registers.CpuTarget``:
+  its vector registers and its L2);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
   here; its time tiling is ``schedule.wavefront``'s (a region of its own).
 """
@@ -31,14 +33,7 @@ from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
 from .legality import is_legal
 from .reductions import reassociable_validity
-from .registers import (
-    DEEP_REGISTERS,
-    NARROW_REGISTERS,
-    NARROW_ROW_REGISTERS,
-    REG_VECTOR_BYTES,
-    REGISTERS,
-    RegisterShape,
-)
+from .registers import AVX512, CpuTarget, RegisterShape
 from .transforms import outermost_bands, tile_band
 from .tree import (
     PROMOTE,
@@ -53,7 +48,6 @@ from .tree import (
     split_and_mark,
 )
 
-L2_BYTES = 1 << 20  # per-core L2 of the target CPU (Zen 5: 1 MiB)
 
 
 def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.ScheduleConstraints:
@@ -189,9 +183,10 @@ def _has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bo
     return False
 
 
-def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tuple[int, ...]:
+def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool],
+                 target: CpuTarget = AVX512) -> tuple[int, ...]:
     """Tile sizes for a band: long innermost (vector) tiles, short outer ones, shrunk until
-    the footprint of one tile fits in half of L2; constant members get 1. Outer tiles are a
+    the footprint of one tile fits in half of the target's L2; constant members get 1. Outer tiles are a
     multiple of the register tile's rows, so full cache tiles hold full register tiles.
 
     A deep band (conv: more than three live members, reduction loops below it whose extents
@@ -201,17 +196,17 @@ def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool]) -> tu
     live, deep = _tiled_members(node, scop, constant)
     sizes = [1] * len(constant)
     for k in live:  # members beyond three (a batch, conv's output rows) stay untiled
-        sizes[k] = 8 * REGISTERS.rows
+        sizes[k] = 8 * target.registers.rows
     if deep:
         row, vec, red = live
-        sizes[row] = 8 * DEEP_REGISTERS.rows
-        sizes[vec], sizes[red] = DEEP_REGISTERS.width(elem), 64
+        sizes[row] = 8 * target.deep.rows
+        sizes[vec], sizes[red] = target.deep.width(elem), 64
         return tuple(sizes)
     sizes[live[-1]] = 256 if len(live) >= 2 else 1024
     if len(live) >= 3:
         sizes[live[-2]] = 256
         sizes[live[-1]] = 256
-    while _footprint_elems(node, scop, sizes) * elem > L2_BYTES // 2 and max(sizes) > 8:
+    while _footprint_elems(node, scop, sizes) * elem > target.l2_bytes // 2 and max(sizes) > 8:
         k = sizes.index(max(sizes))
         sizes[k] //= 2  # stays a multiple of the register tile when it was one
     return tuple(sizes)
@@ -281,8 +276,8 @@ def _constant_members(deps_of: dict[str, list[set[str]]], n: int) -> list[bool]:
     return [all(not members[k] for members in deps_of.values()) for k in range(n)]
 
 
-def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
-                ) -> list[BandTiling]:
+def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
+                target: CpuTarget = AVX512) -> list[BandTiling]:
     """Which outermost bands to tile, and by how much (members that are constant for every
     statement, like the ``0`` of a distributed ``C[i, j] = 0``, get size 1)."""
     plan = []
@@ -296,34 +291,34 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None
         reuse = len(live) >= 3 and _has_reuse(scop, deps_of, live)
         if len(live) < 2 or not (reuse or _has_transposed_access(scop, deps_of)):
             continue
-        sizes = choose_sizes(node, scop, constant)
+        sizes = choose_sizes(node, scop, constant, target)
         if max_tile:
             sizes = tuple(min(s, max_tile) for s in sizes)
         plan.append(BandTiling(node_path(node), sizes, _tiled_members(node, scop, constant)[1],
-                               _min_extents(node, scop, sizes)))
+                               _min_extents(node, scop, sizes, target)))
     return plan
 
 
-def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
-                 ) -> list[tuple[isl.Set, RegisterShape]]:
-    """For a deep band's tiling (``NARROW_REGISTERS``) or a packed one's
-    (``NARROW_ROW_REGISTERS``), each narrow shape with the sizes (a set over the syms)
+def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
+                 target: CpuTarget = AVX512) -> list[tuple[isl.Set, RegisterShape]]:
+    """For a deep band's tiling (``target.narrow``) or a packed one's
+    (``target.narrow_rows``), each narrow shape with the sizes (a set over the syms)
     where the band's vector member is too short for the wider shapes and long enough for
     this one."""
     if tiling.deep:
         node = node_at(schedule, tiling.path)
         constant = _constant_members(member_dependence(node, scop), node.band_n_member())
         _row, vec, _red = _tiled_members(node, scop, constant)[0]
-        tiers = NARROW_REGISTERS
+        tiers = target.narrow
     else:
         members = packed_members(schedule, scop, tiling)
         if members is None:
             return []
         _row, vec = members
-        tiers = NARROW_ROW_REGISTERS
+        tiers = target.narrow_rows
     elem = elem_bytes(scop)
     extent = member_extents(schedule, tiling)[vec]
-    wider = [REG_VECTOR_BYTES] + [least for least, _ in tiers]
+    wider = [target.reg_vector_bytes] + [least for least, _ in tiers]
     return [(at_least(extent, least // elem).subtract(at_least(extent, wide // elem)), shape)
             for wide, (least, shape) in zip(wider, tiers, strict=False)]
 
@@ -342,8 +337,8 @@ def at_least(extent: isl.PwAff, n: int) -> isl.Set:
 MIN_TILED_VECTORS = 3
 
 
-def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...]
-                 ) -> tuple[int, ...] | None:
+def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...],
+                 target: CpuTarget) -> tuple[int, ...] | None:
     """``BandTiling.min_extents`` of a band: for one whose vector operand gets packed, 1 for
     every member but the vector one (``MIN_TILED_VECTORS`` vectors); else None."""
     members = _packed_members(node, scop, sizes)
@@ -351,7 +346,7 @@ def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...]
         return None
     _row, vec = members
     out = [1] * len(sizes)
-    out[vec] = min(sizes[vec], MIN_TILED_VECTORS * REGISTERS.width(elem_bytes(scop)))
+    out[vec] = min(sizes[vec], MIN_TILED_VECTORS * target.registers.width(elem_bytes(scop)))
     return tuple(out)
 
 
@@ -406,10 +401,10 @@ def _permute_point_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
 
 
 def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
-                 isolate: bool = True, deps: Deps | None = None, pack_tiles: bool = True
-                 ) -> isl.Schedule:
+                 isolate: bool = True, deps: Deps | None = None, pack_tiles: bool = True,
+                 target: CpuTarget = AVX512) -> isl.Schedule:
     """Tile the planned bands (full tiles isolated), order their point loops for vectors and,
-    where a reduction allows it, tile the point loops again for registers and (with
+    where a reduction allows it, tile the point loops again for ``target``'s registers and (with
     ``pack_tiles``) copy the vector operand's tiles into local buffers."""
     for tiling in plan:
         try:
@@ -428,7 +423,7 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         depth = node.get_tree_depth()
         point = node.child(0)
         node = register_tile(_permute_point_band(point, scop), scop, deps,
-                             shape=DEEP_REGISTERS if tiling.deep else REGISTERS)
+                             shape=target.deep if tiling.deep else target.registers)
         if pack is not None and node.get_type() == isl.schedule_node_type.mark:
             while node.get_tree_depth() > depth:
                 node = node.parent()
@@ -562,7 +557,7 @@ def _vector_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec:
 
 
 def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
-                  vector_outer: bool = False, shape: RegisterShape = REGISTERS
+                  vector_outer: bool = False, shape: RegisterShape = AVX512.registers
                   ) -> isl.ScheduleNode:
     """Tile the point band ``point`` for registers: rows x vector accumulators kept in a
     local array around the reduction loops (the emitter promotes them; marks say where).
@@ -687,17 +682,18 @@ def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, v
 
 
 def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = None,
-                      registers: RegisterShape | None = None) -> isl.Schedule:
+                      registers: RegisterShape | None = None, target: CpuTarget = AVX512
+                      ) -> isl.Schedule:
     """Untiled variants: the same inner-loop choice on each outermost band, and register
     tiles where a reduction allows them, else vector strips for the threads. Register tiles
-    have the shape ``registers`` if given, else ``DEEP_REGISTERS`` in deep bands (conv),
-    ``REGISTERS`` in others."""
+    have the shape ``registers`` if given, else ``target.deep`` in deep bands (conv),
+    ``target.registers`` in others."""
     for node in outermost_bands(schedule):
         path = node_path(node)
         node = node_at(schedule, path)
         constant = _constant_members(member_dependence(node, scop), node.band_n_member())
-        shape = registers or (DEEP_REGISTERS if _tiled_members(node, scop, constant)[1]
-                              else REGISTERS)
+        shape = registers or (target.deep if _tiled_members(node, scop, constant)[1]
+                              else target.registers)
         point = _permute_point_band(node, scop)
         node = register_tile(point, scop, deps, vector_outer=True, shape=shape)
         if node is point:

@@ -12,6 +12,7 @@ from ..parametric.variants import Variant
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .auto import apply_tiling, order_for_vectors
+from .registers import AVX512, CpuTarget
 from .transforms import drop_parallel
 from .tree import mark_loops
 from .wavefront import wavefront_tile
@@ -26,7 +27,8 @@ def code_region(region: isl.Set) -> isl.Set:
     return isl.Set.from_basic_set(region.simple_hull())
 
 
-def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan) -> Variant:
+def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan,
+                     target: CpuTarget = AVX512) -> Variant:
     schedule = base.intersect_domain(scop.domain().intersect_params(code_region(plan.region)))
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
@@ -38,9 +40,9 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
             schedule = waved
         elif recipe.tile:
             schedule = apply_tiling(schedule, list(recipe.tile), scop, isolate=recipe.isolate,
-                                    deps=deps, pack_tiles=recipe.pack)
+                                    deps=deps, pack_tiles=recipe.pack, target=target)
         else:
-            schedule = order_for_vectors(schedule, scop, deps, recipe.registers)
+            schedule = order_for_vectors(schedule, scop, deps, recipe.registers, target)
         if not recipe.parallel:
             schedule = drop_parallel(schedule)
         summary, data = recipe.describe(), (("auto", recipe.describe()),)
