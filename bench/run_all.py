@@ -35,6 +35,18 @@ repeat the main run's points; their spread between the two runs is this machine'
 """
 
 
+OTHER_MACHINE_SECTION = """
+## Another machine: {name}
+
+From `{source}/` (its own full run on that machine: `python bench/run_all.py --out
+{source} --results-md {source}/RESULTS.md`), rendered here as RESULTS.md renders the main
+run, its headings one level down. The project's sessions do not choose their machine; the
+register tiles and cache tiles follow the machine the C compiler targets (docs/design.md,
+point 0), so each machine's figures are its own code's.
+
+"""
+
+
 C_VS_GCC_SECTION = """
 ## C input against gcc -O3 -march=native (issue 6)
 
@@ -103,12 +115,30 @@ def main(argv: list[str] | None = None) -> int:
         opencl = HERE / "results-opencl" / "suite.md"
         if opencl.is_file():  # the OpenCL run (PoCL here, a GPU where one is lent)
             text += OPENCL_SECTION + opencl.read_text()
+        for other in sorted(HERE.glob("results-*/suite.json")):
+            if other.parent != out.resolve() and other.parent.name != "results-opencl":
+                text += _other_machine(other.parent, results_md, render)
         gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
         if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
             text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
         results_md.write_text(text)
         print(f"wrote {results_md}")
     return 0
+
+
+def _other_machine(out: Path, results_md: Path, render) -> str:
+    """A full run in ``out`` (another machine's) as a section of RESULTS.md, with the hand-
+    written ``out/GAPS.md`` if there is one."""
+    doc = json.loads((out / "suite.json").read_text())
+    rel = os.path.relpath(out.resolve(), results_md.resolve().parent)
+    source = os.path.relpath(out.resolve(), ROOT)
+    gaps = out / "GAPS.md"
+    body = render(doc, rel, source, gaps.read_text() if gaps.is_file() else "")
+    lines = body.splitlines()[1:]  # its own title goes
+    lines = ["#" + line if line.startswith("##") else line for line in lines]
+    machine = doc["machine"]
+    name = f"{machine.get('cpu', out.name)} ({machine.get('simd', '?')})"
+    return OTHER_MACHINE_SECTION.format(name=name, source=source) + "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
