@@ -6,6 +6,7 @@
     .venv/bin/python bench/run_all.py --only matmul softmax-rows
     .venv/bin/python bench/run_all.py --resume         # go on after an interrupted full run
     .venv/bin/python bench/run_all.py --render-only    # RESULTS.md again from results/suite.json
+    .venv/bin/python bench/run_all.py --out bench/results-avx2   # another machine's run
 
 The same suite runs as ``polydyn bench --suite [--quick]`` (without RESULTS.md).
 """
@@ -39,10 +40,10 @@ OTHER_MACHINE_SECTION = """
 ## Another machine: {name}
 
 From `{source}/` (its own full run on that machine: `python bench/run_all.py --out
-{source} --results-md {source}/RESULTS.md`), rendered here as RESULTS.md renders the main
-run, its headings one level down. The project's sessions do not choose their machine; the
-register tiles and cache tiles follow the machine the C compiler targets (docs/design.md,
-point 0), so each machine's figures are its own code's.
+{source}`, then `--render-only` on any machine), rendered here as RESULTS.md renders the
+main run, its headings one level down. The project's sessions do not choose their machine;
+the register tiles and cache tiles follow the machine the C compiler targets
+(docs/design.md, point 0), so each machine's figures are its own code's.
 
 """
 
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "
-                   "bench/RESULTS.md for a full run of the whole suite; none for --quick)")
+                   "bench/RESULTS.md for a full run of the whole suite into bench/results; "
+                   "none for --quick or another --out)")
     p.add_argument("--resume", action="store_true",
                    help="reuse the sweeps an interrupted run left in OUT/.partial")
     p.add_argument("--render-only", action="store_true",
@@ -91,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or (HERE / "out" / "quick" if args.quick else HERE / "results")
     results_md = args.results_md
-    if results_md is None and not args.quick and not args.only:
+    if results_md is None and not args.quick and not args.only and \
+            out.resolve() == (HERE / "results").resolve():
         results_md = HERE / "RESULTS.md"
     if not args.render_only:
         settings = default_settings(args.quick)
