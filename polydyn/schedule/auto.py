@@ -49,7 +49,6 @@ from .tree import (
 )
 
 
-
 def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.ScheduleConstraints:
     """Validity = every dependence (plus local scalar live ranges); proximity = flow;
     coincidence = every dependence between expanded accesses (for parallel loops)."""
@@ -186,8 +185,9 @@ def _has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bo
 def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool],
                  target: CpuTarget = AVX512) -> tuple[int, ...]:
     """Tile sizes for a band: long innermost (vector) tiles, short outer ones, shrunk until
-    the footprint of one tile fits in half of the target's L2; constant members get 1. Outer tiles are a
-    multiple of the register tile's rows, so full cache tiles hold full register tiles.
+    the footprint of one tile fits in half of the target's L2; constant members get 1. Outer
+    tiles are a multiple of the register tile's rows, so full cache tiles hold full register
+    tiles.
 
     A deep band (conv: more than three live members, reduction loops below it whose extents
     are sizes the footprint cannot bound) gets one register tile of vector width, 48 rows
@@ -404,8 +404,8 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
                  isolate: bool = True, deps: Deps | None = None, pack_tiles: bool = True,
                  target: CpuTarget = AVX512) -> isl.Schedule:
     """Tile the planned bands (full tiles isolated), order their point loops for vectors and,
-    where a reduction allows it, tile the point loops again for ``target``'s registers and (with
-    ``pack_tiles``) copy the vector operand's tiles into local buffers."""
+    where a reduction allows it, tile the point loops again for ``target``'s registers and
+    (with ``pack_tiles``) copy the vector operand's tiles into local buffers."""
     for tiling in plan:
         try:
             node = node_at(schedule, tiling.path)

@@ -34,8 +34,8 @@ class CpuTarget:
     ``vector_registers`` of them, and ``l2_bytes`` of L2 per core (cache tiles fill half).
 
     The register tiles' shapes follow from the registers. Measured on Zen 5 (AVX-512, 32
-    zmm; ``AVX512``) and on Zen 3 (AVX2, 16 ymm; ``AVX2``) as each property says; the
-    other instruction sets (SSE, NEON) take the same rules unmeasured."""
+    zmm) and on Zen 3 (AVX2, 16 ymm) as each property says; the other instruction sets
+    (SSE, NEON) take the same rules unmeasured."""
 
     isa: str
     vector_bytes: int
@@ -61,7 +61,8 @@ class CpuTarget:
     def registers(self) -> RegisterShape:
         """6 rows x two registers (12 accumulators), BLIS's shape on Haswell and its
         successors. Zen 5 (matmul, B packed): best among 4, 6, 8 and 14 rows. Zen 3 (16 ymm):
-        6 x 16 f32 ran 1.5-1.6x the 6 x 32 f32 of AVX-512 (24 accumulators: spilled)."""
+        6 x 16 f32 ran 1.4-1.6x the 6 x 32 f32 of AVX-512 (24 accumulators: spilled), 4 rows
+        0.6-0.8x of 6."""
         return RegisterShape(6, self.reg_vector_bytes)
 
     @property
@@ -70,7 +71,8 @@ class CpuTarget:
         and a broadcast (14 of 32 zmm: 28 accumulators), the weights read from a repacked
         copy (codegen_c.tiles.REPACK_MIN_ROWS). Zen 5: 2-21% faster than 6 rows in every
         conv measured, 12 rows below 14 in most (docs/design.md, point 5). With 16
-        registers that is 6 rows, the regular shape."""
+        registers that is 6 rows, the regular shape (Zen 3: conv 1.9-2.6x the 14 x 32 f32
+        tiles of AVX-512)."""
         return RegisterShape((self.vector_registers - 4) // 2, self.reg_vector_bytes)
 
     @property
@@ -81,8 +83,8 @@ class CpuTarget:
         (output channels) of one register, then of half and quarter registers down to
         16 bytes; untiled code (``partition``'s ``vectorW``). Zen 5, 2 threads, against the
         plain loops: (8, 64, 64, 28) 6.3x, (2, 64, 64, 16) 13x, (1, 64, 64, 9) 11x; 16 rows
-        beat 8, 12, 24 and 28 (12: 0.9x, 24: spills). With 16 registers: 12 rows (next to a
-        load and a broadcast)."""
+        beat 8, 12, 24 and 28 (12: 0.9x, 24: spills). With 16 registers: 12 rows beside a
+        load and a broadcast (not measured there)."""
         rows = min(16, self.vector_registers - 4)
         return tuple((w, RegisterShape(rows, w)) for w in self._narrow_widths())
 
@@ -102,6 +104,6 @@ class CpuTarget:
         return widths
 
 
-# Where the measurements in this package were made, and what tests pin (``Options.isa``).
+# The plan where no target is given (the OpenCL target's partition, direct calls of the
+# schedule's functions): the machine most measurements here were made on.
 AVX512 = CpuTarget.of("avx512")
-AVX2 = CpuTarget.of("avx2", 1 << 19)
