@@ -566,3 +566,19 @@ def test_cpu_target_refuses_unknown_settings(isa, l2) -> None:
 
     with pytest.raises(UnsupportedError, match="POLYDYN_"):
         pd.compile(load("bias_relu")[0], isa=isa, l2_bytes=l2)
+
+
+@pytest.mark.parametrize(("isa", "name"), [
+    ("sse", "matmul"), ("neon", "matmul"),
+    pytest.param("sse", "conv2d", marks=pytest.mark.slow),
+    pytest.param("neon", "conv2d", marks=pytest.mark.slow)])
+def test_other_plans_agree_at_region_edges(isa, name) -> None:
+    """The plans of the instruction sets no machine here has (16-byte vectors: SSE with 16
+    registers, NEON with 32) compile to correct code too: every variant against the
+    reference at points of its region (tiles capped at 8, as in the sweep above)."""
+    k = pd.compile(load(name)[0], max_tile=SMALL_TILE, isa=isa, l2_bytes=1 << 18)
+    assert f"Tiles planned for: {isa}," in k.header
+    for index, variant in enumerate(k.variants):
+        for sizes in region_points(k.scop, variant.region, hi=HI.get(name, 16),
+                                   limit=LIMIT.get(name, 3), seed=index):
+            check_kernel(k, sizes, seed=len(sizes), variant=index)
