@@ -110,11 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
               f" and {len(suite.files) - 3} plot(s)")
     if results_md is not None:
-        doc = json.loads((out / "suite.json").read_text())
-        rel = os.path.relpath(out.resolve(), results_md.resolve().parent)
-        source = os.path.relpath(out.resolve(), ROOT)
-        gaps = HERE / "GAPS.md"  # by hand: what limits the targets not met
-        text = render(doc, rel, source, gaps.read_text() if gaps.is_file() else "")
+        # GAPS.md, by hand: what limits the targets not met
+        text = _render_run(out, results_md, HERE / "GAPS.md", render)[1]
         opencl = HERE / "results-opencl" / "suite.md"
         if opencl.is_file():  # the OpenCL run (PoCL here, a GPU where one is lent)
             text += OPENCL_SECTION + opencl.read_text()
@@ -129,18 +126,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _other_machine(out: Path, results_md: Path, render) -> str:
-    """A full run in ``out`` (another machine's) as a section of RESULTS.md, with the hand-
-    written ``out/GAPS.md`` if there is one."""
+def _render_run(out: Path, results_md: Path, gaps: Path, render) -> tuple[dict, str]:
+    """The run in ``out`` (its suite.json) rendered as RESULTS.md renders it, PNG links
+    relative to ``results_md``, with ``gaps`` after the targets if it exists."""
     doc = json.loads((out / "suite.json").read_text())
     rel = os.path.relpath(out.resolve(), results_md.resolve().parent)
     source = os.path.relpath(out.resolve(), ROOT)
-    gaps = out / "GAPS.md"
-    body = render(doc, rel, source, gaps.read_text() if gaps.is_file() else "")
+    return doc, render(doc, rel, source, gaps.read_text() if gaps.is_file() else "")
+
+
+def _other_machine(out: Path, results_md: Path, render) -> str:
+    """A full run in ``out`` (another machine's) as a section of RESULTS.md, with the hand-
+    written ``out/GAPS.md`` if there is one."""
+    doc, body = _render_run(out, results_md, out / "GAPS.md", render)
     lines = body.splitlines()[1:]  # its own title goes
     lines = ["#" + line if line.startswith("##") else line for line in lines]
     machine = doc["machine"]
     name = f"{machine.get('cpu', out.name)} ({machine.get('simd', '?')})"
+    source = os.path.relpath(out.resolve(), ROOT)
     return OTHER_MACHINE_SECTION.format(name=name, source=source) + "\n".join(lines) + "\n"
 
 
