@@ -17,6 +17,7 @@ from polydyn.codegen_c.astnodes import (
     SEPARATE_PARALLEL_MIN_WORK,
     TILED_PARALLEL_MIN_WORK,
 )
+from polydyn.parametric.regions import parse_region
 from polydyn.schedule.registers import CpuTarget
 from polydyn.testing import check_kernel, region_points
 
@@ -24,6 +25,9 @@ SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference ru
 HI = {"matmul": 19, "batched_matmul": 17, "conv2d": 17, "jacobi2d": 14, "softmax": 20,
       "layernorm": 20, "bias_relu": 24, "maxpool": 20, "transpose": 26}
 LIMIT = {"conv2d": 3, "batched_matmul": 4}
+# Variants whose regions start past HI in some sym: their points come from this box (its
+# largest bound replaces HI)
+BOXES = {("conv2d", "channels"): "B <= 2 and C <= 65 and F <= 33 and H <= 5 and W <= 17"}
 
 _KERNELS: dict[str, pd.Kernel] = {}
 
@@ -46,8 +50,12 @@ def _cases() -> list[tuple[str, int]]:
 def test_variant_agrees_at_region_edges(name: str, index: int) -> None:
     k = kernel(name)
     variant = k.variants[index]
-    points = region_points(k.scop, variant.region, hi=HI.get(name, 16),
-                           limit=LIMIT.get(name, 6), seed=index)
+    region, hi = variant.region, HI.get(name, 16)
+    if (name, variant.name) in BOXES:
+        box = BOXES[name, variant.name]
+        region = region.intersect(parse_region(k.scop, box))
+        hi = max(int(x) for x in re.findall(r"\d+", box))
+    points = region_points(k.scop, region, hi=hi, limit=LIMIT.get(name, 6), seed=index)
     assert points, f"{name}: no test point in region {variant.region}"
     for sizes in points:
         check_kernel(k, sizes, seed=len(sizes), variant=index)
@@ -477,6 +485,30 @@ def test_conv_deep_register_tiles(isa, b, c, h) -> None:
         assert re.search(rf"pd_acc\d+\[{rows}\]\[{width}\]", _variant_source(k, name)), name
     for f in (rows - 1, rows, rows + 1, 2 * rows + 1, *((8 * rows + 1,) if c == 64 else ())):
         _check_conv(k, b, c, f, h, 36, seed=f + h, variants=("", "generic"))
+
+
+@pytest.mark.parametrize("isa", list(TARGETS))
+def test_conv_channel_register_tiles(isa) -> None:
+    """With 64 input channels or more and a vector's worth of output channels, conv's
+    register tiles run transposed (``channels``): the vector along the output channels (the
+    weights from a copy with them innermost, zero past F), a row per output column (rows
+    past the image clamped). Against float64 at the region's edges (C = 63 / 64, F = one
+    vector -1 / +0), partial vectors (F one over a vector, two), output widths around the
+    rows and 1, and small images that would otherwise take the narrow tiers."""
+    k = _conv2d(isa)
+    rows, lanes = (14, 32) if isa == "avx512" else (6, 16)
+    source = _variant_source(k, "channels")
+    assert re.search(rf"pd_acc\d+\[{rows}\]\[{lanes}\]", source)
+    assert "pd_rp1[" in source
+    edge = {"B": 1, "H": 3, "W": rows + 2, "KH": 3, "KW": 3}
+    assert k.select(C=64, F=lanes, **edge).name == "channels"
+    assert k.select(C=63, F=lanes, **edge).name != "channels"
+    assert k.select(C=64, F=lanes - 1, **edge).name != "channels"
+    for b, c, f, h, w in ((1, 64, lanes, 3, rows + 2), (2, 64, lanes + 1, 4, rows + 3),
+                          (1, 65, 2 * lanes + 3, 3, rows + 1), (1, 64, lanes, 5, 3),
+                          (2, 70, 3 * lanes - 1, 3, 2 * rows + 1), (1, 64, lanes, 10, 12)):
+        assert k.select(B=b, C=c, F=f, H=h, W=w, KH=3, KW=3).name == "channels"
+        _check_conv(k, b, c, f, h, w, seed=f + w, variants=("channels", "generic"))
 
 
 def test_jacobi2d_wavefront_tiles() -> None:

@@ -19,7 +19,7 @@ from ..astgen import ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import PROMOTE, RROW, packed_arrays, parse_mark
+from ..schedule.tree import PROMOTE, RROW, RVEC, packed_arrays, parse_mark
 from ..scop.ir import (
     C_TYPE,
     Aff,
@@ -409,7 +409,9 @@ class CEmitter(RegisterTiles):
             return [loop]
         clause = f" private({', '.join(sorted(owned - reductions))})" \
             if owned - reductions else ""
-        if role == "vector":  # a user's vectorize(): checked free of dependences
+        if role == "vector" or (role == RVEC and self.promoted):
+            # a user's vectorize(): checked free of dependences; a register tile's vector
+            # (coincident), with its accumulators and operands along it contiguous
             return [cgen.Pragma(self.simd_pragma + clause), loop]
         innermost = not has_loop(n.for_get_body())
         if not parallel and kind == "parallel" and innermost and self._unit_stride(n, it):

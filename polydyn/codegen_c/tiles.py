@@ -123,14 +123,26 @@ class RegisterTiles:
         if len(row_sub.vars()) != 1 or len(vec_sub.vars()) != 1:
             return None
         (row_var,), (vec_var,) = row_sub.vars(), vec_sub.vars()
+        saved_packed = dict(self.packed)
+        # a transposed tile (RegisterShape.transposed: the vector along a subscript of the
+        # target that is not its last) reads the operands that move along the vector from
+        # copies with the vector's dimension innermost, always: in place, each vector would
+        # be a gather
+        transposed = vec_dim != len(target.index) - 1
+        if transposed:
+            elem = 8 if self.scop.array(target.array).dtype in ("f64", "i64") else 4
+            if not self.repack(stmts, args, vec_var, row_var, MAX_REG_VECTOR_BYTES // elem,
+                               always=True):
+                return None
         padded = None
         if not full:
             padded = self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it)
             if padded is None:
+                self.packed = saved_packed
                 return None
-        saved_packed = dict(self.packed)
-        repacked = self.repack(stmts, args, row_var, vec_var,
-                               extents[0] if padded is None else padded.rows)
+        repacked = [] if transposed else \
+            self.repack(stmts, args, row_var, vec_var,
+                        extents[0] if padded is None else padded.rows)
         self.tile_count += 1
         k = self.tile_count
         acc = f"pd_acc{k}"
@@ -157,6 +169,7 @@ class RegisterTiles:
                       if v in tgt_vars]
             if any(_mentions_inner(values[v], n, row_it, vec_it) for v in tgt_vars):
                 self.tile_count -= 1
+                self.packed = saved_packed
                 return None
         env = {v: Aff.var(bases[v]) for v in bases}
         env[row_var] = Aff.var(bases[row_var]) + Aff.var("pd_r")
@@ -211,7 +224,7 @@ class RegisterTiles:
         return [cgen.If(cond, tile, cgen.Block(self.loop(n, st, parallel=False)))]
 
     def repack(self, stmts: list[Statement], args: dict[str, str], row_var: str,
-               vec_var: str, rows: int) -> list[str]:
+               vec_var: str, rows: int, always: bool = False) -> list[str]:
         """For a register tile of ``rows`` >= ``REPACK_MIN_ROWS`` rows: read every array that
         moves along the rows only (conv's ``Wt[f, c, ky, kx]``: read-only, subscripts single
         iterators, one of them the rows') from a copy made at the function's entry, whose
@@ -219,8 +232,10 @@ class RegisterTiles:
         and a tile's rows more), the others in the order of the loops that move them in this
         tile. The rows then read consecutive cells, at constant offsets from one pointer.
         Returns the copies' buffers (NULL where the work does not pay for them: the caller
-        emits the tile twice) when every read that moves along the rows comes from such a copy."""
-        if rows < REPACK_MIN_ROWS or len(stmts) != 1:
+        emits the tile twice) when every read that moves along the rows comes from such a copy.
+        ``always``: for any number of rows, the copy made whatever the work (a transposed
+        tile's vector operands, called with the vector's member as ``row_var``)."""
+        if (rows < REPACK_MIN_ROWS and not always) or len(stmts) != 1:
             return []
         written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
         along_rows = [ref for ref in stmts[0].value.walk() if isinstance(ref, Load) and
@@ -247,15 +262,17 @@ class RegisterTiles:
         for ref, order in zip(along_rows, orders, strict=True):
             key = (ref.array, tuple(order), pad)
             if key not in self.repacks:
-                self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name)
+                self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name,
+                                                      0 if always else REPACK_MIN_REUSE)
             self.packed[ref.array] = (self.repacks[key].buf, ["0"] * len(order),
                                       self.repacks[key].strides)
         return sorted({self.packed[ref.array][0] for ref in along_rows})
 
-    def _repack_copy(self, array: str, order: list[int], pad: int, stmt: str) -> Repack:
+    def _repack_copy(self, array: str, order: list[int], pad: int, stmt: str,
+                     min_reuse: int) -> Repack:
         """A copy of ``array`` with its dimensions in ``order`` (the last one rounded up to
-        16 elements, then ``pad`` more), made where ``stmt`` does ``REPACK_MIN_REUSE``
-        multiply-adds per element of the array."""
+        16 elements, then ``pad`` more), made where ``stmt`` does ``min_reuse`` multiply-adds
+        per element of the array (0: always)."""
         arr = self.scop.array(array)
         shape = [f"({d.to_c()})" for d in arr.shape]
         buf = f"pd_rp{len(self.repacks) + 1}"
@@ -267,7 +284,8 @@ class RegisterTiles:
             strides[order[pos]] = stride
             stride = extents[pos] if stride == "1" else f"{stride} * {extents[pos]}"
         ctype = C_TYPE[arr.dtype]
-        wanted = f"({self.work_expr([stmt])}) >= {REPACK_MIN_REUSE} * {' * '.join(shape)}"
+        wanted = f"({self.work_expr([stmt])}) >= {min_reuse} * {' * '.join(shape)}" \
+            if min_reuse else "1"
         alloc = [cgen.Statement(f"const int64_t {row_len} = ({shape[order[-1]]} + 15) / 16 * 16"
                                 f" + {pad}"),
                  cgen.Statement(f"{ctype} *{self.restrict} {buf} = {wanted} ? ({ctype} *)"
@@ -330,9 +348,11 @@ class RegisterTiles:
             moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
                       ref.array != stmt.target.array and
                       any(vec_var in sub.vars() for sub in ref.index)]
-            if all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
-                   vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
-                   for ref in moving):
+            if all(self._repacked_along(ref, vec_var) for ref in moving):
+                pass  # a transposed tile's copies: zeros past the vector's end, in bounds
+            elif all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
+                     vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
+                     for ref in moving):
                 for ref in moving:
                     _, offsets, strides = self.packed[ref.array]
                     top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
@@ -344,6 +364,15 @@ class RegisterTiles:
             else:
                 return None
         return Padded(stmt, dict(others), lo, size, rows, width, checks, shift)
+
+    def _repacked_along(self, ref: Load, var: str) -> bool:
+        """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
+        its rows run on past the array's end by the widest register vector, in zeros."""
+        if ref.array not in self.packed or \
+                not self.packed[ref.array][0].startswith("pd_rp"):
+            return False
+        strides = self.packed[ref.array][2]
+        return any(sub.vars() == {var} and strides[d] == "1" for d, sub in enumerate(ref.index))
 
     def padded_rows(self, st: LoopState) -> list[cgen.Generable]:
         """The rows x vector loops of a partial register tile run as a full one."""

@@ -11,6 +11,7 @@ from ..errors import CompileError
 from ..schedule.auto import (
     BandTiling,
     at_least,
+    channels_region,
     member_extents,
     member_starts,
     narrow_tiers,
@@ -81,7 +82,8 @@ class AutoRecipe:
             parts = ["untiled"]
             if self.registers is not None:
                 parts.append(f"{self.registers.rows}-row register tiles of "
-                             f"{self.registers.vector_bytes} bytes")
+                             f"{self.registers.vector_bytes} bytes" +
+                             (", transposed" if self.registers.transposed else ""))
         else:
             sizes = "; ".join("x".join(str(s) for s in t.sizes) for t in self.tile)
             parts = [f"tiled {sizes}" + (" (full tiles isolated)" if self.isolate else "")]
@@ -131,7 +133,11 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
               ) -> list[VariantPlan]:
     """The automatic partition of the context for ``target``, most specific first:
 
-    - ``vectorW`` (with ``cpu``): for a deep band (conv), where its vector
+    - ``channels`` (with ``cpu``): for a deep band (conv) whose rows' member (output
+      channels) fills a register vector and whose reduction (input channels) is at least
+      ``CHANNELS_MIN_REDUCTION`` long: untiled code with transposed register tiles
+      (``CpuTarget.channels``);
+    - ``vectorW`` (with ``cpu``): of the rest, for a deep band, where its vector
       loop is too short for the widest register tile but long enough for a narrower one of
       W bytes (``CpuTarget.narrow``): untiled code with register tiles of that
       shape (small images: their working set fits the caches);
@@ -156,7 +162,15 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     """
     plan = tuple(tiling_plan(base, scop, max_tile, target))
     ctx = scop.context
-    plans = _narrow_plans(scop, base, plan, target, deep=True) if cpu else []
+    plans: list[VariantPlan] = []
+    rest = ctx  # what the variants so far leave
+    channels = channels_region(base, scop, plan[0], target) if cpu and len(plan) == 1 else None
+    if channels is not None and _nonempty(channels.intersect(ctx)):
+        plans.append(VariantPlan("channels", channels.intersect(ctx).coalesce(),
+                                 AutoRecipe(registers=target.channels)))
+        rest = ctx.subtract(channels).coalesce()
+    if cpu:
+        plans += _narrow_plans(scop, base, plan, target, deep=True, within=rest)
     if cpu and wave is not None:
         region = wavefront_region(scop, wave).coalesce()
         if _nonempty(region):

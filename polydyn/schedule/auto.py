@@ -17,6 +17,9 @@ Policy (documented in ARCHITECTURE.md):
 - a deep or packed band whose vector loop is too short for a register tile of two vector
   registers (conv on small images, matmul with M < 32 on AVX-512) gets narrower ones
   (``CpuTarget.narrow``, ``CpuTarget.narrow_rows``, in regions of their own);
+- a deep band with many output and input channels (conv from 64 input channels) gets
+  transposed register tiles instead, the vector along the output channels
+  (``CpuTarget.channels``, in a region of its own, before the narrow ones);
 - register tiles and cache tiles are sized for the target CPU (``registers.CpuTarget``:
   its vector registers and its L2);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
@@ -323,6 +326,27 @@ def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
             for wide, (least, shape) in zip(wider, tiers, strict=False)]
 
 
+# The reduction member's (conv's input channels') smallest extent for transposed register
+# tiles (``CpuTarget.channels``): their accumulators are copied in and out across the
+# vector, element by element, once per tile.
+CHANNELS_MIN_REDUCTION = 64
+
+
+def channels_region(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
+                    target: CpuTarget = AVX512) -> isl.Set | None:
+    """For a deep band's tiling: the sizes where its rows' member (conv's output channels)
+    fills at least one register vector and its reduction member is at least
+    ``CHANNELS_MIN_REDUCTION`` long, for ``target.channels``; None for other bands."""
+    if not tiling.deep:
+        return None
+    node = node_at(schedule, tiling.path)
+    constant = _constant_members(member_dependence(node, scop), node.band_n_member())
+    row, _vec, red = _tiled_members(node, scop, constant)[0]
+    extents = member_extents(schedule, tiling)
+    return at_least(extents[row], target.channels.width(elem_bytes(scop))).intersect(
+        at_least(extents[red], CHANNELS_MIN_REDUCTION))
+
+
 def at_least(extent: isl.PwAff, n: int) -> isl.Set:
     """The syms where ``extent`` (a member's extent, ``member_extents``) is at least ``n``."""
     return extent.ge_set(isl.PwAff.val_on_domain(
@@ -495,11 +519,14 @@ def _reorder_band(node: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
     return node
 
 
-def register_plan(node: isl.ScheduleNode, scop: Scop) -> tuple[list[int], int, int] | None:
+def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
+                  ) -> tuple[list[int], int, int] | None:
     """For a permutable point band ending in a stride-1 parallel member: the member order
     ``[other parallel, row, vector, reductions]`` and the row and vector member positions in
     it, when every statement accumulates into one target that the reductions do not move
-    (``C[i, j] += ...`` over ``k``) and whose subscripts are single iterators."""
+    (``C[i, j] += ...`` over ``k``) and whose subscripts are single iterators. With
+    ``transposed`` (``RegisterShape.transposed``) the two exchange roles: the stride-1
+    member gives the rows, the rows' member the vector."""
     n = node.band_n_member()
     if n < 3 or not node.band_get_permutable():
         return None
@@ -540,7 +567,7 @@ def register_plan(node: isl.ScheduleNode, scop: Scop) -> tuple[list[int], int, i
         if len(hits_row) != 1 or len(hits_vec) != 1 or hits_vec[0] != len(key[1]) - 1:
             return None
     others = [k for k in range(n) if k not in reductions and k not in (row, vec)]
-    order = [*others, row, vec, *reductions]
+    order = [*others, vec, row, *reductions] if transposed else [*others, row, vec, *reductions]
     return order, len(others), len(others) + 1
 
 
@@ -566,7 +593,7 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
     K x 32) then stays in the L2 while every row tile passes, where rows outside would read
     all of B once per row tile. Returns the point band's place (a mark when the tiling
     happened)."""
-    plan = register_plan(point, scop)
+    plan = register_plan(point, scop, shape.transposed)
     if plan is None:
         return point
     order, row, vec = plan

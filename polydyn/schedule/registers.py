@@ -10,10 +10,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class RegisterShape:
     """A register tile: ``rows`` rows of ``vector_bytes`` of accumulators (a row per value
-    of the rows' member, the vector along the stride-1 member)."""
+    of the rows' member, the vector along the stride-1 member). ``transposed``: the vector
+    runs along the member the rows would take (conv's output channels) and the rows along
+    the stride-1 one (its output columns); the operands that move along the vector only
+    are read from copies with that member innermost (``codegen_c.tiles``)."""
 
     rows: int
     vector_bytes: int  # at most MAX_REG_VECTOR_BYTES: packed rows are padded to that
+    transposed: bool = False
 
     def width(self, elem: int) -> int:
         return self.vector_bytes // elem
@@ -74,6 +78,16 @@ class CpuTarget:
         registers that is 6 rows, the regular shape (Zen 3: conv 1.9-2.6x the 14 x 32 f32
         tiles of AVX-512)."""
         return RegisterShape((self.vector_registers - 4) // 2, self.reg_vector_bytes)
+
+    @property
+    def channels(self) -> RegisterShape:
+        """Deep bands (conv) with many output channels: the ``deep`` shape transposed, the
+        vector along the output channels, a row per output column. Output widths then
+        waste no lanes (54 columns took 64 lanes of 16-lane vectors: 84% useful, 26 took
+        32), and the channels (64, 128, ...) fill whole vectors. The accumulators are
+        copied in and out across the vector (strided), so the reduction must be long
+        (``CHANNELS_MIN_REDUCTION``)."""
+        return RegisterShape(self.deep.rows, self.reg_vector_bytes, transposed=True)
 
     @property
     def narrow(self) -> tuple[tuple[int, RegisterShape], ...]:
