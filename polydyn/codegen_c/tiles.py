@@ -130,9 +130,8 @@ class RegisterTiles:
         # be a gather
         transposed = vec_dim != len(target.index) - 1
         if transposed:
-            elem = 8 if self.scop.array(target.array).dtype in ("f64", "i64") else 4
-            if not self.repack(stmts, args, vec_var, row_var, MAX_REG_VECTOR_BYTES // elem,
-                               always=True):
+            lanes = MAX_REG_VECTOR_BYTES // _elem_bytes(self.scop.array(target.array).dtype)
+            if not self.repack(stmts, args, vec_var, row_var, lanes, always=True):
                 return None
         padded = None
         if not full:
@@ -328,7 +327,7 @@ class RegisterTiles:
             lin = sub.linear()
             if lin is None or lin[0] != {var: 1}:
                 return None
-        elem = 8 if self.scop.array(stmt.target.array).dtype in ("f64", "i64") else 4
+        elem = _elem_bytes(self.scop.array(stmt.target.array).dtype)
         if not top[row_var] or not top[vec_var]:  # unbounded
             return None
         # the rows the box can have; its width rounded up to whole vectors: 16, 32 or 64
@@ -369,7 +368,7 @@ class RegisterTiles:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
         its rows run on past the array's end by the widest register vector, in zeros."""
         if ref.array not in self.packed or \
-                not self.packed[ref.array][0].startswith("pd_rp"):
+                self.packed[ref.array][0] not in {r.buf for r in self.repacks.values()}:
             return False
         strides = self.packed[ref.array][2]
         return any(sub.vars() == {var} and strides[d] == "1" for d, sub in enumerate(ref.index))
@@ -491,11 +490,15 @@ class RegisterTiles:
                         cgen.Block([cgen.Pragma("omp simd"), inner]))
 
 
+def _elem_bytes(dtype: str) -> int:
+    """Bytes of an accumulator's element, as register tiles count them."""
+    return 8 if dtype in ("f64", "i64") else 4
+
+
 def _target_dims(target: Load, row_var: str, vec_var: str) -> list[tuple[int, str]]:
     """``(subscript position, iterator)`` of the target's row and vector subscripts."""
     return [(d, v) for d, sub in enumerate(target.index) for v in (row_var, vec_var)
             if v in sub.vars()]
-
 
 
 def _mentions_inner(expr: str, n: isl.AstNode, row_it: str, vec_it: str) -> bool:

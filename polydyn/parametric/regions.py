@@ -8,16 +8,8 @@ from typing import Any
 import islpy as isl
 
 from ..errors import CompileError
-from ..schedule.auto import (
-    BandTiling,
-    at_least,
-    channels_region,
-    member_extents,
-    member_starts,
-    narrow_tiers,
-    packed_members,
-    tiling_plan,
-)
+from ..schedule.auto import channels_region, narrow_tiers, packed_members, tiling_plan
+from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
 from ..schedule.registers import AVX512, CpuTarget, RegisterShape
 from ..schedule.transforms import outermost_bands
 from ..schedule.wavefront import WaveTiling, wavefront_region

@@ -28,12 +28,24 @@ Policy (documented in ARCHITECTURE.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import islpy as isl
 
 from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
+from .bands import (
+    BandTiling,
+    at_least,
+    constant_members,
+    elem_bytes,
+    footprint_elems,
+    has_reuse,
+    has_transposed_access,
+    member_dependence,
+    member_extents,
+    reorder_band,
+    stride_one,
+    vector_reuse,
+)
 from .legality import is_legal
 from .reductions import reassociable_validity
 from .registers import AVX512, CpuTarget, RegisterShape
@@ -104,85 +116,7 @@ def original_order(scop: Scop, region: isl.Set) -> isl.Schedule:
 
 
 # --------------------------------------------------------------------------------------------
-# Band analysis
-
-
-@dataclass(frozen=True)
-class BandTiling:
-    """Tile the outermost band at ``path`` (child indices from the root) by ``sizes``."""
-
-    path: tuple[int, ...]
-    sizes: tuple[int, ...]
-    # loops below the band (conv's ky, kx): the tiled code, register tiles in partial tiles
-    # included, beats plain loops at every size measured, so no untiled "small" variant
-    deep: bool = False
-    # per member, the smallest extent at which the tiled code runs (shorter: the untiled
-    # "small" variant); None: the tile sizes
-    min_extents: tuple[int, ...] | None = None
-
-
-def member_dependence(node: isl.ScheduleNode, scop: Scop) -> dict[str, list[set[str]]]:
-    """For each statement, the set of its iterators each band member depends on."""
-    mupa = node.band_get_partial_schedule()
-    out: dict[str, list[set[str]]] = {}
-    for k in range(mupa.dim(isl.dim_type.out)):
-        upa = mupa.get_union_pw_aff(k)
-        pieces: list[isl.PwAff] = []
-        upa.foreach_pw_aff(pieces.append)
-        for pa in pieces:
-            name = pa.get_space().get_tuple_name(isl.dim_type.in_)
-            stmt = scop.statement(name)
-            used: set[str] = set()
-
-            def piece(_set: isl.Set, aff: isl.Aff, used: set[str] = used,
-                      iters: tuple[str, ...] = stmt.iters) -> None:
-                for d, it in enumerate(iters):
-                    if not aff.get_coefficient_val(isl.dim_type.in_, d).is_zero():
-                        used.add(it)
-
-            pa.foreach_piece(piece)
-            out.setdefault(name, [set() for _ in range(mupa.dim(isl.dim_type.out))])[k] = used
-    return out
-
-
-def _stride_one(scop: Scop, deps_of: dict[str, list[set[str]]], k: int) -> bool:
-    """Every access of the band's statements is stride 0 or 1 along member ``k``."""
-    for name, members in deps_of.items():
-        stmt = scop.statement(name)
-        moving = members[k]
-        refs = [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]
-        for ref in refs:
-            if not isinstance(ref, Load):
-                continue
-            for d, sub in enumerate(ref.index):
-                hit = sub.vars() & moving
-                if hit and d != len(ref.index) - 1:
-                    return False
-    return True
-
-
-def _has_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], live: list[int]) -> bool:
-    """Some read does not move along some live member: tiling keeps it in cache."""
-    for name, members in deps_of.items():
-        stmt = scop.statement(name)
-        for ref in stmt.value.walk():
-            if not isinstance(ref, Load):
-                continue
-            used = set().union(*(sub.vars() for sub in ref.index))
-            if any(not (members[k] & used) for k in live):
-                return True
-    return False
-
-
-def _has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bool:
-    for name, members in deps_of.items():
-        stmt = scop.statement(name)
-        inner = members[-1]
-        for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
-            if isinstance(ref, Load) and ref.index and inner and \
-                    not (ref.index[-1].vars() & inner):
-                return True
-    return False
+# Tiling plans and regions' extents (band analysis: schedule/bands.py)
 
 
 def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool],
@@ -209,16 +143,10 @@ def choose_sizes(node: isl.ScheduleNode, scop: Scop, constant: list[bool],
     if len(live) >= 3:
         sizes[live[-2]] = 256
         sizes[live[-1]] = 256
-    while _footprint_elems(node, scop, sizes) * elem > target.l2_bytes // 2 and max(sizes) > 8:
+    while footprint_elems(node, scop, sizes) * elem > target.l2_bytes // 2 and max(sizes) > 8:
         k = sizes.index(max(sizes))
         sizes[k] //= 2  # stays a multiple of the register tile when it was one
     return tuple(sizes)
-
-
-def elem_bytes(scop: Scop) -> int:
-    """The element size register tiles and vectors are planned for: 8 where a tensor holds
-    64-bit values, else 4."""
-    return 8 if any(a.dtype in ("f64", "i64") for a in scop.arrays if a.is_tensor) else 4
 
 
 def _tiled_members(node: isl.ScheduleNode, scop: Scop, constant: list[bool]
@@ -233,7 +161,7 @@ def _tiled_members(node: isl.ScheduleNode, scop: Scop, constant: list[bool]
         return live, False
     deps_of = member_dependence(node, scop)
     coincident = [bool(node.band_member_get_coincident(k)) for k in range(len(constant))]
-    vecs = [k for k in live if coincident[k] and _stride_one(scop, deps_of, k)]
+    vecs = [k for k in live if coincident[k] and stride_one(scop, deps_of, k)]
     reductions = [k for k in live if not coincident[k]]
     if not vecs or not reductions or reductions[-1] < vecs[-1]:
         return live[-3:], False
@@ -241,42 +169,12 @@ def _tiled_members(node: isl.ScheduleNode, scop: Scop, constant: list[bool]
     rows = [k for k in live if coincident[k] and k < vec]
     if not rows:
         return live[-3:], False
-    row = max(rows, key=lambda k: (_vector_reuse(scop, deps_of, k, vec), k))
+    row = max(rows, key=lambda k: (vector_reuse(scop, deps_of, k, vec), k))
     below = any(set(scop.statement(name).iters) - set().union(*members)
                 for name, members in deps_of.items())
     if not below:  # every loop is in the band (batched matmul): the footprint bounds it
         return live[-3:], False
     return [row, vec, reductions[-1]], True
-
-
-def _footprint_elems(node: isl.ScheduleNode, scop: Scop, sizes: list[int]) -> int:
-    """Distinct array elements one tile touches (an upper bound: sum over access patterns of
-    the product of each subscript's span over the tile)."""
-    deps_of = member_dependence(node, scop)
-    total = 0
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    for name, members in deps_of.items():
-        stmt = scop.statement(name)
-        it_size = {}
-        for k, its in enumerate(members):
-            for it in its:
-                it_size[it] = sizes[k]
-        for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
-            if not isinstance(ref, Load):
-                continue
-            key = (ref.array, tuple(str(i) for i in ref.index))
-            if key in seen:
-                continue
-            seen.add(key)
-            span = 1
-            for sub in ref.index:
-                span *= max([it_size.get(v, 1) for v in sub.vars()] or [1])
-            total += span
-    return total
-
-
-def _constant_members(deps_of: dict[str, list[set[str]]], n: int) -> list[bool]:
-    return [all(not members[k] for members in deps_of.values()) for k in range(n)]
 
 
 def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
@@ -289,10 +187,10 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
             continue
         n = node.band_n_member()
         deps_of = member_dependence(node, scop)
-        constant = _constant_members(deps_of, n)
+        constant = constant_members(deps_of, n)
         live = [k for k in range(n) if not constant[k]]
-        reuse = len(live) >= 3 and _has_reuse(scop, deps_of, live)
-        if len(live) < 2 or not (reuse or _has_transposed_access(scop, deps_of)):
+        reuse = len(live) >= 3 and has_reuse(scop, deps_of, live)
+        if len(live) < 2 or not (reuse or has_transposed_access(scop, deps_of)):
             continue
         sizes = choose_sizes(node, scop, constant, target)
         if max_tile:
@@ -309,9 +207,7 @@ def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
     where the band's vector member is too short for the wider shapes and long enough for
     this one."""
     if tiling.deep:
-        node = node_at(schedule, tiling.path)
-        constant = _constant_members(member_dependence(node, scop), node.band_n_member())
-        _row, vec, _red = _tiled_members(node, scop, constant)[0]
+        _row, vec, _red = _deep_members(schedule, scop, tiling)
         tiers = target.narrow
     else:
         members = packed_members(schedule, scop, tiling)
@@ -332,6 +228,14 @@ def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
 CHANNELS_MIN_REDUCTION = 64
 
 
+def _deep_members(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
+                  ) -> list[int]:
+    """A deep band's register-row, vector and reduction members (``_tiled_members``)."""
+    node = node_at(schedule, tiling.path)
+    constant = constant_members(member_dependence(node, scop), node.band_n_member())
+    return _tiled_members(node, scop, constant)[0]
+
+
 def channels_region(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
                     target: CpuTarget = AVX512) -> isl.Set | None:
     """For a deep band's tiling: the sizes where its rows' member (conv's output channels)
@@ -339,18 +243,10 @@ def channels_region(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
     ``CHANNELS_MIN_REDUCTION`` long, for ``target.channels``; None for other bands."""
     if not tiling.deep:
         return None
-    node = node_at(schedule, tiling.path)
-    constant = _constant_members(member_dependence(node, scop), node.band_n_member())
-    row, _vec, red = _tiled_members(node, scop, constant)[0]
+    row, _vec, red = _deep_members(schedule, scop, tiling)
     extents = member_extents(schedule, tiling)
     return at_least(extents[row], target.channels.width(elem_bytes(scop))).intersect(
         at_least(extents[red], CHANNELS_MIN_REDUCTION))
-
-
-def at_least(extent: isl.PwAff, n: int) -> isl.Set:
-    """The syms where ``extent`` (a member's extent, ``member_extents``) is at least ``n``."""
-    return extent.ge_set(isl.PwAff.val_on_domain(
-        extent.domain(), isl.Val.int_from_si(extent.get_ctx(), n)))
 
 
 # The vector member's smallest extent, in register vectors, for a packed band's tiled code:
@@ -374,26 +270,6 @@ def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...],
     return tuple(out)
 
 
-def member_extents(schedule: isl.Schedule, tiling: BandTiling) -> list[isl.PwAff]:
-    """``max - min + 1`` of each member of the band, as piecewise affine functions of syms."""
-    node = node_at(schedule, tiling.path)
-    domain = node.get_domain()
-    band = node.band_get_partial_schedule_union_map().intersect_domain(domain)
-    image = isl.Set.from_union_set(band.range())
-    out = []
-    for k in range(image.dim(isl.dim_type.set)):
-        lo, hi = image.dim_min(k), image.dim_max(k)
-        out.append(hi.sub(lo).add_constant_val(isl.Val.one(image.get_ctx())))
-    return out
-
-
-def member_starts(schedule: isl.Schedule, tiling: BandTiling) -> list[isl.PwAff]:
-    node = node_at(schedule, tiling.path)
-    band = node.band_get_partial_schedule_union_map().intersect_domain(node.get_domain())
-    image = isl.Set.from_union_set(band.range())
-    return [image.dim_min(k) for k in range(image.dim(isl.dim_type.set))]
-
-
 # --------------------------------------------------------------------------------------------
 # Transformations applied per region
 
@@ -405,7 +281,7 @@ def _permute_point_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
         return node
     deps_of = member_dependence(node, scop)
     coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
-    candidates = [k for k in range(n) if coincident[k] and _stride_one(scop, deps_of, k)]
+    candidates = [k for k in range(n) if coincident[k] and stride_one(scop, deps_of, k)]
     if not candidates or candidates[-1] == n - 1:
         return node
     inner = candidates[-1]
@@ -441,7 +317,7 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         pack = _pack_plan(node, scop, sizes) if pack_tiles else None
         if pack is not None:  # the rows' tile loop innermost: one packed tile serves them all
             order, packed = pack
-            node = _reorder_band(node, order)
+            node = reorder_band(node, order)
             sizes = [sizes[k] for k in order]
         node = tile_band(node, sizes, isolate=isolate)
         depth = node.get_tree_depth()
@@ -477,7 +353,7 @@ def _packed_members(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...]
     row = pack[0][-1]
     deps_of = member_dependence(node, scop)
     vecs = [k for k in range(node.band_n_member()) if sizes[k] > 1 and k != row and
-            node.band_member_get_coincident(k) and _stride_one(scop, deps_of, k)]
+            node.band_member_get_coincident(k) and stride_one(scop, deps_of, k)]
     return (row, vecs[-1]) if vecs else None
 
 
@@ -491,7 +367,7 @@ def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
     if plan is None:
         return None
     order, row, vec = plan
-    point = _reorder_band(point, order)
+    point = reorder_band(point, order)
     deps_of = member_dependence(point, scop)
     packed = _vector_operands(scop, deps_of, row, vec)
     row_its = set().union(*(members[row] for members in deps_of.values()))
@@ -502,21 +378,6 @@ def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
             sum(size > 1 for size in sizes) < 3:
         return None
     return [k for k in range(n) if k != rows[0]] + rows, packed
-
-
-def _reorder_band(node: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
-    """Permute the members of a permutable band (flags follow their members)."""
-    n = node.band_n_member()
-    coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
-    mupa = node.band_get_partial_schedule()
-    lst = isl.UnionPwAffList.alloc(mupa.get_ctx(), n)
-    for k in order:
-        lst = lst.add(mupa.get_union_pw_aff(k))
-    new = isl.MultiUnionPwAff.from_union_pw_aff_list(mupa.get_space(), lst)
-    node = node.delete().insert_partial_schedule(new).band_set_permutable(1)
-    for k, old in enumerate(order):
-        node = node.band_member_set_coincident(k, int(coincident[old]))
-    return node
 
 
 def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
@@ -532,9 +393,9 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
         return None
     coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
     deps_of = member_dependence(node, scop)
-    constant = _constant_members(deps_of, n)
+    constant = constant_members(deps_of, n)
     vec = n - 1
-    if not coincident[vec] or constant[vec] or not _stride_one(scop, deps_of, vec):
+    if not coincident[vec] or constant[vec] or not stride_one(scop, deps_of, vec):
         return None
     reductions = [k for k in range(n) if not coincident[k] and not constant[k]]
     rows = [k for k in range(n - 1) if coincident[k] and not constant[k]]
@@ -542,7 +403,7 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
         return None
     # prefer rows along which the vector operands stay the same (matmul's i for B[k, j],
     # conv's f for X[b, c, oy + ky, ox + kx]): one vector load then feeds every row
-    row = max(rows, key=lambda k: (_vector_reuse(scop, deps_of, k, vec), k))
+    row = max(rows, key=lambda k: (vector_reuse(scop, deps_of, k, vec), k))
     target = None
     for name, members in deps_of.items():
         stmt = scop.statement(name)
@@ -571,18 +432,6 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
     return order, len(others), len(others) + 1
 
 
-def _vector_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int) -> int:
-    """How many reads that move along the vector member do not move along ``row``."""
-    count = 0
-    for name, members in deps_of.items():
-        for ref in scop.statement(name).value.walk():
-            if isinstance(ref, Load):
-                used = set().union(*(sub.vars() for sub in ref.index))
-                if used & members[vec] and not used & members[row]:
-                    count += 1
-    return count
-
-
 def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
                   vector_outer: bool = False, shape: RegisterShape = AVX512.registers
                   ) -> isl.ScheduleNode:
@@ -597,7 +446,7 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
     if plan is None:
         return point
     order, row, vec = plan
-    node = _reorder_band(point, order)
+    node = reorder_band(point, order)
     elem = elem_bytes(scop)
     sizes = [1] * node.band_n_member()
     sizes[row], sizes[vec] = shape.rows, shape.width(elem)
@@ -606,8 +455,8 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
     if vector_outer:  # tile in the order [.., vector, row, ..], then swap the point loops back
         swap = list(range(n))
         swap[row], swap[vec] = vec, row
-        node = tile_band(_reorder_band(node, swap), [sizes[k] for k in swap], isolate=True)
-        node = _reorder_band(node.child(0), swap).parent()
+        node = tile_band(reorder_band(node, swap), [sizes[k] for k in swap], isolate=True)
+        node = reorder_band(node.child(0), swap).parent()
     else:
         node = tile_band(node, sizes, isolate=True)  # the register-tile band; child: points
     moved = None
@@ -718,7 +567,7 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
     for node in outermost_bands(schedule):
         path = node_path(node)
         node = node_at(schedule, path)
-        constant = _constant_members(member_dependence(node, scop), node.band_n_member())
+        constant = constant_members(member_dependence(node, scop), node.band_n_member())
         shape = registers or (target.deep if _tiled_members(node, scop, constant)[1]
                               else target.registers)
         point = _permute_point_band(node, scop)
@@ -750,15 +599,15 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     if n < 2 or not node.band_get_permutable():
         return node
     deps_of = member_dependence(node, scop)
-    constant = _constant_members(deps_of, n)
+    constant = constant_members(deps_of, n)
     live = [k for k in range(n) if not constant[k]]
     coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
     if len(live) < 2 or not coincident[live[-1]] or any(coincident[k] for k in live[:-1]) \
-            or not _stride_one(scop, deps_of, live[-1]):
+            or not stride_one(scop, deps_of, live[-1]):
         return node
     vec, jam = live[-1], live[-2]
     order = [vec, *(k for k in range(n) if k != vec)]
-    node = _reorder_band(node, order)
+    node = reorder_band(node, order)
     elem = elem_bytes(scop)
     # the strips' loop, then the reductions (tiles of 1, JAM_STEPS for the innermost) ...
     sizes = [VECTOR_STRIP_BYTES // elem] + [1] * (n - 1)
@@ -768,7 +617,7 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     node = tile_band(node, sizes, full_along=[order.index(jam)])
     # ... over the strip's points: the vector loop around the reduction's steps
     point = [k for k in order if k not in (vec, jam)] + [vec, jam]
-    node = _reorder_band(node.child(0), [order.index(k) for k in point])
+    node = reorder_band(node.child(0), [order.index(k) for k in point])
     depth = node.get_tree_depth()
     node = split_and_mark(node, [mark_name(True, "vector") if k == vec else
                                  mark_name(False, f"unroll{JAM_STEPS}") if k == jam else

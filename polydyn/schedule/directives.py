@@ -258,7 +258,7 @@ def _to_schedule(scop: Scop, nodes: tuple[Node, ...], region: isl.Set) -> isl.Sc
 
 def _band_var(node: isl.ScheduleNode, scop: Scop, k: int = 0) -> str | None:
     """The loop variable of band member ``k`` (every statement's value is that iterator)."""
-    from .auto import member_dependence
+    from .bands import member_dependence
 
     sets = {frozenset(m[k]) for m in member_dependence(node, scop).values()}
     if len(sets) == 1:

@@ -20,7 +20,7 @@ import islpy as isl
 
 from ..scop.deps import Deps
 from ..scop.ir import Scop
-from .auto import BandTiling, at_least, member_extents
+from .bands import BandTiling, at_least, member_extents
 from .legality import is_legal
 from .transforms import multi_val, outermost_bands
 from .tree import node_at, node_path
