@@ -425,7 +425,8 @@ def test_softmax_rows_with_threads() -> None:
     assert "omp parallel" in k.source  # the row loop runs on threads
     _check_every_variant(k, cap=64)
     # Enough work that the parallel loop runs on threads (the pragma's `if` clause asks for
-    # N * L >= 32768 today): each thread needs its own m, s, inv.
+    # PARALLEL_MIN_WORK statement instances, four passes of N * L and a few per row, today
+    # 8192): each thread needs its own m, s, inv.
     _check_all(k, [{"N": n, "L": ell} for n, ell in ((1, 1), (2, 3), (257, 7), (300, 128),
                                                      (64, 100))])
     X = np.random.default_rng(5).normal(size=(1024, 48)).astype(np.float32)

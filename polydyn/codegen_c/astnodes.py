@@ -11,8 +11,12 @@ import islpy as isl
 from ..schedule.tree import parse_mark
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
-# more than they save (an OpenMP fork/join is a few microseconds on this class of machine).
-PARALLEL_MIN_WORK = 32768
+# more than they save (an OpenMP fork/join is about a microsecond here). Measured from
+# Python on the Zen 4 machine, rows x columns, 2 threads against 1 (each statement's
+# instances counted): bias + relu (one statement) 64 x 64 0.97x, 64 x 127 1.03x, 64 x 256
+# 1.17x; layernorm (three passes a row) 64 x 32 1.21x, 64 x 64 1.33x; softmax (four)
+# 64 x 16 1.00x, 64 x 32 1.65x, 64 x 127 1.77x.
+PARALLEL_MIN_WORK = 8192
 # The same for a loop around register tiles (a micro-kernel does 32 multiply-adds a cycle):
 # square matmuls on 2 threads ran slower than on one up to 160^3 (4.1M; 64^3: 7.9 against
 # 4.6 us, 128^3: 46 against 37 us) and faster from 192^3 (7.1M: 78 against 104 us); a call

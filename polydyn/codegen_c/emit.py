@@ -185,7 +185,9 @@ class CEmitter(RegisterTiles):
         self.padded: Padded | None = None
 
     def work_expr(self, names: Iterable[str]) -> str:
-        """C expression: the largest bounding-box size of the named statements' domains."""
+        """C expression: the statement instances under a loop, the sum of the named
+        statements' bounding-box sizes (a row loop of softmax or layernorm holds three or
+        four passes over the row: each counts)."""
         build = isl.AstBuild.from_context(self.region)
         terms = []
         for name in sorted(set(names)):
@@ -197,15 +199,8 @@ class CEmitter(RegisterTiles):
                 extent = domain.dim_max(d).sub(domain.dim_min(d)).add_constant_val(
                     isl.Val.one(domain.get_ctx()))
                 factors.append(f"({self.ast_expr(build.expr_from_pw_aff(extent.coalesce()))})")
-            term = " * ".join(factors) or "1"
-            if term not in terms:
-                terms.append(term)
-        if not terms:
-            return "0"
-        out = terms[0]
-        for t in terms[1:]:
-            out = f"pd_max({out}, {t})"
-        return out
+            terms.append(" * ".join(factors) or "1")
+        return " + ".join(terms) if terms else "0"
 
     # --- isl AST expressions -------------------------------------------------------------
     def ast_expr(self, e: isl.AstExpr) -> str:
