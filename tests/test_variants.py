@@ -187,6 +187,30 @@ def test_matmul_narrow_register_tiers(isa, m, tier) -> None:
             check_kernel(k, {"N": n, "M": m, "K": depth}, seed=n + m + depth)
 
 
+@pytest.mark.parametrize("m", [33, 47, 48, 49, 64, 65, 80, 81, 96, 97, 100, 129])
+def test_partial_vector_at_half_width(m) -> None:
+    """A partial vector of a two-zmm register tile that is at most one zmm long (M % 32 in
+    1-16) runs on a tile of one zmm (16 lanes), chosen at run time beside the two-zmm one;
+    every variant against float64 on both sides of the half (M % 32 = 16, 17), with rows
+    and depths that leave partial row tiles too."""
+    k = _matmul()
+    for name in ("small", "tiled", "generic"):
+        source = _variant_source(k, name)
+        assert re.search(r"float pd_acc\d+\[6\]\[16\]", source), name
+        assert re.search(r"float pd_acc\d+\[6\]\[32\]", source), name
+    rng = np.random.default_rng(m)
+    for n, depth in ((7, 5), (50, 33)):
+        A = rng.standard_normal((n, depth)).astype(np.float32)
+        B = rng.standard_normal((depth, m)).astype(np.float32)
+        want = A.astype(np.float64) @ B.astype(np.float64)
+        point = parse_region(k.scop, f"N = {n} and M = {m} and K = {depth}")
+        for v in k.variants:
+            if not point.is_subset(v.region):
+                continue
+            np.testing.assert_allclose(k.run_variant(v.name, A, B), want, rtol=1e-4,
+                                       atol=1e-4 * np.sqrt(depth), err_msg=v.name)
+
+
 def test_packed_tiles_copied_by_every_thread() -> None:
     """Where the threads split a cache tile's row tiles, one parallel region opens at the
     pack: every thread copies B's tile into a buffer of its own (reading a tile another
