@@ -135,7 +135,8 @@ static inline void *pd_alloc(size_t bytes, int zero) {
    so that a load of one and a store to the other at the same subscripts differ in their
    low 12 address bits only when they are the same cell: no 4K aliasing between them (a
    load waits on an earlier store whose address matches those bits; jacobi-2d ran up to a
-   fifth slower at some offsets of A against its temporary B). free() takes `*base`. */
+   fifth slower at some offsets of A against its temporary B). `like` NULL: page-aligned.
+   free() takes `*base`. */
 static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void **base) {
   const size_t off = (size_t)((uintptr_t)like & 4095);
   if (posix_memalign(base, 4096, (bytes ? bytes : 64) + off) != 0) {
@@ -622,21 +623,13 @@ class CEmitter(RegisterTiles):
             if a.kind == "local":
                 decls.append(cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}"))
         temps = [a for a in self.scop.arrays if a.kind == "temp"]
-        bases = {}
-        for a in temps:
+        for a in temps:  # each at its partner's offset in a page (page-aligned without one)
             ctype, zero = C_TYPE[a.dtype], int(a.name in self.zero_init)
-            partner = alloc_partner(self.scop, a)
-            if partner is None:
-                alloc = f"pd_alloc({self.size_expr(a)}, {zero})"
-            else:
-                bases[a.name] = f"pd_tb_{a.name}"
-                decls.append(cgen.Statement(f"void *{bases[a.name]} = NULL"))
-                alloc = (f"pd_alloc_like({self.size_expr(a)}, {zero}, {partner}, "
-                         f"&{bases[a.name]})")
-            decls.append(cgen.Statement(
-                f"{ctype} *{self.restrict} {a.name} = ({ctype} *){alloc}"))
-        buffers = [bases.get(a.name, a.name) for a in temps] + \
-            [r.buf for r in self.repacks.values()]
+            partner = alloc_partner(self.scop, a) or "NULL"
+            decls += [cgen.Statement(f"void *pd_tb_{a.name} = NULL"), cgen.Statement(
+                f"{ctype} *{self.restrict} {a.name} = ({ctype} *)pd_alloc_like("
+                f"{self.size_expr(a)}, {zero}, {partner}, &pd_tb_{a.name})")]
+        buffers = [f"pd_tb_{a.name}" for a in temps] + [r.buf for r in self.repacks.values()]
         failed = [f"!{a.name}" for a in temps] + [r.fail for r in self.repacks.values()]
         for r in self.repacks.values():
             decls += r.alloc

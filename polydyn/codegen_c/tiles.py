@@ -183,7 +183,7 @@ class RegisterTiles:
             return None
         half = padded.width // 2
         elem = _elem_bytes(self.scop.array(stmts[0].target.array).dtype)
-        if half * elem < MAX_REG_VECTOR_BYTES // 2 or padded.width % 2:
+        if half * elem < MAX_REG_VECTOR_BYTES // 2:
             return None
         return self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it,
                                  max_width=half)
