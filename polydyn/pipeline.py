@@ -19,6 +19,7 @@ from .schedule.auto import isl_schedule, scheduler_schedule
 from .schedule.registers import AVX512
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
+from .scop.buffers import double_buffer
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.ir import Scop
 
@@ -41,9 +42,17 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     if target not in TARGETS:
         raise UnsupportedError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
     options = (options or Options()).replace(target=target, **option_kw)
-    scop = _scop_of(op)
-    name = scop.name
-    options.dump(name, "1-scop.txt", scop)
+    own_scop = _scop_of(op)  # the operator's: what the Kernel binds, checks and refers to
+    name = own_scop.name
+    options.dump(name, "1-scop.txt", own_scop)
+    # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
+    # for OpenCL
+    cpu = target == "c"
+    # the automatic CPU schedule: a temporary copied back each time step becomes the other
+    # half of a double buffer
+    scop, notes = double_buffer(own_scop) if cpu and not variants else (own_scop, ())
+    if notes:
+        options.dump(name, "1b-buffers.txt", scop)
 
     deps = compute_deps(scop)
     options.dump(name, "2-deps.txt", deps)
@@ -52,9 +61,6 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     base = isl_schedule(scop, deps, scop.context, own)
     options.dump(name, "3-base-schedule.txt", base)
 
-    # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
-    # for OpenCL
-    cpu = target == "c"
     machine = cpu_target(options) if cpu else AVX512  # OpenCL maps its own tiles
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
@@ -80,8 +86,9 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
     header = emitter.header(scheduled)
     options.dump(name, "7-source.c", source)
 
-    library, module = build_c_module(scop, source, options)
-    return Kernel(scop, scheduled, source, header, library, op=op, target="c", module=module)
+    library, module = build_c_module(own_scop, source, options)
+    return Kernel(own_scop, scheduled, source, header, library, op=op, target="c",
+                  module=module, notes=notes)
 
 
 def build_c_module(scop: Scop, source: str, options: Options) -> tuple[Path, str | None]:

@@ -536,21 +536,23 @@ def test_conv_channel_register_tiles(isa) -> None:
 
 
 def test_jacobi2d_wavefront_tiles() -> None:
-    """Time tiling: isl's skewed band tiled 5 x 32 on (t, 2t + i), the tiles run in
-    wavefronts shared out among threads, the two statements distributed below (each row a
-    vector loop); from two time tiles on (T >= 10)."""
+    """Time tiling: isl's skewed band tiled 5 x 32 on (t, t + i), the tiles run in
+    wavefronts shared out among threads, the double-buffered steps (A -> B, B -> A)
+    distributed below (each row a vector loop); from two time tiles on (T >= 10)."""
     op, numpy_impl = load("jacobi2d")
     k = pd.compile(op)
     assert [v.name for v in k.variants] == ["wavefront", "generic"]
     assert [k.select(N=500, T=t).name for t in (9, 10)] == ["generic", "wavefront"]
     assert k.select(N=3, T=10).name == "wavefront"
     wave = _variant_source(k, "wavefront")
-    # the wavefronts run in order, the tiles of one wavefront on threads, the statements'
-    # rows as two vector loops inside a tile
-    first_loop = wave.index("for (int64_t pd_c0")
-    assert wave.count("#pragma omp parallel for") == 1
-    assert first_loop < wave.index("#pragma omp parallel for")
-    assert wave.count("#pragma omp simd") == 2
+    # B's edges copied once on threads (rows 0 and N - 1 as vector loops), then the
+    # wavefronts in order, the tiles of one wavefront on threads, each step's rows as a
+    # vector loop inside a tile
+    first_loop = wave.index("for (int64_t pd_c0 = 0; pd_c0 <= ")
+    assert wave.count("#pragma omp parallel for") == 2
+    assert first_loop < wave.rindex("#pragma omp parallel for")
+    assert wave[first_loop:].count("#pragma omp simd") == 2
+    assert "A[(i) * N + j] = B[(i) * N + j]" not in wave  # no copy back
     rng = np.random.default_rng(5)
     for n, t in [(70, 23), (37, 10), (131, 12)]:
         a = rng.standard_normal((n, n)).astype(np.float32)

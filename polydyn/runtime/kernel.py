@@ -24,8 +24,9 @@ class KernelBase(abc.ABC):
     ``_select_index`` (the dispatcher's choice for given sizes)."""
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, op: Any,
-                 target: str):
+                 target: str, notes: tuple[str, ...] = ()):
         self.scop = scop
+        self.notes = notes  # how the compiler rewrote the program before scheduling it
         self.variants = variants
         self.source = source
         self.op = op
@@ -104,6 +105,7 @@ class KernelBase(abc.ABC):
         chosen = self.select(**syms)
         point = self._point(syms)
         lines = [f"{self.name} at {', '.join(f'{s}={syms[s]}' for s in self.scop.syms)}:"]
+        lines += [f"  rewritten: {note}" for note in self.notes]
         for v in self.variants:
             inside = not point.intersect(v.region).is_empty()
             if v is chosen:
@@ -127,8 +129,9 @@ class Kernel(KernelBase):
     """
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
-                 library: Path, op: Any = None, target: str = "c", module: str | None = None):
-        super().__init__(scop, variants, source, op, target)
+                 library: Path, op: Any = None, target: str = "c", module: str | None = None,
+                 notes: tuple[str, ...] = ()):
+        super().__init__(scop, variants, source, op, target, notes)
         self.header = header
         self.library = library
         self._fns = CFunctions(load_library(library), scop)

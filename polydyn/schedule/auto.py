@@ -61,6 +61,7 @@ from .tree import (
     node_path,
     pack_mark,
     split_and_mark,
+    statement_names,
 )
 
 
@@ -90,21 +91,42 @@ def isl_schedule(scop: Scop, deps: Deps, region: isl.Set,
     schedule = computed if computed is not None else scheduler_schedule(scop, deps, region)
     if schedule is None:
         return original_order(scop, region)
-    if not _has_parallel(schedule) and scop.tree:
-        # isl fused everything into loops that all carry dependences (a time-iterated
+    stuck = stuck_statements(schedule)
+    if stuck and scop.tree:
+        # isl fused statements into loops that all carry dependences (a time-iterated
         # stencil, skewed): the program's own loops may still have parallel ones inside
         from .directives import original_loops
 
         mine = original_loops(scop, deps, region)
-        if _has_parallel(mine):
+        theirs, ours = parallel_statements(schedule), parallel_statements(mine)
+        if stuck & ours and theirs <= ours:
             return mine
     return distribute_low_dims(schedule, scop, deps)
 
 
-def _has_parallel(schedule: isl.Schedule) -> bool:
-    from .tree import band_members
+def stuck_statements(schedule: isl.Schedule) -> set[str]:
+    """The statements of outermost bands with no parallel loop in or below them (isl's
+    skewed band of a time-iterated stencil)."""
+    out: set[str] = set()
+    for band in outermost_bands(schedule):
+        if not parallel_statements_below(band):
+            out |= statement_names(band.get_domain())
+    return out
 
-    return any(any(flags) for _, flags, _ in band_members(schedule))
+
+def parallel_statements(schedule: isl.Schedule) -> set[str]:
+    """The statements with a parallel (coincident) loop around them."""
+    return parallel_statements_below(schedule.get_root())
+
+
+def parallel_statements_below(node: isl.ScheduleNode) -> set[str]:
+    if is_band(node) and any(node.band_member_get_coincident(k)
+                             for k in range(node.band_n_member())):
+        return statement_names(node.get_domain())
+    out: set[str] = set()
+    for k in range(node.n_children()):
+        out |= parallel_statements_below(node.child(k))
+    return out
 
 
 def original_order(scop: Scop, region: isl.Set) -> isl.Schedule:

@@ -56,6 +56,13 @@ def node_path(node: isl.ScheduleNode) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def statement_names(domain: isl.UnionSet) -> set[str]:
+    """The statements of a (union) domain, by name."""
+    names: set[str] = set()
+    domain.foreach_set(lambda s: names.add(s.get_tuple_name()))
+    return names
+
+
 def is_band(node: isl.ScheduleNode) -> bool:
     return node.get_type() == isl.schedule_node_type.band
 
