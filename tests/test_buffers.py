@@ -120,6 +120,18 @@ def time_in_guard(A: inout(f32[N]), T: pd.index):
 
 
 @pd.operator(assume="N >= 3")
+def written_twice(A: inout(f32[N]), T: pd.index):
+    """Each cell of the temporary is written twice a step (the last write counts)."""
+    B = temp(f32[N])
+    for t in range(T):  # noqa: B007
+        for i in range(1, N - 1):
+            for k in range(2):
+                B[i] = 0.5 * (A[i - 1] + A[i + 1]) + k
+        for i in range(1, N - 1):
+            A[i] = B[i]
+
+
+@pd.operator(assume="N >= 3")
 def not_a_temp(A: inout(f32[N]), B: inout(f32[N]), T: pd.index):
     """The copied array is an argument: its last values are part of the result."""
     for t in range(T):  # noqa: B007
@@ -193,7 +205,7 @@ def test_jacobi2d_scop_rewritten() -> None:
 
 
 @pytest.mark.parametrize("op", [copy_shifted, copy_part, temp_read_later, time_in_guard,
-                                not_a_temp], ids=lambda op: op.name)
+                                written_twice, not_a_temp], ids=lambda op: op.name)
 def test_other_loops_keep_their_copy(op) -> None:
     new, notes = double_buffer(op.scop)
     assert notes == () and new is op.scop

@@ -141,14 +141,10 @@ def _same_cells_once(scop: Scop, produce: Statement, copy: Statement, time: str)
     back = copied[0].range().set_tuple_name(cells.get_tuple_name())
     if not cells.is_equal(back):
         return False
-    k = produce.iters.index(time)
-    steps = isl.Map.from_domain_and_range(produce.domain, produce.domain).project_out(
-        isl.dim_type.out, k + 1, len(produce.iters) - k - 1).project_out(
-        isl.dim_type.out, 0, k)  # { P[t, ...] -> [t] }
-    steps = steps.intersect(isl.Map(
-        f"{scop.param_space_text()} -> {{ {produce.name}[{', '.join(produce.iters)}] -> "
-        f"[{time}] }}"))
-    return steps.range_product(written[0]).is_injective()
+    steps = isl.Map(f"{scop.param_space_text()} -> {{ {produce.name}"
+                    f"[{', '.join(produce.iters)}] -> [{time}] }}")
+    # { P[t, ...] -> [[t] -> B[...]] }: one instance per step and cell
+    return steps.intersect_domain(produce.domain).range_product(written[0]).is_injective()
 
 
 def _maps(umap: isl.UnionMap) -> list[isl.Map]:
