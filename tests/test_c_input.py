@@ -95,6 +95,10 @@ CASES = [
     ("jacobi2d.c", "jacobi2d", ["TSTEPS=1 N=1", "TSTEPS=2 N=3", "TSTEPS=3 N=16",
                                 "TSTEPS=2 N=31", "TSTEPS=4 N=17", "TSTEPS=10 N=3",
                                 "TSTEPS=11 N=34", "TSTEPS=17 N=29"]),
+    # a local temporary copied back: double-buffered (tests/test_buffers.py)
+    ("jacobi2d_imper.c", "jacobi2d_imper", ["TSTEPS=0 N=4", "TSTEPS=1 N=1", "TSTEPS=2 N=3",
+                                            "TSTEPS=3 N=16", "TSTEPS=10 N=31", "TSTEPS=11 N=33",
+                                            "TSTEPS=20 N=34"]),
     ("seidel2d.c", "seidel2d", ["TSTEPS=1 N=1", "TSTEPS=2 N=3", "TSTEPS=3 N=16",
                                 "TSTEPS=2 N=33", "TSTEPS=5 N=13", "TSTEPS=10 N=4",
                                 "TSTEPS=12 N=35", "TSTEPS=16 N=23"]),
