@@ -33,7 +33,7 @@ from ..astgen import atomic_where_strides_differ
 from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
-from ..schedule.tree import PARALLEL, is_band, mark_loops
+from ..schedule.tree import PARALLEL, is_band, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .promotion import LocalCopy, promote
@@ -360,7 +360,7 @@ class _Mapper:
             _keep_dims(n_dims, (*range(depth), *positions))))
         promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
                            tiles, params, kctx) if mapped and self.local_memory else None
-        when_py, statements = set_to_py(when, host_ctx), _statement_names(domain)
+        when_py, statements = set_to_py(when, host_ctx), tuple(sorted(statement_names(domain)))
         plain = None
         if promoted is None or any(c.dynamic for c in promoted.copies):
             plain = KernelSpec(name if promoted is None else f"{name}_plain", depth, grid,
@@ -478,12 +478,6 @@ def _has_parallel(node: isl.ScheduleNode) -> bool:
     if node.get_type() == _NT.mark and mark_kind(node) == PARALLEL:
         return True
     return any(_has_parallel(node.child(k)) for k in range(node.n_children()))
-
-
-def _statement_names(domain: isl.UnionSet) -> tuple[str, ...]:
-    names: list[str] = []
-    domain.foreach_set(lambda s: names.append(s.get_tuple_name()))
-    return tuple(sorted(names))
 
 
 __all__ = ["Grid", "HostLoop", "KernelSpec", "VariantMapping", "gpu_schedule", "map_variant",

@@ -91,41 +91,38 @@ def isl_schedule(scop: Scop, deps: Deps, region: isl.Set,
     schedule = computed if computed is not None else scheduler_schedule(scop, deps, region)
     if schedule is None:
         return original_order(scop, region)
-    stuck = stuck_statements(schedule)
+    stuck = _stuck_statements(schedule)
     if stuck and scop.tree:
         # isl fused statements into loops that all carry dependences (a time-iterated
         # stencil, skewed): the program's own loops may still have parallel ones inside
         from .directives import original_loops
 
         mine = original_loops(scop, deps, region)
-        theirs, ours = parallel_statements(schedule), parallel_statements(mine)
+        theirs = _parallel_statements(schedule.get_root())
+        ours = _parallel_statements(mine.get_root())
         if stuck & ours and theirs <= ours:
             return mine
     return distribute_low_dims(schedule, scop, deps)
 
 
-def stuck_statements(schedule: isl.Schedule) -> set[str]:
+def _stuck_statements(schedule: isl.Schedule) -> set[str]:
     """The statements of outermost bands with no parallel loop in or below them (isl's
     skewed band of a time-iterated stencil)."""
     out: set[str] = set()
     for band in outermost_bands(schedule):
-        if not parallel_statements_below(band):
+        if not _parallel_statements(band):
             out |= statement_names(band.get_domain())
     return out
 
 
-def parallel_statements(schedule: isl.Schedule) -> set[str]:
-    """The statements with a parallel (coincident) loop around them."""
-    return parallel_statements_below(schedule.get_root())
-
-
-def parallel_statements_below(node: isl.ScheduleNode) -> set[str]:
+def _parallel_statements(node: isl.ScheduleNode) -> set[str]:
+    """The statements with a parallel (coincident) loop in or below ``node``."""
     if is_band(node) and any(node.band_member_get_coincident(k)
                              for k in range(node.band_n_member())):
         return statement_names(node.get_domain())
     out: set[str] = set()
     for k in range(node.n_children()):
-        out |= parallel_statements_below(node.child(k))
+        out |= _parallel_statements(node.child(k))
     return out
 
 

@@ -22,7 +22,7 @@ from ..scop.ir import Guard, Loop, Node, Scop, StmtRef
 from .legality import describe_violation, violated
 from .reductions import _carried
 from .transforms import tile_band
-from .tree import is_band, mark_name, split_and_mark
+from .tree import is_band, mark_name, split_and_mark, statement_names
 
 DIRECTIVES = ("tile", "interchange", "fuse", "distribute", "parallel", "vectorize", "unroll",
               "auto")
@@ -301,8 +301,7 @@ def _tile(schedule: isl.Schedule, scop: Scop, sizes: tuple[tuple[str, int], ...]
         raise ScheduleError(f"tile: no loop named {names[0]!r}")
     for path in reversed(paths):  # inner occurrences first keeps outer paths valid
         top = _node(schedule, path)
-        stmts: set[str] = set()
-        top.get_domain().foreach_set(lambda st: stmts.add(st.get_tuple_name()))
+        stmts = statement_names(top.get_domain())
         for v in names[1:]:
             if not any(v in scop.statement(n).iters for n in stmts):
                 raise ScheduleError(f"tile({', '.join(names)}): loop {v!r} is not inside "

@@ -13,6 +13,7 @@ import islpy as isl
 
 from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output
 from ..scop.ir import Bin, Expr, Load, Scalar, Scop, Statement
+from .tree import statement_names
 
 
 def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
@@ -135,9 +136,7 @@ def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> str:
     deps = all_deps.intersect_domain(domain).intersect_range(domain)
     if not _carried(deps, sched):
         return "parallel"
-    names: set[str] = set()
-    domain.foreach_set(lambda s: names.add(s.get_tuple_name()))
-    stmts = [scop.statement(n) for n in names]
+    stmts = [scop.statement(n) for n in statement_names(domain)]
     found: dict[str, str] = {}
     for s in stmts:
         red = reduction_of(scop, s)

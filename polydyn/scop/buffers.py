@@ -29,7 +29,20 @@ from dataclasses import dataclass, fields, replace
 import islpy as isl
 
 from .access import conds_text, loop_constraints, make_domain, statement_accesses
-from .ir import Aff, Cond, Expr, Guard, Load, Loop, Node, Scalar, Scop, Statement, StmtRef
+from .ir import (
+    Aff,
+    Cond,
+    Expr,
+    Guard,
+    Load,
+    Loop,
+    Node,
+    Scalar,
+    Scop,
+    Statement,
+    StmtRef,
+    rename_statements,
+)
 from .printer import format_expr
 
 
@@ -133,24 +146,19 @@ def _touches(stmt: Statement, array: str) -> bool:
 
 def _same_cells_once(scop: Scop, produce: Statement, copy: Statement, time: str) -> bool:
     """P writes, at each step, every cell the copy writes back and no other, each once."""
-    written = _maps(statement_accesses(scop, produce, "write"))
-    copied = _maps(statement_accesses(scop, copy, "write"))
-    if len(written) != 1 or len(copied) != 1:
+    written = statement_accesses(scop, produce, "write")
+    copied = statement_accesses(scop, copy, "write")
+    if written.n_map() != 1 or copied.n_map() != 1:
         return False
-    cells = written[0].range()
-    back = copied[0].range().set_tuple_name(cells.get_tuple_name())
+    written = isl.Map.from_union_map(written)
+    cells = written.range()
+    back = isl.Map.from_union_map(copied).range().set_tuple_name(cells.get_tuple_name())
     if not cells.is_equal(back):
         return False
     steps = isl.Map(f"{scop.param_space_text()} -> {{ {produce.name}"
                     f"[{', '.join(produce.iters)}] -> [{time}] }}")
     # { P[t, ...] -> [[t] -> B[...]] }: one instance per step and cell
-    return steps.intersect_domain(produce.domain).range_product(written[0]).is_injective()
-
-
-def _maps(umap: isl.UnionMap) -> list[isl.Map]:
-    out: list[isl.Map] = []
-    umap.foreach_map(out.append)
-    return out
+    return steps.intersect_domain(produce.domain).range_product(written).is_injective()
 
 
 # --- the rewrite ------------------------------------------------------------------------------
@@ -177,8 +185,8 @@ def _rewrite(scop: Scop, pos: int, p: _Pattern) -> Scop:
         domain=restricted(True).set_tuple_name(swap_name))
     as_written = produce.replace(domain=restricted(False))
     first, first_tree = _first_copy(scop, p, first_name)
-    body = (Guard(to_array, (_rename(loop.body[0], produce.name, swap_name),),
-                  (loop.body[0],)),)
+    swapped_nest = rename_statements(loop.body[:1], {produce.name: swap_name})
+    body = (Guard(to_array, swapped_nest, loop.body[:1]),)
     tree = (*scop.tree[:pos], first_tree, replace(loop, body=body), *scop.tree[pos + 1:])
     statements: list[Statement] = []
     for s in scop.statements:
@@ -224,7 +232,7 @@ def _outside(scop: Scop, p: _Pattern, iters: tuple[str, ...]) -> Cond | None:
     when W has divisions."""
     steps = scop.context.intersect(isl.Set(
         f"{scop.param_space_text()} -> {{ : {(p.loop.hi - p.loop.lo).to_isl()} >= 2 }}"))
-    cells = _maps(statement_accesses(scop, p.copy, "write"))[0].range()
+    cells = isl.Map.from_union_map(statement_accesses(scop, p.copy, "write")).range()
     cells = cells.gist_params(steps).coalesce()
     pieces: list[Cond] = []
     for bset in cells.get_basic_sets():
@@ -258,15 +266,6 @@ def _swap_loads(e: Expr, a: str, b: str) -> Expr:
         elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
             changes[f.name] = tuple(_swap_loads(x, a, b) for x in value)
     return replace(e, **changes) if changes else e
-
-
-def _rename(node: Node, old: str, new: str) -> Node:
-    if isinstance(node, StmtRef):
-        return StmtRef(new) if node.name == old else node
-    if isinstance(node, Loop):
-        return replace(node, body=tuple(_rename(c, old, new) for c in node.body))
-    return replace(node, then=tuple(_rename(c, old, new) for c in node.then),
-                   orelse=tuple(_rename(c, old, new) for c in node.orelse))
 
 
 def _fresh(name: str, taken: set[str]) -> str:

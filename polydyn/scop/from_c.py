@@ -32,8 +32,7 @@ from .access import conds_text, loop_constraints, make_domain
 from .c_exprs import Ctx
 from .c_stmts import CBody
 from .checks import _unguarded_loads, array_bounds, check_scop
-from .from_python import _rename_tree
-from .ir import Array, Load, Scop, Statement
+from .ir import Array, Load, Scop, Statement, rename_statements
 from .typing import retype_statements
 
 _BASE_TYPES = {
@@ -324,7 +323,7 @@ class CFrontend(CBody):
             except isl.Error as exc:
                 raise FrontendError(f"cannot build the iteration domain: {exc}", p.loc) from None
             stmts.append(Statement(name, iters, p.target, p.op, p.value, domain, p.loc))
-        tree = _rename_tree(tree, rename)
+        tree = rename_statements(tree, rename)
         arrays = dict(self.arrays)
         for n in self.written:
             if arrays[n].kind == "in":

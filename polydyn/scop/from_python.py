@@ -38,6 +38,7 @@ from .ir import (
     WEAK_FLOAT,
     WEAK_INT,
     binary,
+    rename_statements,
 )
 from .typing import retype_statements
 
@@ -702,7 +703,7 @@ class PythonFrontend:
             except isl.Error as exc:
                 raise FrontendError(f"cannot build the iteration domain: {exc}", p.loc) from None
             stmts.append(Statement(name, iters, p.target, p.op, p.value, domain, p.loc))
-        tree = _rename_tree(tree, rename)
+        tree = rename_statements(tree, rename)
         arrays, stmts = retype_statements(self.arrays, stmts)
         arg_set = set(self.args)
         ordered = [arrays[n] for n in self.args if n in arrays]
@@ -768,18 +769,6 @@ def _unknown_names(text: str, syms: tuple[str, ...]) -> list[str]:
     return sorted(w for w in words if w not in syms and w not in
                   {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true",
                    "false"})
-
-
-def _rename_tree(nodes: tuple[Node, ...], rename: dict[str, str]) -> tuple[Node, ...]:
-    out: list[Node] = []
-    for n in nodes:
-        if isinstance(n, Loop):
-            out.append(Loop(n.var, n.lo, n.hi, n.step, _rename_tree(n.body, rename)))
-        elif isinstance(n, Guard):
-            out.append(Guard(n.cond, _rename_tree(n.then, rename), _rename_tree(n.orelse, rename)))
-        else:
-            out.append(StmtRef(rename[n.name]))
-    return tuple(out)
 
 
 def scop_from_function(fn: Callable[..., Any], assume: str) -> Scop:

@@ -510,6 +510,20 @@ class StmtRef:
 Node = Loop | Guard | StmtRef
 
 
+def rename_statements(nodes: tuple[Node, ...], rename: Mapping[str, str]) -> tuple[Node, ...]:
+    """The loop tree with the statements named in ``rename`` renamed."""
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            out.append(replace(n, body=rename_statements(n.body, rename)))
+        elif isinstance(n, Guard):
+            out.append(replace(n, then=rename_statements(n.then, rename),
+                               orelse=rename_statements(n.orelse, rename)))
+        else:
+            out.append(StmtRef(rename.get(n.name, n.name)))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Scop:
     """A static control part: the unit every later stage works on.
