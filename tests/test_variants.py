@@ -438,9 +438,9 @@ def _check_conv(k: pd.Kernel, b: int, c: int, f: int, h: int, w: int, seed: int,
     *(("avx512", ow, tier) for ow, tier in [(4, "vector16"), (7, "vector16"), (8, "vector32"),
                                             (15, "vector32"), (16, "vector64"),
                                             (26, "vector64"), (31, "vector64"),
-                                            (32, "generic")]),
+                                            (32, "small")]),
     *(("avx2", ow, tier) for ow, tier in [(4, "vector16"), (7, "vector16"), (8, "vector32"),
-                                          (15, "vector32"), (16, "generic")])])
+                                          (15, "vector32"), (16, "small")])])
 def test_conv_narrow_register_tiers(isa, ow, tier) -> None:
     """Output rows too short for register tiles of two vector registers get tiles of one
     zmm, ymm or xmm register, 16 rows (AVX2: ymm or xmm, 12 rows), partial vectors shifted
@@ -452,7 +452,7 @@ def test_conv_narrow_register_tiers(isa, ow, tier) -> None:
         b, c, h = 2, 5, 4
         sizes = {"B": b, "C": c, "F": f, "H": h, "W": ow + 2, "KH": 3, "KW": 3}
         assert k.select(**sizes).name == tier
-        if tier != "generic":
+        if tier != "small":
             shape = int(tier[len("vector"):]) // 4
             assert f"[{rows}][{shape}]" in _variant_source(k, tier)  # the accumulators
         _check_conv(k, b, c, f, h, ow + 2, seed=ow * 100 + f)

@@ -68,7 +68,8 @@ class Padded:
     size: dict[str, str]
     rows: int
     width: int
-    checks: list[str]  # run-time conditions (C): the box is not empty, reads stay in rows
+    where: str  # C: the box is not empty (else there are no instances: nothing runs)
+    checks: list[str]  # more run-time conditions (C): reads stay in rows, the width fits
     shift: bool = False  # the vector ends at the box's top (it starts below the box)
 
 
@@ -271,15 +272,19 @@ class RegisterTiles:
         code = cgen.Block([*decl, cgen.Block([*zero, *assign]),
                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
                            *copy_in, *body, copy_out])
-        if padded is None or not padded.checks:
+        if padded is None:
             return [code]
-        # where the box is empty, or where the vector's cells outside the box would read
-        # past the end of a packed row (a tile not aligned to the vector in the packed
-        # box), the plain loops run
-        cond = " && ".join(padded.checks)
-        other = fallback if fallback is not None else \
-            cgen.Block(self.loop(n, st, parallel=False))
-        return [cgen.If(cond, code, other)]
+        if padded.checks:
+            # where the vector's cells outside the box would read past the end of a packed
+            # row (a tile not aligned to the vector in the packed box), or the box is wider
+            # than the tile, the plain loops run
+            other = fallback if fallback is not None else \
+                cgen.Block(self.loop(n, st, parallel=False))
+            code = cgen.If(" && ".join(padded.checks), code, other)
+        # where the box is empty nothing runs (the plain loops' reduction loops around an
+        # empty vector loop took a quarter of conv (2, 8, 28, 34), whose columns are one
+        # whole tile)
+        return [code if padded.where == "1" else cgen.If(padded.where, code)]
 
     def repack(self, stmts: list[Statement], args: dict[str, str], row_var: str,
                vec_var: str, rows: int, always: bool = False) -> list[str]:
@@ -401,7 +406,7 @@ class RegisterTiles:
                   if v not in (row_var, vec_var)}
         if any(inner.search(a) for a in others.values()):
             return None
-        checks = [] if where == "1" else [where]
+        checks = []
         if max_width is not None:
             width = max_width
             checks.append(f"({size[vec_var]}) <= {width}")
@@ -425,7 +430,7 @@ class RegisterTiles:
                 checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room[0]})")
             else:
                 return None
-        return Padded(stmt, dict(others), lo, size, rows, width, checks, shift)
+        return Padded(stmt, dict(others), lo, size, rows, width, where, checks, shift)
 
     def _repacked_along(self, ref: Load, var: str) -> bool:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:

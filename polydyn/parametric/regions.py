@@ -147,8 +147,10 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     - ``vectorW`` (with ``cpu``): of the sizes ``small`` covers, those where a packed
       band's (matmul's) vector loop is shorter than the widest register tile: untiled, with
       narrower register tiles (``CpuTarget.narrow_rows``);
-    - ``small``: some tiled loop shorter than that: plain loops (not for deep bands,
-      conv's: there the tiled code is faster at every size measured);
+    - ``small``: some tiled loop shorter than that: plain loops, or for a deep band (conv,
+      with ``cpu``) the untiled band's register tiles, each over the whole reduction
+      (conv with fewer than 64 input channels or 112 output channels; docs/design.md,
+      point 5);
     - ``generic``: the whole context, tiled with guards (closes the cover; also what a
       forced-generic benchmark runs).
     """
@@ -191,8 +193,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             plans.append(VariantPlan("full", full, AutoRecipe(plan, isolate=False)))
         if _nonempty(big):
             plans.append(VariantPlan("tiled", big, AutoRecipe(plan)))
-        if _nonempty(small) and not any(t.deep for t in plan):
-            if cpu:
+        deep = any(t.deep for t in plan)
+        if _nonempty(small) and (cpu or not deep):
+            if cpu and not deep:
                 plans += _narrow_plans(scop, base, plan, target, deep=False, within=small)
             plans.append(VariantPlan("small", small, AutoRecipe()))
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan)))

@@ -20,6 +20,9 @@ Policy (documented in ARCHITECTURE.md):
 - a deep band with many output and input channels (conv from 64 input channels) gets
   transposed register tiles instead, the vector along the output channels
   (``CpuTarget.channels``, in a region of its own, before the narrow ones);
+- a deep band without full cache tiles (conv with few input or output channels) runs
+  untiled, its register tiles over the whole reduction, the rows' tiles outside the
+  vector's (output rows written in streams);
 - register tiles and cache tiles are sized for the target CPU (``registers.CpuTarget``:
   its vector registers and its L2);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
@@ -587,10 +590,16 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
         path = node_path(node)
         node = node_at(schedule, path)
         constant = constant_members(member_dependence(node, scop), node.band_n_member())
-        shape = registers or (target.deep if _tiled_members(node, scop, constant)[1]
-                              else target.registers)
+        deep = _tiled_members(node, scop, constant)[1]
+        shape = registers or (target.deep if deep else target.registers)
         point = _permute_point_band(node, scop)
-        node = register_tile(point, scop, deps, vector_outer=True, shape=shape)
+        # a deep band's regular tiles (conv's output channels x columns) run with the rows'
+        # tiles outside: consecutive tiles then continue the same output rows, which the
+        # hardware prefetchers stream (measured: conv (4, 3, 32, 224), whose 25 MB output
+        # dominates, 1.3x; (2, 32, 64, 57) and others the same). Narrow and transposed tiles
+        # keep the vector's tiles outside ((2, 16, 32, 20): 1.45x; channels 1.05-1.15x)
+        rows_outer = deep and shape == target.deep
+        node = register_tile(point, scop, deps, vector_outer=not rows_outer, shape=shape)
         if node is point:
             node = strip_mine_vector(point, scop)
         schedule = node.get_schedule()
