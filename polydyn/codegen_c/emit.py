@@ -19,7 +19,7 @@ from ..astgen import ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import PROMOTE, RROW, RVEC, packed_arrays, parse_mark
+from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, packed_arrays, parse_mark
 from ..scop.ir import (
     C_TYPE,
     Aff,
@@ -184,6 +184,9 @@ class CEmitter(RegisterTiles):
         self.team_count = 0
         # while emitting a partial register tile as a full one
         self.padded: Padded | None = None
+        # while emitting the register tile that an init statement's loops (this AST node,
+        # under an INIT mark) precede: the tile starts from the init's values
+        self.init: isl.AstNode | None = None
 
     def work_expr(self, names: Iterable[str]) -> str:
         """C expression: the statement instances under a loop, the sum of the named
@@ -324,9 +327,25 @@ class CEmitter(RegisterTiles):
         t = n.get_type()
         if t == isl.ast_node_type.block:
             children = n.block_get_children()
+            kids = [children.get_at(i) for i in range(children.n_ast_node())]
             out: list[cgen.Generable] = []
-            for i in range(children.n_ast_node()):
-                out.extend(self.node(children.get_at(i), st))
+            i = 0
+            while i < len(kids):
+                if i + 1 < len(kids) and _mark_role(kids[i]) == INIT and \
+                        _mark_role(kids[i + 1]) == PROMOTE and \
+                        _loops_below(kids[i + 1].mark_get_node()) == 1:
+                    # an init fused before a register tile (one loop: the tile's cells are
+                    # the init's): the tile starts from its values, or the code that runs
+                    # instead runs the init first (marked, register_tile)
+                    self.init = kids[i].mark_get_node()
+                    try:
+                        out.extend(self.node(kids[i + 1], st))
+                    finally:
+                        self.init = None
+                    i += 2
+                    continue
+                out.extend(self.node(kids[i], st))
+                i += 1
             return out
         if t == isl.ast_node_type.for_:
             return self.loop(n, st, parallel=False)
@@ -369,7 +388,7 @@ class CEmitter(RegisterTiles):
                     return promoted
             if role == RROW and self.padded is not None:
                 return self.padded_rows(st)
-            return self.loop(n, st, parallel=is_par, role=role)
+            return [*self.init_loops(st, role), *self.loop(n, st, parallel=is_par, role=role)]
         if t == isl.ast_node_type.block:
             children = n.block_get_children()
             return [g for i in range(children.n_ast_node())
@@ -379,7 +398,18 @@ class CEmitter(RegisterTiles):
             orelse = cgen.Block(self.marked(n.if_get_else_node(), st, is_par, role, box)) \
                 if n.if_has_else_node() else None
             return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
-        return self.node(n, st)
+        return [*self.init_loops(st, role), *self.node(n, st)]
+
+    def init_loops(self, st: LoopState, role: str) -> list[cgen.Generable]:
+        """Under a promote mark that an init's loops precede, where the tile's statement runs
+        as plain code: those loops, first."""
+        if role != PROMOTE or self.init is None:
+            return []
+        init, self.init = self.init, None
+        try:
+            return self.node(init, st)
+        finally:
+            self.init = init
 
     def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
              role: str = "") -> list[cgen.Generable]:
@@ -745,3 +775,27 @@ def _trip_count(n: isl.AstNode, init: str, inc: str, em: CEmitter) -> str | None
     if cond.get_op_type() == _T.le:  # <= 0 when there is none (C's division truncates)
         return f"((({ub}) - ({init}) + ({inc})) / ({inc}))"
     return f"((({ub}) - ({init}) + ({inc}) - 1) / ({inc}))"
+
+
+def _mark_role(n: isl.AstNode) -> str | None:
+    """The role of a loop mark (``parse_mark``), "init" for an init's mark, None for other
+    nodes."""
+    if n.get_type() != isl.ast_node_type.mark:
+        return None
+    name = n.mark_get_id().get_name()
+    return INIT if name == INIT else parse_mark(name)[1]
+
+
+def _loops_below(n: isl.AstNode) -> int:
+    """The for nodes that ``n`` reaches through blocks and ifs; 2 when it reaches anything
+    else (a statement outside a loop)."""
+    t = n.get_type()
+    if t == isl.ast_node_type.for_:
+        return 1
+    if t == isl.ast_node_type.block:
+        children = n.block_get_children()
+        return sum(_loops_below(children.get_at(i)) for i in range(children.n_ast_node()))
+    if t == isl.ast_node_type.if_:
+        return _loops_below(n.if_get_then_node()) + \
+            (_loops_below(n.if_get_else_node()) if n.if_has_else_node() else 0)
+    return 2

@@ -13,7 +13,7 @@ import islpy as isl
 
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
-from ..schedule.tree import RROW, RVEC
+from ..schedule.tree import PROMOTE, RROW, RVEC
 from ..scop.ir import C_TYPE, Aff, Load, Statement
 from .astnodes import (
     PACKED_PARALLEL_MIN_WORK,
@@ -231,11 +231,16 @@ class RegisterTiles:
         env = {v: Aff.var(bases[v]) for v in bases}
         env[row_var] = Aff.var(bases[row_var]) + Aff.var("pd_r")
         env[vec_var] = Aff.var(bases[vec_var]) + Aff.var("pd_v")
-        cell_index = self.flat_index(target.array, [i.subst(env) for i in target.index])
-        cell = f"{target.array}[{cell_index}]"
+        cells = [i.subst(env) for i in target.index]
+        cell = f"{target.array}[{self.flat_index(target.array, cells)}]"
+        # the accumulators' first values: the cells, or the values of the init statement
+        # fused before the tile (schedule.inits), whose loops then do not run
+        start = self._init_values([c.to_c() for c in cells])
+        first_value, decls = (cell, []) if start is None else start
         if padded is None:
             rows, width = tile.extents
-            copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", rows, width)]
+            copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = {first_value}", rows, width,
+                                       decls=decls)]
             copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", rows, width)
         else:  # the accumulators of cells outside the box start at 0 and are dropped
             rows, width = padded.rows, padded.width
@@ -246,8 +251,8 @@ class RegisterTiles:
             # box's top (the cells below are other tiles': neither read nor written)
             first = f"{width} - {nv}" if padded.shift else 0
             copy_in = [self._tile_copy(f"{acc}[pd_r][pd_v] = 0", rows, width),
-                       self._tile_copy(f"{acc}[pd_r][pd_v] = {cell}", nr, nv if not
-                                       padded.shift else width, first)]
+                       self._tile_copy(f"{acc}[pd_r][pd_v] = {first_value}", nr, nv if not
+                                       padded.shift else width, first, decls=decls)]
             copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr,
                                        nv if not padded.shift else width, first)
             clamped = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
@@ -269,7 +274,8 @@ class RegisterTiles:
             del self.promoted[target.array]
             self.padded = None
             self.packed = saved_packed
-        code = cgen.Block([*decl, cgen.Block([*zero, *assign]),
+        code = cgen.Block([*(self.init_loops(st, PROMOTE) if start is None else []),
+                           *decl, cgen.Block([*zero, *assign]),
                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
                            *copy_in, *body, copy_out])
         if padded is None:
@@ -278,8 +284,8 @@ class RegisterTiles:
             # where the vector's cells outside the box would read past the end of a packed
             # row (a tile not aligned to the vector in the packed box), or the box is wider
             # than the tile, the plain loops run
-            other = fallback if fallback is not None else \
-                cgen.Block(self.loop(n, st, parallel=False))
+            other = fallback if fallback is not None else cgen.Block(
+                [*self.init_loops(st, PROMOTE), *self.loop(n, st, parallel=False)])
             code = cgen.If(" && ".join(padded.checks), code, other)
         # where the box is empty nothing runs (the plain loops' reduction loops around an
         # empty vector loop took a quarter of conv (2, 8, 28, 34), whose columns are one
@@ -550,10 +556,40 @@ class RegisterTiles:
         return [cgen.Pragma(f"omp parallel if({work} >= {PACKED_PARALLEL_MIN_WORK})"),
                 cgen.Block([*own, *body])]
 
+    def _init_values(self, cells: list[str]) -> tuple[str, list[str]] | None:
+        """With an init fused before the tile (``self.init``): its value at the target cell
+        whose subscripts are ``cells`` (C) and the declarations of its iterators there, when
+        its subscripts are its iterators plus constants and it reads no copied array;
+        else None (its loops then run before the tile)."""
+        if self.init is None:
+            return None
+        names = {name for name, _ in ast_users(self.init, self)}
+        if len(names) != 1:
+            return None
+        init = self.scop.statement(names.pop())
+        if not isinstance(init.target, Load) or len(init.target.index) != len(cells):
+            return None
+        values: dict[str, str] = {}
+        for sub, cell in zip(init.target.index, cells, strict=True):
+            lin = sub.linear()
+            if lin is None or len(lin[0]) != 1 or set(lin[0].values()) != {1}:
+                return None
+            (it,) = lin[0]
+            values[it] = f"({cell}) - {lin[1]}"
+        reads = {e.array for e in init.value.walk() if isinstance(e, Load)}
+        if set(values) != set(init.iters) or len(values) != len(cells) or \
+                reads & (set(self.packed) | set(self.promoted)):
+            return None
+        dtype = self.scop.array(init.target.array).dtype
+        return (self.cast_to(init.rhs(), dtype),
+                [f"const int64_t {it} = {values[it]}" for it in init.iters])
+
     def _tile_copy(self, assignment: str, rows: int | str, width: int | str,
-                   first: int | str = 0) -> cgen.Generable:
+                   first: int | str = 0, decls: list[str] | tuple[str, ...] = ()
+                   ) -> cgen.Generable:
         inner = cgen.For(f"int64_t pd_v = {first}", f"pd_v < {width}", "pd_v++",
-                         cgen.Block([cgen.Statement(assignment)]))
+                         cgen.Block([*(cgen.Statement(d) for d in decls),
+                                     cgen.Statement(assignment)]))
         return cgen.For("int64_t pd_r = 0", f"pd_r < {rows}", "pd_r++",
                         cgen.Block([cgen.Pragma("omp simd"), inner]))
 

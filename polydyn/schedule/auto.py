@@ -23,6 +23,9 @@ Policy (documented in ARCHITECTURE.md):
 - a deep band without full cache tiles (conv with few input or output channels) runs
   untiled, its register tiles over the whole reduction, the rows' tiles outside the
   vector's (output rows written in streams);
+- a register tile that holds each of its cells' whole reduction runs the statement that
+  initializes those cells (conv's ``Y = 0``) itself, from its accumulators
+  (``schedule.inits``, applied to every automatic variant);
 - register tiles and cache tiles are sized for the target CPU (``registers.CpuTarget``:
   its vector registers and its L2);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops

@@ -13,6 +13,9 @@ import islpy as isl
 PARALLEL = "parallel"
 SEQUENTIAL = "sequential"
 PROMOTE, RROW, RVEC = "promote", "rrow", "rvec"
+# Above the loops of an init statement fused just before a register tile (schedule.inits):
+# the C emitter starts the tile's accumulators from its values instead of running it.
+INIT = "init"
 # Above the register tiles of a cache tile: "pack:A,B" copies the named arrays' footprint in
 # the tile into local buffers with a padded row stride (the C emitter, where the footprint
 # is a box of constant size: full tiles).

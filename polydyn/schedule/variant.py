@@ -12,6 +12,7 @@ from ..parametric.variants import Variant
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .auto import apply_tiling, order_for_vectors
+from .inits import fuse_inits
 from .registers import AVX512, CpuTarget
 from .transforms import drop_parallel
 from .tree import mark_loops
@@ -43,9 +44,14 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
                                     deps=deps, pack_tiles=recipe.pack, target=target)
         else:
             schedule = order_for_vectors(schedule, scop, deps, recipe.registers, target)
+        fused: list[str] = []
+        if waved is None:
+            schedule, fused = fuse_inits(schedule, scop, deps)
         if not recipe.parallel:
             schedule = drop_parallel(schedule)
         summary, data = recipe.describe(), (("auto", recipe.describe()),)
+        if fused:
+            summary += "; " + ", ".join(fused)
     else:
         from .directives import apply_recipe
 
