@@ -14,7 +14,7 @@ import islpy as isl
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import PROMOTE, RROW, RVEC
-from ..scop.ir import C_TYPE, Aff, Load, Statement
+from ..scop.ir import C_TYPE, Aff, Load, Scalar, Statement
 from .astnodes import (
     PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,
@@ -578,8 +578,9 @@ class RegisterTiles:
             values[it] = f"({cell}) - {lin[1]}"
         reads = {e.array for e in init.value.walk() if isinstance(e, Load)}
         if set(values) != set(init.iters) or len(values) != len(cells) or \
-                reads & (set(self.packed) | set(self.promoted)):
-            return None
+                reads & (set(self.packed) | set(self.promoted)) or \
+                any(isinstance(e, Scalar) for e in init.value.walk()):
+            return None  # (a local scalar is not in scope at the tile)
         dtype = self.scop.array(init.target.array).dtype
         return (self.cast_to(init.rhs(), dtype),
                 [f"const int64_t {it} = {values[it]}" for it in init.iters])
