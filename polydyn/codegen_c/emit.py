@@ -52,7 +52,7 @@ from .astnodes import (
     role_loops,
     strip_parens,
 )
-from .tiles import Padded, RegisterTiles, Repack
+from .tiles import Padded, RegisterTiles, Repack, loops_below, mark_role
 
 _T = isl.ast_expr_op_type
 _MATH_F32 = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
@@ -331,9 +331,9 @@ class CEmitter(RegisterTiles):
             out: list[cgen.Generable] = []
             i = 0
             while i < len(kids):
-                if i + 1 < len(kids) and _mark_role(kids[i]) == INIT and \
-                        _mark_role(kids[i + 1]) == PROMOTE and \
-                        _loops_below(kids[i + 1].mark_get_node()) == 1:
+                if i + 1 < len(kids) and mark_role(kids[i]) == INIT and \
+                        mark_role(kids[i + 1]) == PROMOTE and \
+                        loops_below(kids[i + 1].mark_get_node()) == 1:
                     # an init fused before a register tile (one loop: the tile's cells are
                     # the init's): the tile starts from its values, or the code that runs
                     # instead runs the init first (marked, register_tile)
@@ -399,17 +399,6 @@ class CEmitter(RegisterTiles):
                 if n.if_has_else_node() else None
             return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
         return [*self.init_loops(st, role), *self.node(n, st)]
-
-    def init_loops(self, st: LoopState, role: str) -> list[cgen.Generable]:
-        """Under a promote mark that an init's loops precede, where the tile's statement runs
-        as plain code: those loops, first."""
-        if role != PROMOTE or self.init is None:
-            return []
-        init, self.init = self.init, None
-        try:
-            return self.node(init, st)
-        finally:
-            self.init = init
 
     def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
              role: str = "") -> list[cgen.Generable]:
@@ -776,26 +765,3 @@ def _trip_count(n: isl.AstNode, init: str, inc: str, em: CEmitter) -> str | None
         return f"((({ub}) - ({init}) + ({inc})) / ({inc}))"
     return f"((({ub}) - ({init}) + ({inc}) - 1) / ({inc}))"
 
-
-def _mark_role(n: isl.AstNode) -> str | None:
-    """The role of a loop mark (``parse_mark``), "init" for an init's mark, None for other
-    nodes."""
-    if n.get_type() != isl.ast_node_type.mark:
-        return None
-    name = n.mark_get_id().get_name()
-    return INIT if name == INIT else parse_mark(name)[1]
-
-
-def _loops_below(n: isl.AstNode) -> int:
-    """The for nodes that ``n`` reaches through blocks and ifs; 2 when it reaches anything
-    else (a statement outside a loop)."""
-    t = n.get_type()
-    if t == isl.ast_node_type.for_:
-        return 1
-    if t == isl.ast_node_type.block:
-        children = n.block_get_children()
-        return sum(_loops_below(children.get_at(i)) for i in range(children.n_ast_node()))
-    if t == isl.ast_node_type.if_:
-        return _loops_below(n.if_get_then_node()) + \
-            (_loops_below(n.if_get_else_node()) if n.if_has_else_node() else 0)
-    return 2

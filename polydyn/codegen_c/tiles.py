@@ -13,7 +13,7 @@ import islpy as isl
 
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
-from ..schedule.tree import PROMOTE, RROW, RVEC
+from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, parse_mark
 from ..scop.ir import C_TYPE, Aff, Load, Scalar, Statement
 from .astnodes import (
     PACKED_PARALLEL_MIN_WORK,
@@ -556,6 +556,17 @@ class RegisterTiles:
         return [cgen.Pragma(f"omp parallel if({work} >= {PACKED_PARALLEL_MIN_WORK})"),
                 cgen.Block([*own, *body])]
 
+    def init_loops(self, st: LoopState, role: str) -> list[cgen.Generable]:
+        """Under a promote mark that an init's loops precede, where the tile's statement runs
+        as plain code: those loops, first."""
+        if role != PROMOTE or self.init is None:
+            return []
+        init, self.init = self.init, None
+        try:
+            return self.node(init, st)
+        finally:
+            self.init = init
+
     def _init_values(self, cells: list[str]) -> tuple[str, list[str]] | None:
         """With an init fused before the tile (``self.init``): its value at the target cell
         whose subscripts are ``cells`` (C) and the declarations of its iterators there, when
@@ -612,3 +623,27 @@ def _mentions_inner(expr: str, n: isl.AstNode, row_it: str, vec_it: str) -> bool
     inner = set(re.findall(rf"\b{ITERATOR}\d+\b", expr)) - {row_it, vec_it}
     outer_limit = int(n.for_get_iterator().get_id().get_name()[len(ITERATOR):])
     return any(int(c[len(ITERATOR):]) >= outer_limit for c in inner)
+
+
+def mark_role(n: isl.AstNode) -> str | None:
+    """The role of a loop mark (``parse_mark``), "init" for an init's mark, None for other
+    nodes."""
+    if n.get_type() != isl.ast_node_type.mark:
+        return None
+    name = n.mark_get_id().get_name()
+    return INIT if name == INIT else parse_mark(name)[1]
+
+
+def loops_below(n: isl.AstNode) -> int:
+    """The for nodes that ``n`` reaches through blocks and ifs; 2 when it reaches anything
+    else (a statement outside a loop)."""
+    t = n.get_type()
+    if t == isl.ast_node_type.for_:
+        return 1
+    if t == isl.ast_node_type.block:
+        children = n.block_get_children()
+        return sum(loops_below(children.get_at(i)) for i in range(children.n_ast_node()))
+    if t == isl.ast_node_type.if_:
+        return loops_below(n.if_get_then_node()) + \
+            (loops_below(n.if_get_else_node()) if n.if_has_else_node() else 0)
+    return 2
