@@ -4,7 +4,9 @@ a shared library."""
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import __version__
@@ -12,6 +14,13 @@ from ..errors import CompileError, UnsupportedError
 from ..options import Options
 from ..runtime import cache
 from ..schedule.registers import ISAS, CpuTarget
+
+# Between the translation units of a generated module (codegen_c.emit): the text before the
+# first break is every unit's head, each part after one a unit (a variant's function; the
+# last: the variants' prototypes, the dispatcher and the Python shim).
+UNIT_BREAK = "/* -- polydyn: translation unit -- */"
+# Defines PD_VARIANT (static in the single file) for a unit of its own: linked, not exported.
+UNIT_FLAG = '-DPD_VARIANT=__attribute__((visibility("hidden")))'
 
 
 @functools.lru_cache(maxsize=8)
@@ -113,18 +122,56 @@ def build_shared(source: str, name: str, options: Options, *, extension: str | N
                              compiler_version(options.cc), extension or "",
                              sys.version if extension else ""])
     filename = f"{extension}.so" if extension else f"lib{name}.so"
+    libs = ["-lmvec"] if mvec else []
+
+    def check(proc: subprocess.CompletedProcess) -> None:
+        if proc.returncode != 0:
+            raise CompileError(f"the C compiler failed on the code generated for {name} "
+                               f"({' '.join([options.cc, *flags])})", proc.stderr)
 
     def build(tmp: Path) -> list[str]:
         src = tmp / f"{name}.c"
         lib = tmp / filename
         src.write_text(source)
-        cmd = [options.cc, *flags, str(src), "-o", str(lib), *(["-lmvec"] if mvec else []),
-               "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CompileError(f"the C compiler failed on the code generated for {name} "
-                               f"({' '.join(cmd[:1] + list(flags))})", proc.stderr)
+        units = split_units(source)
+        if units is None:
+            check(_cc([options.cc, *flags, str(src), "-o", str(lib), *libs, "-lm"]))
+            return [src.name, lib.name]
+        paths = [tmp / f"{name}.{k}.c" for k in range(len(units))]
+        for path, unit in zip(paths, units, strict=True):
+            path.write_text(unit)
+        # the largest units first, as many at once as this process may use CPUs
+        order = sorted(paths, key=lambda p: -p.stat().st_size)
+        with ThreadPoolExecutor(max_workers=_cpus()) as pool:
+            procs = list(pool.map(lambda p: _cc([options.cc, *flags, UNIT_FLAG, "-c", str(p),
+                                                 "-o", str(p.with_suffix(".o"))]), order))
+        for proc in procs:
+            check(proc)
+        objects = [p.with_suffix(".o") for p in paths]
+        check(_cc([options.cc, *flags, *map(str, objects), "-o", str(lib), *libs, "-lm"]))
+        for path in (*paths, *objects):  # the entry keeps the whole source and the library
+            path.unlink()
         return [src.name, lib.name]
 
     entry = cache.get_or_build(options.cache_dir, key, build, {"name": name})
     return entry / filename
+
+
+def split_units(source: str) -> list[str] | None:
+    """The translation units of a module that ``UNIT_BREAK`` divides, each with the head; None
+    where one compiler process does as well (no break, one unit, or one CPU)."""
+    head, *parts = source.split(UNIT_BREAK)
+    if len(parts) < 2 or _cpus() < 2:
+        return None
+    return [head + part for part in parts]
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _cc(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True)
