@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import islpy as isl
@@ -198,8 +199,21 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             if cpu and not deep:
                 plans += _narrow_plans(scop, base, plan, target, deep=False, within=small)
             plans.append(VariantPlan("small", small, AutoRecipe()))
+    plans = _live(plans)
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan)))
     return plans
+
+
+def _live(plans: list[VariantPlan]) -> list[VariantPlan]:
+    """The plans that the dispatcher (first match runs) can pick: one whose region lies
+    within those before it never runs, and is not compiled (conv's ``full`` and ``tiled``
+    inside ``channels`` on CPUs)."""
+    live: list[VariantPlan] = []
+    for p in plans:
+        if not live or _nonempty(p.region.subtract(
+                reduce(isl.Set.union, (q.region for q in live)))):
+            live.append(p)
+    return live
 
 
 # Row tiles of a packed band up to which it runs unpacked (``skinny``): with one row tile
