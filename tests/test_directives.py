@@ -1,6 +1,8 @@
 """User schedules (SPEC section 3): directives replayed on the operator's loops, every variant
 checked against the reference, and refusals that name what they would break."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,23 @@ def test_matmul_schedules_at_region_edges(schedule: pd.Schedule) -> None:
     k = pd.compile(load("matmul")[0], variants=[("true", schedule)])
     for sizes in region_points(k.scop, k.variants[0].region, hi=21, limit=6):
         check_kernel(k, sizes)
+
+
+def test_unrolled_reduction_keeps_its_cell_in_a_local() -> None:
+    """An unrolled loop whose statement updates one cell (k of C[i, j] += ...) reads it into
+    a local before the loop and stores it after; an unrolled loop that moves the cell (j)
+    writes the array in place. Both against the reference around the unroll factor."""
+    by_k = pd.compile(load("matmul")[0],
+                      variants=[("true", pd.Schedule().parallel("i", "j").unroll("k", 4))])
+    assert re.search(r"float pd_cell\d+ = C\[\(i\) \* M \+ j\];", by_k.source)
+    assert "C[(i) * M + j] = pd_cell" in by_k.source
+    assert not re.search(r"C\[\(i\) \* M \+ j\] = \(C\[", by_k.source)
+    moving = pd.Schedule().distribute("j").distribute("i").interchange("i", "k", "j")
+    by_j = pd.compile(load("matmul")[0], variants=[("true", moving.unroll("j", 4))])
+    assert "GCC unroll 4" in by_j.source and "pd_cell" not in by_j.source
+    for k in (by_k, by_j):
+        for n, m, depth in ((1, 1, 1), (3, 5, 4), (2, 7, 9), (5, 3, 13)):
+            check_kernel(k, {"N": n, "M": m, "K": depth})
 
 
 def test_fuse_and_tile_other_kernels() -> None:
