@@ -128,6 +128,8 @@ def test_matmul_partition_and_specialized_code() -> None:
     # lost, had stored it after every step: half NumPy's speed at 1 x 1024 x 1024)
     assert re.search(r"float pd_cell\d+ = C\[\(i\) \* M \+ j\];", n1)
     assert not re.search(r"C\[\(i\) \* M \+ j\] = \(C\[", n1)
+    # the last steps (K % 8, possibly none) load and store the cell only where they run
+    assert re.search(r"if \(\(0\) < \(K % 8\)\)\s*\{\s*float pd_cell\d+ = C\[", n1)
     tiled = _variant_source(k, "tiled")
     # tile loops j, k (256) outside the row tiles (48: team regions' loops), B's tile
     # packed between them

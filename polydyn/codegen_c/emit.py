@@ -443,8 +443,16 @@ class CEmitter(RegisterTiles):
                 return unrolled
             array, index, local, ctype, decls = cell
             target = f"{array}[{self.flat_index(array, index)}]"
-            return [cgen.Block([*decls, cgen.Statement(f"{ctype} {local} = {target}"),
-                                *unrolled, cgen.Statement(f"{target} = {local}")])]
+            held = [cgen.Statement(f"{ctype} {local} = {target}"), *unrolled,
+                    cgen.Statement(f"{target} = {local}")]
+            # only where the loop runs: a loop without iterations writes nothing (a thread
+            # whose share has none must not store a cell another thread updates)
+            first = re.sub(rf"\b{it}\b", f"({init})", cond)
+            literal = re.fullmatch(r"\((-?\d+)\) (<=?) (-?\d+)", first)
+            if literal is None or not (int(literal[1]) <= int(literal[3]) if literal[2] == "<="
+                                       else int(literal[1]) < int(literal[3])):
+                held = [cgen.If(first, cgen.Block(held))]
+            return [cgen.Block([*decls, *held])]
         # Locals the loop writes are private to it when every use of them (every AST
         # instance of the statements touching them) is inside it. One also used outside
         # keeps a single value across the iterations: then the loop gets no pragma, unless
