@@ -52,7 +52,7 @@ from .astnodes import (
     role_loops,
     strip_parens,
 )
-from .tiles import Padded, RegisterTiles, Repack, loops_below, mark_role
+from .tiles import HeldCell, Padded, RegisterTiles, Repack, loops_below, mark_role
 from .toolchain import UNIT_BREAK
 
 _T = isl.ast_expr_op_type
@@ -193,10 +193,10 @@ class CEmitter(RegisterTiles):
         # while emitting the register tile that an init statement's loops (this AST node,
         # under an INIT mark) precede: the tile starts from the init's values
         self.init: isl.AstNode | None = None
-        # while emitting an unrolled loop whose statement accumulates into one cell: that
-        # cell (array, subscripts) and the local that holds it (accumulated_cell)
-        self.replaced: tuple[str, tuple[Aff, ...], str] | None = None
-        self.scalar_count = 0
+        # while emitting an unrolled loop whose statement updates one cell: the cell and the
+        # local that holds it (RegisterTiles.held_cell)
+        self.held: HeldCell | None = None
+        self.held_count = 0
 
     def work_expr(self, names: Iterable[str]) -> str:
         """C expression: the statement instances under a loop, the sum of the named
@@ -260,8 +260,8 @@ class CEmitter(RegisterTiles):
     def load(self, e: Load) -> str:
         """An array element: from the register tile's accumulators, a packed copy of the
         array, or the array itself."""
-        if self.replaced is not None and self.replaced[:2] == (e.array, e.index):
-            return self.replaced[2]
+        if self.held is not None and (e.array, e.index) == (self.held.array, self.held.index):
+            return self.held.local
         if e.array in self.promoted:
             if self.padded is not None:  # cells of the tile's box, rows and vector
                 return f"{self.promoted[e.array][0]}[pd_r][pd_v]"
@@ -427,32 +427,19 @@ class CEmitter(RegisterTiles):
         if st.region:
             return self.region_loop(n, parallel, it, init, cond, inc, trips)
         inner = LoopState(st.in_parallel or parallel)
-        cell = self.accumulated_cell(n, it) if role.startswith("unroll") else None
-        self.replaced = cell[:3] if cell is not None else None
+        self.held = self.held_cell(n, it) if role.startswith("unroll") else None
         try:
             body = self.node(n.for_get_body(), inner)
         finally:
-            self.replaced = None
+            held, self.held = self.held, None
         st.used_locals |= inner.used_locals
         loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
         if role == RROW:  # the rows of a register tile: unrolled, so each row has registers
             return [cgen.Pragma("GCC unroll 16"), loop]
         if role.startswith("unroll"):
             unrolled = [cgen.Pragma(f"GCC unroll {int(role[len('unroll'):])}"), loop]
-            if cell is None:
-                return unrolled
-            array, index, local, ctype, decls = cell
-            target = f"{array}[{self.flat_index(array, index)}]"
-            held = [cgen.Statement(f"{ctype} {local} = {target}"), *unrolled,
-                    cgen.Statement(f"{target} = {local}")]
-            # only where the loop runs: a loop without iterations writes nothing (a thread
-            # whose share has none must not store a cell another thread updates)
-            first = re.sub(rf"\b{it}\b", f"({init})", cond)
-            literal = re.fullmatch(r"\((-?\d+)\) (<=?) (-?\d+)", first)
-            if literal is None or not (int(literal[1]) <= int(literal[3]) if literal[2] == "<="
-                                       else int(literal[1]) < int(literal[3])):
-                held = [cgen.If(first, cgen.Block(held))]
-            return [cgen.Block([*decls, *held])]
+            return unrolled if held is None else self.held_loop(n, held, unrolled, it, init,
+                                                                  cond)
         # Locals the loop writes are private to it when every use of them (every AST
         # instance of the statements touching them) is inside it. One also used outside
         # keeps a single value across the iterations: then the loop gets no pragma, unless
@@ -486,38 +473,6 @@ class CEmitter(RegisterTiles):
                 not inner.used_locals and self._team_body(n.for_get_body()):
             return self.team_loop(n, st, it, init, inc, trips)
         return [cgen.Pragma(pragma), loop]
-
-    def accumulated_cell(self, n: isl.AstNode, it: str
-                         ) -> tuple[str, tuple[Aff, ...], str, str, list[cgen.Generable]] | None:
-        """Scalar replacement for an unrolled loop whose one statement updates a cell that
-        does not move with the loop (the N = 1 matmul's steps of k: ``C[0, j] += A[0, k] *
-        B[k, j]``) and reads no other cell of that array: the cell is loaded into a local
-        before the loop and stored after it. (In the functions OpenMP outlines gcc no longer
-        knows the arrays apart, restrict being lost: it stored the cell after every step and
-        loaded A's values again, and the N = 1 matmul ran at half NumPy's speed.) The cell,
-        the local, its C type and the declarations of the iterators its subscripts use;
-        None where the loop is not of that form."""
-        body = n.for_get_body()
-        if body.get_type() != isl.ast_node_type.user:
-            return None
-        call = body.user_get_expr()
-        stmt = self.scop.statement(call.get_op_arg(0).get_id().get_name())
-        target = stmt.target
-        if not isinstance(target, Load) or target.array in self.promoted or \
-                target.array in self.packed:
-            return None
-        if any(isinstance(e, Load) and e.array == target.array and e.index != target.index
-               for e in stmt.value.walk()):
-            return None
-        used = set().union(*(a.vars() for a in target.index))
-        args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
-        decls = [(v, a) for v, a in zip(stmt.iters, args, strict=True) if v in used]
-        if any(re.search(rf"\b{it}\b", a) for _, a in decls):
-            return None  # the cell moves with the loop
-        self.scalar_count += 1
-        return (target.array, target.index, f"pd_cell{self.scalar_count}",
-                C_TYPE[self.scop.array(target.array).dtype],
-                [cgen.Statement(f"const int64_t {v} = {a}") for v, a in decls])
 
     def _team_body(self, n: isl.AstNode, role: str | None = None) -> bool:
         """Whether every statement under ``n`` (a parallel loop's body) lies inside a

@@ -1,7 +1,8 @@
 """Register tiles and packed tiles in C: the accumulators of a rows x vector register tile
 kept in a local array around its reduction loops (a partial tile run as a full one where
-that is safe), and a tile of a vector operand copied into an aligned local buffer with
-padded rows. ``RegisterTiles`` is a part of ``emit.CEmitter``, which reads the marks."""
+that is safe), one cell kept in a local around an unrolled reduction, and a tile of a
+vector operand copied into an aligned local buffer with padded rows. ``RegisterTiles`` is a
+part of ``emit.CEmitter``, which reads the marks."""
 
 from __future__ import annotations
 
@@ -92,8 +93,62 @@ class _Tile:
     saved_packed: dict
 
 
+@dataclass
+class HeldCell:
+    """The cell an unrolled loop's statement updates, held in ``local`` over the loop
+    (``RegisterTiles.held_cell``); ``decls`` declare the iterators its subscripts use."""
+
+    array: str
+    index: tuple[Aff, ...]
+    local: str
+    ctype: str
+    decls: list[cgen.Generable]
+
+
 class RegisterTiles:
     """The register-tile and packing methods of ``emit.CEmitter``."""
+
+    def held_cell(self, n: isl.AstNode, it: str) -> HeldCell | None:
+        """Scalar replacement for an unrolled loop whose one statement updates a cell that
+        does not move with the loop (the N = 1 matmul's steps of k: ``C[0, j] += A[0, k] *
+        B[k, j]``) and reads no other cell of that array: the cell is loaded into a local
+        before the loop and stored after it (``held_loop``). In the functions OpenMP
+        outlines gcc no longer knows the arrays apart, restrict being lost: it stored the
+        cell after every step and loaded A's values again, and the N = 1 matmul ran at half
+        NumPy's speed. None where the loop is not of that form."""
+        body = n.for_get_body()
+        if body.get_type() != isl.ast_node_type.user:
+            return None
+        call = body.user_get_expr()
+        stmt = self.scop.statement(call.get_op_arg(0).get_id().get_name())
+        target = stmt.target
+        if not isinstance(target, Load) or target.array in self.promoted or \
+                target.array in self.packed:
+            return None
+        if any(isinstance(e, Load) and e.array == target.array and e.index != target.index
+               for e in stmt.value.walk()):
+            return None
+        used = set().union(*(a.vars() for a in target.index))
+        args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+        decls = [(v, a) for v, a in zip(stmt.iters, args, strict=True) if v in used]
+        if any(re.search(rf"\b{it}\b", a) for _, a in decls):
+            return None  # the cell moves with the loop
+        self.held_count += 1
+        return HeldCell(target.array, target.index, f"pd_cell{self.held_count}",
+                        C_TYPE[self.scop.array(target.array).dtype],
+                        [cgen.Statement(f"const int64_t {v} = {a}") for v, a in decls])
+
+    def held_loop(self, n: isl.AstNode, held: HeldCell, unrolled: list[cgen.Generable],
+                  it: str, init: str, cond: str) -> list[cgen.Generable]:
+        """The unrolled loop ``n`` with its cell loaded before and stored after; a loop
+        that may have no iterations does both only where it runs (a thread whose share has
+        none must not store a cell another thread updates)."""
+        cell = f"{held.array}[{self.flat_index(held.array, held.index)}]"
+        code = [cgen.Statement(f"{held.ctype} {held.local} = {cell}"), *unrolled,
+                cgen.Statement(f"{cell} = {held.local}")]
+        if not (constant_trip(n) or 0) > 0:
+            code = [cgen.If(re.sub(rf"\b{it}\b", f"({init})", cond), cgen.Block(code))]
+        return [cgen.Block([*held.decls, *code])]
 
     def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:
         """The accumulator cell of a target access: its row and vector iterators minus

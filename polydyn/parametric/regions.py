@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any
 
 import islpy as isl
@@ -209,10 +208,11 @@ def _live(plans: list[VariantPlan]) -> list[VariantPlan]:
     within those before it never runs, and is not compiled (conv's ``full`` and ``tiled``
     inside ``channels`` on CPUs)."""
     live: list[VariantPlan] = []
+    covered = None  # the union of the live plans' regions
     for p in plans:
-        if not live or _nonempty(p.region.subtract(
-                reduce(isl.Set.union, (q.region for q in live)))):
+        if covered is None or _nonempty(p.region.subtract(covered)):
             live.append(p)
+            covered = p.region if covered is None else covered.union(p.region)
     return live
 
 
