@@ -66,8 +66,13 @@ def main(argv: list[str] | None = None) -> int:
                    "bench/out/quick with --quick)")
     p.add_argument("--only", nargs="*", default=[], help="kernel names or kernel-label")
     p.add_argument("--baseline", default="numpy,torch,naive",
-                   help="comma list of numpy, torch, torch.compile, naive")
-    p.add_argument("--target", default="c", help="comma list of c, opencl (PoCL here)")
+                   help="comma list of numpy, torch, torch.compile, torch-cuda, naive")
+    p.add_argument("--target", default="c", help="comma list of c, opencl (the first OpenCL "
+                   "device, or PYOPENCL_CTX's; arrays stay on it while timed)")
+    p.add_argument("--budget", type=float, help="seconds of timed calls per implementation "
+                   "and point (default 1.0 in full mode)")
+    p.add_argument("--no-costs", action="store_true", help="skip the C target's compile "
+                   "times and call overhead")
     p.add_argument("--threads", type=int, help="threads for OpenMP, OpenBLAS and torch "
                    "(sets OMP_NUM_THREADS etc. before NumPy loads; default: all cores)")
     p.add_argument("--quiet", type=float, help="seconds to wait at most for idle CPUs before "
@@ -104,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
                            progress=not args.no_progress)
         if args.quiet is not None:
             settings = replace(settings, quiet=args.quiet)
+        if args.budget is not None:
+            settings = replace(settings, budget=replace(settings.budget, seconds=args.budget))
         suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
-                          only=args.only, resume=args.resume)
+                          only=args.only, resume=args.resume, costs=not args.no_costs)
         print(suite.markdown)
         print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
               f" and {len(suite.files) - 3} plot(s)")

@@ -18,7 +18,7 @@ SWEEP_HELP = ("NAMES=VALUES, repeatable (several make a product; the first is th
               "N=M=K=256,512")
 
 
-BASELINES = ("numpy", "torch", "torch.compile", "naive")
+BASELINES = ("numpy", "torch", "torch.compile", "torch-cuda", "naive")
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pin a sym, e.g. K=512 (repeatable, or K=512,M=64)")
     parser.add_argument("--target", default="c", help="comma list of c, opencl (default c)")
     parser.add_argument("--baseline", default="numpy,torch,naive",
-                        help="comma list of numpy, torch, torch.compile, naive, or none "
+                        help="comma list of numpy, torch, torch.compile, torch-cuda, naive, "
+                             "or none "
                              "(default numpy,torch,naive; torch only if installed)")
     parser.add_argument("--out", default="bench/out", metavar="DIR",
                         help="where CSV, JSON, markdown and PNG go (default bench/out)")

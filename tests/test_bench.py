@@ -221,6 +221,58 @@ def test_wrong_kernel_is_reported_not_timed(tmp_path):
     assert rows["numpy"].check == "interp" and rows["polydyn"].status == "ok"
 
 
+def _opencl() -> bool:
+    from polydyn.runtime.opencl import opencl_available
+
+    return opencl_available()
+
+
+@pytest.mark.opencl
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL platform (install PoCL)")
+@pytest.mark.parametrize(("name", "points"), [
+    ("bias_relu", [{"N": 7, "M": 33}, {"N": 300, "M": 401}]),
+    ("jacobi2d", [{"N": 9, "T": 3}]),  # an inout array, updated on the device
+])
+def test_opencl_target_alone_is_timed_on_device_arrays(name, points):
+    from polydyn.bench.baselines import kernel_impl
+    from polydyn.bench.report import markdown_table, sweep_dict
+    from polydyn.bench.runner import Settings, sweep
+    from polydyn.testing import make_inputs
+
+    op, numpy_impl = load(name)
+    settings = Settings(budget=Budget(seconds=0.01, min_samples=1, warmup_seconds=0.0),
+                        baselines=("numpy", "torch-cuda"), targets=("opencl",),
+                        progress=False)
+    result = sweep(op, numpy_impl, points, settings, pd.compile)
+    rows = [r for r in result.rows if r.impl in ("polydyn-opencl", "generic-opencl")]
+    assert rows and all(r.status == "ok" and r.timing for r in rows), \
+        [r.message for r in rows]
+    assert rows[0].check == "interp"
+    assert result.skipped.get("torch-cuda") in (None, "torch is not installed",
+                                                "torch sees no CUDA GPU",
+                                                f"no torch function for {name}")
+    assert "polydyn-opencl / numpy" in markdown_table(sweep_dict(result))
+
+    kernel = pd.compile(op, target="opencl")
+    seen: list[set[str]] = []
+
+    class Spy:  # the kernel, recording what kinds of arrays each call gets
+        def __getattr__(self, attr):
+            return getattr(kernel, attr)
+
+        def __call__(self, *args, **kwargs):
+            seen.append({type(x).__name__ for x in [*args, *kwargs.values()]
+                         if not isinstance(x, int)})
+            return kernel(*args, **kwargs)
+
+    sizes = points[0]
+    prepared = kernel_impl("polydyn-opencl", Spy()).prepare(
+        make_inputs(op, sizes, 0), sizes)
+    prepared.call()
+    assert seen == [{"Array"}]
+    assert all(isinstance(v, np.ndarray) for v in prepared.results().values())
+
+
 @pytest.mark.slow
 def test_quick_suite_subset(tmp_path):
     from polydyn.bench.suite import run_suite

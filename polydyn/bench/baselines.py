@@ -1,7 +1,9 @@
 """The implementations a benchmark times side by side.
 
 - ``polydyn``: the compiled kernel, variant chosen by its dispatcher (outputs preallocated
-  once and passed by keyword, as a performance-minded caller would);
+  once and passed by keyword, as a performance-minded caller would); an OpenCL kernel
+  (``polydyn-opencl``) is called with ``pyopencl.array`` arguments that stay on its device, and
+  each timed call waits for the queue: the kernels' time, not the host-device copies';
 - ``generic``: the same kernel with dispatch forced to its generic (last) variant
   (``Kernel.run_variant``);
 - ``naive``: the operator's own loop nest in program order through the same C path
@@ -9,7 +11,9 @@
   the "plain C + OpenMP, gcc -O3" baseline;
 - ``numpy``: the operator module's ``numpy_impl`` (allocates its result, as users call it);
 - ``torch`` / ``torch.compile``: PyTorch CPU eager, or ``torch.compile(dynamic=True)``, for the
-  bundled operators it has a function for, when installed.
+  bundled operators it has a function for, when installed;
+- ``torch-cuda``: the same PyTorch functions on a CUDA GPU (cuBLAS, cuDNN), tensors on the GPU
+  before the timing, each timed call synchronized: the GPU baseline of ``polydyn-opencl``.
 """
 
 from __future__ import annotations
@@ -75,34 +79,60 @@ def inout_names(scop: Scop) -> list[str]:
 
 
 def kernel_impl(name: str, kernel: Any, variant: int | None = None, note: str = "") -> Impl:
-    """A compiled kernel, dispatched (``variant=None``) or forced to one variant."""
+    """A compiled kernel, dispatched (``variant=None``) or forced to one variant; an OpenCL
+    kernel's arrays are copied to its device once, before the timing."""
     scop = kernel.scop
     names = Binder(scop).names
+    on_device = getattr(kernel, "target", "c") == "opencl"
 
     def prepare(inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> Prepared:
         pos, kw = call_args(kernel, inputs, sizes)
-        outs = out_buffers(scop, sizes)
+        outs: dict[str, Any] = out_buffers(scop, sizes)
+        host = lambda x: x  # noqa: E731
+        wait = lambda: None  # noqa: E731
+        if on_device:
+            pos, outs, host, wait = _to_device(kernel, pos, outs)
         if variant is None:
             chosen = kernel.select(**sizes).name
 
             def call() -> Any:
-                return kernel(*pos, **kw, **outs)
+                kernel(*pos, **kw, **outs)
+                wait()
         else:
             chosen = kernel.variants[variant].name
 
             def call() -> Any:
-                return kernel.run_variant(variant, *pos, **kw, **outs)
+                kernel.run_variant(variant, *pos, **kw, **outs)
+                wait()
 
         def results() -> Results:
-            got = dict(outs)
+            got = {n: host(x) for n, x in outs.items()}
             for n in inout_names(scop):
-                got[n] = pos[names.index(n)]
+                got[n] = host(pos[names.index(n)])
             return got
 
         return Prepared(call, results, chosen)
 
     return Impl(name, prepare, target=getattr(kernel, "target", "c"), kernel=kernel,
                 variant=variant, note=note, is_polydyn=True)
+
+
+def _to_device(kernel: Any, pos: Sequence[Any], outs: Mapping[str, np.ndarray]
+               ) -> tuple[list[Any], dict[str, Any], Callable[[Any], Any], Callable[[], Any]]:
+    """``pos`` and ``outs`` as pyopencl arrays on the kernel's queue, with the function that
+    reads one back and the one that waits for the queue."""
+    import pyopencl.array as cla
+
+    queue = kernel.queue
+
+    def dev(x: Any) -> Any:
+        return cla.to_device(queue, np.ascontiguousarray(x)) if isinstance(x, np.ndarray) \
+            else x
+
+    def host(x: Any) -> Any:
+        return x.get(queue=queue) if isinstance(x, cla.Array) else x
+
+    return [dev(x) for x in pos], {n: dev(x) for n, x in outs.items()}, host, queue.finish
 
 
 def generic_index(kernel: Any) -> int:
@@ -274,6 +304,30 @@ def torch_baseline(scop: Scop) -> tuple[Impl | None, str]:
     return function_impl("torch", scop, fn, convert=torch.from_numpy,
                          back=lambda r: r.numpy(), note=f"torch {torch.__version__} eager, "
                          f"{torch.get_num_threads()} threads"), ""
+
+
+def torch_cuda_baseline(scop: Scop) -> tuple[Impl | None, str]:
+    """PyTorch eager on the first CUDA GPU, or None and the reason it is skipped. The inputs
+    are on the GPU before the timing; each call waits for the GPU."""
+    torch = torch_module()
+    if torch is None:
+        return None, "torch is not installed"
+    if not torch.cuda.is_available():
+        return None, "torch sees no CUDA GPU"
+    fn = torch_function(scop)
+    if fn is None:
+        return None, f"no torch function for {scop.name}"
+
+    def synced(*args: Any) -> Any:
+        result = fn(*args)
+        torch.cuda.synchronize()
+        return result
+
+    device = torch.cuda.get_device_name(0)
+    return function_impl("torch-cuda", scop, synced,
+                         convert=lambda x: torch.from_numpy(x).cuda(),
+                         back=lambda r: r.cpu().numpy(),
+                         note=f"torch {torch.__version__} eager on {device}"), ""
 
 
 def _graph_count(torch: Any) -> int:

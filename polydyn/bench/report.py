@@ -113,7 +113,23 @@ def machine_info() -> dict[str, Any]:
         "blas": blas_name(),
         "islpy": _version("islpy"),
         "torch": _version("torch") if "torch" in sys.modules else "not loaded",
+        "devices": devices(),
     }
+
+
+def devices() -> list[str]:
+    """The OpenCL devices this run's kernels used and the CUDA GPU torch used, if any."""
+    found = []
+    if "pyopencl" in sys.modules:
+        from ..runtime.opencl import _CONTEXTS
+
+        found += sorted({f"OpenCL: {dc.describe()}, driver "
+                         f"{dc.device.driver_version.strip()}" for dc in _CONTEXTS.values()})
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        found.append(f"CUDA: {torch.cuda.get_device_name(0)} (torch {torch.__version__}, "
+                     f"CUDA {torch.version.cuda})")
+    return found
 
 
 def row_dict(row: Measurement, metric: str, label: str = "") -> dict[str, Any]:
@@ -214,13 +230,15 @@ def markdown_table(sweep: SweepResult | dict[str, Any], reference: str = "numpy"
     if not isinstance(sweep, dict):
         sweep = sweep_dict(sweep)
     impls = impl_order(sweep)
-    refs = [r for r in (reference, "torch") if r in impls and "polydyn" in impls]
-    head = ["sizes", *impls] + [f"polydyn / {r}" for r in refs]
+    main = "polydyn" if "polydyn" in impls else next(
+        (i for i in impls if i.startswith("polydyn")), "polydyn")
+    refs = [r for r in (reference, "torch", "torch-cuda") if r in impls and main in impls]
+    head = ["sizes", *impls] + [f"{main} / {r}" for r in refs]
     lines = [f"{sweep_key(sweep)}: {sweep['metric']}, median of repeated calls",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for point, cells in rows_by_point(sweep).items():
         row = [point] + [_cell(cells.get(i), i.startswith("polydyn")) for i in impls]
-        row += [speedup(cells.get("polydyn"), cells.get(r)) for r in refs]
+        row += [speedup(cells.get(main), cells.get(r)) for r in refs]
         lines.append("| " + " | ".join(row) + " |")
     notes = [f"- {k}: not run ({v})" for k, v in sweep["skipped"].items()]
     notes += [f"- {r['impl']} at {r['sizes']}: {r['status']}: {r['message']}"
@@ -248,4 +266,5 @@ def machine_markdown(info: dict[str, Any]) -> str:
             f"(`{info['cflags']}`); OMP_NUM_THREADS={info['OMP_NUM_THREADS']}; "
             f"NumPy {info['numpy']} ({info['blas']}); torch {info['torch']}; "
             f"Python {info['python']}; polydyn {info.get('git') or info['polydyn']}; "
-            f"run {info['date']}.\n")
+            f"run {info['date']}.\n" +
+            "".join(f"Device: {d}.\n" for d in info.get("devices", [])))

@@ -24,6 +24,7 @@ from .baselines import (
     numpy_baseline,
     torch_baseline,
     torch_compile_baseline,
+    torch_cuda_baseline,
 )
 from .check import Checker
 from .timing import Budget, Progress, Timing, cpu_busy, measure_interleaved, wait_quiet
@@ -32,7 +33,8 @@ from .work import Work, choose_metric, rate, work
 
 @dataclass(frozen=True)
 class Settings:
-    """``baselines``: any of numpy, torch, torch.compile, naive; ``targets``: c, opencl;
+    """``baselines``: any of numpy, torch, torch.compile, torch-cuda, naive; ``targets``: c,
+    opencl (the first that compiles is the sweep's kernel: dispatch boundaries, variants);
     ``generic``: also time the forced generic variant when there are several; ``metric``: auto,
     GFLOP/s or GB/s;
     ``quiet``: seconds to wait at most for idle CPUs before each round of measurements (0: no
@@ -106,7 +108,8 @@ class Setup:
 
 def _polydyn_impls(op: Any, settings: Settings, compile_fn: Callable[..., Any],
                    skipped: dict[str, str]) -> tuple[Any, list[Impl], float]:
-    """The kernel for each target (the C one returned with its compile time)."""
+    """The kernel for each target, and the sweep's kernel (the C one, else the first that
+    compiled) with its compile time."""
     impls, kernel, compile_s = [], None, 0.0
     for target in settings.targets:
         name = "polydyn" if target == "c" else f"polydyn-{target}"
@@ -117,7 +120,7 @@ def _polydyn_impls(op: Any, settings: Settings, compile_fn: Callable[..., Any],
             first = str(exc).splitlines()[0] if str(exc) else ""
             skipped[name] = f"{type(exc).__name__}: {first}"
             continue
-        if target == "c":
+        if kernel is None or target == "c":
             kernel, compile_s = k, time.perf_counter() - start
         impls.append(kernel_impl(name, k, note=f"{len(k.variants)} variant(s), dispatched"))
     return kernel, impls, compile_s
@@ -138,7 +141,8 @@ def _schedule_baselines(op: Any, kernel: Any, settings: Settings,
         if stand_in:
             note += "; stands in for naive (no original-order hook in the core yet)"
             skipped["naive"] = "no original-order schedule hook in the core; see generic"
-        impls.append(kernel_impl("generic", kernel, generic_index(kernel), note=note))
+        name = "generic" if kernel.target == "c" else f"generic-{kernel.target}"
+        impls.append(kernel_impl(name, kernel, generic_index(kernel), note=note))
     return impls
 
 
@@ -149,6 +153,7 @@ def _library_baselines(scop: Any, numpy_impl: Callable[..., Any] | None, setting
                            "the operator module has no numpy_impl")),
         ("torch", lambda: torch_baseline(scop)),
         ("torch.compile", lambda: torch_compile_baseline(scop)),
+        ("torch-cuda", lambda: torch_cuda_baseline(scop)),
     ]
     impls = []
     for name, make in makers:
@@ -279,7 +284,7 @@ def sweep(op: Any, numpy_impl: Callable[..., Any] | None, points: Sequence[dict[
     """Check and time every implementation at every point."""
     setup = build_impls(op, numpy_impl, settings, compile_fn)
     if setup.kernel is None:
-        raise PolydynError(f"{getattr(op, 'name', op)}: no C kernel to benchmark "
+        raise PolydynError(f"{getattr(op, 'name', op)}: no kernel to benchmark "
                            f"({'; '.join(f'{k}: {v}' for k, v in setup.skipped.items())})")
     kernel = setup.kernel
     scop = kernel.scop

@@ -161,11 +161,12 @@ def _entry_results(entries: Sequence[Entry], settings: Settings, parts: Path,
 
 
 def run_suite(out: Path, quick: bool = False, settings: Settings | None = None,
-              plots: bool = True, only: Sequence[str] = (), resume: bool = False
-              ) -> SuiteResult:
+              plots: bool = True, only: Sequence[str] = (), resume: bool = False,
+              costs: bool = True) -> SuiteResult:
     """Run the suite (``only``: kernel names or ``kernel-label`` to restrict it), write
     ``suite.csv``, ``suite.json``, ``suite.md`` and the PNGs under ``out``; ``resume`` reuses
-    the sweeps an interrupted run of the same suite already measured."""
+    the sweeps an interrupted run of the same suite already measured; ``costs``: also measure
+    the C target's compile time and call overhead."""
     settings = settings or default_settings(quick)
     entries = quick_suite() if quick else full_suite()
     if only:
@@ -174,11 +175,14 @@ def run_suite(out: Path, quick: bool = False, settings: Settings | None = None,
     results = _entry_results(entries, settings, parts, resume)
     kernels = import_kernels()
     names = sorted({e.kernel for e in entries})
-    costs = compile_costs([kernels.load(n)[0] for n in names], repeats=1 if quick else 3)
-    overhead = call_overhead(quick=quick)
-    suite = SuiteResult(results, costs, overhead)
+    compiled: list[dict[str, Any]] = []
+    overhead: list[dict[str, Any]] = []
+    if costs:
+        compiled = compile_costs([kernels.load(n)[0] for n in names], repeats=1 if quick else 3)
+        overhead = call_overhead(quick=quick)
+    suite = SuiteResult(results, compiled, overhead)
     suite.files, suite.markdown = write_outputs(
         results, out, "suite", settings, plots,
-        extra={"mode": "quick" if quick else "full", "compile": costs, "overhead": overhead})
+        extra={"mode": "quick" if quick else "full", "compile": compiled, "overhead": overhead})
     shutil.rmtree(parts, ignore_errors=True)
     return suite
