@@ -29,9 +29,25 @@ OPENCL_SECTION = """
 
 From `bench/results-opencl/` (its own run: `python bench/run_all.py --target c,opencl
 --only matmul-square softmax-rows softmax-sweep --baseline numpy --out bench/results-opencl`),
-appended as it was written. `polydyn-opencl` ran on PoCL's CPU device on this machine; no
-GPU was lent to the sessions so far, so there are no GPU figures. The C columns of that run
-repeat the main run's points; their spread between the two runs is this machine's noise.
+appended as it was written. `polydyn-opencl` ran on PoCL's CPU device on this machine, called
+with NumPy arrays (the copies to and from the device included; runs since d07c7ea time the
+OpenCL target on device arrays). The C columns of that run repeat the main run's points;
+their spread between the two runs is this machine's noise. The GPU figures follow.
+
+"""
+
+
+GPU_SECTION = """
+## OpenCL on a GPU: NVIDIA H100
+
+From `bench/results-gpu/`: one run on a machine lent for a session (an H100 80GB HBM3, driver
+580.159.04, NVIDIA's OpenCL 3.0; a 16-core Xeon host), `python bench/run_all.py --target opencl
+--baseline numpy,torch-cuda --no-costs --quiet 0 --budget 0.25 --out bench/results-gpu --only
+...` (every sweep but matmul-tiles), with only NVIDIA's ICD registered. `polydyn-opencl` is
+timed on device arrays, each call waiting for the queue; `torch-cuda` is torch 2.11 eager on
+the same GPU, each call synchronized (`bench/README.md`); plots in `bench/results-gpu/*.png`.
+The run's machine line names
+3943c8b+dirty: the git metadata of the copy the machine received; its code was d07c7ea's.
 
 """
 
@@ -117,20 +133,31 @@ def main(argv: list[str] | None = None) -> int:
         print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
               f" and {len(suite.files) - 3} plot(s)")
     if results_md is not None:
-        # GAPS.md, by hand: what limits the targets not met
-        text = _render_run(out, results_md, HERE / "GAPS.md", render)[1]
-        opencl = HERE / "results-opencl" / "suite.md"
-        if opencl.is_file():  # the OpenCL run (PoCL here, a GPU where one is lent)
-            text += OPENCL_SECTION + opencl.read_text()
-        for other in sorted(HERE.glob("results-*/suite.json")):
-            if other.parent != out.resolve() and other.parent.name != "results-opencl":
-                text += _other_machine(other.parent, results_md, render)
-        gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
-        if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
-            text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
-        results_md.write_text(text)
+        results_md.write_text(_results_text(out, results_md, render))
         print(f"wrote {results_md}")
     return 0
+
+
+def _results_text(out: Path, results_md: Path, render) -> str:
+    """RESULTS.md: the run in ``out`` with GAPS.md (by hand: what limits the targets not met),
+    then the OpenCL runs (PoCL, a GPU), other machines' runs and the C-input tables."""
+    text = _render_run(out, results_md, HERE / "GAPS.md", render)[1]
+    opencl = HERE / "results-opencl" / "suite.md"
+    if opencl.is_file():  # the OpenCL run on PoCL
+        text += OPENCL_SECTION + opencl.read_text()
+    gpu = HERE / "results-gpu"
+    if (gpu / "suite.md").is_file():  # the OpenCL run on a GPU, its GAPS.md first
+        gaps = gpu / "GAPS.md"
+        text += GPU_SECTION + (gaps.read_text() + "\n" if gaps.is_file() else "") + \
+            (gpu / "suite.md").read_text()
+    for other in sorted(HERE.glob("results-*/suite.json")):
+        if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
+                                                                       "results-gpu"):
+            text += _other_machine(other.parent, results_md, render)
+    gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
+    if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
+        text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
+    return text
 
 
 def _render_run(out: Path, results_md: Path, gaps: Path, render) -> tuple[dict, str]:
