@@ -79,15 +79,7 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     if scop is None or deps is None:
         return build.node_from_schedule(schedule)
 
-    flow_through_locals = local_flow(scop)
-
-    def before_each_for(build: isl.AstBuild) -> isl.Id:
-        sched = _flat_schedule(build)
-        kind = loop_kind(scop, deps.all, sched)
-        if kind == "parallel" and _crosses(flow_through_locals, sched):
-            kind = "sequential"
-        return isl.Id(kind)
-
+    before_each_for = loop_annotator(scop, deps)
     reads: list[isl.UnionMap] = []  # the Scop's reads, computed at the first pack mark
 
     def after_each_mark(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
@@ -118,6 +110,32 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     build = result[0] if isinstance(result, tuple) else result
     ast = build.node_from_schedule(schedule)
     del before_each_for, after_each_mark  # the callbacks live until the AST is built
+    return ast
+
+
+def loop_annotator(scop: Scop, deps: Deps) -> Any:
+    """The ``before_each_for`` callback that annotates each for node with what its loop
+    carries: ``parallel``, ``reduce(op:scalar ...)`` or ``sequential``."""
+    flow_through_locals = local_flow(scop)
+
+    def before_each_for(build: isl.AstBuild) -> isl.Id:
+        sched = _flat_schedule(build)
+        kind = loop_kind(scop, deps.all, sched)
+        if kind == "parallel" and _crosses(flow_through_locals, sched):
+            kind = "sequential"
+        return isl.Id(kind)
+
+    return before_each_for
+
+
+def annotated_ast(build: isl.AstBuild, schedule: isl.Schedule, scop: Scop,
+                  deps: Deps) -> isl.AstNode:
+    """``build``'s AST of ``schedule`` with every for node annotated (``loop_annotator``)."""
+    before_each_for = loop_annotator(scop, deps)
+    result = build.set_before_each_for(before_each_for)
+    build = result[0] if isinstance(result, tuple) else result
+    ast = build.node_from_schedule(schedule)
+    del before_each_for  # the callback lives until the AST is built
     return ast
 
 

@@ -397,6 +397,70 @@ def test_local_scalars_live_across_launches(op) -> None:
                 check_kernel(k, sizes, seed=index, variant=index)
 
 
+@pd.operator(assume="L >= 1")
+def rowstats(X: f64[N, L], S: out(f64[N]), M: out(f64[N])):
+    for i in range(N):
+        s = 5.0  # a sum that does not start at 0: only one lane may add it
+        for j in range(L):
+            s += X[i, j]
+        S[i] = s  # an array written outside the loops: by lane 0
+        m = X[i, 0]
+        for j in range(L):
+            m = min(m, X[i, j] * 2.0)
+        M[i] = m + S[i]  # reads what lane 0 wrote
+
+
+@pd.operator(assume="L >= 1")
+def rowmax_int(X: i32[N, L], Y: out(i32[N, L])):
+    for i in range(N):
+        m = X[i, 0]
+        for j in range(L):
+            m = max(m, X[i, j])
+        for j in range(L):
+            Y[i, j] = X[i, j] - m
+
+
+@pd.operator(assume="L >= 1")
+def prefix(X: f32[N, L], Y: out(f32[N, L])):
+    for i in range(N):
+        acc = 0.0
+        for j in range(L):
+            acc += X[i, j]
+            Y[i, j] = acc  # the partial sums are read: the loop stays in one work-item
+
+
+def _lanes(k) -> list[int]:
+    return [spec.lanes for m in k.mappings for spec in m.kernels]
+
+
+@pytest.mark.parametrize("op", [load("softmax")[0], load("layernorm")[0], rowscale, rowstats,
+                                rowmax_int], ids=lambda op: op.name)
+def test_row_reductions_run_a_group_of_lanes_per_row(op) -> None:
+    """A row loop whose body is parallel loops and reductions into local scalars runs a
+    work-group per row: each loop dealt out to 256 lanes, each reduction combined in local
+    memory. Checked against the reference around the lane count, with 1 and several rows."""
+    k = pd.compile(op, target="opencl")
+    generic = k.mappings[-1]
+    (spec,) = generic.kernels
+    assert spec.lanes == 256 and spec.local_size == (256,) and not spec.local
+    assert "pd_lane" in k.source and "pd_red_" in k.source
+    n_sym, l_sym = k.scop.syms
+    assert "groups 7 of 256 work-items" in k.explain(**{n_sym: 7, l_sym: 300})
+    assert generic.describe()["launches"][0]["grid"]["lanes"] == 256
+    for rows in (1, 2, 7):
+        for length in (1, 2, 255, 256, 257, 513):
+            sizes = {n_sym: rows, l_sym: length}
+            check_kernel(k, sizes, seed=rows * 1000 + length)
+            check_kernel(k, sizes, seed=length, variant=len(k.variants) - 1)
+
+
+def test_a_scan_in_a_row_is_not_dealt_out() -> None:
+    k = pd.compile(prefix, target="opencl")
+    assert not any(_lanes(k)) and "pd_lane" not in k.source
+    for sizes in ({"N": 3, "L": 300}, {"N": 1, "L": 1}):
+        check_kernel(k, sizes, seed=sizes["L"])
+
+
 # --- the command line ---
 
 

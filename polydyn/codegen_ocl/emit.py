@@ -3,7 +3,8 @@
 ``OpenCLEmitter`` is the C emitter with a small table changed: address-space qualifiers on
 pointer parameters, loops without OpenMP pragmas (the CPU's loop roles are ignored),
 work-group and work-item ids for the mapped members (promoted kernels print the loops over
-mapped members as work-item guards), the OpenCL names of the math functions (overloaded for
+mapped members as work-item guards; lane kernels deal their top-level loops out to the lanes
+and combine reductions in local memory), the OpenCL names of the math functions (overloaded for
 float and double), ``barrier`` and ``__local`` buffers for promoted tiles, and a prelude
 without libc. Expressions, statements and conditions print through the C emitter.
 """
@@ -17,6 +18,7 @@ import islpy as isl
 
 from ..codegen_c.astnodes import LoopState, strip_parens
 from ..codegen_c.emit import INT_HELPERS, CEmitter, fmod_helper
+from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PARALLEL
 from ..scop.ir import (
     C_TYPE,
@@ -58,6 +60,7 @@ class OpenCLEmitter(CEmitter):
     def __init__(self, scop: Scop, spilled: tuple[SpilledScalar, ...] = ()):
         super().__init__(scop)
         self.spilled = {s.name: s for s in spilled}
+        self._lane_types: set[str] = set()  # the local scalar types a lane kernel combines
 
     # --- the overridden table ------------------------------------------------------------
     def param(self, a: Array, with_restrict: bool) -> str:
@@ -94,24 +97,37 @@ class OpenCLEmitter(CEmitter):
             return self.loop(n, st, parallel=False)
         if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
             child = n.mark_get_node()
+            if child.get_type() == isl.ast_node_type.for_ and self._lanes_free():
+                return self.lane_loop(child, st)
             if child.get_type() == isl.ast_node_type.for_:
                 kind = n.mark_get_id().get_name().partition(":")[0]
                 return self.loop(child, st, parallel=kind == PARALLEL)
             return self.node(child, st)
         if n.get_type() == isl.ast_node_type.user and self._spec is not None:
-            call = n.user_get_expr()
-            name = call.get_op_arg(0).get_id().get_name()
-            for copy in self._spec.local:
-                if copy.statement == name:
-                    args = [self.ast_expr(call.get_op_arg(i))
-                            for i in range(1, call.get_op_n_arg())]
-                    return [self.copy_in(copy, args)]
+            return self.user_node(n, st)
+        return super().node(n, st)
+
+    def user_node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+        """A statement, a copy into local memory, or, outside a lane kernel's loops, a
+        statement that does not assign a local scalar: lane 0 runs it, once per row, and
+        the loops after it see what it wrote."""
+        call = n.user_get_expr()
+        name = call.get_op_arg(0).get_id().get_name()
+        if self._lanes_free() and not self._assigns_local(name):
+            return [cgen.If("pd_lane == 0", cgen.Block(super().node(n, st))),
+                    cgen.Statement("barrier(CLK_GLOBAL_MEM_FENCE)")]
+        for copy in self._spec.local:
+            if copy.statement == name:
+                args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+                return [self.copy_in(copy, args)]
         return super().node(n, st)
 
     def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
              **_cpu: object) -> list[cgen.Generable]:
         """A loop over a mapped member (promoted kernels) is the work-item's own point,
         guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``."""
+        if self._lanes_free():
+            return self.lane_loop(n, st)
         it = n.for_get_iterator().get_id().get_name()
         threads = dict(self._spec.threads) if self._spec is not None and \
             self._spec.grid is not None else {}
@@ -133,6 +149,73 @@ class OpenCLEmitter(CEmitter):
                            f"{LOCAL}{k}"),
             cgen.If(guard, cgen.Block(body))])]
 
+    # --- lane kernels: loops dealt out to the lanes, reductions combined -----------------------
+    _in_lane_loop = False
+
+    def _assigns_local(self, statement: str) -> bool:
+        target = self.scop.statement(statement).target
+        return isinstance(target, Scalar) and self.scop.array(target.name).kind == "local"
+
+    def _private_scalars(self) -> bool:
+        """A lane kernel keeps every local scalar in the lanes' own copies, even one that
+        another variant spills: none of its values leaves the kernel (``lane_body``)."""
+        return self._spec is not None and self._spec.lanes > 0
+
+    def _lanes_free(self) -> bool:
+        """A lane kernel's loop outside all others: the lanes share it."""
+        return self._spec is not None and self._spec.lanes > 0 and not self._in_lane_loop
+
+    def lane_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+        """``for (c = init + step * pd_lane; cond; c += lanes * step)``: lane ``pd_lane`` runs
+        every ``lanes``-th iteration (neighbouring lanes, neighbouring elements). Each lane
+        reduces its own iterations into its copy of the scalar (a ``+`` starts from 0 except
+        in lane 0: every lane holds the scalar's value from before the loop), the copies are
+        combined, and a barrier lets the next loop read what any lane wrote."""
+        role = n.get_annotation().get_name()
+        reductions = parse_reduce_role(role) if role.startswith("reduce(") else []
+        it = n.for_get_iterator().get_id().get_name()
+        init = self.ast_expr(n.for_get_init())
+        cond = strip_parens(self.ast_expr(n.for_get_cond()))
+        inc = self.ast_expr(n.for_get_inc())
+        self._in_lane_loop = True
+        try:
+            body = self.node(n.for_get_body(), st)
+        finally:
+            self._in_lane_loop = False
+        lanes = self._spec.lanes
+        out: list[cgen.Generable] = [cgen.If("pd_lane != 0", cgen.Statement(f"{name} = 0"))
+                                     for op, name in reductions if op == "+"]
+        step = str(lanes * int(inc)) if inc.isdigit() else f"{lanes} * ({inc})"
+        first = "pd_lane" if inc == "1" else f"({inc}) * pd_lane"
+        start = first if init == "0" else f"{init} + {first}"
+        out.append(cgen.For(f"int64_t {it} = {start}", cond, f"{it} += {step}",
+                            cgen.Block(body)))
+        for k, (op, name) in enumerate(reductions):
+            if k:  # every lane has read the last result before the buffer is reused
+                out.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"))
+            out += self.lane_combine(op, name)
+        out.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"))
+        return out
+
+    def lane_combine(self, op: str, name: str) -> list[cgen.Generable]:
+        """The lanes' copies of ``name`` combined by ``op`` in a tree over ``__local``
+        memory (unrolled: no barrier inside a loop), the result in every lane's copy (a
+        barrier must follow before the buffer is written again)."""
+        dtype = self.scop.array(name).dtype
+        self._lane_types.add(dtype)
+        buf = f"pd_red_{dtype}"
+        combine = {"+": "{} + {}", "max": f"pd_max_{dtype}({{}}, {{}})",
+                   "min": f"pd_min_{dtype}({{}}, {{}})"}[op]
+        barrier = cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")
+        out: list[cgen.Generable] = [cgen.Statement(f"{buf}[pd_lane] = {name}"), barrier]
+        width = self._spec.lanes // 2
+        while width:
+            both = combine.format(f"{buf}[pd_lane]", f"{buf}[pd_lane + {width}]")
+            out += [cgen.If(f"pd_lane < {width}", cgen.Statement(f"{buf}[pd_lane] = {both}")),
+                    barrier]
+            width //= 2
+        return [*out, cgen.Statement(f"{name} = {buf}[0]")]
+
     def plain_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """A loop inside a work-item: no pragma (parallel members are work-items already)."""
         it = n.for_get_iterator().get_id().get_name()
@@ -145,7 +228,7 @@ class OpenCLEmitter(CEmitter):
         return [cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
 
     def expr(self, e: Expr) -> str:
-        if isinstance(e, Scalar) and e.name in self.spilled:
+        if isinstance(e, Scalar) and e.name in self.spilled and not self._private_scalars():
             return self.spilled_cell(self.spilled[e.name])
         if isinstance(e, Load) and self._spec is not None:
             for copy in self._spec.local:
@@ -277,6 +360,10 @@ class OpenCLEmitter(CEmitter):
         if spec.grid is None:
             return []
         n = len(spec.grid.tiles)
+        if spec.lanes:  # a group per value of the one mapped member
+            return [cgen.Statement(f"const int64_t {GROUP}0 = get_group_id(0)"),
+                    cgen.Statement(f"const int64_t {LOCAL}0 = 0"),
+                    cgen.Statement("const int64_t pd_lane = get_local_id(0)")]
         out: list[cgen.Generable] = []
         for k in range(n):
             out.append(cgen.Statement(f"const int64_t {GROUP}{k} = get_group_id({n - 1 - k})"))
@@ -285,6 +372,7 @@ class OpenCLEmitter(CEmitter):
 
     def kernel_function(self, spec: KernelSpec) -> str:
         self._spec = spec
+        self._lane_types = set()
         st = LoopState()
         try:
             body = self.node(spec.ast, st)
@@ -292,8 +380,10 @@ class OpenCLEmitter(CEmitter):
             self._spec = None
         decls = [cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}") for a in self.scop.arrays
                  if a.kind == "local" and a.name in st.used_locals and
-                 a.name not in self.spilled]
+                 (a.name not in self.spilled or spec.lanes)]
         decls += self.local_declarations(spec)
+        decls += [cgen.Statement(f"__local {C_TYPE[t]} pd_red_{t}[{spec.lanes}]")
+                  for t in sorted(self._lane_types)]
         size = ", ".join(str(s) for s in (*spec.local_size, 1, 1)[:3])
         head = (f"__kernel __attribute__((reqd_work_group_size({size})))\n"
                 f"void {spec.name}({', '.join(self.kernel_params(spec))})")
@@ -335,6 +425,10 @@ def _is_f64_op(e: Expr) -> bool:
 def _describe(spec: KernelSpec) -> str:
     if spec.grid is None:
         return f"{spec.name}: one work-item; statements {', '.join(spec.statements)}"
+    if spec.lanes:
+        return (f"{spec.name}: a work-group of {spec.lanes} lanes per value of schedule dim "
+                f"{ITERATOR}{spec.grid.positions[0]}, its loops dealt out to the lanes; "
+                f"statements {', '.join(spec.statements)}")
     tiles = "x".join(str(t) for t in spec.grid.tiles)
     return (f"{spec.name}: {len(spec.grid.tiles)}-D grid of {tiles} work-groups over schedule "
             f"dims {', '.join(f'{ITERATOR}{p}' for p in spec.grid.positions)}; statements "

@@ -10,7 +10,14 @@ from the root:
   each work-item;
 - a ``sequential`` member with parallelism below it becomes a host loop around the kernels
   of its body; a sequence (or set) becomes kernels launched in order;
-- a part with no parallel member at all runs as a one work-item kernel.
+- a part with no parallel member at all runs as a one work-item kernel;
+- a kernel of one mapped member whose body is loops that are parallel or carried only by
+  reductions into local scalars (softmax's and layernorm's rows), with no other statement
+  than assignments to local scalars, runs one work-group of ``LANES`` work-items per value of
+  the member instead (a row per group): each top-level loop of the body is dealt out to the
+  lanes cyclically (coalesced loads), each reduction is combined over the lanes through local
+  memory, and a barrier ends each loop. Every lane computes the local scalars outside the
+  loops itself. PPCG maps no reductions; this is what loopy and TVM do for row reductions.
 
 Each kernel's code is isl's AST for the whole schedule with the domain restricted to the
 kernel's instances, where the host loop values, the group ids and the local ids are parameters
@@ -29,10 +36,11 @@ from typing import Any
 
 import islpy as isl
 
-from ..astgen import atomic_where_strides_differ
+from ..astgen import annotated_ast, atomic_where_strides_differ
 from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
+from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PARALLEL, is_band, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
@@ -45,7 +53,11 @@ HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
 # elements along the stride-1 loop.
 DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
 MAX_MAPPED = 3
+LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
+# local scalar types a lane kernel combines (the prelude's pd_max_<type>/pd_min_<type>)
+LANE_TYPES = ("f32", "f64", "i32", "i64")
 _NT = isl.schedule_node_type
+_AT = isl.ast_node_type
 
 
 def tile_sizes(n: int, max_group: int = 256) -> tuple[int, ...]:
@@ -88,6 +100,9 @@ class KernelSpec:
     # { instance -> [host loop values, mapped member values] }: which launch and which
     # work-item runs each instance
     placement: Any = field(default=None, compare=False, repr=False)  # isl.UnionMap
+    # work-items per value of the one mapped member (0: one work-item per value): its loops
+    # are dealt out to them
+    lanes: int = 0
 
     @property
     def dynamic_local(self) -> tuple[LocalCopy, ...]:
@@ -100,6 +115,8 @@ class KernelSpec:
     @property
     def local_size(self) -> tuple[int, ...]:
         """OpenCL local size (dimension 0 first: the innermost mapped member)."""
+        if self.lanes:
+            return (self.lanes,)
         return tuple(reversed(self.grid.tiles)) if self.grid else (1,)
 
     def describe(self) -> dict[str, Any]:
@@ -117,6 +134,8 @@ class KernelSpec:
                            "groups": list(reversed(groups)),
                            "offsets": list(reversed(g.lo)),
                            "schedule_dims": [f"{ITERATOR}{p}" for p in reversed(g.positions)]}
+            if self.lanes:
+                out["grid"]["lanes"] = self.lanes
         out["local_memory"] = [c.describe() for c in self.local]
         if self.fallback is not None:
             out["local_bytes"] = self.local_bytes_py()
@@ -225,6 +244,8 @@ def _summary(kernels: list[KernelSpec]) -> str:
     for k in kernels:
         if k.grid is None:
             parts.append("1 work-item")
+        elif k.lanes:
+            parts.append(f"1-D grid, a group of {k.lanes} lanes per value")
         else:
             text = "x".join(str(t) for t in k.grid.tiles)
             parts.append(f"{len(k.grid.tiles)}-D grid, groups {text}" +
@@ -358,9 +379,16 @@ class _Mapper:
         name = f"{self.prefix}_k{len(self.kernels)}"
         placement = prefix.apply_range(isl.UnionMap.from_map(
             _keep_dims(n_dims, (*range(depth), *positions))))
+        when_py, statements = set_to_py(when, host_ctx), tuple(sorted(statement_names(domain)))
+        if len(mapped) == 1 and depth == 0 and self.whole_statements(domain):
+            lanes = self.lane_kernel(prefix, ranges, positions, depth, n_dims, when, ctx)
+            if lanes is not None:
+                spec = KernelSpec(name, depth, lanes[0], when_py, statements, lanes[1],
+                                  placement=placement, lanes=lanes[2])
+                self.kernels.append(spec)
+                return [spec]
         promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
                            tiles, params, kctx) if mapped and self.local_memory else None
-        when_py, statements = set_to_py(when, host_ctx), tuple(sorted(statement_names(domain)))
         plain = None
         if promoted is None or any(c.dynamic for c in promoted.copies):
             plain = KernelSpec(name if promoted is None else f"{name}_plain", depth, grid,
@@ -375,6 +403,35 @@ class _Mapper:
                               placement=placement)
         self.kernels.append(spec)
         return [spec]
+
+    def whole_statements(self, domain: isl.UnionSet) -> bool:
+        """Whether ``domain`` holds every instance of each of its statements (no other
+        kernel runs any of them)."""
+        names = statement_names(domain)
+        sets: list[isl.Set] = []
+        self.schedule.get_domain().foreach_set(sets.append)
+        return all(isl.UnionSet.from_set(x).is_subset(domain) for x in sets
+                   if x.get_tuple_name() in names)
+
+    def lane_kernel(self, prefix: isl.UnionMap, ranges: list[isl.Set],
+                    positions: tuple[int, ...], depth: int, n_dims: int, when: isl.Set,
+                    ctx: isl.Set) -> tuple[Grid, isl.AstNode, int] | None:
+        """The grid, body and lane count of the one-member kernel as a lane kernel (a group
+        per value of the member), or None when its body does not allow it (``lane_body``)."""
+        lanes = 1 << (min(LANES, self.max_group).bit_length() - 1)
+        if lanes < 2:
+            return None
+        params = self.params(depth, 1)
+        mapping = _mapping_set(params, n_dims, depth, positions, (1,))
+        kdomain = prefix.intersect_range(isl.UnionSet.from_set(mapping)).domain()
+        kctx = self.region.intersect(when).intersect(_grid_context(params, ranges, (1,)))
+        ast = annotated_ast(ast_build(kctx), self.schedule.intersect_domain(kdomain),
+                            self.scop, self.deps)
+        if not lane_body(self.scop, ast, statement_names(kdomain)):
+            return None
+        grid = Grid(positions, (1,), (pw_aff_to_py(ranges[0].dim_min(0), ctx),),
+                    (pw_aff_to_py(ranges[0].dim_max(0), ctx),))
+        return grid, ast, lanes
 
     def params(self, depth: int, n_mapped: int) -> list[str]:
         out = list(self.scop.syms) + [f"{HOST}{j}" for j in range(depth)]
@@ -456,6 +513,40 @@ def _grid_context(params: list[str], ranges: list[isl.Set], tiles: tuple[int, ..
             rng.intersect(isl.Set(head + f"{{ [s] : s < {o} }}")).params())
         ctx = ctx.intersect(starts).intersect(is_min)
     return ctx.coalesce()
+
+
+def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
+    """Whether a kernel body can be dealt out to lanes: it has a loop, every loop outside
+    all others is parallel or carried only by reductions (into local scalars of the types
+    the combine knows) and runs more than once, and each local scalar it touches is touched
+    by no other kernel's statement (it stays in the lanes' registers). Statements outside
+    the loops run in every lane when they assign a local scalar, else in lane 0."""
+    loops: list[str] = []
+
+    def fits(n: isl.AstNode) -> bool:
+        kind = n.get_type()
+        if kind == _AT.block:
+            children = n.block_get_children()
+            return all(fits(children.get_at(k)) for k in range(children.n_ast_node()))
+        if kind == _AT.if_:
+            return fits(n.if_get_then_node()) and \
+                (not n.if_has_else_node() or fits(n.if_get_else_node()))
+        if kind == _AT.mark:
+            return fits(n.mark_get_node())
+        if kind == _AT.for_:
+            role = n.get_annotation().get_name()
+            loops.append(role)
+            return not n.for_is_degenerate() and (role == PARALLEL or (
+                role.startswith("reduce(") and all(
+                    scop.array(name).dtype in LANE_TYPES for _, name in parse_reduce_role(role))))
+        return kind == _AT.user
+
+    if not fits(ast) or not loops:
+        return False
+    from .scalars import scalar_users  # scalars.py builds on this module
+
+    return all(users <= statements or not users & statements
+               for users in scalar_users(scop).values())
 
 
 def mark_kind(node: isl.ScheduleNode) -> str:
