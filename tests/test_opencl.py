@@ -447,6 +447,7 @@ def test_row_reductions_run_a_group_of_lanes_per_row(op) -> None:
     n_sym, l_sym = k.scop.syms
     assert "groups 7 of 256 work-items" in k.explain(**{n_sym: 7, l_sym: 300})
     assert generic.describe()["launches"][0]["grid"]["lanes"] == 256
+    assert not k._spills[-1]  # its scalars stay in the lanes: no global buffers per call
     for rows in (1, 2, 7):
         for length in (1, 2, 255, 256, 257, 513):
             sizes = {n_sym: rows, l_sym: length}

@@ -20,7 +20,7 @@ from ..scop.ir import NUMPY_NAME, Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
 from .mapping import KernelSpec, map_variant
-from .scalars import spilled_scalars
+from .scalars import spilled_scalars, spills_of_variants
 
 
 def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[Any],
@@ -42,8 +42,9 @@ def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[
     options.dump(scop.name, "9-host.py", host)
 
     infos = [kernel_info(scop, spec, len(spilled)) for spec in all_kernels(mappings)]
+    spills = spills_of_variants(scop, [list(m.kernels) for m in mappings], spilled)
     return OpenCLKernel(scop, mappings, source, host, infos, zero_init_arrays(scop, deps),
-                        dc, op=op, spilled=spilled)
+                        dc, op=op, spilled=spilled, spills=spills)
 
 
 def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:

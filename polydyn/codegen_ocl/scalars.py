@@ -78,6 +78,19 @@ def spilled_scalars(scop: Scop, kernels: list[list[KernelSpec]]) -> list[Spilled
     return out
 
 
+def spills_of_variants(scop: Scop, kernels: list[list[KernelSpec]],
+                       spilled: list[SpilledScalar]) -> list[frozenset[str]]:
+    """The spilled scalars each variant's kernels keep in global memory: a lane kernel
+    keeps its scalars in the lanes, and a variant that uses none needs no buffer."""
+    users = scalar_users(scop)
+    out = []
+    for variant in kernels:
+        specs = [k for k in variant if not k.lanes] + [k.fallback for k in variant if k.fallback]
+        out.append(frozenset(sc.name for sc in spilled
+                             if any(users[sc.name] & set(k.statements) for k in specs)))
+    return out
+
+
 def _crosses_placement(flow: isl.UnionMap, placement: isl.UnionMap) -> bool:
     """Whether some value of ``flow`` goes from one launch or work-item of a kernel
     (``placement``: instance -> launch and work-item) to another."""

@@ -179,7 +179,8 @@ class OpenCLKernel(KernelBase):
 
     def __init__(self, scop: Scop, mappings: list[Any], source: str, host_source: str,
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
-                 op: Any = None, spilled: list[Any] = ()):
+                 op: Any = None, spilled: list[Any] = (),
+                 spills: list[frozenset[str]] | None = None):
         super().__init__(scop, [m.variant for m in mappings], source, op, "opencl")
         self.mappings = mappings
         self.header = ""
@@ -190,6 +191,9 @@ class OpenCLKernel(KernelBase):
         self._temps = [a for a in scop.arrays if a.kind == "temp"]
         self._spilled = list(spilled)  # local scalars in global memory (SpilledScalar)
         self._np_spilled = {sc.name: np.dtype(NUMPY_NAME[sc.dtype]) for sc in spilled}
+        # the spilled scalars each variant uses (the others get no buffer)
+        every = frozenset(sc.name for sc in spilled)
+        self._spills = list(spills) if spills is not None else [every] * len(mappings)
         self._zero_init = zero_init
         self._kernels = kernels
         self._dc = dc
@@ -257,7 +261,7 @@ class OpenCLKernel(KernelBase):
         knls = self._program(queue.context)
         call = _Call(self, queue, self._pool(queue), bound, on_device)
         with self._lock:
-            call.upload()
+            call.upload(self._spills[variant])
             sym_vals = [syms[s] for s in self.scop.syms]
             self._runs[variant](call.launcher(knls, sym_vals), *sym_vals)
             return call.finish()
@@ -334,14 +338,24 @@ class OpenCLKernel(KernelBase):
                 "variants": [m.describe() for m in self.mappings]}
 
 
+_STAND_INS: dict[tuple[Any, ...], np.ndarray] = {}
+
+
 def _stand_in(x: Any) -> Any:
     """A device array as a zero-stride NumPy array of its shape and dtype, so that the Binder
-    checks it exactly as it checks host arrays (without touching its data)."""
+    checks it exactly as it checks host arrays (without touching its data); one per shape
+    and dtype, kept (nothing writes them: their one element is never read either)."""
     cla = _cl().array
     if not isinstance(x, cla.Array):
         return x
-    return np.lib.stride_tricks.as_strided(np.zeros(1, x.dtype), shape=x.shape,
-                                           strides=(0,) * len(x.shape))
+    key = (x.shape, x.dtype)
+    hit = _STAND_INS.get(key)
+    if hit is None:
+        if len(_STAND_INS) >= 1024:
+            _STAND_INS.clear()
+        hit = _STAND_INS[key] = np.lib.stride_tricks.as_strided(
+            np.zeros(1, x.dtype), shape=x.shape, strides=(0,) * len(x.shape))
+    return hit
 
 
 class _Call:
@@ -358,7 +372,9 @@ class _Call:
         self.buffers: dict[str, Any] = {}
         self.back: list[tuple[str, Any, Any]] = []  # (name, destination, device array)
 
-    def upload(self) -> None:
+    def upload(self, spills: frozenset[str]) -> None:
+        """Device buffers for the arguments, temporaries and the spilled scalars in
+        ``spills`` (the variant's; the others are passed as null pointers)."""
         k = self.k
         written = [self.on_device[n] for n, kind in k._order
                    if kind in ("out", "inout") and n in self.on_device]
@@ -373,9 +389,10 @@ class _Call:
                 self.buffers[name] = self._fresh(name)
         for a in k._temps:
             self.buffers[a.name] = self._fresh(a.name)
-        counts = k._host["spill_sizes"](*[self.bound.syms[s] for s in k.scop.syms])
+        counts = k._host["spill_sizes"](*[self.bound.syms[s] for s in k.scop.syms]) \
+            if spills else [0] * len(k._spilled)
         for sc, count in zip(k._spilled, counts, strict=True):
-            self.buffers[sc.buffer] = _cl().array.empty(
+            self.buffers[sc.buffer] = None if sc.name not in spills else _cl().array.empty(
                 self.queue, (int(count),), k._np_spilled[sc.name], allocator=self.pool)
 
     def _fresh(self, name: str) -> Any:
@@ -433,7 +450,8 @@ class _Call:
                         self.buffers[name].data if self.buffers[name].size else None)
         tail += [self.buffers[a.name].data if self.buffers[a.name].size else None
                  for a in k._temps]
-        tail += [self.buffers[sc.buffer].data for sc in k._spilled]
+        tail += [None if self.buffers[sc.buffer] is None else self.buffers[sc.buffer].data
+                 for sc in k._spilled]
 
         def launch(kid: int, hosts: tuple[int, ...], offsets: tuple[int, ...],
                    groups: tuple[int, ...], local_bytes: tuple[int, ...] = ()) -> None:
