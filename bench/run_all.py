@@ -52,6 +52,18 @@ The run's machine line names
 """
 
 
+GPU_LANES_SECTION = """
+### softmax and layernorm again, a group of lanes per row (0399a8a)
+
+From `bench/results-gpu/lanes/`: the softmax and layernorm sweeps run again on an H100 of the
+same kind (another lease, same driver) after 0399a8a, which runs a row loop over parallel
+loops and scalar reductions as a work-group of 256 lanes per row. The same command with
+`--only softmax-rows softmax-large softmax-sweep layernorm`; its machine line names the
+copy's git metadata again (3943c8b+dirty). 108 OpenCL tests passed on it first.
+
+"""
+
+
 OTHER_MACHINE_SECTION = """
 ## Another machine: {name}
 
@@ -150,6 +162,8 @@ def _results_text(out: Path, results_md: Path, render) -> str:
         gaps = gpu / "GAPS.md"
         text += GPU_SECTION + (gaps.read_text() + "\n" if gaps.is_file() else "") + \
             (gpu / "suite.md").read_text()
+        if (gpu / "lanes" / "suite.md").is_file():  # the row sweeps again, with lanes
+            text += GPU_LANES_SECTION + (gpu / "lanes" / "suite.md").read_text()
     for other in sorted(HERE.glob("results-*/suite.json")):
         if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
                                                                        "results-gpu"):
