@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=[], help="kernel names or kernel-label")
     p.add_argument("--baseline", default="numpy,torch,naive",
                    help="comma list of numpy, torch, torch.compile, torch-cuda, naive")
-    p.add_argument("--target", default="c", help="comma list of c, opencl (the first OpenCL "
-                   "device, or PYOPENCL_CTX's; arrays stay on it while timed)")
+    p.add_argument("--target", default="c", help="comma list of c, opencl (the first GPU, "
+                   "else the first OpenCL device, or PYOPENCL_CTX's; arrays stay on it while "
+                   "timed)")
     p.add_argument("--budget", type=float, help="seconds of timed calls per implementation "
                    "and point (default 1.0 in full mode)")
     p.add_argument("--no-costs", action="store_true", help="skip the C target's compile "

@@ -312,6 +312,33 @@ def test_same_shape_errors_as_the_c_target() -> None:
     assert k_ocl.op is load("softmax")[0]
 
 
+def test_default_device_is_a_gpu_when_one_is_installed() -> None:
+    """PoCL's CPU device and a GPU's platform (in either order): the GPU."""
+    import pyopencl as cl
+
+    from polydyn.runtime.opencl import default_device
+
+    class Device:
+        def __init__(self, name, kind):
+            self.name, self.type = name, kind
+
+    class Platform:
+        def __init__(self, *devices, broken=False):
+            self.devices, self.broken = list(devices), broken
+
+        def get_devices(self):
+            if self.broken:
+                raise cl.Error("CL_DEVICE_NOT_FOUND")
+            return self.devices
+
+    cpu = Device("pocl", cl.device_type.CPU)
+    gpu = Device("gpu", cl.device_type.GPU)
+    for order in ([Platform(cpu), Platform(gpu)], [Platform(gpu), Platform(cpu)]):
+        assert default_device(cl, order) is gpu
+    assert default_device(cl, [Platform(broken=True), Platform(cpu)]) is cpu
+    assert default_device(cl, [Platform(), Platform(broken=True)]) is None
+
+
 def test_device_argument_accepts_context_and_queue() -> None:
     import pyopencl as cl
 

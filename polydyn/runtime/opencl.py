@@ -69,7 +69,8 @@ _PROGRAMS: dict[tuple[Any, ...], Any] = {}
 
 def resolve_device(device: Any = None) -> DeviceContext:
     """``device``: a pyopencl Device, Context or CommandQueue; None: PYOPENCL_CTX if set, else
-    the first device of the first platform that has one. Contexts are shared per process."""
+    the first GPU of any platform, else the first device of the first platform that has one
+    (``default_device``). Contexts are shared per process."""
     cl = _cl()
     with _LOCK:
         if device is not None and not isinstance(device, cl.CommandQueue | cl.Context |
@@ -102,16 +103,26 @@ def _default_context(cl: Any) -> DeviceContext:
     except cl.Error as exc:
         raise UnsupportedError(f"no OpenCL platform is available ({exc}); install one (e.g. "
                                "Debian's pocl-opencl-icd) or use target='c'") from None
+    device = default_device(cl, platforms)
+    if device is None:
+        raise UnsupportedError("no OpenCL device is available; install one (e.g. Debian's "
+                               "pocl-opencl-icd) or use target='c'")
+    ctx = cl.Context([device])
+    return DeviceContext(ctx, device, cl.CommandQueue(ctx))
+
+
+def default_device(cl: Any, platforms: list[Any]) -> Any:
+    """The first GPU of any platform, else the first device of the first platform that has
+    one (None if none has): with PoCL's CPU device and a GPU's platform both installed, the
+    GPU, whichever platform the ICD loader lists first."""
+    devices = []
     for platform in platforms:
         try:
-            devices = platform.get_devices()
+            devices += platform.get_devices()
         except cl.Error:
             continue
-        if devices:
-            ctx = cl.Context([devices[0]])
-            return DeviceContext(ctx, devices[0], cl.CommandQueue(ctx))
-    raise UnsupportedError("no OpenCL device is available; install one (e.g. Debian's "
-                           "pocl-opencl-icd) or use target='c'")
+    gpus = [d for d in devices if d.type & cl.device_type.GPU]
+    return (gpus or devices or [None])[0]
 
 
 def opencl_available() -> bool:
