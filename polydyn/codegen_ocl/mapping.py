@@ -12,12 +12,12 @@ from the root:
   of its body; a sequence (or set) becomes kernels launched in order;
 - a part with no parallel member at all runs as a one work-item kernel;
 - a kernel of one mapped member whose body is loops that are parallel or carried only by
-  reductions into local scalars (softmax's and layernorm's rows), with no other statement
-  than assignments to local scalars, runs one work-group of ``LANES`` work-items per value of
-  the member instead (a row per group): each top-level loop of the body is dealt out to the
-  lanes cyclically (coalesced loads), each reduction is combined over the lanes through local
-  memory, and a barrier ends each loop. Every lane computes the local scalars outside the
-  loops itself. PPCG maps no reductions; this is what loopy and TVM do for row reductions.
+  reductions into local scalars (softmax's and layernorm's rows) runs one work-group of
+  ``LANES`` work-items per value of the member instead (a row per group): each top-level loop
+  of the body is dealt out to the lanes cyclically (coalesced loads), each reduction is
+  combined over the lanes through local memory, and a barrier ends each loop. Every lane
+  computes the local scalars outside the loops itself; lane 0 runs the other statements
+  there. PPCG maps no reductions; this is what loopy and TVM do for row reductions.
 
 Each kernel's code is isl's AST for the whole schedule with the domain restricted to the
 kernel's instances, where the host loop values, the group ids and the local ids are parameters
