@@ -513,6 +513,31 @@ def test_cli_writes_cl_source_and_launch_plan(tmp_path) -> None:
 # --- build failures ---
 
 
+def test_nvidias_note_on_every_kernel_is_not_a_warning() -> None:
+    """NVIDIA's compiler says "Function f is a kernel, so overriding noinline attribute" of
+    every kernel (drivers since 550): such a build raises no warning; any other line does."""
+    from polydyn.runtime.opencl import only_benign
+
+    note = ("(): Warning: Function {} is a kernel, so overriding noinline attribute. The "
+            "function may be inlined when called.")
+    nvidia = ("From-source build succeeded, but resulted in non-empty logs:\n"
+              "Build on <pyopencl.Device 'NVIDIA H100 80GB HBM3' on 'NVIDIA CUDA' at 0x1> "
+              "succeeded, but said:\n\n" + note.format("k0") + "\n" + note.format("k1") + "\n")
+    assert only_benign(nvidia)
+    assert only_benign("Non-empty compiler output encountered. Set the environment variable "
+                       "PYOPENCL_COMPILER_OUTPUT=1 to see more.\n" + note.format("k0"))
+    assert not only_benign(nvidia + "<kernel>:3:5: warning: unused variable 'x'")
+    assert not only_benign("Non-empty compiler output encountered.\n")  # log unknown: kept
+    assert not only_benign("")
+    import pyopencl as cl
+
+    from polydyn.runtime.opencl import resolve_device
+
+    with pytest.warns(cl.CompilerWarning):  # a real warning still reaches the caller
+        build_program(resolve_device(None).context, "#warning polydyn-test\n"
+                      "__kernel void f(__global float *x) { x[0] = 1.0f; }", "f")
+
+
 def test_build_failure_is_a_compile_error_with_the_log() -> None:
     k = compiled("bias_relu")
     with pytest.raises(pd.CompileError, match="OpenCL compiler failed") as err:

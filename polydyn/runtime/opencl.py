@@ -10,7 +10,9 @@ any are returned as ``pyopencl.array.Array`` too.
 from __future__ import annotations
 
 import os
+import re
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -145,16 +147,37 @@ def build_program(context: Any, source: str, name: str) -> Any:
             return hit
         program = cl.Program(context, source)
         try:
-            program.build(options=list(BUILD_OPTIONS))
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                program.build(options=list(BUILD_OPTIONS))
         except cl.Error as exc:
             raise CompileError(f"the OpenCL compiler failed on the code generated for {name} "
                                f"(options {' '.join(BUILD_OPTIONS)})",
                                _build_log(program, context, exc)) from None
+        for w in said:  # the build's warnings, but NVIDIA's note on every kernel
+            if not (issubclass(w.category, cl.CompilerWarning) and
+                    only_benign(f"{w.message}\n{_build_log(program, context, None)}")):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         _PROGRAMS[key] = program
         return program
 
 
-def _build_log(program: Any, context: Any, exc: Exception) -> str:
+# NVIDIA's OpenCL compiler (drivers since 550) says this of every kernel; it is harmless
+BENIGN = re.compile(r"\(\): Warning: Function \w+ is a kernel, so overriding noinline "
+                    r"attribute\. The function may be inlined when called\.")
+# pyopencl's own lines around a build log
+FRAMING = ("Non-empty compiler output", "From-source build succeeded", "Build on <",
+           "Built kernel retrieved from cache")
+
+
+def only_benign(text: str) -> bool:
+    """Whether a build's warning text and log say nothing but ``BENIGN`` (at least once)."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    said = [x for x in lines if not x.startswith(FRAMING)]
+    return bool(said) and all(BENIGN.fullmatch(x) for x in said)
+
+
+def _build_log(program: Any, context: Any, exc: Exception | None) -> str:
     cl = _cl()
     logs = []
     for dev in context.devices:
@@ -164,7 +187,7 @@ def _build_log(program: Any, context: Any, exc: Exception) -> str:
             log = ""
         if log and log.strip():
             logs.append(log.strip())
-    return "\n".join(logs) or str(exc)
+    return "\n".join(logs) or ("" if exc is None else str(exc))
 
 
 # --------------------------------------------------------------------------------------------
