@@ -408,15 +408,28 @@ def center(X: f32[N], Y: out(f32[N])):
         Y[i] = X[i] - total
 
 
-@pytest.mark.parametrize("op", [rowscale, center], ids=lambda op: op.name)
+@pd.operator()
+def decay(X: f32[N], Y: out(f32[N])):
+    total = 0.0
+    for i in range(N):
+        total = total * 0.5 + X[i]  # a recurrence, no reduction: one work-item runs it
+    for i in range(N):
+        Y[i] = X[i] - total
+
+
+@pytest.mark.parametrize("op", [rowscale, center, decay], ids=lambda op: op.name)
 def test_local_scalars_live_across_launches(op) -> None:
-    """A scalar assigned in one kernel and read in another (``inv`` when N = 1 puts the row
-    loop on the host, ``total`` before a parallel loop) is kept in global memory."""
+    """A scalar assigned in one kernel and read in another (``total`` of the recurrence
+    before a parallel loop) is kept in global memory. A sum before it (``center``) runs with
+    the parallel loop in one group of lanes instead, its scalar in the lanes."""
     k = pd.compile(op, target="opencl")
-    if op is center:  # total: one work-item sums, then a 1-D grid reads it
+    if op is decay:  # total: one work-item, then a 1-D grid reads it
         assert "pd_s_total" in k.source and len(k.mappings[-1].kernels) == 2
+    if op is center:
+        assert "pd_s_total" not in k.source
+        assert [(spec.grid, spec.lanes) for spec in k.mappings[-1].kernels] == [(None, 256)]
     syms = k.scop.syms
-    for values in ((1, 1), (1, 37), (5, 17), (33, 2)):
+    for values in ((1, 1), (1, 37), (5, 17), (33, 2), (600, 3)):
         sizes = dict(zip(syms, values[:len(syms)], strict=True))
         check_kernel(k, sizes, seed=values[-1])
         for index, v in enumerate(k.variants):
@@ -480,6 +493,12 @@ def test_row_reductions_run_a_group_of_lanes_per_row(op) -> None:
             sizes = {n_sym: rows, l_sym: length}
             check_kernel(k, sizes, seed=rows * 1000 + length)
             check_kernel(k, sizes, seed=length, variant=len(k.variants) - 1)
+    # N = 1: no row loop to map; the whole variant is one group of lanes, one launch
+    one = k.mappings[[v.name for v in k.variants].index("N=1")] if "N=1" in \
+        [v.name for v in k.variants] else None
+    if one is not None:
+        assert [(spec.grid, spec.lanes) for spec in one.kernels] == [(None, 256)]
+        assert "groups 1 of 256 work-items" in k.explain(**{n_sym: 1, l_sym: 300})
 
 
 def test_a_scan_in_a_row_is_not_dealt_out() -> None:

@@ -97,7 +97,8 @@ class OpenCLEmitter(CEmitter):
             return self.loop(n, st, parallel=False)
         if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
             child = n.mark_get_node()
-            if child.get_type() == isl.ast_node_type.for_ and self._lanes_free():
+            if child.get_type() == isl.ast_node_type.for_ and self._lanes_free() and \
+                    not child.for_is_degenerate():
                 return self.lane_loop(child, st)
             if child.get_type() == isl.ast_node_type.for_:
                 kind = n.mark_get_id().get_name().partition(":")[0]
@@ -126,8 +127,8 @@ class OpenCLEmitter(CEmitter):
              **_cpu: object) -> list[cgen.Generable]:
         """A loop over a mapped member (promoted kernels) is the work-item's own point,
         guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``."""
-        if self._lanes_free():
-            return self.lane_loop(n, st)
+        if self._lanes_free():  # a loop of one iteration stays a block around its body
+            return self.plain_loop(n, st) if n.for_is_degenerate() else self.lane_loop(n, st)
         it = n.for_get_iterator().get_id().get_name()
         threads = dict(self._spec.threads) if self._spec is not None and \
             self._spec.grid is not None else {}
@@ -357,13 +358,13 @@ class OpenCLEmitter(CEmitter):
 
     def ids(self, spec: KernelSpec) -> list[cgen.Generable]:
         """Mapped member k (outermost first) uses OpenCL dimension n - 1 - k."""
+        lane = cgen.Statement("const int64_t pd_lane = get_local_id(0)")
         if spec.grid is None:
-            return []
+            return [lane] if spec.lanes else []
         n = len(spec.grid.tiles)
         if spec.lanes:  # a group per value of the one mapped member
             return [cgen.Statement(f"const int64_t {GROUP}0 = get_group_id(0)"),
-                    cgen.Statement(f"const int64_t {LOCAL}0 = 0"),
-                    cgen.Statement("const int64_t pd_lane = get_local_id(0)")]
+                    cgen.Statement(f"const int64_t {LOCAL}0 = 0"), lane]
         out: list[cgen.Generable] = []
         for k in range(n):
             out.append(cgen.Statement(f"const int64_t {GROUP}{k} = get_group_id({n - 1 - k})"))
@@ -423,6 +424,9 @@ def _is_f64_op(e: Expr) -> bool:
 
 
 def _describe(spec: KernelSpec) -> str:
+    if spec.grid is None and spec.lanes:
+        return (f"{spec.name}: one work-group of {spec.lanes} lanes sharing its loops; "
+                f"statements {', '.join(spec.statements)}")
     if spec.grid is None:
         return f"{spec.name}: one work-item; statements {', '.join(spec.statements)}"
     if spec.lanes:

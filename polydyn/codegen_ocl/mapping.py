@@ -17,7 +17,9 @@ from the root:
   of the body is dealt out to the lanes cyclically (coalesced loads), each reduction is
   combined over the lanes through local memory, and a barrier ends each loop. Every lane
   computes the local scalars outside the loops itself; lane 0 runs the other statements
-  there. PPCG maps no reductions; this is what loopy and TVM do for row reductions.
+  there. PPCG maps no reductions; this is what loopy and TVM do for row reductions. A
+  variant that would run loops in a single work-item (a reduction with no parallel loop
+  around it: the rows when ``N = 1``) runs whole as one such group when its body allows.
 
 Each kernel's code is isl's AST for the whole schedule with the domain restricted to the
 kernel's instances, where the host loop values, the group ids and the local ids are parameters
@@ -123,7 +125,11 @@ class KernelSpec:
         out: dict[str, Any] = {"kernel": self.name, "statements": list(self.statements),
                                "host_iterators": [f"{HOST}{j}" for j in range(self.n_host)],
                                "when": self.when}
-        if self.grid is None:
+        if self.grid is None and self.lanes:
+            out["grid"] = {"work_dims": 1, "local_size": [self.lanes], "groups": ["1"],
+                           "lanes": self.lanes,
+                           "note": "no mapped member: one work-group shares the loops"}
+        elif self.grid is None:
             out["grid"] = {"work_dims": 1, "local_size": [1], "groups": ["1"],
                            "note": "no parallel loop: one work-item"}
         else:
@@ -177,7 +183,7 @@ class VariantMapping:
     def serial_statements(self) -> int:
         """Statements run by a single work-item inside loops (no parallel member found)."""
         return sum(len(k.statements) for k in self.kernels if k.grid is None and
-                   has_loop(k.ast))
+                   not k.lanes and has_loop(k.ast))
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,16 +240,20 @@ def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefi
     schedule = atomic_where_strides_differ(schedule)
     mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory)
     host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
-    summary = _summary(mapper.kernels)
-    mapped_variant = variant.replace(schedule=schedule, summary=summary)
-    return VariantMapping(mapped_variant, host, tuple(mapper.kernels))
+    kernels = tuple(mapper.kernels)
+    if any(k.grid is None and has_loop(k.ast) for k in kernels):
+        whole = mapper.whole_lane_kernel()  # loops of one work-item: one group shares them
+        if whole is not None:
+            host = kernels = (whole,)
+    mapped_variant = variant.replace(schedule=schedule, summary=_summary(list(kernels)))
+    return VariantMapping(mapped_variant, host, kernels)
 
 
 def _summary(kernels: list[KernelSpec]) -> str:
     parts = []
     for k in kernels:
         if k.grid is None:
-            parts.append("1 work-item")
+            parts.append(f"1 group of {k.lanes} lanes" if k.lanes else "1 work-item")
         elif k.lanes:
             parts.append(f"1-D grid, a group of {k.lanes} lanes per value")
         else:
@@ -413,12 +423,34 @@ class _Mapper:
         return all(isl.UnionSet.from_set(x).is_subset(domain) for x in sets
                    if x.get_tuple_name() in names)
 
+    @property
+    def lanes(self) -> int:
+        """Lanes of a lane kernel on this device: ``LANES``, or the largest power of two
+        its work-groups allow."""
+        return 1 << (min(LANES, self.max_group).bit_length() - 1)
+
+    def whole_lane_kernel(self) -> KernelSpec | None:
+        """The whole variant as one work-group of lanes (``lane_body``), for a variant that
+        would otherwise run loops in a single work-item: a reduction with no parallel loop
+        around it (a sum over the whole array; softmax's rows when ``N = 1``)."""
+        domain = self.schedule.get_domain()
+        if self.lanes < 2 or domain.is_empty():
+            return None
+        when = domain.params()
+        ast = annotated_ast(ast_build(self.region.intersect(when)), self.schedule, self.scop,
+                            self.deps)
+        if not lane_body(self.scop, ast, statement_names(domain)):
+            return None
+        return KernelSpec(f"{self.prefix}_k0", 0, None, set_to_py(when, self.region),
+                          tuple(sorted(statement_names(domain))), ast,
+                          placement=isl.UnionMap.from_domain(domain), lanes=self.lanes)
+
     def lane_kernel(self, prefix: isl.UnionMap, ranges: list[isl.Set],
                     positions: tuple[int, ...], depth: int, n_dims: int, when: isl.Set,
                     ctx: isl.Set) -> tuple[Grid, isl.AstNode, int] | None:
         """The grid, body and lane count of the one-member kernel as a lane kernel (a group
         per value of the member), or None when its body does not allow it (``lane_body``)."""
-        lanes = 1 << (min(LANES, self.max_group).bit_length() - 1)
+        lanes = self.lanes
         if lanes < 2:
             return None
         params = self.params(depth, 1)
@@ -517,10 +549,10 @@ def _grid_context(params: list[str], ranges: list[isl.Set], tiles: tuple[int, ..
 
 def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
     """Whether a kernel body can be dealt out to lanes: it has a loop, every loop outside
-    all others is parallel or carried only by reductions (into local scalars of the types
-    the combine knows) and runs more than once, and each local scalar it touches is touched
-    by no other kernel's statement (it stays in the lanes' registers). Statements outside
-    the loops run in every lane when they assign a local scalar, else in lane 0."""
+    all others (loops of one iteration are blocks) is parallel or carried only by reductions
+    (into local scalars of the types the combine knows), and each local scalar it touches is
+    touched by no other kernel's statement (it stays in the lanes' registers). Statements
+    outside the loops run in every lane when they assign a local scalar, else in lane 0."""
     loops: list[str] = []
 
     def fits(n: isl.AstNode) -> bool:
@@ -533,12 +565,13 @@ def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
                 (not n.if_has_else_node() or fits(n.if_get_else_node()))
         if kind == _AT.mark:
             return fits(n.mark_get_node())
+        if kind == _AT.for_ and n.for_is_degenerate():  # one value: a block, not a loop
+            return fits(n.for_get_body())
         if kind == _AT.for_:
             role = n.get_annotation().get_name()
             loops.append(role)
-            return not n.for_is_degenerate() and (role == PARALLEL or (
-                role.startswith("reduce(") and all(
-                    scop.array(name).dtype in LANE_TYPES for _, name in parse_reduce_role(role))))
+            return role == PARALLEL or (role.startswith("reduce(") and all(
+                scop.array(name).dtype in LANE_TYPES for _, name in parse_reduce_role(role)))
         return kind == _AT.user
 
     if not fits(ast) or not loops:
