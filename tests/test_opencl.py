@@ -417,7 +417,19 @@ def decay(X: f32[N], Y: out(f32[N])):
         Y[i] = X[i] - total
 
 
-@pytest.mark.parametrize("op", [rowscale, center, decay], ids=lambda op: op.name)
+K = pd.sym("K")
+
+
+@pd.operator(assume="K >= 1")
+def weighted(X: f32[N], w: f32[K], Y: out(f32[N])):
+    total = 0.0
+    for k in range(K):
+        total += w[k]  # a sum over K: the grid over N must not shrink to one group for it
+    for i in range(N):
+        Y[i] = X[i] * total
+
+
+@pytest.mark.parametrize("op", [rowscale, center, decay, weighted], ids=lambda op: op.name)
 def test_local_scalars_live_across_launches(op) -> None:
     """A scalar assigned in one kernel and read in another (``total`` of the recurrence
     before a parallel loop) is kept in global memory. A sum before it (``center``) runs with
@@ -428,6 +440,8 @@ def test_local_scalars_live_across_launches(op) -> None:
     if op is center:
         assert "pd_s_total" not in k.source
         assert [(spec.grid, spec.lanes) for spec in k.mappings[-1].kernels] == [(None, 256)]
+    if op is weighted:  # one work-item sums w, then the whole grid over N
+        assert [spec.grid is None for spec in k.mappings[-1].kernels] == [True, False]
     syms = k.scop.syms
     for values in ((1, 1), (1, 37), (5, 17), (33, 2), (600, 3)):
         sizes = dict(zip(syms, values[:len(syms)], strict=True))

@@ -241,12 +241,36 @@ def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefi
     mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory)
     host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
     kernels = tuple(mapper.kernels)
-    if any(k.grid is None and has_loop(k.ast) for k in kernels):
+    if any(k.grid is None and has_loop(k.ast) for k in kernels) and \
+            _grids_within_serial_loops(kernels, schedule.get_domain(), variant.region):
         whole = mapper.whole_lane_kernel()  # loops of one work-item: one group shares them
         if whole is not None:
             host = kernels = (whole,)
     mapped_variant = variant.replace(schedule=schedule, summary=_summary(list(kernels)))
     return VariantMapping(mapped_variant, host, kernels)
+
+
+def _grids_within_serial_loops(kernels: tuple[KernelSpec, ...], domain: isl.UnionSet,
+                               region: isl.Set) -> bool:
+    """Whether the grids' work grows with no size that the single work-item's loops do not
+    grow with too (softmax at ``N = 1``: all loops run over ``L``): one group of lanes then
+    does the loops' work faster and the grids' work not much slower. A sum over ``K`` before
+    a grid over ``N`` keeps the grid."""
+    def syms(names: set[str]) -> set[str]:
+        sets: list[isl.Set] = []
+        domain.foreach_set(sets.append)
+        out = set()
+        for x in sets:
+            if x.get_tuple_name() in names:
+                x = x.gist_params(region)
+                out |= {x.get_dim_name(isl.dim_type.param, k)
+                        for k in range(x.dim(isl.dim_type.param))
+                        if x.involves_dims(isl.dim_type.param, k, 1)}
+        return out
+
+    serial = {n for k in kernels if k.grid is None and has_loop(k.ast) for n in k.statements}
+    grids = {n for k in kernels if k.grid is not None for n in k.statements}
+    return syms(grids) <= syms(serial)
 
 
 def _summary(kernels: list[KernelSpec]) -> str:
