@@ -79,7 +79,6 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     if scop is None or deps is None:
         return build.node_from_schedule(schedule)
 
-    before_each_for = loop_annotator(scop, deps)
     reads: list[isl.UnionMap] = []  # the Scop's reads, computed at the first pack mark
 
     def after_each_mark(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
@@ -104,12 +103,10 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
         # inside islpy, which a sanitizer-preloaded process cannot unwind
         return node.set_annotation(isl.Id(PACK_SEP.join(boxes)))
 
-    result = build.set_before_each_for(before_each_for)
-    build = result[0] if isinstance(result, tuple) else result
     result = build.set_after_each_mark(after_each_mark)
     build = result[0] if isinstance(result, tuple) else result
-    ast = build.node_from_schedule(schedule)
-    del before_each_for, after_each_mark  # the callbacks live until the AST is built
+    ast = annotated_ast(build, schedule, scop, deps)
+    del after_each_mark  # the callback lives until the AST is built
     return ast
 
 

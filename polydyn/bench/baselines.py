@@ -3,7 +3,7 @@
 - ``polydyn``: the compiled kernel, variant chosen by its dispatcher (outputs preallocated
   once and passed by keyword, as a performance-minded caller would); an OpenCL kernel
   (``polydyn-opencl``) is called with ``pyopencl.array`` arguments that stay on its device, and
-  each timed call waits for the queue: the kernels' time, not the host-device copies';
+  each timed call waits for the queue: the kernels' time, not the host-device copies;
 - ``generic``: the same kernel with dispatch forced to its generic (last) variant
   (``Kernel.run_variant``);
 - ``naive``: the operator's own loop nest in program order through the same C path
@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -93,17 +94,14 @@ def kernel_impl(name: str, kernel: Any, variant: int | None = None, note: str = 
         if on_device:
             pos, outs, host, wait = _to_device(kernel, pos, outs)
         if variant is None:
-            chosen = kernel.select(**sizes).name
-
-            def call() -> Any:
-                kernel(*pos, **kw, **outs)
-                wait()
+            run, chosen = kernel, kernel.select(**sizes).name
         else:
-            chosen = kernel.variants[variant].name
+            run, chosen = functools.partial(kernel.run_variant, variant), \
+                kernel.variants[variant].name
 
-            def call() -> Any:
-                kernel.run_variant(variant, *pos, **kw, **outs)
-                wait()
+        def call() -> Any:
+            run(*pos, **kw, **outs)
+            wait()
 
         def results() -> Results:
             got = {n: host(x) for n, x in outs.items()}

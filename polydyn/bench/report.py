@@ -121,10 +121,9 @@ def devices() -> list[str]:
     """The OpenCL devices this run's kernels used and the CUDA GPU torch used, if any."""
     found = []
     if "pyopencl" in sys.modules:
-        from ..runtime.opencl import _CONTEXTS
+        from ..runtime.opencl import devices_in_use
 
-        found += sorted({f"OpenCL: {dc.describe()}, driver "
-                         f"{dc.device.driver_version.strip()}" for dc in _CONTEXTS.values()})
+        found += [f"OpenCL: {d}" for d in devices_in_use()]
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         found.append(f"CUDA: {torch.cuda.get_device_name(0)} (torch {torch.__version__}, "

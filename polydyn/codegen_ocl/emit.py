@@ -97,9 +97,6 @@ class OpenCLEmitter(CEmitter):
             return self.loop(n, st, parallel=False)
         if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
             child = n.mark_get_node()
-            if child.get_type() == isl.ast_node_type.for_ and self._lanes_free() and \
-                    not child.for_is_degenerate():
-                return self.lane_loop(child, st)
             if child.get_type() == isl.ast_node_type.for_:
                 kind = n.mark_get_id().get_name().partition(":")[0]
                 return self.loop(child, st, parallel=kind == PARALLEL)
@@ -164,7 +161,7 @@ class OpenCLEmitter(CEmitter):
 
     def _lanes_free(self) -> bool:
         """A lane kernel's loop outside all others: the lanes share it."""
-        return self._spec is not None and self._spec.lanes > 0 and not self._in_lane_loop
+        return self._private_scalars() and not self._in_lane_loop
 
     def lane_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """``for (c = init + step * pd_lane; cond; c += lanes * step)``: lane ``pd_lane`` runs

@@ -415,10 +415,10 @@ class _Mapper:
             _keep_dims(n_dims, (*range(depth), *positions))))
         when_py, statements = set_to_py(when, host_ctx), tuple(sorted(statement_names(domain)))
         if len(mapped) == 1 and depth == 0 and self.whole_statements(domain):
-            lanes = self.lane_kernel(prefix, ranges, positions, depth, n_dims, when, ctx)
-            if lanes is not None:
-                spec = KernelSpec(name, depth, lanes[0], when_py, statements, lanes[1],
-                                  placement=placement, lanes=lanes[2])
+            lane = self.lane_kernel(prefix, ranges, positions, n_dims, when, ctx)
+            if lane is not None:
+                spec = KernelSpec(name, depth, lane[0], when_py, statements, lane[1],
+                                  placement=placement, lanes=self.lanes)
                 self.kernels.append(spec)
                 return [spec]
         promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
@@ -470,15 +470,15 @@ class _Mapper:
                           placement=isl.UnionMap.from_domain(domain), lanes=self.lanes)
 
     def lane_kernel(self, prefix: isl.UnionMap, ranges: list[isl.Set],
-                    positions: tuple[int, ...], depth: int, n_dims: int, when: isl.Set,
-                    ctx: isl.Set) -> tuple[Grid, isl.AstNode, int] | None:
-        """The grid, body and lane count of the one-member kernel as a lane kernel (a group
-        per value of the member), or None when its body does not allow it (``lane_body``)."""
-        lanes = self.lanes
-        if lanes < 2:
+                    positions: tuple[int, ...], n_dims: int, when: isl.Set,
+                    ctx: isl.Set) -> tuple[Grid, isl.AstNode] | None:
+        """The grid and body of the one-member kernel (no host loop around it) as a lane
+        kernel, a group per value of the member; None when its body does not allow it
+        (``lane_body``)."""
+        if self.lanes < 2:
             return None
-        params = self.params(depth, 1)
-        mapping = _mapping_set(params, n_dims, depth, positions, (1,))
+        params = self.params(0, 1)
+        mapping = _mapping_set(params, n_dims, 0, positions, (1,))
         kdomain = prefix.intersect_range(isl.UnionSet.from_set(mapping)).domain()
         kctx = self.region.intersect(when).intersect(_grid_context(params, ranges, (1,)))
         ast = annotated_ast(ast_build(kctx), self.schedule.intersect_domain(kdomain),
@@ -487,7 +487,7 @@ class _Mapper:
             return None
         grid = Grid(positions, (1,), (pw_aff_to_py(ranges[0].dim_min(0), ctx),),
                     (pw_aff_to_py(ranges[0].dim_max(0), ctx),))
-        return grid, ast, lanes
+        return grid, ast
 
     def params(self, depth: int, n_mapped: int) -> list[str]:
         out = list(self.scop.syms) + [f"{HOST}{j}" for j in range(depth)]

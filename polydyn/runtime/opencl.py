@@ -127,6 +127,13 @@ def default_device(cl: Any, platforms: list[Any]) -> Any:
     return (gpus or devices or [None])[0]
 
 
+def devices_in_use() -> list[str]:
+    """The devices this process made contexts for, with their drivers (for reports)."""
+    with _LOCK:
+        return sorted({f"{dc.describe()}, driver {dc.device.driver_version.strip()}"
+                       for dc in _CONTEXTS.values()})
+
+
 def opencl_available() -> bool:
     """True when some OpenCL platform has a device (for tests and the CLI)."""
     try:
@@ -213,8 +220,7 @@ class OpenCLKernel(KernelBase):
 
     def __init__(self, scop: Scop, mappings: list[Any], source: str, host_source: str,
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
-                 op: Any = None, spilled: list[Any] = (),
-                 spills: list[frozenset[str]] | None = None):
+                 op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = ()):
         super().__init__(scop, [m.variant for m in mappings], source, op, "opencl")
         self.mappings = mappings
         self.header = ""
@@ -225,9 +231,8 @@ class OpenCLKernel(KernelBase):
         self._temps = [a for a in scop.arrays if a.kind == "temp"]
         self._spilled = list(spilled)  # local scalars in global memory (SpilledScalar)
         self._np_spilled = {sc.name: np.dtype(NUMPY_NAME[sc.dtype]) for sc in spilled}
-        # the spilled scalars each variant uses (the others get no buffer)
-        every = frozenset(sc.name for sc in spilled)
-        self._spills = list(spills) if spills is not None else [every] * len(mappings)
+        # the spilled scalars each variant uses (the others get no buffer; default: all)
+        self._spills = list(spills) or [frozenset(self._np_spilled)] * len(mappings)
         self._zero_init = zero_init
         self._kernels = kernels
         self._dc = dc
