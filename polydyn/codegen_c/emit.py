@@ -19,7 +19,7 @@ from ..astgen import ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, packed_arrays, parse_mark
+from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, RVEC, packed_arrays, parse_mark
 from ..scop.ir import (
     C_TYPE,
     Aff,
@@ -52,6 +52,7 @@ from .astnodes import (
     role_loops,
     strip_parens,
 )
+from .split import SplitSums
 from .tiles import HeldCell, Padded, RegisterTiles, Repack, loops_below, mark_role
 from .toolchain import UNIT_BREAK
 
@@ -155,7 +156,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 """
 
 
-class CEmitter(RegisterTiles):
+class CEmitter(RegisterTiles, SplitSums):
     """Prints one operator's variants, its dispatcher and its header as C."""
 
     restrict = "restrict"
@@ -188,6 +189,8 @@ class CEmitter(RegisterTiles):
         self.repacks: dict[tuple[str, tuple[int, ...], int], Repack] = {}
         self.tile_count = 0
         self.team_count = 0
+        self.split_count = 0
+        self.split_shared = False  # while emitting a split region: a loop was shared out
         # while emitting a partial register tile as a full one
         self.padded: Padded | None = None
         # while emitting the register tile that an init statement's loops (this AST node,
@@ -400,6 +403,8 @@ class CEmitter(RegisterTiles):
                     return promoted
             if role == RROW and self.padded is not None:
                 return self.padded_rows(st)
+            if role == RFACTOR:
+                return self.split_sum(n, st, is_par)
             return [*self.init_loops(st, role), *self.loop(n, st, parallel=is_par, role=role)]
         if t == isl.ast_node_type.block:
             children = n.block_get_children()

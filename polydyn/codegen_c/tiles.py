@@ -103,6 +103,7 @@ class HeldCell:
     local: str
     ctype: str
     decls: list[cgen.Generable]
+    cell: str  # C: the cell itself (in the array, or in a copy the array is read from)
 
 
 class RegisterTiles:
@@ -122,8 +123,7 @@ class RegisterTiles:
         call = body.user_get_expr()
         stmt = self.scop.statement(call.get_op_arg(0).get_id().get_name())
         target = stmt.target
-        if not isinstance(target, Load) or target.array in self.promoted or \
-                target.array in self.packed:
+        if not isinstance(target, Load) or target.array in self.promoted:
             return None
         if any(isinstance(e, Load) and e.array == target.array and e.index != target.index
                for e in stmt.value.walk()):
@@ -136,16 +136,16 @@ class RegisterTiles:
         self.held_count += 1
         return HeldCell(target.array, target.index, f"pd_cell{self.held_count}",
                         C_TYPE[self.scop.array(target.array).dtype],
-                        [cgen.Statement(f"const int64_t {v} = {a}") for v, a in decls])
+                        [cgen.Statement(f"const int64_t {v} = {a}") for v, a in decls],
+                        self.load(target))
 
     def held_loop(self, n: isl.AstNode, held: HeldCell, unrolled: list[cgen.Generable],
                   it: str, init: str, cond: str) -> list[cgen.Generable]:
         """The unrolled loop ``n`` with its cell loaded before and stored after; a loop
         that may have no iterations does both only where it runs (a thread whose share has
         none must not store a cell another thread updates)."""
-        cell = f"{held.array}[{self.flat_index(held.array, held.index)}]"
-        code = [cgen.Statement(f"{held.ctype} {held.local} = {cell}"), *unrolled,
-                cgen.Statement(f"{cell} = {held.local}")]
+        code = [cgen.Statement(f"{held.ctype} {held.local} = {held.cell}"), *unrolled,
+                cgen.Statement(f"{held.cell} = {held.local}")]
         if not (constant_trip(n) or 0) > 0:
             code = [cgen.If(re.sub(rf"\b{it}\b", f"({init})", cond), cgen.Block(code))]
         return [cgen.Block([*held.decls, *code])]

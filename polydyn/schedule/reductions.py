@@ -47,6 +47,24 @@ def array_reduction_of(stmt: Statement) -> str | None:
     return None if _reduction_op(stmt, cell, of_array) is None else t.array
 
 
+def sum_targets(scop: Scop, names: set[str]) -> set[str] | None:
+    """The arrays the named statements sum into when every one of them is ``T[x] += e``,
+    and none reads an array another of them sums into; else None. Such statements may run
+    their updates in any grouping: split among threads, each into a private copy of the
+    targets, the copies added at the end (reassociated sums, as in ``reassociable_validity``)."""
+    stmts = [scop.statement(n) for n in sorted(names)]
+    targets: set[str] = set()
+    for s in stmts:
+        arr = array_reduction_of(s)
+        if arr is None or s.op != "+=":
+            return None
+        targets.add(arr)
+    for s in stmts:
+        if any(isinstance(x, Load) and x.array in targets for x in s.value.walk()):
+            return None
+    return targets or None
+
+
 def _reduction_op(stmt: Statement, is_target: Callable[[object], bool],
                   touches: Callable[[object], bool]) -> str | None:
     """``+`` for ``target += e``, ``max``/``min`` for ``target = max(target, e)``, where

@@ -13,6 +13,11 @@ import islpy as isl
 PARALLEL = "parallel"
 SEQUENTIAL = "sequential"
 PROMOTE, RROW, RVEC = "promote", "rrow", "rvec"
+# A sum split among the threads (rfactor): the C emitter opens one parallel region at the
+# "rfactor" loop, whose iterations every thread runs, each thread adding into a private
+# copy of the sum's target; the threads share out the iterations of the "split" loop below
+# it; the copies are added into the target at the end.
+RFACTOR, SPLIT = "rfactor", "split"
 # Above the loops of an init statement fused just before a register tile (schedule.inits):
 # the C emitter starts the tile's accumulators from its values instead of running it.
 INIT = "init"

@@ -1,0 +1,251 @@
+"""Sums split among threads in C (rfactor): under an ``rfactor`` loop mark, one parallel
+region in which every thread runs that loop, shares out the iterations of the ``split``
+loop below it and adds into a private copy of the sums' targets; the copies are then added
+into the targets. ``SplitSums`` is a part of ``emit.CEmitter``, which reads the marks.
+
+The schedule (``schedule.auto.strip_mine_vector``) places the marks on the strips of a row
+vector times a matrix, ``C[0, j] += A[0, k] * B[k, j]``: each thread then reads whole rows
+of its share of ``B``, one stream, where sharing out the strips of ``j`` had each thread
+read pieces of every row. The code chooses at run time: the split region where there are
+threads and enough terms per cell for each, else the loops as they are (the strips the
+threads' loop)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cgen
+import islpy as isl
+
+from ..errors import InternalError
+from ..schedule.reductions import sum_targets
+from ..schedule.tree import SPLIT, parse_mark
+from ..scop.ir import C_TYPE, Aff, Load
+from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
+
+# Terms of each cell's sum that a thread adds, at least, for the split to run: the private
+# copies cost a zeroing and an addition per cell and thread. Measured in C, 2 threads,
+# 1 x K x 1024 and 1 x K x 16384, split against strips for the threads: K = 64 0.6-0.75x,
+# K = 256 1.1-1.2x, K = 1024 1.15-1.6x.
+SPLIT_MIN_TERMS = 64
+
+
+@dataclass
+class Copies:
+    """The threads' private copies of one sum's target: the box of cells the split loop
+    writes (C: its smallest index and its number of indices per dimension) and the
+    buffer's name (``buf``: all copies; ``buf_t``: this thread's; ``buf_n``: cells of one
+    copy; ``buf_s``: elements from one copy to the next)."""
+
+    array: str
+    ctype: str
+    buf: str
+    offsets: list[str]
+    extents: list[str]
+
+
+class SplitSums:
+    """The rfactor region (mixed into ``emit.CEmitter``)."""
+
+    def split_sum(self, n: isl.AstNode, st: LoopState, is_par: bool) -> list[cgen.Generable]:
+        """The ``rfactor`` loop ``n``: the split region, chosen at run time, else the loop as
+        it is. The region's private copies cover the box of cells the loop's statements
+        write, each thread's a whole number of cache lines (no line shared between two
+        threads' copies)."""
+        plain = self.loop(n, st, parallel=is_par)
+        if st.in_parallel or st.team is not None or st.region:
+            return plain
+        names = {name for name, _ in ast_users(n, self)}
+        targets = sum_targets(self.scop, names)
+        if targets is None:
+            raise InternalError(f"rfactor mark above statements that are not sums: {names}")
+        self.split_count += 1
+        saved = dict(self.packed)
+        copies: list[Copies] = []
+        try:
+            for k, array in enumerate(sorted(targets)):
+                offsets, extents = self._written_box(array, names)
+                copy = Copies(array, C_TYPE[self.scop.array(array).dtype],
+                              f"pd_rf{self.split_count}_{k}", offsets, extents)
+                copies.append(copy)
+                self.packed[array] = (f"{copy.buf}_t", offsets, _strides(extents))
+            region = self._split_region(n, copies)
+        except UnsharedWorkError:
+            return plain
+        finally:
+            self.packed = saved
+        work = self.work_expr(names)
+        cells = " + ".join(f"{c.buf}_n" for c in copies)
+        wanted = (f"pd_threads() > 1 && {work} >= {PARALLEL_MIN_WORK} && "
+                  f"{work} >= {SPLIT_MIN_TERMS} * pd_threads() * ({cells})")
+        decls: list[cgen.Generable] = []
+        for c in copies:
+            line = 64 // (8 if c.ctype in ("double", "int64_t") else 4)
+            size = " * ".join(f"({e})" for e in c.extents) or "1"
+            decls += [cgen.Statement(f"const int64_t {c.buf}_n = {size}"),
+                      cgen.Statement(f"const int64_t {c.buf}_s = ({c.buf}_n + {line - 1}) / "
+                                     f"{line} * {line}"),
+                      cgen.Statement(f"void *{c.buf}_b = NULL"),
+                      cgen.Statement(
+                          f"{c.ctype} *{c.buf} = {wanted} ? ({c.ctype} *)pd_alloc_like(sizeof("
+                          f"{c.ctype}) * (size_t)pd_threads() * (size_t){c.buf}_s, 0, "
+                          f"{self._copy_place(c.array, names)}, &{c.buf}_b) : NULL")]
+        ready = " && ".join(c.buf for c in copies)
+        frees = [cgen.Statement(f"free({c.buf}_b)") for c in copies]
+        return [cgen.Block([*decls, cgen.If(ready, cgen.Block(region), cgen.Block(plain)),
+                            *frees])]
+
+    def _copy_place(self, array: str, names: set[str]) -> str:
+        """``pd_alloc_like``'s ``like`` for the copies of ``array``: half a page past an
+        array the sums read along the target's last subscript (matmul's ``B``), so a copy's
+        cells and that array's rows at the same column lie in other L1 sets and differ in
+        their low 12 address bits. With ``M = 1024`` the eight rows of B a step reads at
+        column j fill the eight ways of one L1 set; a copy there too was a ninth line.
+        NULL (page-aligned) without such an array."""
+        for name in sorted(names):
+            stmt = self.scop.statement(name)
+            if not isinstance(stmt.target, Load) or stmt.target.array != array or \
+                    not stmt.target.index:
+                continue
+            along = stmt.target.index[-1].vars()
+            for ref in stmt.value.walk():
+                if isinstance(ref, Load) and ref.array != array and ref.index and \
+                        along and ref.index[-1].vars() == along:
+                    return f"(const char *){ref.array} + 2048"
+        return "NULL"
+
+    def _written_box(self, array: str, names: set[str]) -> tuple[list[str], list[str]]:
+        """C expressions of the smallest and the number of indices per dimension of the
+        cells of ``array`` that the named statements write, in this variant's region."""
+        writes = self.scop.accesses("write")
+        domain = isl.UnionSet.empty(writes.get_space().params())
+        for name in names:
+            domain = domain.union(isl.UnionSet.from_set(
+                self.scop.statement(name).domain.intersect_params(self.region)))
+        cells: list[isl.Set] = []
+        writes.intersect_domain(domain).range().foreach_set(cells.append)
+        box = next(c for c in cells if c.get_tuple_name() == array)
+        build = isl.AstBuild.from_context(self.region)
+        offsets, extents = [], []
+        for d in range(box.dim(isl.dim_type.set)):
+            low = box.dim_min(d).coalesce()
+            size = box.dim_max(d).sub(low).add_constant_val(isl.Val.one(box.get_ctx()))
+            offsets.append(self.ast_expr(build.expr_from_pw_aff(low)))
+            extents.append(self.ast_expr(build.expr_from_pw_aff(size.coalesce())))
+        return offsets, extents
+
+    def _split_region(self, n: isl.AstNode, copies: list[Copies]) -> list[cgen.Generable]:
+        """The parallel region: each thread zeroes its copies, runs the loop ``n`` (its
+        share of the split loop's iterations), then, after a barrier, the threads share out
+        the cells, each adding every copy into the target."""
+        own: list[cgen.Generable] = [cgen.Statement("const int64_t pd_nt = pd_team_size()")]
+        for c in copies:
+            mine = f"{c.buf}_t"
+            own += [cgen.Statement(f"{c.ctype} *{self.restrict} {mine} = {c.buf} + "
+                                   f"pd_team_id() * {c.buf}_s"),
+                    cgen.Pragma("omp simd"),
+                    cgen.For("int64_t pd_q = 0", f"pd_q < {c.buf}_n", "pd_q++",
+                             cgen.Block([cgen.Statement(f"{mine}[pd_q] = 0")]))]
+        it = n.for_get_iterator().get_id().get_name()
+        init = self.ast_expr(n.for_get_init())
+        self.split_shared = False
+        body = self._split_loop_body(n.for_get_body())
+        if not self.split_shared:  # no loop to share (K < 8: the partial step alone)
+            raise UnsharedWorkError("split loop")
+        loop: cgen.Generable = cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"),
+                                           *body]) if n.for_is_degenerate() else \
+            cgen.For(f"int64_t {it} = {init}", strip_parens(self.ast_expr(n.for_get_cond())),
+                     f"{it} += {self.ast_expr(n.for_get_inc())}", cgen.Block(body))
+        return [cgen.Pragma("omp parallel"), cgen.Block(
+            [*own, loop, cgen.Pragma("omp barrier"), *(self._add_copies(c) for c in copies)])]
+
+    def _add_copies(self, c: Copies) -> cgen.Generable:
+        """``T[box] += the sum of the threads' copies``: the threads share out the box's
+        outermost dimension of more than one index, the innermost runs as a vector loop
+        (a dimension of one index stays at its offset)."""
+        its = [f"pd_q{d}" for d in range(len(c.extents))]
+        cell = " + ".join(f"{q} * {w}" for q, w in zip(its, _strides(c.extents), strict=True))
+        index = [Aff.var(f"({o})") + Aff.var(q) for o, q in zip(c.offsets, its, strict=True)]
+        target = f"{c.array}[{self.flat_index(c.array, index)}]"
+        inner: cgen.Generable = cgen.Block([
+            cgen.Statement(f"{c.ctype} pd_s = {target}"),
+            cgen.For("int64_t pd_u = 0", "pd_u < pd_nt", "pd_u++", cgen.Block(
+                [cgen.Statement(f"pd_s += {c.buf}[pd_u * {c.buf}_s + {cell}]")])),
+            cgen.Statement(f"{target} = pd_s")])
+        loops = [d for d, e in enumerate(c.extents) if e != "1"]
+        for d in range(len(c.extents) - 1, -1, -1):
+            if d not in loops:
+                inner = cgen.Block([cgen.Statement(f"const int64_t {its[d]} = 0"), inner])
+                continue
+            inner = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {c.extents[d]}",
+                             f"{its[d]}++", cgen.Block([inner]))
+            if d == loops[0]:
+                inner = cgen.Block([cgen.Pragma("omp for schedule(static)"), inner])
+            elif d == loops[-1]:
+                inner = cgen.Block([cgen.Pragma("omp simd"), inner])
+        return inner
+
+    def _split_loop_body(self, n: isl.AstNode) -> list[cgen.Generable]:
+        """The body of the ``rfactor`` loop, which every thread runs: through blocks, ifs,
+        plain marks and loops of one iteration down to the ``split`` mark. Anything else
+        there (work outside the split loop, which every thread would repeat) raises
+        UnsharedWorkError: the plain code runs instead."""
+        t = n.get_type()
+        if t == isl.ast_node_type.block:
+            ch = n.block_get_children()
+            return [g for i in range(ch.n_ast_node())
+                    for g in self._split_loop_body(ch.get_at(i))]
+        if t == isl.ast_node_type.if_:
+            then = cgen.Block(self._split_loop_body(n.if_get_then_node()))
+            orelse = cgen.Block(self._split_loop_body(n.if_get_else_node())) \
+                if n.if_has_else_node() else None
+            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
+        if t == isl.ast_node_type.mark:
+            role = parse_mark(n.mark_get_id().get_name())[1]
+            if role == SPLIT:
+                return self._shared(n.mark_get_node())
+            if role:
+                raise UnsharedWorkError(role)
+            return self._split_loop_body(n.mark_get_node())
+        if t == isl.ast_node_type.for_ and n.for_is_degenerate():
+            it = n.for_get_iterator().get_id().get_name()
+            return [cgen.Block([
+                cgen.Statement(f"const int64_t {it} = {self.ast_expr(n.for_get_init())}"),
+                *self._split_loop_body(n.for_get_body())])]
+        raise UnsharedWorkError("work outside the split loop")
+
+    def _shared(self, n: isl.AstNode) -> list[cgen.Generable]:
+        """Under the ``split`` mark: its loops share out their iterations (static blocks, no
+        barrier: each thread adds into its own copies); what runs outside them (the last,
+        partial step of an isolated band) runs in the last thread, whose block is the
+        shortest."""
+        t = n.get_type()
+        if t == isl.ast_node_type.block:
+            ch = n.block_get_children()
+            return [g for i in range(ch.n_ast_node()) for g in self._shared(ch.get_at(i))]
+        if t == isl.ast_node_type.if_:
+            then = cgen.Block(self._shared(n.if_get_then_node()))
+            orelse = cgen.Block(self._shared(n.if_get_else_node())) \
+                if n.if_has_else_node() else None
+            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
+        inner = LoopState(in_parallel=True)
+        if t == isl.ast_node_type.for_ and not n.for_is_degenerate():
+            code = self.loop(n, inner, parallel=False)
+            if len(code) != 1 or not isinstance(code[0], cgen.For):
+                raise UnsharedWorkError("split loop")
+            code = [cgen.Pragma("omp for schedule(static) nowait"), *code]
+            self.split_shared = True
+        else:
+            code = [cgen.If("pd_team_id() == pd_team_size() - 1",
+                            cgen.Block(self.marked(n, inner, False, "")))]
+        if inner.used_locals:  # locals would need private copies
+            raise UnsharedWorkError("local scalars")
+        return code
+
+
+def _strides(extents: list[str]) -> list[str]:
+    """Row-major strides (C) of a box with the given extents (C)."""
+    strides = ["1"] * len(extents)
+    for d in range(len(extents) - 2, -1, -1):
+        strides[d] = f"{strides[d + 1]} * ({extents[d + 1]})"
+    return strides
