@@ -548,6 +548,17 @@ def test_conv_channel_register_tiles(isa) -> None:
         _check_conv(k, b, c, f, h, w, seed=f + w, variants=("channels", "generic"))
 
 
+def test_conv_weight_copy_kept_between_calls() -> None:
+    """The channels tiles' weight copy (16 x 16 local tiles, zeros past F) lives in a buffer
+    kept from one call to the next: a larger call after a smaller one gets a new buffer, a
+    smaller one after it reuses the larger, its rows' padding written again; partial tiles
+    of the input channels (C % 16) and of F. Against float64."""
+    k = _conv2d()
+    for b, c, f, h, w in ((1, 64, 33, 3, 16), (1, 150, 95, 4, 17), (1, 64, 33, 3, 16),
+                          (2, 81, 40, 3, 9), (1, 150, 95, 4, 17)):
+        _check_conv(k, b, c, f, h, w, seed=c + f, variants=("channels",))
+
+
 def test_jacobi2d_wavefront_tiles() -> None:
     """Time tiling: isl's skewed band tiled 5 x 32 on (t, t + i), the tiles run in
     wavefronts shared out among threads, the double-buffered steps (A -> B, B -> A)
