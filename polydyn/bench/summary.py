@@ -24,6 +24,9 @@ class Bar:
     geomean: bool = False
 
 
+# issue 4's conv sizes (B, C, F, H) for the bar against torch; the suite's other convs
+# (few channels, or many channels and small images) are measured, not bars
+BAR_CONVS = {(1, 64, 64, 56), (8, 64, 64, 28), (1, 32, 64, 57)}
 BARS = [
     Bar("matmul-square", ">= 0.9x NumPy at every size from 500 up", "numpy", 0.9,
         lambda s: s["N"] >= 500),
@@ -38,8 +41,8 @@ BARS = [
     Bar("softmax-large", ">= 1x torch eager (L=4096)", "torch", 1.0),
     Bar("layernorm", ">= 1x NumPy everywhere", "numpy", 1.0),
     Bar("layernorm", ">= 1x torch eager at N >= 128", "torch", 1.0, lambda s: s["N"] >= 128),
-    Bar("conv2d", ">= 0.8x torch eager (F.conv2d) at C >= 32", "torch", 0.8,
-        lambda s: s["C"] >= 32),
+    Bar("conv2d", ">= 0.8x torch eager (F.conv2d) at (1,64,64,56), (8,64,64,28), (1,32,64,57)",
+        "torch", 0.8, lambda s: (s["B"], s["C"], s["F"], s["H"]) in BAR_CONVS),
     Bar("conv2d", ">= 1.5x im2col + NumPy at (4,3,32,224)", "numpy", 1.5, lambda s: s["C"] == 3),
     Bar("jacobi2d", ">= 1.3x plain C + OpenMP (naive)", "naive", 1.3),
 ]
