@@ -615,10 +615,11 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
 # matrix): 512 f32 columns, 2 strips of a 1024-wide row for 2 threads. Strips read B's rows
 # in pieces: 1 KiB pieces ran slower on one thread than 2 KiB (0.65x vs 0.72x NumPy).
 VECTOR_STRIP_BYTES = 2048
-# The same strips where the threads split the sum instead (``SPLIT_STRIP_BYTES``): each
-# thread reads whole rows of B up to 16 KiB (4096 f32), the prefetchers' stream; OpenBLAS's
-# gemv blocks its rows by 4096 too. Measured in C, 2 threads, split sums against 512-wide
-# strips for the threads: 1 x 1024 x 1024 1.15x, 1 x 1024 x 4096 1.5x, 1 x 1024 x 16384 1.6x.
+# The same strips where the threads split the sum instead: each thread reads whole rows
+# of B up to 16 KiB (4096 f32), the prefetchers' stream; OpenBLAS's gemv blocks its rows
+# by 4096 too. Measured with hand-written C, 2 threads, split sums against 512-wide strips
+# for the threads: 1 x 1024 x 4096 1.5x, 1 x 1024 x 16384 1.6x, 1 x 1024 x 1024 0.92-1.15x
+# (runs of the same code differ that much).
 SPLIT_STRIP_BYTES = 16384
 # Steps of the innermost reduction each vector of a strip takes before its accumulators
 # go back to memory (the reduction unrolled and jammed into the vector loop: one load and
@@ -676,6 +677,7 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
 
 
 def _band_above(node: isl.ScheduleNode) -> bool:
+    """Whether a band node encloses ``node`` (loops around it)."""
     while node.has_parent():
         node = node.parent()
         if is_band(node):
