@@ -22,6 +22,7 @@ from ..schedule.reductions import sum_targets
 from ..schedule.tree import SPLIT, parse_mark
 from ..scop.ir import C_TYPE, Aff, Load
 from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
+from .tiles import dtype_bytes
 
 # Terms of each cell's sum that a thread adds, at least, for the split to run: the private
 # copies cost a zeroing and an addition per cell and thread. Measured on Zen 4 with
@@ -81,7 +82,7 @@ class SplitSums:
                   f"{work} >= {SPLIT_MIN_TERMS} * pd_threads() * ({cells})")
         decls: list[cgen.Generable] = []
         for c in copies:
-            line = 64 // (8 if c.ctype in ("double", "int64_t") else 4)
+            line = 64 // dtype_bytes(self.scop.array(c.array).dtype)
             size = " * ".join(f"({e})" for e in c.extents) or "1"
             decls += [cgen.Statement(f"const int64_t {c.buf}_n = {size}"),
                       cgen.Statement(f"const int64_t {c.buf}_s = ({c.buf}_n + {line - 1}) / "
@@ -125,15 +126,8 @@ class SplitSums:
                 self.scop.statement(name).domain.intersect_params(self.region)))
         cells: list[isl.Set] = []
         writes.intersect_domain(domain).range().foreach_set(cells.append)
-        box = next(c for c in cells if c.get_tuple_name() == array)
-        build = isl.AstBuild.from_context(self.region)
-        offsets, extents = [], []
-        for d in range(box.dim(isl.dim_type.set)):
-            low = box.dim_min(d).coalesce()
-            size = box.dim_max(d).sub(low).add_constant_val(isl.Val.one(box.get_ctx()))
-            offsets.append(self.ast_expr(build.expr_from_pw_aff(low)))
-            extents.append(self.ast_expr(build.expr_from_pw_aff(size.coalesce())))
-        return offsets, extents
+        box = self.box_exprs(next(c for c in cells if c.get_tuple_name() == array))
+        return [low for low, _ in box], [extent for _, extent in box]
 
     def _split_region(self, n: isl.AstNode, copies: list[Copies]) -> list[cgen.Generable]:
         """The parallel region: each thread zeroes its copies, runs the loop ``n`` (its

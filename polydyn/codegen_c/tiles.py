@@ -206,7 +206,7 @@ class RegisterTiles:
         # be a gather
         transposed = vec_dim != len(target.index) - 1
         if transposed:
-            lanes = MAX_REG_VECTOR_BYTES // _elem_bytes(self.scop.array(target.array).dtype)
+            lanes = MAX_REG_VECTOR_BYTES // dtype_bytes(self.scop.array(target.array).dtype)
             if not self.repack(stmts, args, vec_var, row_var, lanes, always=True):
                 return None
         padded = None
@@ -239,7 +239,7 @@ class RegisterTiles:
         if padded is None or padded.size[vec_var] == str(padded.width):
             return None
         half = padded.width // 2
-        elem = _elem_bytes(self.scop.array(stmts[0].target.array).dtype)
+        elem = dtype_bytes(self.scop.array(stmts[0].target.array).dtype)
         if half * elem < MAX_REG_VECTOR_BYTES // 2:
             return None
         return self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it,
@@ -439,7 +439,7 @@ class RegisterTiles:
         then written a line at a time; the tiles of the second dimension shared out among
         the threads, the other dimensions in the array's own order inside."""
         inner = order[-1]
-        if len(order) < 2:  # (repack's copies have two dimensions or more)
+        if len(order) < 2:  # a one-dimensional copy: one loop
             return [cgen.Pragma(f"omp parallel for if({threads})"), cgen.For(
                 f"int64_t {its[inner]} = 0", f"{its[inner]} < {row_len}", f"{its[inner]}++",
                 cgen.Block([cgen.Statement(
@@ -499,7 +499,7 @@ class RegisterTiles:
             lin = sub.linear()
             if lin is None or lin[0] != {var: 1}:
                 return None
-        elem = _elem_bytes(self.scop.array(stmt.target.array).dtype)
+        elem = dtype_bytes(self.scop.array(stmt.target.array).dtype)
         if not top[row_var] or not top[vec_var]:  # unbounded
             return None
         # the rows the box can have; its width rounded up to whole vectors: 16, 32 or 64
@@ -576,7 +576,7 @@ class RegisterTiles:
             bounds = [int(x) for x in bounds_text.split(",")]
             sizes, offsets = sizes_text.split(PACK_ITEM), offsets_text.split(PACK_ITEM)
             arr = self.scop.array(array)
-            elem = 4 if arr.dtype in ("f32", "i32") else 8
+            elem = dtype_bytes(arr.dtype)
             # rows: a whole number of register-tile vectors (a partial register tile reads
             # them all; the widest target's, which every narrower one divides), then 64
             # bytes more
@@ -707,7 +707,7 @@ class RegisterTiles:
                         cgen.Block([cgen.Pragma("omp simd"), inner]))
 
 
-def _elem_bytes(dtype: str) -> int:
+def dtype_bytes(dtype: str) -> int:
     """Bytes of an accumulator's element, as register tiles count them."""
     return 8 if dtype in ("f64", "i64") else 4
 

@@ -17,7 +17,8 @@ import cgen
 import islpy as isl
 
 from ..codegen_c.astnodes import LoopState, strip_parens
-from ..codegen_c.emit import INT_HELPERS, CEmitter, fmod_helper
+from ..codegen_c.emit import CEmitter
+from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PARALLEL
 from ..scop.ir import (

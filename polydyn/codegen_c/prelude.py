@@ -1,0 +1,112 @@
+"""The C text every generated file starts with: includes, the thread helpers, integer and
+floating-point helpers with Python's semantics, libmvec's SIMD declarations and the
+buffer helpers (temporaries, kept copies). ``INT_HELPERS`` and ``fmod_helper`` are shared
+with the OpenCL prelude."""
+
+# Integer helpers both targets print (C and OpenCL C): floor division and modulo with
+# Python's signs, min/max per type, and element-level // and % with NumPy's semantics.
+INT_HELPERS = r"""static inline int64_t pd_floord(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t pd_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t pd_min(int64_t a, int64_t b) { return b < a ? b : a; }
+static inline int64_t pd_max(int64_t a, int64_t b) { return b > a ? b : a; }
+#define PD_MINMAX(T, S) \
+  static inline T pd_min_##S(T a, T b) { return b < a ? b : a; } \
+  static inline T pd_max_##S(T a, T b) { return b > a ? b : a; }
+PD_MINMAX(float, f32)
+PD_MINMAX(int32_t, i32)
+PD_MINMAX(int64_t, i64)
+/* element-level integer // and % (NumPy semantics: division by zero gives 0, no trap) */
+static inline int32_t pd_floord_i32(int32_t a, int32_t b) {
+  return b ? (int32_t)pd_floord(a, b) : 0;
+}
+static inline int64_t pd_floord_i64(int64_t a, int64_t b) { return b ? pd_floord(a, b) : 0; }
+static inline int32_t pd_mod_i32(int32_t a, int32_t b) { return b ? (int32_t)pd_mod(a, b) : 0; }
+static inline int64_t pd_mod_i64(int64_t a, int64_t b) { return b ? pd_mod(a, b) : 0; }
+"""
+
+
+def fmod_helper(ctype: str, suffix: str, fmod: str) -> str:
+    """``pd_fmod_<suffix>``: floating-point % with Python's sign (of the divisor)."""
+    return (f"static inline {ctype} pd_fmod_{suffix}({ctype} a, {ctype} b) {{\n"
+            f"  {ctype} r = {fmod}(a, b);\n"
+            "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n")
+
+
+PRELUDE = r"""#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+static inline int64_t pd_threads(void) { return omp_get_max_threads(); }
+static inline int64_t pd_team_size(void) { return omp_get_num_threads(); }
+static inline int64_t pd_team_id(void) { return omp_get_thread_num(); }
+#else
+static inline int64_t pd_threads(void) { return 1; }
+static inline int64_t pd_team_size(void) { return 1; }
+static inline int64_t pd_team_id(void) { return 0; }
+#endif
+#if defined(__GLIBC__) && defined(__x86_64__) && defined(PD_LIBMVEC)
+/* glibc's vector math library (libmvec) has SIMD variants of these: declaring them lets the
+   vectorizer call them in simd loops (<= 4 ulp, as glibc documents) */
+#define PD_SIMD __attribute__((__simd__("notinbranch")))
+float expf(float) PD_SIMD; double exp(double) PD_SIMD;
+float logf(float) PD_SIMD; double log(double) PD_SIMD;
+float sinf(float) PD_SIMD; double sin(double) PD_SIMD;
+float cosf(float) PD_SIMD; double cos(double) PD_SIMD;
+float tanhf(float) PD_SIMD; double tanh(double) PD_SIMD;
+float erff(float) PD_SIMD; double erf(double) PD_SIMD;
+#endif
+
+""" + INT_HELPERS + "PD_MINMAX(double, f64)\n" + fmod_helper("float", "f32", "fmodf") + \
+    fmod_helper("double", "f64", "fmod") + r"""
+static inline void *pd_alloc(size_t bytes, int zero) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+  if (zero) memset(p, 0, bytes);
+  return p;
+}
+/* A buffer kept for the next call at the same place (`slot`: a static of the function).
+   A buffer of several MiB otherwise comes from fresh pages on every call, each faulted in
+   again (conv's 9.4 MiB copy of its weights at 512 channels: 3 of a 4.8 ms call). Safe
+   under concurrent calls: one that finds the slot empty allocates a buffer of its own, and
+   the last one given back stays. */
+static inline void *pd_take(_Atomic(void *) *slot, size_t bytes) {
+  char *b = (char *)atomic_exchange(slot, NULL);
+  if (b != NULL && *(size_t *)b >= bytes) return b + 64;
+  free(b);
+  if (posix_memalign((void **)&b, 64, bytes + 64) != 0) return NULL;
+  *(size_t *)b = bytes;
+  return b + 64;
+}
+static inline void pd_give(_Atomic(void *) *slot, void *p) {
+  if (p != NULL) free(atomic_exchange(slot, (char *)p - 64));
+}
+/* A temporary at the offset within its page that `like` (an argument it is used with) has,
+   so that a load of one and a store to the other at the same subscripts differ in their
+   low 12 address bits only when they are the same cell: no 4K aliasing between them (a
+   load waits on an earlier store whose address matches those bits; jacobi-2d ran up to a
+   fifth slower at some offsets of A against its temporary B). `like` NULL: page-aligned.
+   free() takes `*base`. */
+static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void **base) {
+  const size_t off = (size_t)((uintptr_t)like & 4095);
+  if (posix_memalign(base, 4096, (bytes ? bytes : 64) + off) != 0) {
+    *base = NULL;
+    return NULL;
+  }
+  if (zero) memset((char *)*base + off, 0, bytes);
+  return (char *)*base + off;
+}
+/* A variant's function: static in this file. polydyn's own build compiles each variant as a
+   translation unit of its own, in parallel, and links them with the variants hidden. */
+#ifndef PD_VARIANT
+#define PD_VARIANT static
+#endif
+"""
