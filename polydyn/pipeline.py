@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,35 @@ def _scop_of(op: Any) -> Scop:
     raise UnsupportedError(f"compile() takes an operator made with @pd.operator, got {op!r}")
 
 
-def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
-            device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
-    """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
+@dataclass(frozen=True)
+class Generated:
+    """What code generation produced for one operator and target, before any build.
+
+    ``scop`` is the operator's own Scop (what the Kernel binds and checks); ``scheduled``
+    the variants; ``sources`` the generated text by file name (C: ``NAME.c``, ``NAME.h``,
+    and the CPython entry point ``NAME.shim.c`` where it applies; OpenCL: ``NAME.cl`` and
+    the host code ``NAME.host.py``); ``program`` the OpenCL program's launch plan (None
+    for C).
+    """
+
+    scop: Scop
+    scheduled: tuple[Variant, ...]
+    sources: dict[str, str]
+    zero_init: frozenset[str]
+    notes: tuple[str, ...] = ()
+    program: Any = None
+
+    @property
+    def source(self) -> str:
+        return self.sources[f"{self.scop.name}.{'cl' if self.program else 'c'}"]
+
+
+def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
+             options: Options | None = None, max_group: int | None = None,
+             **option_kw: Any) -> Generated:
+    """Every stage up to the generated text, for ``target`` ("c" or "opencl"); builds
+    nothing. ``max_group``: the OpenCL work-group size limit the mapping plans for (default:
+    that of the default device)."""
     if target not in TARGETS:
         raise UnsupportedError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
     options = (options or Options()).replace(target=target, **option_kw)
@@ -71,34 +98,64 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
                                 for plan in plans]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
+    zero_init = zero_init_arrays(scop, deps)
 
     if target == "opencl":  # maps each variant to kernels and builds their own ASTs
-        from .codegen_ocl.pipeline import compile_opencl
+        from .codegen_ocl.pipeline import generate_opencl
 
-        return compile_opencl(scop, deps, scheduled, [], options, device, op)
+        if max_group is None:
+            from .runtime.opencl import resolve_device
+
+            max_group = resolve_device().max_group
+        program = generate_opencl(scop, deps, scheduled, options, max_group)
+        return Generated(own_scop, tuple(scheduled), {f"{name}.cl": program.source,
+                         f"{name}.host.py": program.host}, zero_init, notes, program)
 
     asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
     options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 
-    emitter = CEmitter(scop, zero_init_arrays(scop, deps), machine.describe())
+    emitter = CEmitter(scop, zero_init, machine.describe())
     source = emitter.module(scheduled, asts)
-    header = emitter.header(scheduled)
     options.dump(name, "7-source.c", source)
+    sources = {f"{name}.c": source, f"{name}.h": emitter.header(scheduled)}
+    if shim_supported(own_scop):
+        sources[f"{name}.shim.c"] = shim_source(own_scop, _module_name(own_scop, source))
+    return Generated(own_scop, tuple(scheduled), sources, zero_init, notes)
 
-    library, module = build_c_module(own_scop, source, options)
-    return Kernel(own_scop, scheduled, source, header, library, op=op, target="c",
-                  module=module, notes=notes)
+
+def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
+            device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
+    """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
+    options = (options or Options()).replace(target=target, **option_kw)
+    if target == "opencl":
+        from .codegen_ocl.pipeline import build_opencl
+        from .runtime.opencl import resolve_device
+
+        dc = resolve_device(device)
+        gen = generate(op, target, variants, options, max_group=dc.max_group)
+        return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op)
+    gen = generate(op, target, variants, options)
+    name = gen.scop.name
+    library, module = build_c_module(gen.scop, gen.source, options,
+                                     gen.sources.get(f"{name}.shim.c"))
+    return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
+                  library, op=op, target="c", module=module, notes=gen.notes)
 
 
-def build_c_module(scop: Scop, source: str, options: Options) -> tuple[Path, str | None]:
+def _module_name(scop: Scop, source: str) -> str:
+    return f"pd_{scop.name}_{content_key([source])[:12]}"
+
+
+def build_c_module(scop: Scop, source: str, options: Options,
+                   shim: str | None = None) -> tuple[Path, str | None]:
     """The kernel library, with the CPython fast-path shim compiled in when the Python
     headers are present (``module`` is then its extension module name)."""
     includes = python_includes()
     if includes is None or options.sanitize or not shim_supported(scop):
         return build_shared(source, scop.name, options), None
-    module = f"pd_{scop.name}_{content_key([source])[:12]}"
-    full = source + "\n" + shim_source(scop, module)
+    module = _module_name(scop, source)
+    full = source + "\n" + (shim or shim_source(scop, module))
     return build_shared(full, scop.name, options, extension=module,
                         includes=tuple(includes)), module
 

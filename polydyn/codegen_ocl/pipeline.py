@@ -1,35 +1,49 @@
-"""compile_opencl(): the OpenCL stages after scheduling, x = stage(x), with dumps.
+"""generate_opencl(): the OpenCL stages after scheduling, x = stage(x), with dumps.
 
     variants --map_variant--> launches per variant (host loops, kernels with isl ASTs)
              --spilled_scalars--> local scalars live across launches (kept in global memory)
              --OpenCLEmitter--> the .cl program     --host_source--> the Python host code
-             --OpenCLKernel--> the callable (program built now, for the default device)
+    build_opencl(): --OpenCLKernel--> the callable (program built now, for a device)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..options import Options
 from ..parametric.variants import Variant
-from ..runtime.opencl import KernelInfo, OpenCLKernel, resolve_device
-from ..scop.deps import Deps, zero_init_arrays
+from ..runtime.opencl import DeviceContext, KernelInfo, OpenCLKernel
+from ..scop.deps import Deps
 from ..scop.ir import NUMPY_NAME, Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
-from .mapping import KernelSpec, map_variant
+from .mapping import KernelSpec, VariantMapping, map_variant
 from .scalars import spilled_scalars, spills_of_variants
 
 
-def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[Any],
-                   options: Options, device: Any = None, op: Any = None) -> OpenCLKernel:
-    """The OpenCL Kernel for the scheduled variants (``asts``, built for the C target, are
-    not used: each kernel gets its own AST from the mapping)."""
-    del asts
-    dc = resolve_device(device)
-    mappings = [map_variant(scop, deps, v, k, max_group=dc.max_group)
+@dataclass(frozen=True)
+class Program:
+    """The OpenCL program of an operator: the launches of each variant (``mappings``), the
+    ``.cl`` source, the Python ``host`` code, the scalar arguments of each kernel
+    (``infos``) and the local scalars kept in global memory (``spilled``; ``spills``: those
+    each variant uses)."""
+
+    mappings: tuple[VariantMapping, ...]
+    source: str
+    host: str
+    infos: tuple[KernelInfo, ...]
+    spilled: tuple[Any, ...]
+    spills: tuple[frozenset[str], ...]
+
+
+def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: Options,
+                    max_group: int) -> Program:
+    """The program for the scheduled variants, for a device whose work-groups hold at most
+    ``max_group`` work-items (each kernel gets its own AST from the mapping)."""
+    mappings = [map_variant(scop, deps, v, k, max_group=max_group)
                 for k, v in enumerate(scheduled)]
     options.dump(scop.name, "7-opencl-launches.txt",
           "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))
@@ -43,8 +57,15 @@ def compile_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], asts: list[
 
     infos = [kernel_info(scop, spec, len(spilled)) for spec in all_kernels(mappings)]
     spills = spills_of_variants(scop, [list(m.kernels) for m in mappings], spilled)
-    return OpenCLKernel(scop, mappings, source, host, infos, zero_init_arrays(scop, deps),
-                        dc, op=op, spilled=spilled, spills=spills)
+    return Program(tuple(mappings), source, host, tuple(infos), tuple(spilled), tuple(spills))
+
+
+def build_opencl(scop: Scop, program: Program, zero_init: frozenset[str], dc: DeviceContext,
+                 op: Any = None) -> OpenCLKernel:
+    """The callable: ``program`` built now for ``dc``'s device."""
+    return OpenCLKernel(scop, list(program.mappings), program.source, program.host,
+                        list(program.infos), zero_init, dc, op=op,
+                        spilled=list(program.spilled), spills=list(program.spills))
 
 
 def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
@@ -57,4 +78,4 @@ def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
     return KernelInfo(spec.name, spec.local_size, tuple(dtypes))
 
 
-__all__ = ["compile_opencl", "kernel_info"]
+__all__ = ["Program", "build_opencl", "generate_opencl", "kernel_info"]

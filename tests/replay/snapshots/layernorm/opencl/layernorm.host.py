@@ -1,0 +1,23 @@
+def select(N, D):
+    if not ((N >= 0) and (D >= 1)):
+        return -1
+    if (N == 1):
+        return 0
+    if True:
+        return 1
+    return -1
+
+
+def spill_sizes(N, D):
+    return ()
+
+
+def variant_0(_launch, N, D):
+    if True:
+        _launch(0, (), (), (1,))
+
+
+def variant_1(_launch, N, D):
+    if (N >= 1):
+        _o = (0, )
+        _launch(1, (), _o, (((N - 1) - _o[0]) // 1 + 1, ))
