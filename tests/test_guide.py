@@ -5,8 +5,9 @@ one namespace (each block from a file of its own: the frontend reads operator so
 block whose info string says ``raises=NAME`` must raise that class (a polydyn error or a
 builtin); ``opencl`` blocks are skipped without an OpenCL platform. ```sh blocks run in bash
 from a scratch directory holding the repository's ``kernels/``, with this Python's scripts
-first on PATH. A ```text block right after a block is its expected output (for ``raises``:
-the error's message), matched line by line with ``...`` standing for any text.
+first on PATH and this checkout first on PYTHONPATH. A ```text block right after a block is
+its expected output (for ``raises``: the error's message), matched line by line with ``...``
+standing for any text.
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ def run_python(block: Block, path: Path, ns: dict) -> str:
 
 
 def run_sh(block: Block, cwd: Path) -> str:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # this Python's scripts (polydyn) first on PATH, importing this checkout's polydyn
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PATH=path, PYTHONPATH=pythonpath)
     proc = subprocess.run(["bash", "-c", block.code], cwd=cwd, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=600)
     assert proc.returncode == 0, f"{block.code}\n{proc.stdout}"
