@@ -629,6 +629,11 @@ class PythonFrontend:
         if node.keywords:
             self.error(node, f"keyword arguments are not supported in `{self.src(node)}`")
         fn = self._resolve(node.func)
+        name = _math_name(fn)
+        is_cast = isinstance(fn, dsl.DType) or fn in (float, int)
+        if name is None and not is_cast and fn not in (min, max):
+            self.error(node.func, f"call to unknown function `{self.src(node.func)}` in "
+                                  f"`{self.src(node)}`; operators may call {dsl.ALLOWED_CALLS}")
         args = [self._value(a, ctx) for a in node.args]
         if fn in (min, max):
             if len(args) < 2:
@@ -641,19 +646,14 @@ class PythonFrontend:
             for a in args[1:]:
                 out = binary(fn.__name__, out, a)
             return out
-        if isinstance(fn, dsl.DType) or fn in (float, int):
+        if is_cast:
             if len(args) != 1:
                 self.error(node, "a cast takes one argument")
             dtype = fn.name if isinstance(fn, dsl.DType) else ("f64" if fn is float else "i64")
             return Cast(dtype, args[0])
-        name = _math_name(fn)
-        if name is not None:
-            if len(args) != 1:
-                self.error(node, f"{name}() takes one argument")
-            return Call("?", name, tuple(args))
-        self.error(node.func, f"call to unknown function `{self.src(node.func)}`; operators "
-                              "may call pd.exp, log, sqrt, tanh, erf, sin, cos, abs, min, max "
-                              "and dtype casts such as pd.f32(x)")
+        if len(args) != 1:
+            self.error(node, f"{name}() takes one argument")
+        return Call("?", name, tuple(args))
 
     # --- name resolution ---------------------------------------------------------------------
     def _resolve(self, node: ast.expr) -> Any:

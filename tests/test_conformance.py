@@ -1,0 +1,87 @@
+"""Conformance with SPEC sections 1 and 2: each point the contract names, on both targets.
+
+Every compiled result is compared with the operator's reference (``op.reference``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polydyn as pd
+from polydyn import f32, f64, i32, i64, out
+from polydyn.runtime.opencl import opencl_available
+
+N = pd.sym("N")
+
+TARGETS = [
+    "c",
+    pytest.param("opencl", marks=[
+        pytest.mark.opencl,
+        pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)"),
+    ]),
+]
+
+
+def _close(got, want) -> None:
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# pd.abs (SPEC 1: "pd.abs (and the builtin abs)")
+
+
+@pd.operator
+def abs_floats(X: f32[N], D: f64[N], Y: out(f32[N]), Z: out(f64[N])):
+    for i in range(N):
+        Y[i] = pd.abs(X[i]) + abs(X[i])
+        Z[i] = pd.abs(D[i] - 0.5)
+
+
+@pd.operator
+def abs_ints(X: i32[N], L: i64[N], Y: out(i32[N]), Z: out(i64[N])):
+    for i in range(N):
+        Y[i] = pd.abs(X[i]) + abs(X[i] - 3)
+        Z[i] = pd.abs(L[i])
+
+
+def test_abs_is_public() -> None:
+    assert "abs" in pd.__all__
+    assert pd.abs(np.float32(-2.5)) == 2.5
+    np.testing.assert_array_equal(pd.abs(np.array([-1, 2, -3])), [1, 2, 3])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_abs_floats_and_ints(target: str) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, 13).astype(np.float32)
+    D = rng.uniform(-2, 2, 13)
+    Y, Z = pd.compile(abs_floats, target=target)(X, D)
+    want_y, want_z = abs_floats.reference(X, D)
+    _close(Y, want_y)
+    _close(Z, want_z)
+    _close(Y, 2 * np.abs(X))
+    Xi = rng.integers(-50, 50, 13).astype(np.int32)
+    Li = rng.integers(-(2**40), 2**40, 13).astype(np.int64)
+    Yi, Zi = pd.compile(abs_ints, target=target)(Xi, Li)
+    want_yi, want_zi = abs_ints.reference(Xi, Li)
+    np.testing.assert_array_equal(Yi, want_yi)
+    np.testing.assert_array_equal(Zi, want_zi)
+    np.testing.assert_array_equal(Zi, np.abs(Li))
+
+
+# --------------------------------------------------------------------------------------------
+# NumPy and math names in operator bodies: aliases of the subset are accepted
+
+
+@pd.operator
+def numpy_aliases(X: f32[N], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = np.exp(X[i]) + np.sqrt(np.abs(X[i])) + np.tanh(X[i])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_numpy_aliases_of_the_subset(target: str) -> None:
+    X = np.linspace(-1, 1, 9, dtype=np.float32)
+    _close(pd.compile(numpy_aliases, target=target)(X), numpy_aliases.reference(X))
+    _close(numpy_aliases.reference(X), np.exp(X) + np.sqrt(np.abs(X)) + np.tanh(X))
