@@ -85,3 +85,64 @@ def test_numpy_aliases_of_the_subset(target: str) -> None:
     X = np.linspace(-1, 1, 9, dtype=np.float32)
     _close(pd.compile(numpy_aliases, target=target)(X), numpy_aliases.reference(X))
     _close(numpy_aliases.reference(X), np.exp(X) + np.sqrt(np.abs(X)) + np.tanh(X))
+
+
+# --------------------------------------------------------------------------------------------
+# pd.index for a size only an output's (or inout's) shape carries (SPEC 1 and 2)
+
+T = pd.sym("T")
+
+
+@pd.operator
+def repeat(X: f32[N], Y: out(f32[N, T]), T: pd.index):
+    for i in range(N):
+        for t in range(T):
+            Y[i, t] = X[i] + t
+
+
+@pd.operator
+def accumulate(X: f32[N], A: pd.inout(f32[T, N]), T: pd.index):
+    for t in range(T):
+        for i in range(N):
+            A[t, i] += X[i] * t
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request) -> str:
+    return request.param
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_index_size_of_an_output(target: str, caller: str) -> None:
+    fn = pd.compile(repeat, target=target) if caller == "kernel" else repeat.reference
+    X = np.arange(4, dtype=np.float32)
+    want = X[:, None] + np.arange(5, dtype=np.float32)[None, :]
+    Y = fn(X, T=5)
+    assert Y.shape == (4, 5)
+    np.testing.assert_array_equal(Y, want)
+    buf = np.full((4, 3), -1, np.float32)
+    assert fn(X, Y=buf) is buf  # T = 3, bound by the buffer
+    np.testing.assert_array_equal(buf, want[:, :3])
+    assert fn(X, Y=buf, T=3) is buf
+    with pytest.raises(pd.ShapeError, match=r"output 'Y', dimension 1: expected T = 5 "
+                                            r"\(given as T=5\), got 3"):
+        fn(X, Y=np.zeros((4, 3), np.float32), T=5)
+    with pytest.raises(pd.ShapeError, match="needs the size T= as a keyword argument"):
+        fn(X)
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_index_size_of_an_inout(target: str, caller: str) -> None:
+    fn = pd.compile(accumulate, target=target) if caller == "kernel" else accumulate.reference
+    X = np.arange(4, dtype=np.float32)
+    A = np.ones((3, 4), np.float32)
+    assert fn(X, A) is None  # T = 3, bound by A
+    want = 1 + np.arange(3, dtype=np.float32)[:, None] * X[None, :]
+    np.testing.assert_array_equal(A, want)
+    fn(X, A, T=3)
+    np.testing.assert_array_equal(A, 2 * want - 1)
+    before = A.copy()
+    with pytest.raises(pd.ShapeError, match=r"argument 'A', dimension 0: expected T = 2 "
+                                            r"\(given as T=2\), got 3"):
+        fn(X, A, T=2)
+    np.testing.assert_array_equal(A, before)

@@ -233,7 +233,7 @@ def _mm_cases() -> list:
         "wrong_rank_3d": (lambda: ((A, B.reshape(K, M, 1)), {"C": out()}),
                           ["'B'", "2 dimension(s)", "got 3"]),
         "mismatched_inner_dim": (lambda: ((A, _f32(K + 1, M)), {"C": out()}),
-                                 ["'B'", "dimension 0", "expected K", "4", "got 5"]),
+                                 ["argument 'B', dimension 0: expected K = 4 (bound by A's dimension 1), got 5"]),
         "too_many_positional": (lambda: ((A, B, out()), {}),
                                 ["2 positional argument", "got 3"]),
         "unknown_keyword": (lambda: ((A, B), {"C": out(), "D": out()}),
@@ -246,9 +246,9 @@ def _mm_cases() -> list:
         "K_outside_assume": (lambda: ((_f32(N, 0), _f32(0, M)), {"C": out()}),
                              ["K=0", "outside", "K >= 1"]),
         "output_shape": (lambda: ((A, B), {"C": _sentinel(N, M + 1)}),
-                         ["output 'C'", "dimension 1", "expected M", "= 5", "got 6"]),
+                         ["output 'C', dimension 1: expected M = 5 (bound by B's dimension 1), got 6"]),
         "output_rows": (lambda: ((A, B), {"C": _sentinel(N + 2, M)}),
-                        ["output 'C'", "dimension 0", "expected N", "= 3", "got 5"]),
+                        ["output 'C', dimension 0: expected N = 3 (bound by A's dimension 0), got 5"]),
         "output_dtype": (lambda: ((A, B), {"C": _sentinel(N, M, dtype=np.float64)}),
                          ["'C'", "float32", "float64"]),
         "output_rank": (lambda: ((A, B), {"C": _sentinel(N * M)}),
@@ -327,7 +327,7 @@ def test_jacobi2d_non_square(jac, caller) -> None:
     fn = jac if caller == "kernel" else jacobi2d.reference
     A = _f32(5, 6)
     A0 = A.copy()
-    _refused(fn, (A,), {"T": 1}, ["'A'", "dimension 1", "expected N", "= 5", "got 6"])
+    _refused(fn, (A,), {"T": 1}, ["argument 'A', dimension 1: expected N = 5 (bound by A's dimension 0), got 6"])
     assert np.array_equal(A, A0)
 
 
@@ -353,3 +353,45 @@ def test_softmax_refuses_bad_call() -> None:
     for fn in (k, softmax.reference):
         _refused(fn, (_f32(4, 3).T,), {"Y": Y}, ["output 'Y'", "dimension 0", "got 4"])
         assert np.all(Y == SENTINEL)
+
+
+# --------------------------------------------------------------------------------------------
+# Where a size was bound, in shape messages; negative output extents
+
+SYM_T = pd.sym("T")
+
+
+@pd.operator
+def _shrink(X: pd.f32[SYM_N], Y: pd.out(pd.f32[SYM_N - 3])):
+    for i in range(SYM_N - 3):
+        Y[i] = X[i + 3]
+
+
+@pd.operator
+def _pairs(A: pd.f32[SYM_N], B: pd.f32[SYM_N - 2], Y: pd.out(pd.f32[SYM_N, SYM_T]),
+           T: pd.index):
+    for i in range(SYM_N):
+        for t in range(SYM_T):
+            Y[i, t] = A[i] * t
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_negative_output_extent_is_a_shape_error(caller) -> None:
+    fn = pd.compile(_shrink) if caller == "kernel" else _shrink.reference
+    _refused(fn, (_f32(1),), {}, ["output 'Y', dimension 0: extent N - 3 = -2 "
+                                  "(N = 1, bound by X's dimension 0) is negative"])
+    assert fn(_f32(3)).shape == (0,)
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_shape_messages_say_where_a_size_was_bound(caller) -> None:
+    fn = pd.compile(_pairs) if caller == "kernel" else _pairs.reference
+    _refused(fn, (_f32(7), _f32(4)), {"T": 2},
+             ["argument 'B', dimension 0: expected N - 2 = 5 "
+              "(N = 7, bound by A's dimension 0), got 4"])
+    _refused(fn, (_f32(7), _f32(5)), {"T": 2, "Y": _sentinel(7, 3)},
+             ["output 'Y', dimension 1: expected T = 2 (given as T=2), got 3"])
+    _refused(fn, (_f32(7), _f32(5)), {"Y": _sentinel(6, 3)},
+             ["output 'Y', dimension 0: expected N = 7 (bound by A's dimension 0), got 6"])
+    message = _refused(fn, (_f32(7), _f32(5)), {"T": 2, "Y": _sentinel(7, 3)}, [])
+    assert "T=2)" not in message.replace("given as T=2", "")  # the value once, with its origin

@@ -160,6 +160,7 @@ class PythonFrontend:
         except Exception as exc:  # a string annotation that does not evaluate
             self.error(fdef, f"cannot evaluate the argument annotations: {exc}")
         shape_syms: list[str] = []
+        input_syms: set[str] = set()  # carried by an input's shape: never pd.index
         for arg in a.args:
             name = arg.arg
             self._check_name(arg, name)
@@ -189,9 +190,8 @@ class PythonFrontend:
                                 "f32[N, M], out(...), inout(...), a dtype or pd.index")
             self._check_shape(arg, name, ann)
             for dim in ann.shape:
-                for v in sorted(dim.vars()):
-                    if v not in shape_syms:
-                        shape_syms.append(v)
+                shape_syms += [v for v in sorted(dim.vars()) if v not in shape_syms]
+                input_syms |= set(dim.vars()) if kind == "in" else set()
             self.arrays[name] = Array(name, ann.dtype, ann.shape, kind)
             self.args.append(name)
         for s in shape_syms:
@@ -201,9 +201,9 @@ class PythonFrontend:
                 what = "the operator name" if s == self.fn.__name__ else "a reserved name"
                 self.error(fdef, f"sym `{s}` clashes with {what} in generated code; rename it")
         for s in self.index_syms:
-            if s in self.syms:
-                self.error(fdef, f"`{s}` is annotated pd.index but a tensor shape carries it; "
-                                 "remove the pd.index argument")
+            if s in input_syms:
+                self.error(fdef, f"`{s}` is annotated pd.index but an input's shape carries "
+                                 "it; remove the pd.index argument")
             self.syms[s] = None
 
     def _check_shape(self, node: ast.AST, name: str, t: dsl.TensorType) -> None:
