@@ -9,7 +9,7 @@ from .astgen import build_ast
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import build_shared, cpu_target, python_includes
-from .errors import UnsupportedError
+from .errors import UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
@@ -36,6 +36,7 @@ def _scop_of(op: Any) -> Scop:
     raise UnsupportedError(f"compile() takes an operator made with @pd.operator, got {op!r}")
 
 
+@user_facing
 def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
             device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
     """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
@@ -103,6 +104,7 @@ def build_c_module(scop: Scop, source: str, options: Options) -> tuple[Path, str
                         includes=tuple(includes)), module
 
 
+@user_facing
 def compile_c(path_or_source: Any, function: str | None = None, target: str = "c",
               **kw: Any) -> Kernel:
     """Compile a C function's static control part (SPEC section 5); same options as compile."""

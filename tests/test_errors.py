@@ -395,3 +395,66 @@ def test_shape_messages_say_where_a_size_was_bound(caller) -> None:
              ["output 'Y', dimension 0: expected N = 7 (bound by A's dimension 0), got 6"])
     message = _refused(fn, (_f32(7), _f32(5)), {"T": 2, "Y": _sentinel(7, 3)}, [])
     assert "T=2)" not in message.replace("given as T=2", "")  # the value once, with its origin
+
+
+# --------------------------------------------------------------------------------------------
+# User errors carry none of polydyn's internal exceptions or frames
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _internal_frames(stderr: str) -> list[str]:
+    """polydyn's own frames in a traceback, but for the entry point's re-raise."""
+    frames = re.findall(r'File "([^"]+)", line \d+, in (\w+)', stderr)
+    return [f"{f}:{fn}" for f, fn in frames
+            if "/polydyn/" in f and not (f.endswith("errors.py") and fn == "entry")
+            and not (f.endswith("dsl.py") and fn == "operator")]
+
+
+def test_frontend_error_in_a_script_has_no_internal_traceback() -> None:
+    import subprocess
+
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    env.pop("POLYDYN_DEBUG", None)
+    path = ERRORS_DIR / "non_affine_bound.py"
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert "FrontendError" in err and f"{path}:12:" in err, err
+    assert "During handling" not in err and "_NotAffine" not in err, err
+    assert not _internal_frames(err), err
+    assert len(err.splitlines()) < 20, err
+
+
+def _raised(fn, *args, **kwargs) -> BaseException:
+    with pytest.raises(pd.PolydynError) as info:
+        fn(*args, **kwargs)
+    return info.value
+
+
+def _no_internal_chain(err: BaseException) -> None:
+    assert err.__cause__ is None and err.__suppress_context__, repr(err.__context__)
+    tb, frames = err.__traceback__, []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    inside = [f for f in frames if "/polydyn/" in f and not f.endswith("errors.py")]
+    assert len(inside) <= 1, frames  # at most the public entry's own frame
+
+
+@pytest.mark.parametrize("name", ["non_affine_bound", "non_affine_subscript", "unknown_name",
+                                  "if_on_array_value", "bad_string_annotation", "assume_syntax"])
+def test_frontend_errors_replace_internal_exceptions(name: str) -> None:
+    err = _raised(load_by_path, ERRORS_DIR / f"{name}.py")
+    _no_internal_chain(err)
+
+
+def test_shape_and_schedule_errors_replace_internal_exceptions(mm) -> None:
+    _no_internal_chain(_raised(mm, _f32(3, 4), _f32(5, 5)))
+    _no_internal_chain(_raised(mm, _f32(3, 4), _f32(4, 5), C=_sentinel(3, 6)))
+    _no_internal_chain(_raised(matmul.reference, _f32(3, 4), _f32(5, 5)))
+    _no_internal_chain(_raised(mm.explain, N=1, M=2))
+    bad = pd.Schedule().interchange("k", "i")
+    _no_internal_chain(_raised(pd.compile, matmul, variants=[("true", bad)]))
+    _no_internal_chain(_raised(pd.compile, matmul, variants=[("N >= 1000", pd.Schedule())]))

@@ -10,7 +10,7 @@ from typing import Any
 import islpy as isl
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ShapeError, user_facing
 from ..parametric.binding import Binder
 from ..parametric.variants import Variant
 from ..scop.interp import check_context
@@ -51,14 +51,17 @@ class KernelBase(abc.ABC):
     def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         return self._binder.bind(args, kwargs)
 
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(args, kwargs, variant=None)
 
+    @user_facing
     def run_variant(self, variant: int | str, *args: Any, **kwargs: Any) -> Any:
         """Run one variant whatever the sizes (the sizes must still lie in its region)."""
         return self._call(args, kwargs, variant=self._variant_index(variant))
 
     # --- introspection -----------------------------------------------------------------------
+    @user_facing
     def params(self, *args: Any, **kwargs: Any) -> dict[str, int]:
         """The sym values these arguments bind (``{"N": .., "M": ..}``), checked."""
         syms = self._bind(args, kwargs).syms
@@ -92,6 +95,7 @@ class KernelBase(abc.ABC):
         if len(self._inside) < 4096:
             self._inside.add(key)
 
+    @user_facing
     def select(self, **syms: int) -> Variant:
         """The variant the dispatcher runs for these sizes."""
         missing = [s for s in self.scop.syms if s not in syms]
@@ -100,6 +104,7 @@ class KernelBase(abc.ABC):
         check_context(self.scop, syms)
         return self.variants[self._select_index(syms)]
 
+    @user_facing
     def explain(self, **syms: int) -> str:
         """Which variant runs for these sizes, and why the ones before it do not."""
         chosen = self.select(**syms)
@@ -139,6 +144,7 @@ class Kernel(KernelBase):
         self._fast = load_extension(library, module).call if module else None
 
     # --- calling -------------------------------------------------------------------------------
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._fast is not None:
             result = self._fast(*args, **kwargs)

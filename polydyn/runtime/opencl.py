@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, ShapeError, UnsupportedError
+from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
 from ..scop.interp import check_context
 from ..scop.ir import NUMPY_NAME, Scop
 from .kernel import KernelBase
@@ -349,6 +349,7 @@ class OpenCLKernel(KernelBase):
         return self._binder.bind(tuple(_stand_in(x) for x in args),
                                  {k: _stand_in(v) for k, v in kwargs.items()})
 
+    @user_facing
     def explain(self, **syms: int) -> str:
         text = super().explain(**syms)
         index = self.variants.index(self.select(**syms))

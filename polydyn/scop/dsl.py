@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import user_facing
 from .ir import Aff
 
 
@@ -167,6 +168,7 @@ ALLOWED_CALLS = ("pd.exp, pd.log, pd.sqrt, pd.tanh, pd.erf, pd.abs (or abs), pd.
 class Operator:
     """A decorated operator: its Scop (built at definition time) and its reference semantics."""
 
+    @user_facing
     def __init__(self, fn: Callable[..., Any], assume: str | None):
         from .from_python import scop_from_function
 
@@ -189,6 +191,7 @@ class Operator:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
+    @user_facing
     def reference(self, *args: Any, **kwargs: Any) -> Any:
         """Run the loop nest in its original order on NumPy (exact semantics, slow)."""
         from .interp import run_reference

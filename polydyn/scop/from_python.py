@@ -130,7 +130,7 @@ class PythonFrontend:
         return SourceLoc(self.file, self.first_line + line - 1, col, text, end)
 
     def error(self, node: ast.AST, message: str) -> NoReturn:
-        raise FrontendError(message, self.loc(node))
+        raise FrontendError(message, self.loc(node)) from None
 
     def src(self, node: ast.AST) -> str:
         return ast.unparse(node)
