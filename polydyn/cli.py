@@ -27,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse with polydyn's error contract: one line on stderr, exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"polydyn: error: {self.prog}: {message}", file=sys.stderr)
+        command = self.prog.partition(" ")[2]  # "polydyn compile" -> "compile"
+        where = f"{command}: " if command else ""
+        print(f"polydyn: error: {where}{message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(2)
 
 
