@@ -146,3 +146,50 @@ def test_index_size_of_an_inout(target: str, caller: str) -> None:
                                             r"\(given as T=2\), got 3"):
         fn(X, A, T=2)
     np.testing.assert_array_equal(A, before)
+
+
+# --------------------------------------------------------------------------------------------
+# Every legal Python name compiles (names that C, OpenCL, isl or a header reserve)
+
+
+def _reserved_ops():
+    from tests.conformance import reserved_names
+
+    return reserved_names
+
+
+def test_reserved_names_compile_and_match(target: str) -> None:
+    ops = _reserved_ops()
+    rng = np.random.default_rng(5)
+    F = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    D = rng.uniform(-1, 1, 4).astype(np.float32)
+    k = pd.compile(ops.names_c, target=target)
+    for got, want in zip(k(F, D, kernel=2), ops.names_c.reference(F, D, kernel=2), strict=True):
+        _close(got, want)
+    assert k.params(F, D, kernel=2) == {"I": 3, "NAN": 4, "kernel": 2}
+    assert "I=3, NAN=4, kernel=2" in k.explain(I=3, NAN=4, kernel=2)
+    errno = np.zeros((3, 4), np.float32)
+    k(F, D, kernel=2, errno=errno)
+    _close(errno, ops.names_c.reference(F, D, kernel=2)[0])
+    with pytest.raises(pd.ShapeError, match=r"output 'errno', dimension 1: expected NAN = 4 "
+                                            r"\(bound by float's dimension 1\), got 5"):
+        k(F, D, kernel=2, errno=np.zeros((3, 5), np.float32))
+    with pytest.raises(pd.ShapeError, match=r"sizes I=3, NAN=4, kernel=-1 are outside"):
+        k.params(F, D, kernel=-1)
+    with pytest.raises(pd.ShapeError, match="unexpected keyword argument 'pdu_I'"):
+        k(F, D, kernel=2, pdu_I=3)
+    E = rng.uniform(-1, 1, (2, 5)).astype(np.float32)
+    S = np.array([3, -2], np.int32)
+    kb = pd.compile(ops.names_b, target=target)
+    for got, want in zip(kb(E, S, pd_x=4, α=1), ops.names_b.reference(E, S, pd_x=4, α=1),
+                         strict=True):
+        _close(got, want)
+
+
+def test_names_of_the_generated_python(target: str) -> None:
+    from tests.conformance.python_names import op
+
+    X = np.linspace(-1, 1, 7, dtype=np.float32)
+    want = op.reference(X)
+    assert np.isinf(want[0]) and np.isfinite(want[-1])
+    _close(pd.compile(op, target=target)(X), want)

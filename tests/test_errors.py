@@ -125,7 +125,7 @@ REQUIRED = {
     "slice", "floordiv_by_sym", "range_step_zero", "range_step_sym", "loop_var_shadows_sym",
     "missing_annotation", "varargs", "unknown_name", "assume_syntax", "assume_unknown_sym",
     "assume_empty", "out_of_bounds_read", "temp_in_loop", "return_statement", "range_keyword",
-    "chained_assignment", "reserved_loop_var", "reserved_argument",
+    "chained_assignment", "reserved_operator_name",
 }
 
 

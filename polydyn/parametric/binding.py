@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..scop.ir import NUMPY_NAME, Aff, Array, Scop
+from ..scop.names import user_text
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,10 @@ class Binder:
         self.unbound = [s for s in scop.syms if s not in solved]
         self.keyword_syms = list(scop.index_syms) + self.unbound
         self.names = [a.name for a in self.positional]
-        self.accepted = set(self.names) | {a.name for a in self.outputs} | set(self.keyword_syms)
+        accepted = [*self.names, *(a.name for a in self.outputs), *self.keyword_syms]
+        # keyword arguments come with the user's names (``scop/names.py``)
+        self.by_user = {scop.user_name(n): n for n in accepted}
+        self.accepted = set(self.by_user)
         self._plans: dict[tuple[frozenset[str], frozenset[str]], list[Any]] = {}
 
     def _plan_for(self, keywords: frozenset[str], outputs: frozenset[str]) -> list[Any]:
@@ -97,16 +101,28 @@ class Binder:
         op = self.scop.name
         if len(args) > len(self.positional):
             raise ShapeError(f"{op}() takes {len(self.positional)} positional argument(s) "
-                             f"({', '.join(self.names)}), got {len(args)}; pass outputs and "
-                             "sizes by keyword")
+                             f"({', '.join(self.user(n) for n in self.names)}), got "
+                             f"{len(args)}; pass outputs and sizes by keyword")
         given = dict(zip(self.names, args))
         for k, v in kwargs.items():
             if k not in self.accepted:
                 raise ShapeError(f"{op}() got an unexpected keyword argument {k!r}; it accepts "
                                  f"{', '.join(sorted(self.accepted))}")
-            if k in given:
+            if self.by_user[k] in given:
                 raise ShapeError(f"{op}() got argument {k!r} twice")
-            given[k] = v
+            given[self.by_user[k]] = v
+        if not self.scop.user_names:
+            return self._bind(given)
+        try:
+            return self._bind(given)
+        except ShapeError as err:  # say the user's names
+            raise ShapeError(user_text(err.message, self.scop.user_names)) from None
+
+    def user(self, name: str) -> str:
+        return self.scop.user_name(name)
+
+    def _bind(self, given: dict[str, Any]) -> Bound:
+        op = self.scop.name
         arrays: dict[str, Any] = {}
         values: dict[str, Any] = {}
         for a in self.positional:

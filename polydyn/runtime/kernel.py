@@ -66,7 +66,12 @@ class KernelBase(abc.ABC):
         """The sym values these arguments bind (``{"N": .., "M": ..}``), checked."""
         syms = self._bind(args, kwargs).syms
         check_context(self.scop, syms)
-        return syms
+        return {self.scop.user_name(s): v for s, v in syms.items()}
+
+    def _sizes(self, syms: Mapping[str, int]) -> dict[str, int]:
+        """Sizes given with the user's names (``I=3``), keyed by the Scop's names."""
+        here = {self.scop.user_name(s): s for s in self.scop.syms}
+        return {here.get(k, k): v for k, v in syms.items()}
 
     def _variant_index(self, variant: int | str) -> int:
         if isinstance(variant, int):
@@ -98,7 +103,8 @@ class KernelBase(abc.ABC):
     @user_facing
     def select(self, **syms: int) -> Variant:
         """The variant the dispatcher runs for these sizes."""
-        missing = [s for s in self.scop.syms if s not in syms]
+        syms = self._sizes(syms)
+        missing = [self.scop.user_name(s) for s in self.scop.syms if s not in syms]
         if missing:
             raise ShapeError(f"explain/select needs every size: missing {', '.join(missing)}")
         check_context(self.scop, syms)
@@ -108,8 +114,10 @@ class KernelBase(abc.ABC):
     def explain(self, **syms: int) -> str:
         """Which variant runs for these sizes, and why the ones before it do not."""
         chosen = self.select(**syms)
+        syms = self._sizes(syms)
         point = self._point(syms)
-        lines = [f"{self.name} at {', '.join(f'{s}={syms[s]}' for s in self.scop.syms)}:"]
+        at = ", ".join(f"{self.scop.user_name(s)}={syms[s]}" for s in self.scop.syms)
+        lines = [f"{self.name} at {at}:"]
         lines += [f"  rewritten: {note}" for note in self.notes]
         for v in self.variants:
             inside = not point.intersect(v.region).is_empty()

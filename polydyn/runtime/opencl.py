@@ -353,6 +353,7 @@ class OpenCLKernel(KernelBase):
     def explain(self, **syms: int) -> str:
         text = super().explain(**syms)
         index = self.variants.index(self.select(**syms))
+        syms = self._sizes(syms)
         lines = [text, f"  on {self._dc.describe()}:"]
         vals = [int(syms[s]) for s in self.scop.syms]
 
