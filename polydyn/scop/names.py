@@ -81,7 +81,7 @@ RESERVED_C_INPUT = {
     "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "sin",
     "sinf", "cos", "cosf", "fabs", "fabsf", "floorf", "ceilf", "pow", "powf",
     "fmod", "fmodf", "malloc", "calloc", "free", "memset", "memcpy", "posix_memalign", "abs",
-    "labs", "printf", "INFINITY", "NAN",
+    "labs", "printf", "INFINITY", "NAN", "I", "errno", "complex", "imaginary",
 }
 
 _FORMS = re.compile(
