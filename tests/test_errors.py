@@ -233,7 +233,8 @@ def _mm_cases() -> list:
         "wrong_rank_3d": (lambda: ((A, B.reshape(K, M, 1)), {"C": out()}),
                           ["'B'", "2 dimension(s)", "got 3"]),
         "mismatched_inner_dim": (lambda: ((A, _f32(K + 1, M)), {"C": out()}),
-                                 ["argument 'B', dimension 0: expected K = 4 (bound by A's dimension 1), got 5"]),
+                                 ["argument 'B', dimension 0: expected K = 4 "
+                                  "(bound by A's dimension 1), got 5"]),
         "too_many_positional": (lambda: ((A, B, out()), {}),
                                 ["2 positional argument", "got 3"]),
         "unknown_keyword": (lambda: ((A, B), {"C": out(), "D": out()}),
@@ -246,9 +247,11 @@ def _mm_cases() -> list:
         "K_outside_assume": (lambda: ((_f32(N, 0), _f32(0, M)), {"C": out()}),
                              ["K=0", "outside", "K >= 1"]),
         "output_shape": (lambda: ((A, B), {"C": _sentinel(N, M + 1)}),
-                         ["output 'C', dimension 1: expected M = 5 (bound by B's dimension 1), got 6"]),
+                         ["output 'C', dimension 1: expected M = 5 "
+                          "(bound by B's dimension 1), got 6"]),
         "output_rows": (lambda: ((A, B), {"C": _sentinel(N + 2, M)}),
-                        ["output 'C', dimension 0: expected N = 3 (bound by A's dimension 0), got 5"]),
+                        ["output 'C', dimension 0: expected N = 3 "
+                         "(bound by A's dimension 0), got 5"]),
         "output_dtype": (lambda: ((A, B), {"C": _sentinel(N, M, dtype=np.float64)}),
                          ["'C'", "float32", "float64"]),
         "output_rank": (lambda: ((A, B), {"C": _sentinel(N * M)}),
@@ -327,7 +330,8 @@ def test_jacobi2d_non_square(jac, caller) -> None:
     fn = jac if caller == "kernel" else jacobi2d.reference
     A = _f32(5, 6)
     A0 = A.copy()
-    _refused(fn, (A,), {"T": 1}, ["argument 'A', dimension 1: expected N = 5 (bound by A's dimension 0), got 6"])
+    _refused(fn, (A,), {"T": 1}, ["argument 'A', dimension 1: expected N = 5 "
+                                  "(bound by A's dimension 0), got 6"])
     assert np.array_equal(A, A0)
 
 
@@ -395,6 +399,26 @@ def test_shape_messages_say_where_a_size_was_bound(caller) -> None:
              ["output 'Y', dimension 0: expected N = 7 (bound by A's dimension 0), got 6"])
     message = _refused(fn, (_f32(7), _f32(5)), {"T": 2, "Y": _sentinel(7, 3)}, [])
     assert "T=2)" not in message.replace("given as T=2", "")  # the value once, with its origin
+
+
+@pd.operator
+def _two_outputs(A: pd.f32[SYM_N], Y: pd.out(pd.f32[SYM_N, SYM_T]), Z: pd.out(pd.f32[SYM_T]),
+                 T: pd.index):
+    for t in range(SYM_T):
+        Z[t] = 1.0 * t
+        for i in range(SYM_N):
+            Y[i, t] = A[i]
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_size_bound_by_an_output_buffer(caller) -> None:
+    fn = pd.compile(_two_outputs) if caller == "kernel" else _two_outputs.reference
+    Y, Z = _sentinel(4, 3), _sentinel(5)
+    _refused(fn, (_f32(4),), {"Y": Y, "Z": Z},
+             ["output 'Z', dimension 0: expected T = 3 (bound by Y's dimension 1), got 5"])
+    assert np.all(Y == SENTINEL) and np.all(Z == SENTINEL)
+    y, z = fn(_f32(4), Y=Y, Z=_sentinel(3))
+    assert y is Y and z.shape == (3,)
 
 
 # --------------------------------------------------------------------------------------------

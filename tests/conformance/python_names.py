@@ -2,7 +2,10 @@
 
 import polydyn as pd
 from polydyn import f32, out
+
 N = pd.sym("N")
+
+
 @pd.operator
 def op(np: f32[N], math: out(f32[N])):
     for i in range(N):
