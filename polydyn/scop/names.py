@@ -51,6 +51,7 @@ C_LIBRARY = frozenset({
     "memcmp", "strlen", "printf", "fprintf", "abort", "exit", "atexit", "qsort", "main",
     "alloca", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
     "uint16_t", "uint32_t", "uint64_t", "intptr_t", "uintptr_t", "wchar_t", "max_align_t",
+    "linux", "unix", "i386",  # predefined by GCC in its GNU modes
     "variant",  # the dispatcher's own local
     # free names of the generated Python (the reference runner, the OpenCL host code)
     "np", "math", "range", "len", "print",

@@ -29,8 +29,8 @@ def names_c(float: f32[I, NAN], double: f32[NAN], errno: out(f32[I, NAN]),
 def names_b(EOF: f32[int, INFINITY], size_t: i32[int], _Bool: out(f32[int]),
             float4: out(f32[INFINITY, int]), pd_x: pd.index, α: pd.index):
     for CHAR_BIT in range(int):
-        acc = 0.0
+        linux = 0.0
         for __x in range(INFINITY):
-            acc += EOF[CHAR_BIT, __x] * size_t[CHAR_BIT]
+            linux += EOF[CHAR_BIT, __x] * size_t[CHAR_BIT]
             float4[__x, CHAR_BIT] = EOF[CHAR_BIT, __x] + pd_x - α
-        _Bool[CHAR_BIT] = acc
+        _Bool[CHAR_BIT] = linux
