@@ -212,8 +212,8 @@ class Kernel(KernelBase):
     def _fail(self, rc: int, syms: Mapping[str, int]) -> None:
         if rc == -1:
             check_context(self.scop, syms)
-            raise ShapeError(f"no variant of {self.name} covers the sizes "
-                             f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
+            sizes = ", ".join(f"{self.scop.user_name(k)}={v}" for k, v in syms.items())
+            raise ShapeError(f"no variant of {self.name} covers the sizes {sizes}")
         if rc == -2:
             raise MemoryError(f"{self.name}: a temporary array could not be allocated")
         raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")
