@@ -17,6 +17,7 @@ from .runtime.kernel import Kernel  # noqa: E402
 from .schedule.directives import Schedule  # noqa: E402
 from .scop.dsl import (  # noqa: E402
     Operator,
+    abs,
     cos,
     erf,
     exp,
@@ -41,6 +42,6 @@ from .scop.dsl import (  # noqa: E402
 __all__ = [
     "CompileError", "FrontendError", "InternalError", "Kernel", "Operator", "Options",
     "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError", "__version__",
-    "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64", "index", "inf",
-    "inout", "log", "operator", "out", "sin", "sqrt", "sym", "tanh", "temp",
+    "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64",
+    "index", "inf", "inout", "log", "operator", "out", "sin", "sqrt", "sym", "tanh", "temp",
 ]

@@ -27,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse with polydyn's error contract: one line on stderr, exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"polydyn: error: {self.prog}: {message}", file=sys.stderr)
+        command = self.prog.partition(" ")[2]  # "polydyn compile" -> "compile"
+        where = f"{command}: " if command else ""
+        print(f"polydyn: error: {where}{message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(2)
 
 
@@ -86,8 +88,11 @@ def with_assume(op: Any, extra: str | None) -> Any:
     scop = op.scop
     if not extra:
         return scop
+    from .scop.names import rename_assume
+
+    here = {user: name for name, user in scop.user_names}
     try:
-        more = isl.Set(f"{scop.param_space_text()} -> {{ : {extra} }}")
+        more = isl.Set(f"{scop.param_space_text()} -> {{ : {rename_assume(extra, here)} }}")
     except isl.Error:
         raise UsageError(f"--assume {extra!r}: not isl constraints over the syms "
                          f"({', '.join(scop.syms)})") from None
@@ -163,10 +168,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     scop = with_assume(op, args.assume)
     kernel = pd_compile(scop, target=args.target)
     sizes = parse_sizes(args.sizes)
-    unknown = sorted(set(sizes) - set(scop.syms))
+    user_syms = [scop.user_name(s) for s in scop.syms]
+    unknown = sorted(set(sizes) - set(user_syms))
     if unknown:
         raise UsageError(f"{', '.join(unknown)}: not a size of {scop.name} (its syms: "
-                         f"{', '.join(scop.syms)})")
+                         f"{', '.join(user_syms)})")
     print(kernel.explain(**sizes))
     return 0
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -74,3 +80,19 @@ class InternalError(Exception):
 
     def __init__(self, message: str):
         super().__init__(f"internal error (this is a polydyn bug, please report it): {message}")
+
+
+def user_facing(fn: _F) -> _F:
+    """Wrap a public entry point: a PolydynError leaves it without polydyn's frames below the
+    entry point and without the internal exception it replaced (POLYDYN_DEBUG=1 keeps both)."""
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PolydynError as err:
+            if os.environ.get("POLYDYN_DEBUG", "0") not in ("", "0"):
+                raise
+            raise err.with_traceback(None) from None
+
+    return entry  # type: ignore[return-value]

@@ -10,7 +10,7 @@ from .astgen import build_ast
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import build_shared, cpu_target, python_includes
-from .errors import UnsupportedError
+from .errors import UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
@@ -60,6 +60,7 @@ class Generated:
         return self.sources[f"{self.scop.name}.{'cl' if self.program else 'c'}"]
 
 
+@user_facing
 def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
              options: Options | None = None, max_group: int | None = None,
              **option_kw: Any) -> Generated:
@@ -124,6 +125,7 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     return Generated(own_scop, tuple(scheduled), sources, zero_init, notes)
 
 
+@user_facing
 def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
             device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
     """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
@@ -160,6 +162,7 @@ def build_c_module(scop: Scop, source: str, options: Options,
                         includes=tuple(includes)), module
 
 
+@user_facing
 def compile_c(path_or_source: Any, function: str | None = None, target: str = "c",
               **kw: Any) -> Kernel:
     """Compile a C function's static control part (SPEC section 5); same options as compile."""

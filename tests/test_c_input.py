@@ -352,6 +352,7 @@ SIGNATURE_ERRORS = [
     ("void f(int N, float A[N]) {\n  A[0] = 1\n}\n", "C syntax error", 3),
     ("#include \"missing_header.h\"\nvoid f(int N, float A[N]) {}\n", "missing_header.h", 1),
     ("void f(int N, float A[N], float floor) {\n}\n", "reserved name", 1),
+    ("void f(int I, float A[I]) {\n  A[0] = 1;\n}\n", "`I` is a reserved name", 1),
     ("void f(int N, double a) {\n}\n", "has no array parameter", 1),
 ]
 

@@ -33,6 +33,8 @@ def assert_user_error(result: subprocess.CompletedProcess, *parts: str) -> str:
     assert result.returncode == 2, (result.returncode, result.stdout, err)
     assert err.startswith("polydyn: error: "), err
     assert err.count("polydyn: error:") == 1, err
+    assert not err.startswith(("polydyn: error: polydyn", "polydyn: error: error")), err
+    assert len(err.strip().splitlines()) == 1 or "^" in err, err  # one message (or a caret)
     assert "Traceback" not in err and 'File "' not in err, err
     assert result.stdout == "", result.stdout
     for part in parts:
@@ -143,6 +145,18 @@ def test_explain_index_sym() -> None:
 
 # --------------------------------------------------------------------------------------------
 # user errors: one message, exit status 2
+
+
+@pytest.mark.parametrize(("argv", "parts"), [
+    ((), ["polydyn: error: the following arguments are required: command"]),
+    (("frob",), ["polydyn: error: argument command: invalid choice: 'frob'"]),
+    (("compile",), ["polydyn: error: compile: the following arguments are required: file"]),
+    (("compile", MATMUL, "--target", "cuda"), ["polydyn: error: compile: argument --target"]),
+    (("cache", "wipe"), ["polydyn: error: cache: argument action"]),
+    (("explain", MATMUL, "N=3", "--bogus"), ["unrecognized arguments: --bogus"]),
+])
+def test_usage_errors_carry_one_prefix(argv, parts) -> None:
+    assert_user_error(polydyn(*argv), *parts)
 
 
 def test_missing_file(tmp_path) -> None:

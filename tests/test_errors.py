@@ -125,7 +125,7 @@ REQUIRED = {
     "slice", "floordiv_by_sym", "range_step_zero", "range_step_sym", "loop_var_shadows_sym",
     "missing_annotation", "varargs", "unknown_name", "assume_syntax", "assume_unknown_sym",
     "assume_empty", "out_of_bounds_read", "temp_in_loop", "return_statement", "range_keyword",
-    "chained_assignment", "reserved_loop_var", "reserved_argument",
+    "chained_assignment", "reserved_operator_name",
 }
 
 
@@ -233,7 +233,8 @@ def _mm_cases() -> list:
         "wrong_rank_3d": (lambda: ((A, B.reshape(K, M, 1)), {"C": out()}),
                           ["'B'", "2 dimension(s)", "got 3"]),
         "mismatched_inner_dim": (lambda: ((A, _f32(K + 1, M)), {"C": out()}),
-                                 ["'B'", "dimension 0", "expected K", "4", "got 5"]),
+                                 ["argument 'B', dimension 0: expected K = 4 "
+                                  "(bound by A's dimension 1), got 5"]),
         "too_many_positional": (lambda: ((A, B, out()), {}),
                                 ["2 positional argument", "got 3"]),
         "unknown_keyword": (lambda: ((A, B), {"C": out(), "D": out()}),
@@ -246,9 +247,11 @@ def _mm_cases() -> list:
         "K_outside_assume": (lambda: ((_f32(N, 0), _f32(0, M)), {"C": out()}),
                              ["K=0", "outside", "K >= 1"]),
         "output_shape": (lambda: ((A, B), {"C": _sentinel(N, M + 1)}),
-                         ["output 'C'", "dimension 1", "expected M", "= 5", "got 6"]),
+                         ["output 'C', dimension 1: expected M = 5 "
+                          "(bound by B's dimension 1), got 6"]),
         "output_rows": (lambda: ((A, B), {"C": _sentinel(N + 2, M)}),
-                        ["output 'C'", "dimension 0", "expected N", "= 3", "got 5"]),
+                        ["output 'C', dimension 0: expected N = 3 "
+                         "(bound by A's dimension 0), got 5"]),
         "output_dtype": (lambda: ((A, B), {"C": _sentinel(N, M, dtype=np.float64)}),
                          ["'C'", "float32", "float64"]),
         "output_rank": (lambda: ((A, B), {"C": _sentinel(N * M)}),
@@ -327,7 +330,8 @@ def test_jacobi2d_non_square(jac, caller) -> None:
     fn = jac if caller == "kernel" else jacobi2d.reference
     A = _f32(5, 6)
     A0 = A.copy()
-    _refused(fn, (A,), {"T": 1}, ["'A'", "dimension 1", "expected N", "= 5", "got 6"])
+    _refused(fn, (A,), {"T": 1}, ["argument 'A', dimension 1: expected N = 5 "
+                                  "(bound by A's dimension 0), got 6"])
     assert np.array_equal(A, A0)
 
 
@@ -353,3 +357,128 @@ def test_softmax_refuses_bad_call() -> None:
     for fn in (k, softmax.reference):
         _refused(fn, (_f32(4, 3).T,), {"Y": Y}, ["output 'Y'", "dimension 0", "got 4"])
         assert np.all(Y == SENTINEL)
+
+
+# --------------------------------------------------------------------------------------------
+# Where a size was bound, in shape messages; negative output extents
+
+SYM_T = pd.sym("T")
+
+
+@pd.operator
+def _shrink(X: pd.f32[SYM_N], Y: pd.out(pd.f32[SYM_N - 3])):
+    for i in range(SYM_N - 3):
+        Y[i] = X[i + 3]
+
+
+@pd.operator
+def _pairs(A: pd.f32[SYM_N], B: pd.f32[SYM_N - 2], Y: pd.out(pd.f32[SYM_N, SYM_T]),
+           T: pd.index):
+    for i in range(SYM_N):
+        for t in range(SYM_T):
+            Y[i, t] = A[i] * t
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_negative_output_extent_is_a_shape_error(caller) -> None:
+    fn = pd.compile(_shrink) if caller == "kernel" else _shrink.reference
+    _refused(fn, (_f32(1),), {}, ["output 'Y', dimension 0: extent N - 3 = -2 "
+                                  "(N = 1, bound by X's dimension 0) is negative"])
+    assert fn(_f32(3)).shape == (0,)
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_shape_messages_say_where_a_size_was_bound(caller) -> None:
+    fn = pd.compile(_pairs) if caller == "kernel" else _pairs.reference
+    _refused(fn, (_f32(7), _f32(4)), {"T": 2},
+             ["argument 'B', dimension 0: expected N - 2 = 5 "
+              "(N = 7, bound by A's dimension 0), got 4"])
+    _refused(fn, (_f32(7), _f32(5)), {"T": 2, "Y": _sentinel(7, 3)},
+             ["output 'Y', dimension 1: expected T = 2 (given as T=2), got 3"])
+    _refused(fn, (_f32(7), _f32(5)), {"Y": _sentinel(6, 3)},
+             ["output 'Y', dimension 0: expected N = 7 (bound by A's dimension 0), got 6"])
+    message = _refused(fn, (_f32(7), _f32(5)), {"T": 2, "Y": _sentinel(7, 3)}, [])
+    assert "T=2)" not in message.replace("given as T=2", "")  # the value once, with its origin
+
+
+@pd.operator
+def _two_outputs(A: pd.f32[SYM_N], Y: pd.out(pd.f32[SYM_N, SYM_T]), Z: pd.out(pd.f32[SYM_T]),
+                 T: pd.index):
+    for t in range(SYM_T):
+        Z[t] = 1.0 * t
+        for i in range(SYM_N):
+            Y[i, t] = A[i]
+
+
+@pytest.mark.parametrize("caller", ["kernel", "reference"])
+def test_size_bound_by_an_output_buffer(caller) -> None:
+    fn = pd.compile(_two_outputs) if caller == "kernel" else _two_outputs.reference
+    Y, Z = _sentinel(4, 3), _sentinel(5)
+    _refused(fn, (_f32(4),), {"Y": Y, "Z": Z},
+             ["output 'Z', dimension 0: expected T = 3 (bound by Y's dimension 1), got 5"])
+    assert np.all(Y == SENTINEL) and np.all(Z == SENTINEL)
+    y, z = fn(_f32(4), Y=Y, Z=_sentinel(3))
+    assert y is Y and z.shape == (3,)
+
+
+# --------------------------------------------------------------------------------------------
+# User errors carry none of polydyn's internal exceptions or frames
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _internal_frames(stderr: str) -> list[str]:
+    """polydyn's own frames in a traceback, but for the entry point's re-raise."""
+    frames = re.findall(r'File "([^"]+)", line \d+, in (\w+)', stderr)
+    return [f"{f}:{fn}" for f, fn in frames
+            if "/polydyn/" in f and not (f.endswith("errors.py") and fn == "entry")
+            and not (f.endswith("dsl.py") and fn == "operator")]
+
+
+def test_frontend_error_in_a_script_has_no_internal_traceback() -> None:
+    import subprocess
+
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    env.pop("POLYDYN_DEBUG", None)
+    path = ERRORS_DIR / "non_affine_bound.py"
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert "FrontendError" in err and f"{path}:12:" in err, err
+    assert "During handling" not in err and "_NotAffine" not in err, err
+    assert not _internal_frames(err), err
+    assert len(err.splitlines()) < 20, err
+
+
+def _raised(fn, *args, **kwargs) -> BaseException:
+    with pytest.raises(pd.PolydynError) as info:
+        fn(*args, **kwargs)
+    return info.value
+
+
+def _no_internal_chain(err: BaseException) -> None:
+    assert err.__cause__ is None and err.__suppress_context__, repr(err.__context__)
+    tb, frames = err.__traceback__, []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    inside = [f for f in frames if "/polydyn/" in f and not f.endswith("errors.py")]
+    assert len(inside) <= 1, frames  # at most the public entry's own frame
+
+
+@pytest.mark.parametrize("name", ["non_affine_bound", "non_affine_subscript", "unknown_name",
+                                  "if_on_array_value", "bad_string_annotation", "assume_syntax"])
+def test_frontend_errors_replace_internal_exceptions(name: str) -> None:
+    err = _raised(load_by_path, ERRORS_DIR / f"{name}.py")
+    _no_internal_chain(err)
+
+
+def test_shape_and_schedule_errors_replace_internal_exceptions(mm) -> None:
+    _no_internal_chain(_raised(mm, _f32(3, 4), _f32(5, 5)))
+    _no_internal_chain(_raised(mm, _f32(3, 4), _f32(4, 5), C=_sentinel(3, 6)))
+    _no_internal_chain(_raised(matmul.reference, _f32(3, 4), _f32(5, 5)))
+    _no_internal_chain(_raised(mm.explain, N=1, M=2))
+    bad = pd.Schedule().interchange("k", "i")
+    _no_internal_chain(_raised(pd.compile, matmul, variants=[("true", bad)]))
+    _no_internal_chain(_raised(pd.compile, matmul, variants=[("N >= 1000", pd.Schedule())]))

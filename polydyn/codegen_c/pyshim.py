@@ -11,7 +11,7 @@ checked Python path handles the call (and raises the precise ShapeError).
 from __future__ import annotations
 
 from ..parametric.binding import Binder
-from ..scop.ir import C_TYPE, Scop
+from ..scop.ir import C_TYPE, Aff, Scop
 
 _NPY = {"f32": "NPY_FLOAT32", "f64": "NPY_FLOAT64", "i32": "NPY_INT32", "i64": "NPY_INT64"}
 
@@ -39,8 +39,10 @@ def shim_source(scop: Scop, module: str) -> str:
         "PyObject *kwnames) {",
         f"  if (nargs != {len(pos)}) Py_RETURN_NOTIMPLEMENTED;",
     ]
+    # the syms are locals here: prefixed, so that none is named like the shim's own
+    local = {s: Aff.var(f"pd_s_{s}") for s in scop.syms}
     for s in scop.syms:
-        lines.append(f"  int64_t {s} = -1;")
+        lines.append(f"  int64_t pd_s_{s} = -1;")
     index = list(scop.index_syms)
     for a in out:
         lines.append(f"  PyArrayObject *b_{a.name} = NULL;")
@@ -52,15 +54,15 @@ def shim_source(scop: Scop, module: str) -> str:
     branches = []
     for s in index:
         branches.append(
-            f'if (PyUnicode_CompareWithASCIIString(key, "{s}") == 0) {{\n'
+            f'if (PyUnicode_CompareWithASCIIString(key, "{scop.user_name(s)}") == 0) {{\n'
             "      if (!PyLong_CheckExact(val)) Py_RETURN_NOTIMPLEMENTED;\n"
-            f"      {s} = PyLong_AsLongLong(val);\n"
-            f"      if ({s} < 0 || PyErr_Occurred()) {{ PyErr_Clear(); "
+            f"      pd_s_{s} = PyLong_AsLongLong(val);\n"
+            f"      if (pd_s_{s} < 0 || PyErr_Occurred()) {{ PyErr_Clear(); "
             "Py_RETURN_NOTIMPLEMENTED; }\n"
             "      nidx++;\n    }")
     for a in out:
         branches.append(
-            f'if (PyUnicode_CompareWithASCIIString(key, "{a.name}") == 0) {{\n'
+            f'if (PyUnicode_CompareWithASCIIString(key, "{scop.user_name(a.name)}") == 0) {{\n'
             "      if (!PyArray_CheckExact(val)) Py_RETURN_NOTIMPLEMENTED;\n"
             f"      b_{a.name} = (PyArrayObject *)val;\n"
             f"      if (PyArray_TYPE(b_{a.name}) != {_NPY[a.dtype]} || "
@@ -92,12 +94,13 @@ def shim_source(scop: Scop, module: str) -> str:
             lines.append(f"  if (!PyArray_ISWRITEABLE(a_{a.name})) Py_RETURN_NOTIMPLEMENTED;")
     # bind syms from the first dimension that is exactly the sym, then check every dimension
     for s, arg, d, _aff in binder.plan:
-        lines.append(f"  {s} = (int64_t)PyArray_DIM(a_{arg}, {d});")
+        lines.append(f"  pd_s_{s} = (int64_t)PyArray_DIM(a_{arg}, {d});")
     for a in pos:
         if a.kind == "value":
             continue
         for d, aff in enumerate(a.shape):
-            lines.append(f"  if ((int64_t)PyArray_DIM(a_{a.name}, {d}) != ({aff.to_c()})) "
+            lines.append(f"  if ((int64_t)PyArray_DIM(a_{a.name}, {d}) != "
+                         f"({aff.subst(local).to_c()})) "
                          "Py_RETURN_NOTIMPLEMENTED;")
     # inouts must not overlap other arrays (the Python path copies such inputs first)
     arrays = [a for a in pos if a.kind != "value"]
@@ -109,7 +112,7 @@ def shim_source(scop: Scop, module: str) -> str:
                 continue
             lines.append(f"  if (pd_overlap(a_{a.name}, a_{b.name})) Py_RETURN_NOTIMPLEMENTED;")
     for a in out:
-        dims = ", ".join(f"(npy_intp)({d.to_c()})" for d in a.shape)
+        dims = ", ".join(f"(npy_intp)({d.subst(local).to_c()})" for d in a.shape)
         lines += [
             f"  npy_intp d_{a.name}[{max(1, a.rank)}] = {{{dims or '0'}}};",
             f"  for (int k = 0; k < {a.rank}; k++) if (d_{a.name}[k] < 0 || (b_{a.name} && "
@@ -126,7 +129,7 @@ def shim_source(scop: Scop, module: str) -> str:
                      f"(PyObject *)b_{a.name}) : PyArray_EMPTY({a.rank}, d_{a.name}, "
                      f"{_NPY[a.dtype]}, 0);")
         lines.append(f"  if (!o_{a.name}) {{ {_decref_outs(out, a)} return NULL; }}")
-    call = [*scop.syms]
+    call = [f"pd_s_{s}" for s in scop.syms]
     for a in scop.arg_arrays:
         if a.kind == "value":
             call.append(f"v_{a.name}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..scop.ir import NUMPY_NAME, Aff, Array, Scop
+from ..scop.names import user_text
 
 
 @dataclass(frozen=True)
@@ -26,15 +27,23 @@ class Bound:
     given_outputs: frozenset[str]
 
 
-def _solve_plan(scop: Scop, positional: list[Array]) -> list[tuple[str, str, int, Aff]]:
+def _solve_plan(known_syms: set[str], arrays: list[Array]) -> list[tuple[str, str, int, Aff]]:
     """Which (argument, dimension) each shape sym is read from: ``(sym, arg, dim, aff)``.
 
     A sym is read from the first dimension that is exactly the sym, else from the first
     dimension ``c * sym + rest`` whose other syms are already known (``2 * N``, ``N + 2``).
     """
-    known: set[str] = set(scop.index_syms)
+    known = set(known_syms)
     plan: list[tuple[str, str, int, Aff]] = []
-    dims = [(a.name, d, aff) for a in positional for d, aff in enumerate(a.shape)]
+    direct: dict[str, tuple[str, int, Aff]] = {}
+    for a in arrays:
+        for d, aff in enumerate(a.shape):
+            if aff.op == "var" and aff.args[0] not in known and aff.args[0] not in direct:
+                direct[aff.args[0]] = (a.name, d, aff)
+    for s, (name, d, aff) in direct.items():
+        plan.append((s, name, d, aff))
+        known.add(s)
+    dims = [(a.name, d, aff) for a in arrays if a.is_tensor for d, aff in enumerate(a.shape)]
     progress = True
     while progress:
         progress = False
@@ -60,38 +69,60 @@ class Binder:
         self.tensors = [a for a in arrays if a.is_tensor]
         self.np_dtype = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in arrays}
         # Direct reads first so that ``N`` is taken from a dimension that is exactly ``N``.
-        direct = {}
-        for a in self.positional:
-            for d, aff in enumerate(a.shape):
-                if aff.op == "var" and aff.args[0] not in direct:
-                    direct[aff.args[0]] = (a.name, d, aff)
-        plan = [(s, *direct[s]) for s in direct if s not in scop.index_syms]
+        plan = _solve_plan(set(scop.index_syms), self.positional)
         solved = {s for s, *_ in plan} | set(scop.index_syms)
-        for s, name, d, aff in _solve_plan(scop, self.positional):
-            if s not in solved:
-                plan.append((s, name, d, aff))
-                solved.add(s)
-        self.plan = plan
+        self.plan = plan  # the plan when every keyword size is given (the C fast path's)
         self.unbound = [s for s in scop.syms if s not in solved]
         self.keyword_syms = list(scop.index_syms) + self.unbound
         self.names = [a.name for a in self.positional]
-        self.accepted = set(self.names) | {a.name for a in self.outputs} | set(self.keyword_syms)
+        accepted = [*self.names, *(a.name for a in self.outputs), *self.keyword_syms]
+        # keyword arguments come with the user's names (``scop/names.py``)
+        self.by_user = {scop.user_name(n): n for n in accepted}
+        self.accepted = set(self.by_user)
+        self._plans: dict[tuple[frozenset[str], frozenset[str]], list[Any]] = {}
+
+    def _plan_for(self, keywords: frozenset[str], outputs: frozenset[str]) -> list[Any]:
+        """Where each sym not given as a keyword is read: the inputs' and inouts' shapes
+        first, then those of the given output buffers (``(sym, arg, dim, aff)``)."""
+        key = (keywords, outputs)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = []
+            known = set(keywords)
+            for arrays in (self.positional, [a for a in self.outputs if a.name in outputs]):
+                for s, name, d, aff in _solve_plan(known, arrays):
+                    plan.append((s, name, d, aff))
+                    known.add(s)
+            self._plans[key] = plan
+        return plan
 
     # ------------------------------------------------------------------------------------------
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Bound:
         op = self.scop.name
         if len(args) > len(self.positional):
             raise ShapeError(f"{op}() takes {len(self.positional)} positional argument(s) "
-                             f"({', '.join(self.names)}), got {len(args)}; pass outputs and "
-                             "sizes by keyword")
+                             f"({', '.join(self.user(n) for n in self.names)}), got "
+                             f"{len(args)}; pass outputs and sizes by keyword")
         given = dict(zip(self.names, args))
         for k, v in kwargs.items():
             if k not in self.accepted:
                 raise ShapeError(f"{op}() got an unexpected keyword argument {k!r}; it accepts "
                                  f"{', '.join(sorted(self.accepted))}")
-            if k in given:
+            if self.by_user[k] in given:
                 raise ShapeError(f"{op}() got argument {k!r} twice")
-            given[k] = v
+            given[self.by_user[k]] = v
+        if not self.scop.user_names:
+            return self._bind(given)
+        try:
+            return self._bind(given)
+        except ShapeError as err:  # say the user's names
+            raise ShapeError(user_text(err.message, self.scop.user_names)) from None
+
+    def user(self, name: str) -> str:
+        return self.scop.user_name(name)
+
+    def _bind(self, given: dict[str, Any]) -> Bound:
+        op = self.scop.name
         arrays: dict[str, Any] = {}
         values: dict[str, Any] = {}
         for a in self.positional:
@@ -104,44 +135,58 @@ class Binder:
                 if a.kind == "inout" and not arrays[a.name].flags.writeable:
                     raise ShapeError(f"argument {a.name!r} is updated in place but is "
                                      "read-only")
-        syms = self._syms(given, arrays)
-        for a in self.positional:
-            if a.kind != "value":
-                self._check_shape(a, arrays[a.name], syms, "argument")
-        outs = []
+        buffers = {}
         for a in self.outputs:
             if a.name in given:
-                buf = self._array(a, given[a.name])
-                self._check_shape(a, buf, syms, "output")
-                if not buf.flags.writeable:
-                    raise ShapeError(f"output {a.name!r} is read-only")
-                arrays[a.name] = buf
-                outs.append(a.name)
-        return Bound(syms, arrays, values, frozenset(outs))
+                buffers[a.name] = self._array(a, given[a.name])
+        syms, origin = self._syms(given, {**arrays, **buffers})
+        for a in self.outputs:
+            self._check_extents(a, syms, origin)
+        for a in self.positional:
+            if a.kind != "value":
+                self._check_shape(a, arrays[a.name], syms, origin, "argument")
+        for name, buf in buffers.items():
+            self._check_shape(self.scop.array(name), buf, syms, origin, "output")
+            if not buf.flags.writeable:
+                raise ShapeError(f"output {name!r} is read-only")
+            arrays[name] = buf
+        return Bound(syms, arrays, values, frozenset(buffers))
 
-    def _syms(self, given: Mapping[str, Any], arrays: Mapping[str, Any]) -> dict[str, int]:
+    def _syms(self, given: Mapping[str, Any], arrays: Mapping[str, Any]
+              ) -> tuple[dict[str, int], dict[str, str]]:
+        """The sym values and, for messages, where each was bound."""
         syms: dict[str, int] = {}
+        origin: dict[str, str] = {}
         for s in self.keyword_syms:
             if s not in given:
-                how = "a sym no input shape carries" if s in self.scop.index_syms else \
-                    "it cannot be read from the input shapes"
-                raise ShapeError(f"{self.scop.name}() needs the size {s}= as a keyword "
-                                 f"argument ({how})")
+                continue
             v = given[s]
             if isinstance(v, bool) or not isinstance(v, int | np.integer):
                 raise ShapeError(f"size {s}= must be an integer, got {v!r}")
             syms[s] = int(v)
-        for s, name, d, aff in self.plan:
+            origin[s] = f"given as {s}={int(v)}"
+        outputs = frozenset(a.name for a in self.outputs if a.name in arrays)
+        for s, name, d, aff in self._plan_for(frozenset(syms), outputs):
             extent = arrays[name].shape[d]
-            lin = aff.linear()
-            coef, const = lin
+            coef, const = aff.linear()
             rest = sum(c * syms[v] for v, c in coef.items() if v != s)
             num = extent - const - rest
             if num % coef[s] != 0:
-                raise ShapeError(f"argument {name!r}, dimension {d}: expected {aff} for an "
+                what = "argument" if name in self.names else "output"
+                raise ShapeError(f"{what} {name!r}, dimension {d}: expected {aff} for an "
                                  f"integer {s}, got {extent}")
             syms[s] = num // coef[s]
-        return syms
+            origin[s] = f"bound by {name}'s dimension {d}"
+        for s in self.keyword_syms:
+            if s not in syms:
+                how = "a sym no input shape carries" if s in self.scop.index_syms else \
+                    "it cannot be read from the input shapes"
+                outs = [a.name for a in self.outputs if s in {v for d in a.shape
+                                                              for v in d.vars()}]
+                also = f", or give the output {outs[0]!r}" if outs else ""
+                raise ShapeError(f"{self.scop.name}() needs the size {s}= as a keyword "
+                                 f"argument{also} ({how})")
+        return syms, origin
 
     def _array(self, a: Array, x: Any) -> Any:
         if not isinstance(x, np.ndarray):
@@ -169,14 +214,44 @@ class Binder:
             raise ShapeError(f"argument {a.name!r}: expected a {dt} scalar, got {x!r}")
         return dt.type(x)
 
-    def _check_shape(self, a: Array, x: Any, syms: Mapping[str, int], what: str) -> None:
+    def _check_shape(self, a: Array, x: Any, syms: Mapping[str, int],
+                     origin: Mapping[str, str], what: str) -> None:
         for d, aff in enumerate(a.shape):
             want = aff.eval(syms)
             if x.shape[d] != want:
-                bound = ", ".join(f"{k}={v}" for k, v in syms.items() if k in aff.vars())
-                raise ShapeError(f"{what} {a.name!r}, dimension {d}: expected {aff}"
-                                 f"{' = ' + str(want) if bound else ''}"
-                                 f"{' (' + bound + ')' if bound else ''}, got {x.shape[d]}")
+                raise ShapeError(f"{what} {a.name!r}, dimension {d}: expected "
+                                 f"{_explained(aff, want, syms, origin)}, got {x.shape[d]}")
+
+    def _check_extents(self, a: Array, syms: Mapping[str, int],
+                       origin: Mapping[str, str]) -> None:
+        """An output the sizes would give a negative extent (``N - 3`` at N = 1)."""
+        for d, aff in enumerate(a.shape):
+            want = aff.eval(syms)
+            if want < 0:
+                raise ShapeError(f"output {a.name!r}, dimension {d}: extent "
+                                 f"{_explained(aff, want, syms, origin)} is negative")
 
     def output_shape(self, a: Array, syms: Mapping[str, int]) -> tuple[int, ...]:
         return tuple(aff.eval(syms) for aff in a.shape)
+
+
+def _explained(aff: Aff, value: int, syms: Mapping[str, int], origin: Mapping[str, str]) -> str:
+    """``K = 200 (bound by A's dimension 1)``, ``N - 2 = 5 (N = 7, bound by A's dimension 0)``."""
+    names = sorted(aff.vars())
+    if not names:
+        return str(value)
+    text = _unparenthesized(str(aff))
+    if aff.op == "var":
+        return f"{text} = {value} ({origin.get(names[0], 'bound')})"
+    why = "; ".join(f"{v} = {syms[v]}, {origin.get(v, 'bound')}" for v in names)
+    return f"{text} = {value} ({why})"
+
+
+def _unparenthesized(text: str) -> str:
+    """``(N - 3)`` -> ``N - 3``; ``(N) + (M)`` stays as it is."""
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and k < len(text) - 1:
+            return text
+    return text[1:-1] if text.startswith("(") else text

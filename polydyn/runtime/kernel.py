@@ -10,7 +10,7 @@ from typing import Any
 import islpy as isl
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ShapeError, user_facing
 from ..parametric.binding import Binder
 from ..parametric.variants import Variant
 from ..scop.interp import check_context
@@ -51,19 +51,27 @@ class KernelBase(abc.ABC):
     def _bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         return self._binder.bind(args, kwargs)
 
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(args, kwargs, variant=None)
 
+    @user_facing
     def run_variant(self, variant: int | str, *args: Any, **kwargs: Any) -> Any:
         """Run one variant whatever the sizes (the sizes must still lie in its region)."""
         return self._call(args, kwargs, variant=self._variant_index(variant))
 
     # --- introspection -----------------------------------------------------------------------
+    @user_facing
     def params(self, *args: Any, **kwargs: Any) -> dict[str, int]:
         """The sym values these arguments bind (``{"N": .., "M": ..}``), checked."""
         syms = self._bind(args, kwargs).syms
         check_context(self.scop, syms)
-        return syms
+        return {self.scop.user_name(s): v for s, v in syms.items()}
+
+    def _sizes(self, syms: Mapping[str, int]) -> dict[str, int]:
+        """Sizes given with the user's names (``I=3``), keyed by the Scop's names."""
+        here = {self.scop.user_name(s): s for s in self.scop.syms}
+        return {here.get(k, k): v for k, v in syms.items()}
 
     def _variant_index(self, variant: int | str) -> int:
         if isinstance(variant, int):
@@ -92,19 +100,24 @@ class KernelBase(abc.ABC):
         if len(self._inside) < 4096:
             self._inside.add(key)
 
+    @user_facing
     def select(self, **syms: int) -> Variant:
         """The variant the dispatcher runs for these sizes."""
-        missing = [s for s in self.scop.syms if s not in syms]
+        syms = self._sizes(syms)
+        missing = [self.scop.user_name(s) for s in self.scop.syms if s not in syms]
         if missing:
             raise ShapeError(f"explain/select needs every size: missing {', '.join(missing)}")
         check_context(self.scop, syms)
         return self.variants[self._select_index(syms)]
 
+    @user_facing
     def explain(self, **syms: int) -> str:
         """Which variant runs for these sizes, and why the ones before it do not."""
         chosen = self.select(**syms)
+        syms = self._sizes(syms)
         point = self._point(syms)
-        lines = [f"{self.name} at {', '.join(f'{s}={syms[s]}' for s in self.scop.syms)}:"]
+        at = ", ".join(f"{self.scop.user_name(s)}={syms[s]}" for s in self.scop.syms)
+        lines = [f"{self.name} at {at}:"]
         lines += [f"  rewritten: {note}" for note in self.notes]
         for v in self.variants:
             inside = not point.intersect(v.region).is_empty()
@@ -139,6 +152,7 @@ class Kernel(KernelBase):
         self._fast = load_extension(library, module).call if module else None
 
     # --- calling -------------------------------------------------------------------------------
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._fast is not None:
             result = self._fast(*args, **kwargs)
@@ -198,8 +212,8 @@ class Kernel(KernelBase):
     def _fail(self, rc: int, syms: Mapping[str, int]) -> None:
         if rc == -1:
             check_context(self.scop, syms)
-            raise ShapeError(f"no variant of {self.name} covers the sizes "
-                             f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
+            sizes = ", ".join(f"{self.scop.user_name(k)}={v}" for k, v in syms.items())
+            raise ShapeError(f"no variant of {self.name} covers the sizes {sizes}")
         if rc == -2:
             raise MemoryError(f"{self.name}: a temporary array could not be allocated")
         raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")

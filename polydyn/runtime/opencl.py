@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, ShapeError, UnsupportedError
+from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
 from ..scop.interp import check_context
 from ..scop.ir import NUMPY_NAME, Scop
 from .kernel import KernelBase
@@ -349,9 +349,11 @@ class OpenCLKernel(KernelBase):
         return self._binder.bind(tuple(_stand_in(x) for x in args),
                                  {k: _stand_in(v) for k, v in kwargs.items()})
 
+    @user_facing
     def explain(self, **syms: int) -> str:
         text = super().explain(**syms)
         index = self.variants.index(self.select(**syms))
+        syms = self._sizes(syms)
         lines = [text, f"  on {self._dc.describe()}:"]
         vals = [int(syms[s]) for s in self.scop.syms]
 

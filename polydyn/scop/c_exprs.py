@@ -184,7 +184,7 @@ class CExprs(abc.ABC):
         return SourceLoc(file, coord.line, col, text, end)
 
     def error(self, node: c_ast.Node | None, message: str) -> NoReturn:
-        raise FrontendError(message, self.loc(node))
+        raise FrontendError(message, self.loc(node)) from None
 
     # --- names --------------------------------------------------------------------------------
     def lookup(self, name: str) -> Decl | None:

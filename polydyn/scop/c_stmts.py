@@ -19,7 +19,7 @@ from .c_exprs import (
     convert,
     truncating,
 )
-from .from_python import RESERVED, Pending
+from .from_python import Pending
 from .ir import (
     Aff,
     Array,
@@ -32,6 +32,7 @@ from .ir import (
     StmtRef,
     binary,
 )
+from .names import RESERVED_C_INPUT as RESERVED
 
 _COMPOUND = ("+=", "-=", "*=", "/=", "%=")
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}

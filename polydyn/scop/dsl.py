@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import user_facing
 from .ir import Aff
 
 
@@ -144,19 +146,29 @@ def cos(x: Any) -> Any:
     return np.cos(x)
 
 
+def abs(x: Any) -> Any:  # noqa: A001 (``pd.abs``; the builtin is ``builtins.abs`` here)
+    return np.abs(x)
+
+
 MATH_OBJECTS: dict[Any, str] = {
     exp: "exp", log: "log", sqrt: "sqrt", tanh: "tanh", erf: "erf", sin: "sin", cos: "cos",
     np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.tanh: "tanh", np.abs: "abs",
     np.sin: "sin", np.cos: "cos", np.floor: "floor", np.ceil: "ceil",
     math.exp: "exp", math.log: "log", math.sqrt: "sqrt", math.tanh: "tanh", math.erf: "erf",
     math.sin: "sin", math.cos: "cos", math.fabs: "abs", math.floor: "floor", math.ceil: "ceil",
-    abs: "abs",
+    abs: "abs", builtins.abs: "abs",
 }
+
+# What an operator body may call, for messages: the math subset, min/max and casts.
+ALLOWED_CALLS = ("pd.exp, pd.log, pd.sqrt, pd.tanh, pd.erf, pd.abs (or abs), pd.sin, pd.cos, "
+                 "min, max and casts such as pd.f32(x); np.exp, np.sqrt, math.exp and the "
+                 "like are accepted as the same functions")
 
 
 class Operator:
     """A decorated operator: its Scop (built at definition time) and its reference semantics."""
 
+    @user_facing
     def __init__(self, fn: Callable[..., Any], assume: str | None):
         from .from_python import scop_from_function
 
@@ -179,6 +191,7 @@ class Operator:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
+    @user_facing
     def reference(self, *args: Any, **kwargs: Any) -> Any:
         """Run the loop nest in its original order on NumPy (exact semantics, slow)."""
         from .interp import run_reference

@@ -5,17 +5,17 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import keyword
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
 import islpy as isl
 
 from ..errors import FrontendError, SourceLoc
-from . import dsl
+from . import dsl, names
 from .access import conds_text, loop_constraints, make_domain
+from .context import build_context
 from .ir import (
     Aff,
     Array,
@@ -42,18 +42,6 @@ from .ir import (
 )
 from .typing import retype_statements
 
-RESERVED = {
-    "and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "infty", "true",
-    "false", "int", "long", "float", "double", "char", "short", "void", "for", "if", "else",
-    "while", "do", "return", "const", "restrict", "static", "unsigned", "signed", "switch",
-    "case", "break", "continue", "goto", "sizeof", "struct", "union", "enum", "auto",
-    "register", "volatile", "extern", "inline", "default", "typedef",
-    # C library functions the generated code calls or declares
-    "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "sin",
-    "sinf", "cos", "cosf", "fabs", "fabsf", "floorf", "ceilf", "pow", "powf",
-    "fmod", "fmodf", "malloc", "calloc", "free", "memset", "memcpy", "posix_memalign", "abs",
-    "labs", "printf", "INFINITY", "NAN",
-}
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}
 _BIN_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
             ast.Mod: "%", ast.Pow: "pow"}
@@ -114,9 +102,11 @@ class PythonFrontend:
         self.args: list[str] = []
         self.index_syms: list[str] = []
         self.loop_vars: set[str] = set()
+        self.loop_names: set[str] = set()  # every loop variable, for renaming
         self.scalars: dict[str, _ScalarInfo] = {}  # live Python name -> info
         self.scalar_names: set[str] = set()
         self.pending: list[Pending] = []
+        self.isl_assume = assume  # with renamed syms respelled
         self.stmt_prefix = "S"
 
     # --- locations and errors -------------------------------------------------------------
@@ -130,7 +120,7 @@ class PythonFrontend:
         return SourceLoc(self.file, self.first_line + line - 1, col, text, end)
 
     def error(self, node: ast.AST, message: str) -> NoReturn:
-        raise FrontendError(message, self.loc(node))
+        raise FrontendError(message, self.loc(node)) from None
 
     def src(self, node: ast.AST) -> str:
         return ast.unparse(node)
@@ -160,6 +150,7 @@ class PythonFrontend:
         except Exception as exc:  # a string annotation that does not evaluate
             self.error(fdef, f"cannot evaluate the argument annotations: {exc}")
         shape_syms: list[str] = []
+        input_syms: set[str] = set()  # carried by an input's shape: never pd.index
         for arg in a.args:
             name = arg.arg
             self._check_name(arg, name)
@@ -189,21 +180,19 @@ class PythonFrontend:
                                 "f32[N, M], out(...), inout(...), a dtype or pd.index")
             self._check_shape(arg, name, ann)
             for dim in ann.shape:
-                for v in sorted(dim.vars()):
-                    if v not in shape_syms:
-                        shape_syms.append(v)
+                shape_syms += [v for v in sorted(dim.vars()) if v not in shape_syms]
+                input_syms |= set(dim.vars()) if kind == "in" else set()
             self.arrays[name] = Array(name, ann.dtype, ann.shape, kind)
             self.args.append(name)
         for s in shape_syms:
             self.syms[s] = None
         for s in [*shape_syms, *self.index_syms]:
-            if s == self.fn.__name__ or s in RESERVED or s.startswith("pd_"):
-                what = "the operator name" if s == self.fn.__name__ else "a reserved name"
-                self.error(fdef, f"sym `{s}` clashes with {what} in generated code; rename it")
+            if s == self.fn.__name__:
+                self.error(fdef, f"sym `{s}` clashes with the operator name; rename it")
         for s in self.index_syms:
-            if s in self.syms:
-                self.error(fdef, f"`{s}` is annotated pd.index but a tensor shape carries it; "
-                                 "remove the pd.index argument")
+            if s in input_syms:
+                self.error(fdef, f"`{s}` is annotated pd.index but an input's shape carries "
+                                 "it; remove the pd.index argument")
             self.syms[s] = None
 
     def _check_shape(self, node: ast.AST, name: str, t: dsl.TensorType) -> None:
@@ -214,8 +203,9 @@ class PythonFrontend:
                                  "affine (or quasi-affine with // and % by constants) in syms")
 
     def _check_name(self, node: ast.AST, name: str) -> None:
-        if name in RESERVED or keyword.iskeyword(name) or name.startswith("pd_"):
-            self.error(node, f"`{name}` is a reserved name in generated code; rename it")
+        if node is self.module.body[0] and not names.is_safe_function_name(name):
+            self.error(node, f"operator name `{name}` is reserved in generated code (it names "
+                             "the C function); rename it")
         if node is not self.module.body[0] and name == self.fn.__name__:
             self.error(node, f"`{name}` is also the operator's name (the generated C "
                              "function); rename one of them")
@@ -295,6 +285,7 @@ class PythonFrontend:
             self.error(target, f"loop variable `{var}` shadows the sym `{var}`")
         loop = Loop(var, lo, hi, step, ())
         self.loop_vars.add(var)
+        self.loop_names.add(var)
         inner = _Ctx(ctx.loops + (loop,), ctx.conds, set(ctx.assigned))
         if len(ranges) > 1:
             nodes: tuple[Node, ...] = (self._nest(ranges[1:], body, inner),)
@@ -629,6 +620,11 @@ class PythonFrontend:
         if node.keywords:
             self.error(node, f"keyword arguments are not supported in `{self.src(node)}`")
         fn = self._resolve(node.func)
+        name = _math_name(fn)
+        is_cast = isinstance(fn, dsl.DType) or fn in (float, int)
+        if name is None and not is_cast and fn not in (min, max):
+            self.error(node.func, f"call to unknown function `{self.src(node.func)}` in "
+                                  f"`{self.src(node)}`; operators may call {dsl.ALLOWED_CALLS}")
         args = [self._value(a, ctx) for a in node.args]
         if fn in (min, max):
             if len(args) < 2:
@@ -641,19 +637,14 @@ class PythonFrontend:
             for a in args[1:]:
                 out = binary(fn.__name__, out, a)
             return out
-        if isinstance(fn, dsl.DType) or fn in (float, int):
+        if is_cast:
             if len(args) != 1:
                 self.error(node, "a cast takes one argument")
             dtype = fn.name if isinstance(fn, dsl.DType) else ("f64" if fn is float else "i64")
             return Cast(dtype, args[0])
-        name = _math_name(fn)
-        if name is not None:
-            if len(args) != 1:
-                self.error(node, f"{name}() takes one argument")
-            return Call("?", name, tuple(args))
-        self.error(node.func, f"call to unknown function `{self.src(node.func)}`; operators "
-                              "may call pd.exp, log, sqrt, tanh, erf, sin, cos, abs, min, max "
-                              "and dtype casts such as pd.f32(x)")
+        if len(args) != 1:
+            self.error(node, f"{name}() takes one argument")
+        return Call("?", name, tuple(args))
 
     # --- name resolution ---------------------------------------------------------------------
     def _resolve(self, node: ast.expr) -> Any:
@@ -684,9 +675,15 @@ class PythonFrontend:
 
     # --- isl objects -------------------------------------------------------------------------
     def _finish(self, tree: tuple[Node, ...], fdef: ast.FunctionDef) -> Scop:
+        tree = self._rename(tree)
         syms = tuple(self.syms)
         params = "[" + ", ".join(syms) + "]"
-        context = self._context(fdef, params, syms)
+        loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
+        dims = {d.to_isl() for a in self.arrays.values() if a.is_tensor for d in a.shape
+                if d.vars()}
+        user = {g: u for u, g in self.renamed.items()}
+        context = build_context(params, syms, dims, self.assume, self.isl_assume, loc,
+                                [user.get(s, s) for s in syms])
         names = set(self.arrays) | set(syms)
         while any(n.startswith(self.stmt_prefix) and n[len(self.stmt_prefix):].isdigit()
                   for n in names):
@@ -710,41 +707,28 @@ class PythonFrontend:
         ordered += [a for n, a in arrays.items() if n not in arg_set]
         scop = Scop(self.fn.__name__, syms, context, tuple(ordered),
                     tuple(a for a in self.args if a in arrays), tuple(self.index_syms),
-                    tuple(stmts), tree, self.file, self.assume)
+                    tuple(stmts), tree, self.file, self.assume,
+                    tuple((g, u) for u, g in self.renamed.items()))
         from .checks import check_scop
 
         check_scop(scop)
         return scop
 
-    def _context(self, fdef: ast.FunctionDef, params: str, syms: tuple[str, ...]) -> isl.Set:
-        # sizes are >= 0, and so is every dimension of every tensor
-        dims = {d.to_isl() for a in self.arrays.values() if a.is_tensor for d in a.shape
-                if d.vars()}
-        base = " and ".join([f"{s} >= 0" for s in syms] + sorted(f"{d} >= 0" for d in dims)) \
-            or "1 = 1"
-        text = f"{params} -> {{ : {base} }}"
-        context = isl.Set(text)
-        if any(ch in self.assume for ch in "{};:") or "->" in self.assume:
-            loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
-            raise FrontendError(f"cannot parse assume={self.assume!r}: write only constraints over the "
-                                "syms, such as \"N >= 1 and M mod 4 = 0\" (no braces, "
-                                "':' or '->')", loc)
-        if self.assume.strip():
-            try:
-                extra = isl.Set(f"{params} -> {{ : {self.assume} }}")
-            except isl.Error:
-                unknown = _unknown_names(self.assume, syms)
-                hint = (f"; unknown name(s) {', '.join(unknown)} (syms of this operator: "
-                        f"{', '.join(syms) or 'none'})") if unknown else ""
-                loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
-                raise FrontendError(f"cannot parse assume={self.assume!r} as isl constraints "
-                                    f"over the syms{hint}", loc) from None
-            context = context.intersect(extra)
-        if context.is_empty():
-            loc = self.loc(fdef.decorator_list[0]) if fdef.decorator_list else self.loc(fdef)
-            raise FrontendError(f"assume={self.assume!r} admits no sizes at all", loc)
-        return context.coalesce()
-
+    def _rename(self, tree: tuple[Node, ...]) -> tuple[Node, ...]:
+        """Respell the names generated code cannot hold (``I``, ``int``, ``kernel``...)."""
+        self.renamed = rn = names.renaming([*self.syms, *self.arrays, *self.loop_names])
+        if not rn:
+            return tree
+        self.syms = {rn.get(s, s): None for s in self.syms}
+        self.index_syms = [rn.get(s, s) for s in self.index_syms]
+        self.args = [rn.get(a, a) for a in self.args]
+        self.arrays = {rn.get(k, k): names.rename_array(a, rn) for k, a in self.arrays.items()}
+        self.pending = [replace(p, loops=tuple(names.rename_loop(lp, rn, ()) for lp in p.loops),
+                                conds=tuple((names.rename_cond(c, rn), b) for c, b in p.conds),
+                                target=names.rename_expr(p.target, rn),
+                                value=names.rename_expr(p.value, rn)) for p in self.pending]
+        self.isl_assume = names.rename_assume(self.assume, rn)
+        return names.rename_tree(tree, rn)
 
 class _NotAffine(Exception):
     def __init__(self, node: ast.AST | None, reason: str):
@@ -760,15 +744,6 @@ def _math_name(fn: Any) -> str | None:
         return dsl.MATH_OBJECTS.get(fn)
     except TypeError:  # unhashable object
         return None
-
-
-def _unknown_names(text: str, syms: tuple[str, ...]) -> list[str]:
-    import re
-
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
-    return sorted(w for w in words if w not in syms and w not in
-                  {"and", "or", "not", "mod", "floor", "ceil", "min", "max", "exists", "true",
-                   "false"})
 
 
 def scop_from_function(fn: Callable[..., Any], assume: str) -> Scop:

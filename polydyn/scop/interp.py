@@ -153,7 +153,7 @@ def check_context(scop: Scop, syms: Mapping[str, int]) -> None:
                     " and ".join(f"{s} = {syms[s]}" for s in scop.syms) + " }"
                     if scop.syms else "{ : }")
     if point.intersect(scop.context).is_empty():
-        sizes = ", ".join(f"{s}={syms[s]}" for s in scop.syms)
+        sizes = ", ".join(f"{scop.user_name(s)}={syms[s]}" for s in scop.syms)
         assume = scop.assume or "every size >= 0"
         raise ShapeError(f"sizes {sizes} are outside the operator's assumptions "
                          f"({assume}; sizes are >= 0)")

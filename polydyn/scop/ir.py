@@ -543,9 +543,17 @@ class Scop:
     tree: tuple[Node, ...]
     source_file: str = ""
     assume: str = ""
+    user_names: tuple[tuple[str, str], ...] = ()  # (name here, the user's) where they differ
 
     def replace(self, **kw: Any) -> Scop:
         return replace(self, **kw)
+
+    def user_name(self, name: str) -> str:
+        """The user's spelling of a sym or array name (see ``scop/names.py``)."""
+        for here, user in self.user_names:
+            if here == name:
+                return user
+        return name
 
     # lookups -----------------------------------------------------------------------------------
     def array(self, name: str) -> Array:

@@ -1,4 +1,4 @@
-# error: is annotated pd.index but a tensor shape carries it
+# error: is annotated pd.index but an input's shape carries it
 # line: 11
 # A pd.index argument that a shape already carries.
 import polydyn as pd
