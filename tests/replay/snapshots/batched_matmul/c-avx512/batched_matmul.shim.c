@@ -10,10 +10,10 @@ static int pd_overlap(PyArrayObject *a, PyArrayObject *b) {
 }
 static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   if (nargs != 2) Py_RETURN_NOTIMPLEMENTED;
-  int64_t B = -1;
-  int64_t N = -1;
-  int64_t K = -1;
-  int64_t M = -1;
+  int64_t pd_s_B = -1;
+  int64_t pd_s_N = -1;
+  int64_t pd_s_K = -1;
+  int64_t pd_s_M = -1;
   PyArrayObject *b_C = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   int nidx = 0;
@@ -33,17 +33,17 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!PyArray_CheckExact(args[1])) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject *a_Bm = (PyArrayObject *)args[1];
   if (PyArray_TYPE(a_Bm) != NPY_FLOAT32 || PyArray_NDIM(a_Bm) != 3 || !PyArray_IS_C_CONTIGUOUS(a_Bm) || !PyArray_ISALIGNED(a_Bm) || PyArray_ISBYTESWAPPED(a_Bm)) Py_RETURN_NOTIMPLEMENTED;
-  B = (int64_t)PyArray_DIM(a_A, 0);
-  N = (int64_t)PyArray_DIM(a_A, 1);
-  K = (int64_t)PyArray_DIM(a_A, 2);
-  M = (int64_t)PyArray_DIM(a_Bm, 2);
-  if ((int64_t)PyArray_DIM(a_A, 0) != (B)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_A, 1) != (N)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_A, 2) != (K)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Bm, 0) != (B)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Bm, 1) != (K)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Bm, 2) != (M)) Py_RETURN_NOTIMPLEMENTED;
-  npy_intp d_C[3] = {(npy_intp)(B), (npy_intp)(N), (npy_intp)(M)};
+  pd_s_B = (int64_t)PyArray_DIM(a_A, 0);
+  pd_s_N = (int64_t)PyArray_DIM(a_A, 1);
+  pd_s_K = (int64_t)PyArray_DIM(a_A, 2);
+  pd_s_M = (int64_t)PyArray_DIM(a_Bm, 2);
+  if ((int64_t)PyArray_DIM(a_A, 0) != (pd_s_B)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_A, 1) != (pd_s_N)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_A, 2) != (pd_s_K)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Bm, 0) != (pd_s_B)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Bm, 1) != (pd_s_K)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Bm, 2) != (pd_s_M)) Py_RETURN_NOTIMPLEMENTED;
+  npy_intp d_C[3] = {(npy_intp)(pd_s_B), (npy_intp)(pd_s_N), (npy_intp)(pd_s_M)};
   for (int k = 0; k < 3; k++) if (d_C[k] < 0 || (b_C && PyArray_DIM(b_C, k) != d_C[k])) Py_RETURN_NOTIMPLEMENTED;
   if (b_C && pd_overlap(b_C, a_A)) Py_RETURN_NOTIMPLEMENTED;
   if (b_C && pd_overlap(b_C, a_Bm)) Py_RETURN_NOTIMPLEMENTED;
@@ -51,7 +51,7 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!o_C) {  return NULL; }
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = batched_matmul(B, N, K, M, (float *)PyArray_DATA(a_A), (float *)PyArray_DATA(a_Bm), (float *)PyArray_DATA((PyArrayObject *)o_C));
+  rc = batched_matmul(pd_s_B, pd_s_N, pd_s_K, pd_s_M, (float *)PyArray_DATA(a_A), (float *)PyArray_DATA(a_Bm), (float *)PyArray_DATA((PyArrayObject *)o_C));
   Py_END_ALLOW_THREADS
   if (rc != 0) { Py_XDECREF(o_C); Py_RETURN_NOTIMPLEMENTED; }
   return o_C;

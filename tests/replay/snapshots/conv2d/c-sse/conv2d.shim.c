@@ -10,13 +10,13 @@ static int pd_overlap(PyArrayObject *a, PyArrayObject *b) {
 }
 static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   if (nargs != 2) Py_RETURN_NOTIMPLEMENTED;
-  int64_t B = -1;
-  int64_t C = -1;
-  int64_t H = -1;
-  int64_t W = -1;
-  int64_t F = -1;
-  int64_t KH = -1;
-  int64_t KW = -1;
+  int64_t pd_s_B = -1;
+  int64_t pd_s_C = -1;
+  int64_t pd_s_H = -1;
+  int64_t pd_s_W = -1;
+  int64_t pd_s_F = -1;
+  int64_t pd_s_KH = -1;
+  int64_t pd_s_KW = -1;
   PyArrayObject *b_Y = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   int nidx = 0;
@@ -36,22 +36,22 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!PyArray_CheckExact(args[1])) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject *a_Wt = (PyArrayObject *)args[1];
   if (PyArray_TYPE(a_Wt) != NPY_FLOAT32 || PyArray_NDIM(a_Wt) != 4 || !PyArray_IS_C_CONTIGUOUS(a_Wt) || !PyArray_ISALIGNED(a_Wt) || PyArray_ISBYTESWAPPED(a_Wt)) Py_RETURN_NOTIMPLEMENTED;
-  B = (int64_t)PyArray_DIM(a_X, 0);
-  C = (int64_t)PyArray_DIM(a_X, 1);
-  H = (int64_t)PyArray_DIM(a_X, 2);
-  W = (int64_t)PyArray_DIM(a_X, 3);
-  F = (int64_t)PyArray_DIM(a_Wt, 0);
-  KH = (int64_t)PyArray_DIM(a_Wt, 2);
-  KW = (int64_t)PyArray_DIM(a_Wt, 3);
-  if ((int64_t)PyArray_DIM(a_X, 0) != (B)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_X, 1) != (C)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_X, 2) != (H)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_X, 3) != (W)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Wt, 0) != (F)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Wt, 1) != (C)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Wt, 2) != (KH)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_Wt, 3) != (KW)) Py_RETURN_NOTIMPLEMENTED;
-  npy_intp d_Y[4] = {(npy_intp)(B), (npy_intp)(F), (npy_intp)(((H - KH) + 1)), (npy_intp)(((W - KW) + 1))};
+  pd_s_B = (int64_t)PyArray_DIM(a_X, 0);
+  pd_s_C = (int64_t)PyArray_DIM(a_X, 1);
+  pd_s_H = (int64_t)PyArray_DIM(a_X, 2);
+  pd_s_W = (int64_t)PyArray_DIM(a_X, 3);
+  pd_s_F = (int64_t)PyArray_DIM(a_Wt, 0);
+  pd_s_KH = (int64_t)PyArray_DIM(a_Wt, 2);
+  pd_s_KW = (int64_t)PyArray_DIM(a_Wt, 3);
+  if ((int64_t)PyArray_DIM(a_X, 0) != (pd_s_B)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_X, 1) != (pd_s_C)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_X, 2) != (pd_s_H)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_X, 3) != (pd_s_W)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Wt, 0) != (pd_s_F)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Wt, 1) != (pd_s_C)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Wt, 2) != (pd_s_KH)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_Wt, 3) != (pd_s_KW)) Py_RETURN_NOTIMPLEMENTED;
+  npy_intp d_Y[4] = {(npy_intp)(pd_s_B), (npy_intp)(pd_s_F), (npy_intp)(((pd_s_H - pd_s_KH) + 1)), (npy_intp)(((pd_s_W - pd_s_KW) + 1))};
   for (int k = 0; k < 4; k++) if (d_Y[k] < 0 || (b_Y && PyArray_DIM(b_Y, k) != d_Y[k])) Py_RETURN_NOTIMPLEMENTED;
   if (b_Y && pd_overlap(b_Y, a_X)) Py_RETURN_NOTIMPLEMENTED;
   if (b_Y && pd_overlap(b_Y, a_Wt)) Py_RETURN_NOTIMPLEMENTED;
@@ -59,7 +59,7 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!o_Y) {  return NULL; }
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = conv2d(B, C, H, W, F, KH, KW, (float *)PyArray_DATA(a_X), (float *)PyArray_DATA(a_Wt), (float *)PyArray_DATA((PyArrayObject *)o_Y));
+  rc = conv2d(pd_s_B, pd_s_C, pd_s_H, pd_s_W, pd_s_F, pd_s_KH, pd_s_KW, (float *)PyArray_DATA(a_X), (float *)PyArray_DATA(a_Wt), (float *)PyArray_DATA((PyArrayObject *)o_Y));
   Py_END_ALLOW_THREADS
   if (rc != 0) { Py_XDECREF(o_Y); Py_RETURN_NOTIMPLEMENTED; }
   return o_Y;

@@ -10,8 +10,8 @@ static int pd_overlap(PyArrayObject *a, PyArrayObject *b) {
 }
 static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   if (nargs != 3) Py_RETURN_NOTIMPLEMENTED;
-  int64_t N = -1;
-  int64_t D = -1;
+  int64_t pd_s_N = -1;
+  int64_t pd_s_D = -1;
   PyArrayObject *b_Y = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   int nidx = 0;
@@ -34,13 +34,13 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!PyArray_CheckExact(args[2])) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject *a_beta = (PyArrayObject *)args[2];
   if (PyArray_TYPE(a_beta) != NPY_FLOAT32 || PyArray_NDIM(a_beta) != 1 || !PyArray_IS_C_CONTIGUOUS(a_beta) || !PyArray_ISALIGNED(a_beta) || PyArray_ISBYTESWAPPED(a_beta)) Py_RETURN_NOTIMPLEMENTED;
-  N = (int64_t)PyArray_DIM(a_X, 0);
-  D = (int64_t)PyArray_DIM(a_X, 1);
-  if ((int64_t)PyArray_DIM(a_X, 0) != (N)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_X, 1) != (D)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_gamma, 0) != (D)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_beta, 0) != (D)) Py_RETURN_NOTIMPLEMENTED;
-  npy_intp d_Y[2] = {(npy_intp)(N), (npy_intp)(D)};
+  pd_s_N = (int64_t)PyArray_DIM(a_X, 0);
+  pd_s_D = (int64_t)PyArray_DIM(a_X, 1);
+  if ((int64_t)PyArray_DIM(a_X, 0) != (pd_s_N)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_X, 1) != (pd_s_D)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_gamma, 0) != (pd_s_D)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_beta, 0) != (pd_s_D)) Py_RETURN_NOTIMPLEMENTED;
+  npy_intp d_Y[2] = {(npy_intp)(pd_s_N), (npy_intp)(pd_s_D)};
   for (int k = 0; k < 2; k++) if (d_Y[k] < 0 || (b_Y && PyArray_DIM(b_Y, k) != d_Y[k])) Py_RETURN_NOTIMPLEMENTED;
   if (b_Y && pd_overlap(b_Y, a_X)) Py_RETURN_NOTIMPLEMENTED;
   if (b_Y && pd_overlap(b_Y, a_gamma)) Py_RETURN_NOTIMPLEMENTED;
@@ -49,7 +49,7 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!o_Y) {  return NULL; }
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = layernorm(N, D, (float *)PyArray_DATA(a_X), (float *)PyArray_DATA(a_gamma), (float *)PyArray_DATA(a_beta), (float *)PyArray_DATA((PyArrayObject *)o_Y));
+  rc = layernorm(pd_s_N, pd_s_D, (float *)PyArray_DATA(a_X), (float *)PyArray_DATA(a_gamma), (float *)PyArray_DATA(a_beta), (float *)PyArray_DATA((PyArrayObject *)o_Y));
   Py_END_ALLOW_THREADS
   if (rc != 0) { Py_XDECREF(o_Y); Py_RETURN_NOTIMPLEMENTED; }
   return o_Y;

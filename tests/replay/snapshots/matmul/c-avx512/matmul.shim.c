@@ -10,9 +10,9 @@ static int pd_overlap(PyArrayObject *a, PyArrayObject *b) {
 }
 static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   if (nargs != 2) Py_RETURN_NOTIMPLEMENTED;
-  int64_t N = -1;
-  int64_t K = -1;
-  int64_t M = -1;
+  int64_t pd_s_N = -1;
+  int64_t pd_s_K = -1;
+  int64_t pd_s_M = -1;
   PyArrayObject *b_C = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   int nidx = 0;
@@ -32,14 +32,14 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!PyArray_CheckExact(args[1])) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject *a_B = (PyArrayObject *)args[1];
   if (PyArray_TYPE(a_B) != NPY_FLOAT32 || PyArray_NDIM(a_B) != 2 || !PyArray_IS_C_CONTIGUOUS(a_B) || !PyArray_ISALIGNED(a_B) || PyArray_ISBYTESWAPPED(a_B)) Py_RETURN_NOTIMPLEMENTED;
-  N = (int64_t)PyArray_DIM(a_A, 0);
-  K = (int64_t)PyArray_DIM(a_A, 1);
-  M = (int64_t)PyArray_DIM(a_B, 1);
-  if ((int64_t)PyArray_DIM(a_A, 0) != (N)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_A, 1) != (K)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_B, 0) != (K)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_B, 1) != (M)) Py_RETURN_NOTIMPLEMENTED;
-  npy_intp d_C[2] = {(npy_intp)(N), (npy_intp)(M)};
+  pd_s_N = (int64_t)PyArray_DIM(a_A, 0);
+  pd_s_K = (int64_t)PyArray_DIM(a_A, 1);
+  pd_s_M = (int64_t)PyArray_DIM(a_B, 1);
+  if ((int64_t)PyArray_DIM(a_A, 0) != (pd_s_N)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_A, 1) != (pd_s_K)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_B, 0) != (pd_s_K)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_B, 1) != (pd_s_M)) Py_RETURN_NOTIMPLEMENTED;
+  npy_intp d_C[2] = {(npy_intp)(pd_s_N), (npy_intp)(pd_s_M)};
   for (int k = 0; k < 2; k++) if (d_C[k] < 0 || (b_C && PyArray_DIM(b_C, k) != d_C[k])) Py_RETURN_NOTIMPLEMENTED;
   if (b_C && pd_overlap(b_C, a_A)) Py_RETURN_NOTIMPLEMENTED;
   if (b_C && pd_overlap(b_C, a_B)) Py_RETURN_NOTIMPLEMENTED;
@@ -47,7 +47,7 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!o_C) {  return NULL; }
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = matmul(N, K, M, (float *)PyArray_DATA(a_A), (float *)PyArray_DATA(a_B), (float *)PyArray_DATA((PyArrayObject *)o_C));
+  rc = matmul(pd_s_N, pd_s_K, pd_s_M, (float *)PyArray_DATA(a_A), (float *)PyArray_DATA(a_B), (float *)PyArray_DATA((PyArrayObject *)o_C));
   Py_END_ALLOW_THREADS
   if (rc != 0) { Py_XDECREF(o_C); Py_RETURN_NOTIMPLEMENTED; }
   return o_C;

@@ -10,8 +10,8 @@ static int pd_overlap(PyArrayObject *a, PyArrayObject *b) {
 }
 static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   if (nargs != 1) Py_RETURN_NOTIMPLEMENTED;
-  int64_t N = -1;
-  int64_t L = -1;
+  int64_t pd_s_N = -1;
+  int64_t pd_s_L = -1;
   PyArrayObject *b_Y = NULL;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   int nidx = 0;
@@ -28,18 +28,18 @@ static PyObject *pd_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs
   if (!PyArray_CheckExact(args[0])) Py_RETURN_NOTIMPLEMENTED;
   PyArrayObject *a_X = (PyArrayObject *)args[0];
   if (PyArray_TYPE(a_X) != NPY_FLOAT32 || PyArray_NDIM(a_X) != 2 || !PyArray_IS_C_CONTIGUOUS(a_X) || !PyArray_ISALIGNED(a_X) || PyArray_ISBYTESWAPPED(a_X)) Py_RETURN_NOTIMPLEMENTED;
-  N = (int64_t)PyArray_DIM(a_X, 0);
-  L = (int64_t)PyArray_DIM(a_X, 1);
-  if ((int64_t)PyArray_DIM(a_X, 0) != (N)) Py_RETURN_NOTIMPLEMENTED;
-  if ((int64_t)PyArray_DIM(a_X, 1) != (L)) Py_RETURN_NOTIMPLEMENTED;
-  npy_intp d_Y[2] = {(npy_intp)(N), (npy_intp)(L)};
+  pd_s_N = (int64_t)PyArray_DIM(a_X, 0);
+  pd_s_L = (int64_t)PyArray_DIM(a_X, 1);
+  if ((int64_t)PyArray_DIM(a_X, 0) != (pd_s_N)) Py_RETURN_NOTIMPLEMENTED;
+  if ((int64_t)PyArray_DIM(a_X, 1) != (pd_s_L)) Py_RETURN_NOTIMPLEMENTED;
+  npy_intp d_Y[2] = {(npy_intp)(pd_s_N), (npy_intp)(pd_s_L)};
   for (int k = 0; k < 2; k++) if (d_Y[k] < 0 || (b_Y && PyArray_DIM(b_Y, k) != d_Y[k])) Py_RETURN_NOTIMPLEMENTED;
   if (b_Y && pd_overlap(b_Y, a_X)) Py_RETURN_NOTIMPLEMENTED;
   PyObject *o_Y = b_Y ? (Py_INCREF(b_Y), (PyObject *)b_Y) : PyArray_EMPTY(2, d_Y, NPY_FLOAT32, 0);
   if (!o_Y) {  return NULL; }
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = softmax(N, L, (float *)PyArray_DATA(a_X), (float *)PyArray_DATA((PyArrayObject *)o_Y));
+  rc = softmax(pd_s_N, pd_s_L, (float *)PyArray_DATA(a_X), (float *)PyArray_DATA((PyArrayObject *)o_Y));
   Py_END_ALLOW_THREADS
   if (rc != 0) { Py_XDECREF(o_Y); Py_RETURN_NOTIMPLEMENTED; }
   return o_Y;
