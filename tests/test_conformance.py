@@ -168,6 +168,10 @@ def test_reserved_names_compile_and_match(target: str) -> None:
         _close(got, want)
     assert k.params(F, D, kernel=2) == {"I": 3, "NAN": 4, "kernel": 2}
     assert "I=3, NAN=4, kernel=2" in k.explain(I=3, NAN=4, kernel=2)
+    if target == "c":
+        assert [v.name for v in k.variants][:2] == ["I=1", "NAN=1"]
+        assert "runs I=1: sizes satisfy [I, NAN, kernel] -> {  : I = 1 and NAN > 0" in \
+            k.explain(I=1, NAN=4, kernel=2)
     errno = np.zeros((3, 4), np.float32)
     k(F, D, kernel=2, errno=errno)
     _close(errno, ops.names_c.reference(F, D, kernel=2)[0])
@@ -193,3 +197,51 @@ def test_names_of_the_generated_python(target: str) -> None:
     want = op.reference(X)
     assert np.isinf(want[0]) and np.isfinite(want[-1])
     _close(pd.compile(op, target=target)(X), want)
+
+
+def test_every_macro_of_the_included_headers_is_respelled() -> None:
+    """Each name the C headers of the generated code define (as the C compiler sees them,
+    with the flags kernels are built with) is unsafe, so no user name can collide."""
+    import subprocess
+
+    from polydyn.codegen_c.prelude import PRELUDE
+    from polydyn.options import Options
+    from polydyn.scop.names import is_safe
+
+    options = Options()
+    includes = "".join(line + "\n" for line in PRELUDE.splitlines()
+                       if line.startswith("#include")) + "#include <complex.h>\n"
+    flags = [f for f in options.all_cflags if f not in ("-shared",)]
+    proc = subprocess.run([options.cc, *flags, "-dM", "-E", "-x", "c", "-"], input=includes,
+                          capture_output=True, text=True, check=True)
+    macros = {line.split()[1].split("(")[0] for line in proc.stdout.splitlines()
+              if line.startswith("#define ")}
+    assert "INT_MAX" in macros or "INT64_MAX" in macros  # the headers were read
+    assert sorted(m for m in macros if is_safe(m)) == []
+
+
+def test_capitals_without_a_macro_stay_as_written() -> None:
+    from polydyn.scop.names import is_safe
+
+    assert all(is_safe(n) for n in ("BATCH", "SEQ", "TSTEPS", "D", "HW", "L"))
+    assert not any(is_safe(n) for n in ("NULL", "EOF", "I", "MAX_LEN", "FLT_MAX"))
+
+
+def test_regions_as_sets_and_in_the_users_names(target: str) -> None:
+    """A variant's region (an isl set) is a region compile takes back (SPEC 3), and region
+    text names syms as the user does, respelled ones too."""
+    ops = _reserved_ops()
+    rng = np.random.default_rng(6)
+    F = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    D = rng.uniform(-1, 1, 4).astype(np.float32)
+    k = pd.compile(ops.names_c, target=target,
+                   variants=[("I >= 3 and NAN mod 2 = 0", pd.Schedule.auto()), ("true", None)])
+    assert k.explain(I=3, NAN=4, kernel=1).count("runs user0") == 1
+    k2 = pd.compile(ops.names_c, target=target,
+                    variants=[(v.region, pd.Schedule.auto()) for v in k.variants])
+    assert [str(v.region) for v in k2.variants] == [str(v.region) for v in k.variants]
+    for got, want in zip(k2(F, D, kernel=2), ops.names_c.reference(F, D, kernel=2),
+                         strict=True):
+        _close(got, want)
+    with pytest.raises(pd.CompileError, match="cannot parse region 'J >= 1'.*I, NAN, kernel"):
+        pd.compile(ops.names_c, target=target, variants=[("J >= 1", None), ("true", None)])

@@ -14,6 +14,7 @@ from ..schedule.registers import AVX512, CpuTarget, RegisterShape
 from ..schedule.transforms import outermost_bands
 from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
+from ..scop.names import rename_assume
 
 
 @dataclass(frozen=True)
@@ -26,14 +27,22 @@ class VariantPlan:
     recipe: Any = None
 
 
-def parse_region(scop: Scop, text: str) -> isl.Set:
-    """A user region as isl constraint text over the syms (``"N >= 256 and N mod 32 = 0"``)."""
+def parse_region(scop: Scop, region: str | isl.Set) -> isl.Set:
+    """A user region: isl constraint text over the syms as the user names them (``"N >= 256
+    and N mod 32 = 0"``), or an isl set over the syms (a variant's ``region``)."""
+    if isinstance(region, isl.Set):
+        if sorted(region.get_var_names(isl.dim_type.param)) != sorted(scop.syms) or \
+                region.dim(isl.dim_type.set) != 0:
+            raise CompileError(f"region {region} is not a set over the syms of {scop.name} "
+                               f"({', '.join(scop.syms)})")
+        return region.align_params(scop.context.get_space()).intersect(scop.context).coalesce()
+    text = rename_assume(region, {user: here for here, user in scop.user_names})
     try:
-        region = isl.Set(f"{scop.param_space_text()} -> {{ : {text} }}")
+        parsed = isl.Set(f"{scop.param_space_text()} -> {{ : {text} }}")
     except isl.Error:
-        raise CompileError(f"cannot parse region {text!r} as isl constraints over the syms "
-                           f"({', '.join(scop.syms)})") from None
-    return region.intersect(scop.context).coalesce()
+        raise CompileError(f"cannot parse region {region!r} as isl constraints over the syms "
+                           f"({', '.join(scop.user_name(s) for s in scop.syms)})") from None
+    return parsed.intersect(scop.context).coalesce()
 
 
 def check_cover(scop: Scop, regions: list[isl.Set]) -> None:
@@ -99,7 +108,8 @@ def degenerate_regions(scop: Scop, base: isl.Schedule) -> list[VariantPlan]:
         if not _nonempty(region) or region.is_equal(scop.context):
             continue
         if _collapses_parallel_loop(base, region):
-            plans.append(VariantPlan(f"{sym}=1", region.coalesce(), AutoRecipe()))
+            plans.append(VariantPlan(f"{scop.user_name(sym)}=1", region.coalesce(),
+                                     AutoRecipe()))
     return plans
 
 
@@ -267,8 +277,9 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
         auto = AutoRecipe(tuple(tiling_plan(base, scop, max_tile, target)))
         plans = []
         for k, item in enumerate(variants):
-            if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)):
-                raise CompileError(f"variants[{k}]: expected (region text, Schedule), got "
+            if not (isinstance(item, tuple | list) and len(item) == 2 and
+                    isinstance(item[0], str | isl.Set)):
+                raise CompileError(f"variants[{k}]: expected (region, Schedule), got "
                                    f"{item!r}")
             text, recipe = item
             if recipe is None or getattr(recipe, "is_auto", False):

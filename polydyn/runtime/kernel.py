@@ -15,6 +15,7 @@ from ..parametric.binding import Binder
 from ..parametric.variants import Variant
 from ..scop.interp import check_context
 from ..scop.ir import NUMPY_NAME, Scop
+from ..scop.names import user_text
 from .c_library import CFunctions, load_extension, load_library
 
 
@@ -127,7 +128,7 @@ class KernelBase(abc.ABC):
                 break
             lines.append(f"  skips {v.name}: {'(not reached)' if inside else 'outside'} "
                          f"{v.region}")
-        return "\n".join(lines)
+        return user_text("\n".join(lines), self.scop.user_names)
 
     def __repr__(self) -> str:
         return (f"<polydyn Kernel {self.name} target={self.target} "

@@ -5,8 +5,10 @@ there; otherwise it is spelled ``pdu_<name>`` (non-ASCII characters escaped). A 
 when isl, C, OpenCL C, a header the generated code includes (math.h, complex.h, stdint.h,
 stdlib.h, string.h, omp.h, Python.h, numpy) or the generated Python (the reference runner, the
 OpenCL host code) gives it a meaning, or when it has a reserved form:
-a leading underscore, our prefixes ``pd_``/``pdu``, all capitals of three or more characters
-(macros: ``EOF``, ``INT_MAX``), a ``_t`` suffix (type names), a library prefix (``Py``,
+a leading underscore, our prefixes ``pd_``/``pdu``, capitals with an underscore (macros:
+``INT_MAX``; capitals without one, such as ``BATCH``, are unsafe only when a header defines
+them: ``NULL``, ``EOF``, tests/test_conformance.py checks the list against the C
+preprocessor), a ``_t`` suffix (type names), a library prefix (``Py``,
 ``omp_``, ``get_``, ``atomic_``...) or an OpenCL vector type (``float4``). Since safe names
 never start with ``pdu``, the spelling is one-to-one. The Scop keeps generated -> user names
 so that calls, messages and sizes use the user's names.
@@ -52,6 +54,13 @@ C_LIBRARY = frozenset({
     "alloca", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
     "uint16_t", "uint32_t", "uint64_t", "intptr_t", "uintptr_t", "wchar_t", "max_align_t",
     "linux", "unix", "i386",  # predefined by GCC in its GNU modes
+    "kill_dependency", "le16toh", "le32toh", "le64toh", "be16toh", "be32toh", "be64toh",
+    "htole16", "htole32", "htole64", "htobe16", "htobe32", "htobe64",
+    # macros in capitals without an underscore (those with one are all refused by form)
+    "CMPLX", "CMPLXF", "CMPLXL", "INFINITY", "NAN", "NULL", "EOF", "BUFSIZ", "MAXFLOAT",
+    "NFDBITS", "WCONTINUED", "WEXITED", "WEXITSTATUS", "WIFCONTINUED", "WIFEXITED",
+    "WIFSIGNALED", "WIFSTOPPED", "WNOHANG", "WNOWAIT", "WSTOPPED", "WSTOPSIG", "WTERMSIG",
+    "WUNTRACED", "EDOM", "ERANGE", "EILSEQ",
     "variant",  # the dispatcher's own local
     # free names of the generated Python (the reference runner, the OpenCL host code)
     "np", "math", "range", "len", "print",
@@ -100,7 +109,8 @@ def is_safe(name: str) -> bool:
         return False
     if _FORMS.match(name) or _VECTOR.fullmatch(name) or name.endswith("_t"):
         return False
-    return not (len(name) >= 3 and re.fullmatch(r"[A-Z][A-Z0-9_]*", name))
+    # capitals with an underscore are a macro's form (INT_MAX, FLT_EPSILON, M_PI)
+    return not ("_" in name and re.fullmatch(r"[A-Z][A-Z0-9_]*", name))
 
 
 def generated_name(name: str) -> str:
