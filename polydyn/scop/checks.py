@@ -45,8 +45,8 @@ def check_bounds(scop: Scop, stmt: Statement) -> None:
             continue
         point = outside.wrap().sample_point()
         arr = scop.array(ref.array)
-        shape = ", ".join(str(d) for d in arr.shape)
-        shown = f"{ref.array}[{', '.join(str(i) for i in ref.index)}]"
+        shape = ", ".join(d.text() for d in arr.shape)
+        shown = f"{ref.array}[{', '.join(i.text() for i in ref.index)}]"
         raise FrontendError(
             f"`{shown}` {verb} outside `{ref.array}` (shape [{shape}]), for example at "
             f"{_describe(point, scop, stmt)}; guard the statement with an affine `if` or "

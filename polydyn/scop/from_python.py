@@ -398,12 +398,14 @@ class PythonFrontend:
         return StmtRef(name)
 
     # --- affine expressions ------------------------------------------------------------------
-    def _aff(self, node: ast.expr, ctx: _Ctx, what: str = "expression") -> Aff:
+    def _aff(self, node: ast.expr, ctx: _Ctx, what: str = "expression",
+             within: ast.expr | None = None) -> Aff:
         try:
             return self._aff_rec(node, ctx)
         except _NotAffine as exc:
             bad = exc.node or node
-            self.error(bad, f"non-affine {what} `{self.src(node)}`: {exc.reason}")
+            where = f" in `{self.src(within)}`" if within is not None else ""
+            self.error(bad, f"non-affine {what} `{self.src(node)}`{where}: {exc.reason}")
 
     def _aff_rec(self, node: ast.expr, ctx: _Ctx) -> Aff:
         if isinstance(node, ast.Constant):
@@ -513,7 +515,7 @@ class PythonFrontend:
         if len(elts) != arr.rank:
             self.error(node, f"`{arr.name}` has {arr.rank} dimension(s), but "
                              f"`{self.src(node)}` gives {len(elts)} subscript(s)")
-        index = tuple(self._aff(e, ctx, what=f"subscript in `{self.src(node)}`") for e in elts)
+        index = tuple(self._aff(e, ctx, what="subscript", within=node) for e in elts)
         return Load(arr.dtype, arr.name, index)
 
     def _value(self, node: ast.expr, ctx: _Ctx) -> Expr:

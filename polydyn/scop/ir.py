@@ -226,6 +226,16 @@ class Aff:
     def __str__(self) -> str:
         return self._print(_PY)
 
+    def text(self) -> str:
+        """The expression as a user writes it, for messages: no outer parentheses."""
+        printed = self._print(_PY)
+        depth = 0
+        for pos, ch in enumerate(printed):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and pos < len(printed) - 1:
+                return printed  # the first parenthesis closes before the end
+        return printed[1:-1] if printed.startswith("(") else printed
+
     def _print(self, table: Mapping[str, str]) -> str:
         op, a = self.op, self.args
         if op == "var":

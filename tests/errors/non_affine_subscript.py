@@ -1,4 +1,4 @@
-# error: non-affine subscript
+# error: non-affine subscript `i * j` in `A[i * j, j]`
 # line: 14
 # A product of two loop variables as a subscript.
 import polydyn as pd

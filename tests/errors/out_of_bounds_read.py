@@ -1,4 +1,4 @@
-# error: reads outside `A`
+# error: `A[i + 1]` reads outside `A`
 # line: 13
 # A[i + 1] with i up to N - 1.
 import polydyn as pd
