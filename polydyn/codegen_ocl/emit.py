@@ -108,13 +108,15 @@ class OpenCLEmitter(CEmitter):
 
     def user_node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """A statement, a copy into local memory, or, outside a lane kernel's loops, a
-        statement that does not assign a local scalar: lane 0 runs it, once per row, and
-        the loops after it see what it wrote."""
+        statement that does not assign a local scalar: lane 0 runs it, once per row, between
+        barriers: every lane has done the reads before it (the statements that assign local
+        scalars run in every lane and may read what it overwrites), and the code after it
+        sees what it wrote."""
         call = n.user_get_expr()
         name = call.get_op_arg(0).get_id().get_name()
         if self._lanes_free() and not self._assigns_local(name):
-            return [cgen.If("pd_lane == 0", cgen.Block(super().node(n, st))),
-                    cgen.Statement("barrier(CLK_GLOBAL_MEM_FENCE)")]
+            barrier = cgen.Statement("barrier(CLK_GLOBAL_MEM_FENCE)")
+            return [barrier, cgen.If("pd_lane == 0", cgen.Block(super().node(n, st))), barrier]
         for copy in self._spec.local:
             if copy.statement == name:
                 args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
