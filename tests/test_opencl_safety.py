@@ -160,8 +160,30 @@ def lane_max_then_cell(X: f32[M, N], Y: inout(f32[M, N])):
             Y[i, j] = Y[i, 0] * t + X[i, j]
 
 
+@pd.operator(assume="N >= 1")
+def lane_partial_sum(X: f32[M, N], Y: out(f32[M])):
+    for i in range(M):
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(N):
+            s1 += X[i, j]
+            s2 += s1  # reads the running sum: not a sum the lanes may split
+        Y[i] = s2
+
+
+@pd.operator(assume="N >= 1")
+def lane_reset(X: f32[M, N], Y: out(f32[M])):
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            s += X[i, j]
+            if j == 5:
+                s = 0.0  # not a sum the lanes may split either
+        Y[i] = s
+
+
 RACY = [first_cell, running_cell, rows_first_cell, first_row, lane_cell, lane_sum_cell,
-        lane_max_then_cell]
+        lane_max_then_cell, lane_partial_sum, lane_reset]
 
 
 @pytest.mark.parametrize("order", ORDERS)
