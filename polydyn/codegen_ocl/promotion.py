@@ -123,6 +123,8 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
     if group.is_empty():
         return None
     top = node_path(mapped[0].parent())
+    if node_at(schedule, top).is_subtree_anchored():
+        return None  # a recipe's tile isolates full tiles below: isl moves no band there
     # tree edits on the whole schedule (paths stay valid), the group's domain at the end
     if hoist:  # copies per tile of r (matmul's k)
         sched = _hoist_r_tile(schedule, node_path(below.child(0)), top)
