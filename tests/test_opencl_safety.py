@@ -14,6 +14,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
 import pytest
 
 import polydyn as pd
@@ -24,7 +29,7 @@ from polydyn.codegen_ocl.emit import PERMUTATIONS
 from polydyn.errors import InternalError, UnsupportedError
 from polydyn.runtime.opencl import opencl_available
 from polydyn.testing import check_kernel
-from tests.fuzz.runner import Pool, load_operator
+from tests.fuzz.runner import Pool, check_operator, compile_unit, load_operator
 from tests.test_opencl import SHAPES, sizes_of
 
 pytestmark = [
@@ -206,6 +211,38 @@ def test_bundled_kernels_in_any_order(name: str, order: str) -> None:
     k = pd.compile(load(name)[0], target="opencl", ocl_permute=order)
     for shape in SHAPES[name][1:4]:
         check_kernel(k, sizes_of(name, shape))
+
+
+REGRESSIONS = Path(__file__).parent / "fuzz" / "regressions"
+OPENCL_REGRESSIONS = sorted(p for p in REGRESSIONS.glob("*.py") if re.search(
+    r"^TARGET = [\"']opencl[\"']$", p.read_text(), re.MULTILINE))
+
+
+@pytest.mark.parametrize("path", OPENCL_REGRESSIONS, ids=lambda p: p.stem)
+def test_opencl_regressions_in_reverse_order(path: Path, monkeypatch) -> None:
+    """The OpenCL fuzz regressions (tests/test_fuzz.py runs them in the device's order)
+    with every id reversed; a crash one in a worker process."""
+    monkeypatch.setenv("POLYDYN_OCL_PERMUTE", "reverse")  # workers inherit it
+    spec = importlib.util.spec_from_file_location(f"pd_reversed_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    unit = {"target": "opencl", "schedule": getattr(module, "SCHEDULE", None),
+            "region": getattr(module, "REGION", None)}
+    if module.STATUS == "crash":
+        pool = Pool(jobs=1, timeout=60)
+        try:
+            res = pool.map([{"id": path.stem, "name": path.stem, "source": path.read_text(),
+                             "max_tile": module.MAX_TILE, "hi": 10, "limit": 3,
+                             "points": list(module.POINTS), "units": [unit]}])[0]
+        finally:
+            pool.close()
+        assert res["status"] == "pass", res.get("message")
+        return
+    op = getattr(module, path.stem)
+    kernel = compile_unit(op, unit, module.MAX_TILE)
+    assert "get_num_groups" in kernel.source or "get_group_id" not in kernel.source
+    check_operator(op, hi=10, limit=3, extra_points=list(module.POINTS), kernel=kernel)
 
 
 def test_permutation_is_in_the_source() -> None:
