@@ -29,6 +29,7 @@ class Options:
     or neon; POLYDYN_L2_BYTES); None: what the C compiler's flags enable
     (``-march=native``: this machine's) and this machine's L2
     (``codegen_c.toolchain.cpu_target``);
+    ``ocl_permute``: the order OpenCL work-items run in, for tests (POLYDYN_OCL_PERMUTE);
     ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
@@ -49,6 +50,13 @@ class Options:
     # variant and region boundary at sizes the reference interpreter runs quickly.
     max_tile: int | None = field(default_factory=lambda: int(os.environ["POLYDYN_MAX_TILE"])
                                  if os.environ.get("POLYDYN_MAX_TILE") else None)
+    # Test-only: the order work-groups and work-items run in (POLYDYN_OCL_PERMUTE): "" (the
+    # device's), "reverse" (group and local ids reversed), "groups" (group ids only) or
+    # "rotate" (ids rotated by half their range). Every id the computation uses goes through
+    # the same bijection, so a race-free kernel gives the same results; on PoCL, which runs a
+    # group's work-items in order, a loop mapped to work-items that carries a dependence
+    # then gives wrong ones.
+    ocl_permute: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_PERMUTE", ""))
     debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
 
     def replace(self, **kw: Any) -> Options:

@@ -42,10 +42,10 @@ from ..astgen import annotated_ast, atomic_where_strides_differ
 from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
-from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PARALLEL, is_band, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
+from .lanes import lane_body
 from .promotion import LocalCopy, promote
 from .pyexpr import ITERATOR, ast_build, pw_aff_to_py, set_to_py
 
@@ -56,10 +56,7 @@ HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
 DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
 MAX_MAPPED = 3
 LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
-# local scalar types a lane kernel combines (the prelude's pd_max_<type>/pd_min_<type>)
-LANE_TYPES = ("f32", "f64", "i32", "i64")
 _NT = isl.schedule_node_type
-_AT = isl.ast_node_type
 
 
 def tile_sizes(n: int, max_group: int = 256) -> tuple[int, ...]:
@@ -569,41 +566,6 @@ def _grid_context(params: list[str], ranges: list[isl.Set], tiles: tuple[int, ..
             rng.intersect(isl.Set(head + f"{{ [s] : s < {o} }}")).params())
         ctx = ctx.intersect(starts).intersect(is_min)
     return ctx.coalesce()
-
-
-def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
-    """Whether a kernel body can be dealt out to lanes: it has a loop, every loop outside
-    all others (loops of one iteration are blocks) is parallel or carried only by reductions
-    (into local scalars of the types the combine knows), and each local scalar it touches is
-    touched by no other kernel's statement (it stays in the lanes' registers). Statements
-    outside the loops run in every lane when they assign a local scalar, else in lane 0."""
-    loops: list[str] = []
-
-    def fits(n: isl.AstNode) -> bool:
-        kind = n.get_type()
-        if kind == _AT.block:
-            children = n.block_get_children()
-            return all(fits(children.get_at(k)) for k in range(children.n_ast_node()))
-        if kind == _AT.if_:
-            return fits(n.if_get_then_node()) and \
-                (not n.if_has_else_node() or fits(n.if_get_else_node()))
-        if kind == _AT.mark:
-            return fits(n.mark_get_node())
-        if kind == _AT.for_ and n.for_is_degenerate():  # one value: a block, not a loop
-            return fits(n.for_get_body())
-        if kind == _AT.for_:
-            role = n.get_annotation().get_name()
-            loops.append(role)
-            return role == PARALLEL or (role.startswith("reduce(") and all(
-                scop.array(name).dtype in LANE_TYPES for _, name in parse_reduce_role(role)))
-        return kind == _AT.user
-
-    if not fits(ast) or not loops:
-        return False
-    from .scalars import scalar_users  # scalars.py builds on this module
-
-    return all(users <= statements or not users & statements
-               for users in scalar_users(scop).values())
 
 
 def mark_kind(node: isl.ScheduleNode) -> str:

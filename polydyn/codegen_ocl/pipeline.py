@@ -20,6 +20,7 @@ from ..scop.deps import Deps
 from ..scop.ir import NUMPY_NAME, Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
+from .legality import check_launches
 from .mapping import KernelSpec, VariantMapping, map_variant
 from .scalars import spilled_scalars, spills_of_variants
 
@@ -47,9 +48,11 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
                 for k, v in enumerate(scheduled)]
     options.dump(scop.name, "7-opencl-launches.txt",
           "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))
+    for m in mappings:  # work-items of a launch run in any order
+        check_launches(list(m.kernels), deps.all, f"{scop.name}, variant {m.variant.name}")
 
     spilled = spilled_scalars(scop, [list(m.kernels) for m in mappings])
-    source = OpenCLEmitter(scop, tuple(spilled)).module(mappings)
+    source = OpenCLEmitter(scop, tuple(spilled), options.ocl_permute).module(mappings)
     options.dump(scop.name, "8-source.cl", source)
 
     host = host_source(scop, mappings, spilled)

@@ -37,6 +37,7 @@ from typing import Any
 import islpy as isl
 
 from ..schedule.tree import SEQUENTIAL, is_band, node_at, node_path
+from ..scop.checks import array_bounds
 from ..scop.ir import NUMPY_NAME, Scop
 from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 
@@ -122,6 +123,8 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
     if group.is_empty():
         return None
     top = node_path(mapped[0].parent())
+    if node_at(schedule, top).is_subtree_anchored():
+        return None  # a recipe's tile isolates full tiles below: isl moves no band there
     # tree edits on the whole schedule (paths stay valid), the group's domain at the end
     if hoist:  # copies per tile of r (matmul's k)
         sched = _hoist_r_tile(schedule, node_path(below.child(0)), top)
@@ -199,7 +202,10 @@ def _choose(scop: Scop, group: isl.UnionSet, outer: isl.UnionMap, threads: isl.U
     for a in scop.arrays:
         if not a.is_tensor or a.name in written:
             continue
-        access = _reads_of(reads, a.name)
+        # a load under `a if c else b` may stand for elements outside the array (the
+        # condition guards it): the copy loads the elements inside only
+        access = _reads_of(reads, a.name).intersect_range(
+            isl.UnionSet.from_set(array_bounds(scop, a.name)))
         if access.is_empty() or not _shared(outer, threads, access):
             continue
         # footprint: { [outer values, r tile] -> A[...] } for one work-group

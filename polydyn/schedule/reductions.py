@@ -164,9 +164,14 @@ def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> str:
             found[red[0]] = red[1]
     if not found:
         return "sequential"
-    for s in stmts:  # no other statement in the loop may see a partial value
-        if reduction_of(scop, s) is None and any(
-                isinstance(x, Scalar) and x.name in found for x in s.value.walk()):
+    for s in stmts:  # no statement in the loop may see or set a partial value but its own
+        red = reduction_of(scop, s)
+        touched = {x.name for x in s.value.walk() if isinstance(x, Scalar)}
+        if red is None and isinstance(s.target, Scalar):
+            touched.add(s.target.name)
+        if red is not None:  # `s2 += s1` reads the partial s1 of each iteration
+            touched.discard(red[0])
+        if touched & set(found):
             return "sequential"
     reads = _drop_arrays(scop.accesses("read").intersect_domain(domain), set(found))
     writes = _drop_arrays(scop.accesses("write").intersect_domain(domain), set(found))
