@@ -77,11 +77,18 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
     """Validity = every dependence (plus local scalar live ranges); proximity = flow;
     coincidence = every dependence between expanded accesses (for parallel loops)."""
     domain = scop.domain().intersect_params(region)
+
+    def within(relation: isl.UnionMap) -> isl.UnionMap:
+        # { S[i] -> T[j] } between instances of the region: a statement with no instance
+        # there is gone from the domain, and isl's scheduler crashes on a constraint that
+        # names it
+        return relation.intersect_domain(domain).intersect_range(domain)
+
     return (isl.ScheduleConstraints.on_domain(domain)
             .set_context(region)
-            .set_validity(deps.validity)
-            .set_proximity(deps.flow.union(deps.locals_order))
-            .set_coincidence(deps.all))
+            .set_validity(within(deps.validity))
+            .set_proximity(within(deps.flow.union(deps.locals_order)))
+            .set_coincidence(within(deps.all)))
 
 
 def scheduler_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule | None:
