@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 class Exprs:
     """The expression half of ``Generator`` (it provides ``rng``, ``arrays``, ``syms``,
-    ``fdtype``, ``_access`` and ``_cond``)."""
+    ``fdtype``, ``_access``, ``_usable`` and ``_cond``)."""
 
     def _readable(self, kind: str) -> list[Arr]:
         arrs = [a for a in self.arrays.values() if a.kind != "value"]
@@ -27,7 +27,7 @@ class Exprs:
 
     def _load(self, scope: Scope, kind: str) -> Ex:
         rng = self.rng
-        cands = self._readable(kind)
+        cands = self._usable(self._readable(kind), scope)
         if not cands:
             return Ex(str(rng.choice((1, 2, 3))), kind="i")
         # prefer arrays that are written, so that reads create dependences
@@ -109,14 +109,16 @@ class Exprs:
             return Ex(rng.choice(("pd.exp(-abs({}))", "pd.tanh({})", "pd.sqrt(abs({}))",
                                   "pd.log(1.0 + abs({}))", "abs({})", "pd.erf({})")), (a,))
         if r < 0.76:
-            inputs = [x for x in self.arrays.values() if x.kind == "in" and not x.is_int]
+            inputs = self._usable(
+                [x for x in self.arrays.values() if x.kind == "in" and not x.is_int], scope)
             if inputs:
                 return Ex("pd.exp({})", (Ex(self._access(rng.choice(inputs), scope)),))
             return Ex("pd.exp(-abs({}))", (a,))
         if r < 0.9:
             return self._select(scope, "f", depth)
         if r < 0.94:
-            ints = [x for x in self.arrays.values() if x.kind != "value" and x.is_int]
+            ints = self._usable(
+                [x for x in self.arrays.values() if x.kind != "value" and x.is_int], scope)
             if ints:
                 ld = Ex(self._access(rng.choice(ints), scope), kind="i")
                 return Ex("({} * pd." + self.fdtype + "({}))", (a, ld))
@@ -129,7 +131,8 @@ class Exprs:
     def _exact_leaf(self, scope: Scope) -> Ex:
         """A value both sides compute exactly: an input element, a constant, an index."""
         rng = self.rng
-        inputs = [x for x in self.arrays.values() if x.kind == "in" and not x.is_int]
+        inputs = self._usable(
+            [x for x in self.arrays.values() if x.kind == "in" and not x.is_int], scope)
         r = rng.random()
         if r < 0.5 and inputs:
             return Ex(self._access(rng.choice(inputs), scope))
@@ -149,7 +152,7 @@ class Exprs:
             a = self._expr(then_scope, kind, depth - 1)
             b = self._expr(scope, kind, depth - 1)
             return Ex("({} if " + cond + " else {})", (a, b), kind)
-        inputs = [x for x in self.arrays.values() if x.kind == "in"]
+        inputs = self._usable([x for x in self.arrays.values() if x.kind == "in"], scope)
         a = self._expr(scope, kind, depth - 1)
         b = self._expr(scope, kind, depth - 1)
         if not inputs:
