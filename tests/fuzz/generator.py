@@ -4,12 +4,27 @@ An operator is generated as a small tree (``Op``: arrays, loops, ifs, assignment
 trees) and rendered to source text; the shrinker edits the tree, so both live here.
 
 Every access is in bounds by construction. Each loop variable carries what is known about
-its range: a constant lower bound ``lo`` and an upper bound ``v <= S + hi - 1`` relative to
-one sym ``S`` (or to nothing: ``v <= hi - 1``). Each array dimension is ``S + pad`` (or a
-constant); a subscript ``v + d`` of a variable bounded by the same sym is legal when
-``lo + d >= 0``, and it raises the pad the dimension needs to ``hi + d``. The pads are fixed
-only once the body is generated, so every subscript fits. Affine guards (``if v >= 1``, and
-``a if v >= 1 else b`` around a load) tighten ``lo`` / ``hi`` inside the guarded branch.
+its range: a constant lower bound ``lo`` and an upper bound ``v <= (S + hi) // div - 1``
+relative to one sym ``S`` (or to nothing: ``v <= hi - 1``). Each array dimension is
+``(S + pad) // D`` (``pad`` may be negative: ``S - 2``; or a constant). A subscript raises
+the pad its dimension needs:
+
+- ``v + d`` (only when ``lo + d >= 0``) of a variable over the same sym needs
+  ``hi + d * D`` when ``div == D`` (``(S + hi + d * D) // D = (S + hi) // D + d``), and
+  ``hi + d`` when ``D == 1`` (``(S + hi) // div <= S + hi`` whenever v has a value);
+- ``v // D`` of a plain variable (``div == 1``) needs ``hi - 1 + D``; ``v // 2`` into
+  ``D == 1`` needs ``hi``; ``S + c - v`` needs ``c - lo + 1`` (both ``div == D == 1``);
+- a constant ``c`` needs ``(S + pad) // D >= c + 1`` for the least ``S`` at which the
+  statement runs at all (``Scope.least``: each enclosing variable has a value only when
+  ``S >= div * (lo + 1) - hi``), so ``Y[0]`` inside ``for i in range(S - 2)`` fits
+  ``f32[S - 2]``; ``S - e`` (when that least ``S >= e``) needs ``1 - e``, ``S`` needs 1.
+
+The pads are fixed only once the body is generated (the largest of the initial pad and what
+the subscripts need), so every subscript fits. A *strict* array (most of those created with
+``S - 2`` or ``(S + 1) // 2`` extents) keeps its initial pads: it is only accessed where
+every dimension has a subscript that fits (``_usable``), so it stays empty at small sizes.
+Affine guards (``if v >= 1``, and ``a if v >= 1 else b`` around a load) tighten ``lo`` /
+``hi`` inside the guarded branch (``v < S + k`` tightens only a variable with ``div == 1``).
 
 Loads inside the branches of ``a if c else b`` are never bounds-checked by the frontend (only
 the chosen branch runs), so the guards that protect them must be right here: only conditions
