@@ -50,7 +50,7 @@ REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
 
 # The CI budget (measured: see tests/fuzz/README.md): CI_N operators of seed CI_SEED, on
 # every available target, with CI_SCHEDULES random recipe each (on every target), take
-# 80-100 s on 2 cores; SLOW_N more, with SLOW_SCHEDULES, under -m slow.
+# 45-76 s on 2 cores shared with other jobs; SLOW_N more, with SLOW_SCHEDULES, under -m slow.
 CI_N, CI_SEED, CI_SCHEDULES = 30, 8, 1
 SLOW_N, SLOW_SEED, SLOW_SCHEDULES = 200, 9, 2
 
