@@ -41,6 +41,9 @@ class Known:
 
 KNOWN: tuple[Known, ...] = (
     # wrong results and crashes: recognized in the operators where they were diagnosed only
+    Known("opencl-promotion-tile-anchored", "error",
+          r"cannot tile band node with anchored subtree",
+          "opencl_promotion_tile_anchored.py", target="opencl"),
     # compiles that take minutes (seeds 301-302, README.md): too slow to shrink, so no
     # regression file; `python -m tests.fuzz --one <digits>` reproduces each
     Known("opencl-mapping-slow", "timeout", r"while compiling",
