@@ -4,12 +4,27 @@ An operator is generated as a small tree (``Op``: arrays, loops, ifs, assignment
 trees) and rendered to source text; the shrinker edits the tree, so both live here.
 
 Every access is in bounds by construction. Each loop variable carries what is known about
-its range: a constant lower bound ``lo`` and an upper bound ``v <= S + hi - 1`` relative to
-one sym ``S`` (or to nothing: ``v <= hi - 1``). Each array dimension is ``S + pad`` (or a
-constant); a subscript ``v + d`` of a variable bounded by the same sym is legal when
-``lo + d >= 0``, and it raises the pad the dimension needs to ``hi + d``. The pads are fixed
-only once the body is generated, so every subscript fits. Affine guards (``if v >= 1``, and
-``a if v >= 1 else b`` around a load) tighten ``lo`` / ``hi`` inside the guarded branch.
+its range: a constant lower bound ``lo`` and an upper bound ``v <= (S + hi) // div - 1``
+relative to one sym ``S`` (or to nothing: ``v <= hi - 1``). Each array dimension is
+``(S + pad) // D`` (``pad`` may be negative: ``S - 2``; or a constant). A subscript raises
+the pad its dimension needs:
+
+- ``v + d`` (only when ``lo + d >= 0``) of a variable over the same sym needs
+  ``hi + d * D`` when ``div == D`` (``(S + hi + d * D) // D = (S + hi) // D + d``), and
+  ``hi + d`` when ``D == 1`` (``(S + hi) // div <= S + hi`` whenever v has a value);
+- ``v // D`` of a plain variable (``div == 1``) needs ``hi - 1 + D``; ``v // 2`` into
+  ``D == 1`` needs ``hi``; ``S + c - v`` needs ``c - lo + 1`` (both ``div == D == 1``);
+- a constant ``c`` needs ``(S + pad) // D >= c + 1`` for the least ``S`` at which the
+  statement runs at all (``Scope.least``: each enclosing variable has a value only when
+  ``S >= div * (lo + 1) - hi``), so ``Y[0]`` inside ``for i in range(S - 2)`` fits
+  ``f32[S - 2]``; ``S - e`` (when that least ``S >= e``) needs ``1 - e``, ``S`` needs 1.
+
+The pads are fixed only once the body is generated (the largest of the initial pad and what
+the subscripts need), so every subscript fits. A *strict* array (most of those created with
+``S - 2`` or ``(S + 1) // 2`` extents) keeps its initial pads: it is only accessed where
+every dimension has a subscript that fits (``_usable``), so it stays empty at small sizes.
+Affine guards (``if v >= 1``, and ``a if v >= 1 else b`` around a load) tighten ``lo`` /
+``hi`` inside the guarded branch (``v < S + k`` tightens only a variable with ``div == 1``).
 
 Loads inside the branches of ``a if c else b`` are never bounds-checked by the frontend (only
 the chosen branch runs), so the guards that protect them must be right here: only conditions
@@ -21,7 +36,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 
+from .exprs import Exprs, _clamp
 from .tree import BACK_NAMES, Arr, Assign, Dim, Ex, If, Loop, Op, render, used_syms
+from .tree import plus as _plus
 
 __all__ = ["Arr", "Assign", "Dim", "Ex", "Generator", "If", "Loop", "Op", "generate", "render",
            "used_syms"]
@@ -38,7 +55,13 @@ class Var:
     name: str
     sym: str | None
     lo: int  # v >= lo
-    hi: int  # v <= sym + hi - 1 (v <= hi - 1 without a sym)
+    hi: int  # v <= (sym + hi) // div - 1 (v <= hi - 1 without a sym)
+    div: int = 1
+
+    def least(self) -> int:
+        """The smallest value of the sym for which the variable has a value at all:
+        ``(S + hi) // div - 1 >= lo``."""
+        return self.div * (self.lo + 1) - self.hi
 
 
 @dataclass
@@ -56,16 +79,21 @@ class Scope:
         return Scope(self.vars + extra, dict(self.scalars), self.depth + len(extra), self.ifs)
 
     def tightened(self, name: str, lo: int | None = None, hi: int | None = None) -> Scope:
+        # ``v < S + k`` bounds v by the sym itself: it tightens no ``(S + hi) // div``
         vs = tuple(replace(v, lo=max(v.lo, lo) if lo is not None else v.lo,
-                           hi=min(v.hi, hi) if hi is not None else v.hi)
+                           hi=min(v.hi, hi) if hi is not None and v.div == 1 else v.hi)
                    if v.name == name else v for v in self.vars)
         return Scope(vs, dict(self.scalars), self.depth, self.ifs)
 
     def guarded(self, more: int = 1) -> Scope:
         return Scope(self.vars, dict(self.scalars), self.depth, self.ifs + more)
 
+    def least(self, sym: str) -> int:
+        """The smallest value of ``sym`` for which a statement of this scope runs."""
+        return max([0] + [v.least() for v in self.vars if v.sym == sym])
 
-class Generator:
+
+class Generator(Exprs):
     """One random operator per ``generate()`` call, reproducible from the seed."""
 
     def __init__(self, seed: int, *, max_stmts: int = 6, max_depth: int = 3,
@@ -82,6 +110,7 @@ class Generator:
         self.syms = tuple(rng.sample(SYM_NAMES, rng.choice((1, 1, 2, 2, 2, 3, 3, 4))))
         self.arrays: dict[str, Arr] = {}
         self.need: dict[tuple[str, int], int] = {}  # (array, dim) -> pad it needs
+        self.strict: set[str] = set()  # arrays whose pads never rise (see _usable)
         self.stmts = 0
         self.scalar_count = 0
         self._make_arrays()
@@ -109,12 +138,19 @@ class Generator:
             rank = rng.choice((1, 1, 2, 2, 2, 3))
             dims = []
             for _ in range(rank):
-                if rng.random() < 0.08:
+                r = rng.random()
+                if r < 0.08:
                     dims.append(Dim(None, rng.choice((2, 3, 4))))
+                elif r < 0.3:  # empty or of size 1 at small sizes: N - 2, (N + 1) // 2
+                    div = rng.choice((1, 1, 2, 2, 3))
+                    pad = rng.choice((-1, -2)) if div == 1 else rng.choice((-1, 0, 1, 2))
+                    dims.append(Dim(rng.choice(self.syms), pad, div))
                 else:
                     dims.append(Dim(rng.choice(self.syms), rng.choice((0, 0, 0, 1, 2))))
             dtype = self.fdtype if rng.random() < 0.75 else rng.choice(("i32", "i64"))
             self.arrays[name] = Arr(name, kind, dtype, tuple(dims))
+            if any(d.pad < 0 or d.div > 1 for d in dims if d.sym) and rng.random() < 0.75:
+                self.strict.add(name)  # its small extents stay as they are
         if rng.random() < 0.15:
             self.arrays["alpha"] = Arr("alpha", "value", self.fdtype)
 
@@ -122,7 +158,7 @@ class Generator:
         out = []
         for a in self.arrays.values():
             dims = tuple(d if d.sym is None else
-                         Dim(d.sym, max(d.pad, self.need.get((a.name, k), 0)))
+                         replace(d, pad=max(d.pad, self.need.get((a.name, k), d.pad)))
                          for k, d in enumerate(a.dims))
             out.append(replace(a, dims=dims))
         # every shape sym must be carried by an argument, never by a temporary alone: keep
@@ -175,20 +211,21 @@ class Generator:
         rng = self.rng
         arrays = [a for a in self._writable() if sum(d.sym is not None for d in a.dims) >= 2]
         arr = rng.choice(arrays or self._writable())
-        syms = [d.sym for d in arr.dims if d.sym is not None] or [rng.choice(self.syms)]
+        # over the array's own extents (``range(N - 2)``, ``range((N + 1) // 2)``)
+        dims = [d for d in arr.dims if d.sym is not None] or [Dim(rng.choice(self.syms), 0)]
         if rng.random() < 0.4:
-            syms.reverse()
+            dims.reverse()
         if rng.random() < 0.5:
-            syms.append(rng.choice(self.syms))
-        syms = syms[: self.max_depth]
+            dims.append(Dim(rng.choice(self.syms), 0))
+        dims = dims[: self.max_depth]
         names = [n for n in LOOP_NAMES if n not in {v.name for v in scope.vars}]
-        loop_vars = [Var(n, s, 0, 0) for n, s in zip(names, syms, strict=False)]
+        loop_vars = [Var(n, d.sym, 0, d.pad, d.div) for n, d in zip(names, dims, strict=False)]
         inner = scope
         for v in loop_vars:
             inner = inner.child(v)
         nodes: tuple = tuple(self._array_stmt(inner) for _ in range(rng.choice((1, 1, 2))))
-        for v in reversed(loop_vars):
-            nodes = (Loop(v.name, f"range({v.sym})", nodes),)
+        for v, d in reversed(list(zip(loop_vars, dims, strict=False))):
+            nodes = (Loop(v.name, f"range({d.render()})", nodes),)
         return nodes[0]
 
     def _loop(self, scope: Scope, budget: int) -> Loop:
@@ -216,7 +253,7 @@ class Generator:
         u = rng.choice(outer) if outer else None
         r = rng.random()
         a = rng.choice((0, 0, 0, 1, 1, 2))
-        b = rng.choice((0, 0, 0, -1, 1, 2))
+        b = rng.choice((0, 0, 0, -1, -2, 1, 2))
         if u is not None and r < 0.3:
             return self._triangular(name, s, u, a, b)
         return self._plain_range(name, s, r, a, b)
@@ -230,10 +267,10 @@ class Generator:
             return f"range({u.name}, {s})", Var(name, s, u.lo, 0)
         if form == 1:
             return f"range({u.name} + 1, {hi_txt})", Var(name, s, u.lo + 1, b)
-        if form == 2:
-            return f"range({u.name} + 1)", Var(name, s, 0, u.hi)
-        if form == 3:
-            return f"range({u.name})", Var(name, s, 0, u.hi - 1)
+        if form == 2:  # v <= u <= (S + hi) // div - 1
+            return f"range({u.name} + 1)", Var(name, s, 0, u.hi, u.div)
+        if form == 3:  # v <= u - 1 <= (S + hi - div) // div - 1
+            return f"range({u.name})", Var(name, s, 0, u.hi - u.div, u.div)
         c1, c2 = rng.choice((1, 2)), rng.choice((1, 2, 3))
         return (f"range(max({a}, {u.name} - {c1}), min({hi_txt}, {u.name} + {c2}))",
                 Var(name, s, a, b))
@@ -242,6 +279,11 @@ class Generator:
         """Bounds in the sym ``s`` alone: offsets, steps, reverse, ``//``, ``min``/``max``."""
         rng = self.rng
         hi_txt = _plus(s, b)
+        if r < 0.2:  # exactly over an extent of an array: N - 2, (N + 1) // 2, ...
+            dims = [d for a in self.arrays.values() for d in a.dims if d.sym == s]
+            if dims:
+                d = rng.choices(dims, [4.0 if d.pad < 0 or d.div > 1 else 1.0 for d in dims])[0]
+                return f"range({d.render()})", Var(name, s, 0, d.pad, d.div)
         if r < 0.45:
             return f"range({s})", Var(name, s, 0, 0)
         if r < 0.62:
@@ -255,7 +297,8 @@ class Generator:
             return (f"range({_plus(s, b - 1)}, {a - 1}, {BACK_NAMES[step]})",
                     Var(name, s, a, b))
         if r < 0.9:
-            return f"range(({s} + 1) // 2)", Var(name, s, 0, 0)
+            d = Dim(s, rng.choice((-1, 0, 1, 1, 2)), rng.choice((2, 2, 3)))
+            return f"range({d.render()})", Var(name, s, 0, d.pad, d.div)
         if r < 0.95:
             return f"range(min({s}, {rng.choice((3, 5))}))", Var(name, s, 0, 0)
         return f"range(max({a}, {s} - 4), {s})", Var(name, s, a, 0)
@@ -349,7 +392,7 @@ class Generator:
     def _array_stmt(self, scope: Scope, scalar: str | None = None) -> Assign:
         rng = self.rng
         self.stmts += 1
-        target = rng.choice(self._writable())
+        target = rng.choice(self._usable(self._writable(), scope))
         kind = "i" if target.is_int else "f"
         ref = self._access(target, scope)
         value = self._expr(scope, kind, rng.choice((1, 2, 2, 3)))
@@ -386,177 +429,64 @@ class Generator:
                 cands.append((f"{v.name} % {c}", 0, 0.15))
             cands += [(str(x), 0, 0.5) for x in range(c)]
         else:
-            s = dim.sym
-            for v in scope.vars:
-                if v.sym != s:
-                    continue
-                for d, w in ((0, 6.0), (-1, 2.0), (1, 2.0), (-2, 0.5), (2, 0.5)):
-                    if v.lo + d >= 0:
-                        cands.append((_plus(v.name, d), v.hi + d, w))
-                if v.lo >= 0:
-                    cands.append((f"{v.name} // 2", max(v.hi, 0), 0.7))
-                    c = max(v.hi - 1, 0) + rng.choice((0, 0, 1))
-                    # S + c - v >= S + c - (S + hi - 1) >= 0 and <= S + c - lo
-                    cands.append((f"{_plus(s, c)} - {v.name}", c - v.lo + 1, 0.8))
-            cands += [("0", 1, 0.4), ("1", 2, 0.1), (s, 1, 0.2)]
+            cands += self._sym_subscripts(dim, scope, rng.choice((0, 0, 1)))
+        if dim.sym is not None and (dim.pad < 0 or dim.div > 1):
+            # keep an extent that can be empty or of size 1 so: only subscripts that fit, in
+            # a strict array (``_usable`` picks it only where some fit); else mostly those
+            now = max(dim.pad, self.need.get((arr.name, k), dim.pad))
+            fit = [c for c in cands if c[1] <= now]
+            cands = fit if arr.name in self.strict and fit else \
+                [(t, p, w * 8.0 if p <= now else w) for t, p, w in cands]
         texts, pads, weights = zip(*cands, strict=True)
         pick = rng.choices(range(len(texts)), weights=weights)[0]
         if dim.sym is not None:
             key = (arr.name, k)
-            self.need[key] = max(self.need.get(key, 0), pads[pick])
+            self.need[key] = max(self.need.get(key, pads[pick]), pads[pick])
         return texts[pick]
 
-    # --- expressions ---------------------------------------------------------------------------
-    def _readable(self, kind: str) -> list[Arr]:
-        arrs = [a for a in self.arrays.values() if a.kind != "value"]
-        same = [a for a in arrs if a.is_int == (kind == "i")]
-        return same if kind == "i" else arrs
+    def _fits(self, arr: Arr, scope: Scope) -> bool:
+        """Whether every dimension of ``arr`` has a subscript here that keeps its pad."""
+        return all(any(p <= d.pad for _, p, _ in self._sym_subscripts(d, scope, 0))
+                   for d in arr.dims if d.sym is not None)
 
-    def _load(self, scope: Scope, kind: str) -> Ex:
-        rng = self.rng
-        cands = self._readable(kind)
-        if not cands:
-            return Ex(str(rng.choice((1, 2, 3))), kind="i")
-        # prefer arrays that are written, so that reads create dependences
-        weights = [3.0 if a.kind in ("out", "inout", "temp") else 1.0 for a in cands]
-        arr = rng.choices(cands, weights=weights)[0]
-        return Ex(self._access(arr, scope), kind="i" if arr.is_int else "f")
+    def _usable(self, arrs: list[Arr], scope: Scope) -> list[Arr]:
+        """``arrs`` less the strict arrays that no subscript here fits (all if none is left)."""
+        ok = [a for a in arrs if a.name not in self.strict or self._fits(a, scope)]
+        return ok or arrs
 
-    def _leaf(self, scope: Scope, kind: str) -> Ex:
-        rng = self.rng
-        r = rng.random()
-        if r < 0.55:
-            return self._load(scope, kind)
-        scalars = [n for n, k in scope.scalars.items() if k == kind or kind == "f"]
-        if r < 0.7 and scalars:
-            name = rng.choice(scalars)
-            return Ex(name, kind=scope.scalars[name])
-        if r < 0.82 and scope.vars:
-            v = rng.choice(scope.vars).name
-            if kind == "i":
-                return Ex(v, kind="i")
-            forms = (f"({v} * 0.25)", f"pd.{self.fdtype}({v})", f"({v} - 2.5)")
-            return Ex(rng.choice(forms), kind="f")
-        if r < 0.86 and self.syms:
-            s = rng.choice(self.syms)
-            return Ex(s if kind == "i" else f"({s} * 0.5)", kind=kind)
-        if r < 0.9 and "alpha" in self.arrays and kind == "f":
-            return Ex("alpha")
-        if kind == "i":
-            return Ex(str(rng.choice((0, 1, 2, 3, -1))), kind="i")
-        return Ex(rng.choice(("0.5", "2.0", "1.0", "-1.5", "0.25", "3.0")))
-
-    def _expr(self, scope: Scope, kind: str, depth: int) -> Ex:
-        rng = self.rng
-        if depth <= 0 or rng.random() < 0.25:
-            return self._leaf(scope, kind)
-        a = self._expr(scope, kind, depth - 1)
-        b = self._expr(scope, kind, depth - 1)
-        r = rng.random()
-        if kind == "i":
-            return self._int_op(scope, a, b, r, depth)
-        if r < 0.65:
-            return self._float_arith(scope, a, b, r)
-        return self._float_call(scope, a, r, depth)
-
-    def _int_op(self, scope: Scope, a: Ex, b: Ex, r: float, depth: int) -> Ex:
-        rng = self.rng
-        if r < 0.45:
-            return Ex("({} " + rng.choice(("+", "-", "+")) + " {})", (a, b), "i")
-        if r < 0.55:
-            return Ex("({} * " + str(rng.choice((2, 3, -1))) + ")", (a,), "i")
-        if r < 0.68:
-            return Ex(rng.choice(("min", "max")) + "({}, {})", (a, b), "i")
-        if r < 0.76:
-            op = rng.choice(("//", "%"))
-            return Ex("({} " + op + f" {rng.choice((2, 3))})", (a,), "i")
-        if r < 0.8:
-            return Ex("abs({})", (a,), "i")
-        if r < 0.9:
-            return self._select(scope, "i", depth)
-        return Ex("({} + {})", (a, b), "i")
-
-    def _float_arith(self, scope: Scope, a: Ex, b: Ex, r: float) -> Ex:
-        rng = self.rng
-        if r < 0.3:
-            return Ex("({} " + rng.choice(("+", "-")) + " {})", (a, b))
-        if r < 0.45:
-            # one factor exact (an input, a constant, an index): a recurrence x = x * x would
-            # double the rounding error at each step and outgrow the tolerance
-            return Ex("({} * {})", (a, self._exact_leaf(scope)))
-        if r < 0.5:
-            return Ex("({} / (2.0 + abs({})))", (a, b))
-        if r < 0.55:
-            return Ex("({} / " + rng.choice(("3.0", "4.0", "-2.0")) + ")", (a,))
-        return Ex(rng.choice(("min", "max")) + "({}, {})", (a, b))
-
-    def _float_call(self, scope: Scope, a: Ex, r: float, depth: int) -> Ex:
-        rng = self.rng
-        if r < 0.72:
-            return Ex(rng.choice(("pd.exp(-abs({}))", "pd.tanh({})", "pd.sqrt(abs({}))",
-                                  "pd.log(1.0 + abs({}))", "abs({})", "pd.erf({})")), (a,))
-        if r < 0.76:
-            inputs = [x for x in self.arrays.values() if x.kind == "in" and not x.is_int]
-            if inputs:
-                return Ex("pd.exp({})", (Ex(self._access(rng.choice(inputs), scope)),))
-            return Ex("pd.exp(-abs({}))", (a,))
-        if r < 0.9:
-            return self._select(scope, "f", depth)
-        if r < 0.94:
-            ints = [x for x in self.arrays.values() if x.kind != "value" and x.is_int]
-            if ints:
-                ld = Ex(self._access(rng.choice(ints), scope), kind="i")
-                return Ex("({} * pd." + self.fdtype + "({}))", (a, ld))
-        # `%` and `**` only on exact values: `%` is discontinuous and `x = 3 * (x % 1.5)` is
-        # chaotic, either would turn one ulp of difference (tanhf, FMA) into a mismatch
-        if r < 0.97:
-            return Ex("({} % 1.5)", (self._exact_leaf(scope),))
-        return Ex("({} ** 2)", (self._exact_leaf(scope),))
-
-    def _exact_leaf(self, scope: Scope) -> Ex:
-        """A value both sides compute exactly: an input element, a constant, an index."""
-        rng = self.rng
-        inputs = [x for x in self.arrays.values() if x.kind == "in" and not x.is_int]
-        r = rng.random()
-        if r < 0.5 and inputs:
-            return Ex(self._access(rng.choice(inputs), scope))
-        if r < 0.75 and scope.vars:
-            return Ex(f"({rng.choice(scope.vars).name} * 0.25)")
-        if r < 0.85 and "alpha" in self.arrays:
-            return Ex("alpha")
-        return Ex(rng.choice(("0.5", "2.0", "-1.5", "3.0")))
-
-    def _select(self, scope: Scope, kind: str, depth: int) -> Ex:
-        """``a if c else b``: on array data (inputs only: their values are exact), or on an
-        affine condition that guards an access outside the loop's plain range."""
-        rng = self.rng
-        r = rng.random()
-        if r < 0.5 and scope.vars:
-            cond, then_scope = self._cond(scope)
-            a = self._expr(then_scope, kind, depth - 1)
-            b = self._expr(scope, kind, depth - 1)
-            return Ex("({} if " + cond + " else {})", (a, b), kind)
-        inputs = [x for x in self.arrays.values() if x.kind == "in"]
-        a = self._expr(scope, kind, depth - 1)
-        b = self._expr(scope, kind, depth - 1)
-        if not inputs:
-            return Ex("({} if {} > 0 else {})", (a, Ex(str(rng.choice((0, 1))), kind="i"), b),
-                      kind)
-        x = rng.choice(inputs)
-        ld = Ex(self._access(x, scope), kind="i" if x.is_int else "f")
-        thr = "0" if x.is_int else rng.choice(("0.0", "0.5", "-0.25"))
-        cmp = rng.choice((">", "<", ">=", "<="))
-        return Ex("({} if {} " + cmp + " " + thr + " else {})", (a, ld, b), kind)
-
-
-def _clamp(e: Ex, bound: int) -> Ex:
-    return Ex(f"max(-{bound}, min({bound}, {{}}))", (e,), e.kind)
-
-
-def _plus(base: str, d: int) -> str:
-    if d == 0:
-        return base
-    return f"{base} + {d}" if d > 0 else f"{base} - {-d}"
+    def _sym_subscripts(self, dim: Dim, scope: Scope, bump: int
+                        ) -> list[tuple[str, int, float]]:
+        """Subscripts of a dimension ``(S + pad) // D``: (text, the pad it needs, weight).
+        A variable ``lo <= v <= (S + hi) // dv - 1`` gives ``v + d`` (when ``lo + d >= 0``):
+        with ``dv == D`` it needs ``pad >= hi + d * D``; with ``D == 1`` it needs ``hi + d``
+        (``(S + hi) // dv <= S + hi`` whenever v has a value); a plain variable gives
+        ``v // D`` on a divided dimension (needs ``hi - 1 + D``). A constant ``c`` needs
+        ``(S + pad) // D >= c + 1`` for the least S at which the statement runs."""
+        s, big = dim.sym, dim.div
+        cands: list[tuple[str, int, float]] = []
+        for v in scope.vars:
+            if v.sym != s:
+                continue
+            if v.div == big or big == 1:
+                step = big if v.div == big else 1
+                for d, w in ((0, 6.0), (-1, 2.0), (1, 2.0), (-2, 0.5), (2, 0.5)):
+                    if v.lo + d >= 0:
+                        cands.append((_plus(v.name, d), v.hi + d * step, w))
+            elif v.div == 1 and v.lo >= 0:
+                cands.append((f"{v.name} // {big}", v.hi - 1 + big, 3.0))
+            if big == 1 and v.lo >= 0:
+                cands.append((f"{v.name} // 2", v.hi, 0.7))  # v // 2 <= v
+            if big == 1 and v.div == 1 and v.lo >= 0:
+                c = max(v.hi - 1, 0) + bump
+                # S + c - v >= S + c - (S + hi - 1) >= 0 and <= S + c - lo
+                cands.append((f"{_plus(s, c)} - {v.name}", c - v.lo + 1, 0.8))
+        least = scope.least(s)
+        cands += [("0", big - least, 0.4), ("1", 2 * big - least, 0.1)]
+        if big == 1:
+            cands.append((s, 1, 0.2))
+            # the last cells: S - e needs S >= e, and pad >= 1 - e
+            cands += [(_plus(s, -e), 1 - e, 0.3) for e in (1, 2) if least >= e]
+        return cands
 
 
 def generate(seed: int, **kw) -> Op:

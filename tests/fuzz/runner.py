@@ -62,14 +62,65 @@ def load_operator(source: str, name: str, directory: Path) -> Any:
     return getattr(module, name)
 
 
+def low_points(context: Any, hi: int, seed: int = 0) -> list[dict[str, int]]:
+    """Points at the low edge of ``context`` (syms in [0, hi]), where extents such as
+    ``N - 2`` or ``(N + 1) // 2`` are 0 or 1 while other loops still run: every sym ``t``
+    above its least value (``t`` = 0..3, the lexicographically least such point), and with
+    several syms, each sym 0 or 1 above its least value with the others between 3 and 8
+    (or anywhere) where the context allows."""
+    import islpy as isl
+
+    n = context.dim(isl.dim_type.param)
+    if n == 0:
+        return []
+    names = [context.get_dim_name(isl.dim_type.param, k) for k in range(n)]
+    xs = [f"x{k}" for k in range(n)]
+
+    def box(cons: list[str]) -> isl.Set:
+        return isl.Set(f"{{ [{', '.join(xs)}] : {' and '.join(cons)} }}")
+
+    pts = context.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, n).intersect(
+        box([f"0 <= {x} <= {hi}" for x in xs]))
+    if pts.is_empty():
+        return []
+
+    def least(part: isl.Set) -> tuple[int, ...] | None:
+        if part.is_empty():
+            return None
+        p = part.lexmin().sample_point()
+        return tuple(p.get_coordinate_val(isl.dim_type.set, k).to_python() for k in range(n))
+
+    low = [pts.dim_min_val(k).to_python() for k in range(n)]
+    chosen: list[tuple[int, ...]] = []
+    for t in range(4):
+        chosen.append(least(pts.intersect(box([f"{x} >= {m + t}" for x, m in zip(xs, low)]))))
+    rng = random.Random(seed)
+    for k in range(n if n >= 2 else 0):
+        at = box([f"{xs[k]} = {low[k] + rng.choice((0, 1))}"])
+        mid = box([f"3 <= {x} <= 8" for j, x in enumerate(xs) if j != k])
+        part = pts.intersect(at).intersect(mid)
+        if part.is_empty():
+            part = pts.intersect(at)
+        if not part.is_empty():
+            p = part.sample_point()
+            chosen.append(tuple(p.get_coordinate_val(isl.dim_type.set, j).to_python()
+                                for j in range(n)))
+    out: list[dict[str, int]] = []
+    for c in chosen:
+        if c is not None and dict(zip(names, c)) not in out:
+            out.append(dict(zip(names, c)))
+    return out
+
+
 def check_operator(op: Any, *, max_tile: int | None = 8, hi: int = 12, limit: int = 3,
                    seed: int = 0, extra_points: list[dict[str, int]] = (),
-                   kernel: Any = None, before_run=None) -> dict[str, Any]:
+                   kernel: Any = None, before_run=None, low: bool = False) -> dict[str, Any]:
     """Compile ``op`` (or take ``kernel``) and compare every variant with the reference at
     ``limit`` points of its region (boundary points first) and at ``extra_points`` that lie
-    in it; the dispatcher (the plain call) at the first point of each variant too.
-    ``before_run(where)`` hears of each run first (so that a crash can name its sizes).
-    Raises AssertionError on a mismatch; returns counts."""
+    in it, with ``low`` at the low edge of the context too (``low_points``); the dispatcher
+    (the plain call) at the first point of each variant too. ``before_run(where)`` hears of
+    each run first (so that a crash can name its sizes). Raises AssertionError on a
+    mismatch; returns counts."""
     import islpy as isl
 
     import polydyn as pd
@@ -77,6 +128,9 @@ def check_operator(op: Any, *, max_tile: int | None = 8, hi: int = 12, limit: in
 
     k = kernel or pd.compile(op, target="c", max_tile=max_tile)
     runs = 0
+    extra_points = list(extra_points)
+    if low:
+        extra_points += low_points(k.scop.context, hi, seed)
     for index, variant in enumerate(k.variants):
         points = region_points(k.scop, variant.region, hi=hi, limit=limit, seed=seed + index)
         for extra in extra_points:
@@ -177,6 +231,7 @@ def run_unit(op: Any, unit: dict[str, Any], task: dict[str, Any], progress=None
         stats = check_operator(op, hi=task.get("hi", 12), limit=task.get("limit", 3),
                                seed=task.get("check_seed", 0),
                                extra_points=task.get("points", []), kernel=kernel,
+                               low=task.get("low", False),
                                before_run=progress and (lambda where: progress({"at": where})))
         out.update(status="pass", **stats)
     except ScheduleError as exc:

@@ -58,13 +58,27 @@ class If:
 
 @dataclass(frozen=True)
 class Dim:
-    sym: str | None  # None: a constant extent ``pad``
+    """An extent ``(sym + pad) // div`` (``pad`` may be negative: ``N - 2``), or the
+    constant ``pad`` when ``sym`` is None."""
+
+    sym: str | None
     pad: int
+    div: int = 1
 
     def render(self) -> str:
         if self.sym is None:
             return str(self.pad)
-        return self.sym if self.pad == 0 else f"{self.sym} + {self.pad}"
+        text = plus(self.sym, self.pad)
+        if self.div == 1:
+            return text
+        return f"{text} // {self.div}" if self.pad == 0 else f"({text}) // {self.div}"
+
+
+def plus(base: str, d: int) -> str:
+    """``base + d`` as text: ``N``, ``N + 2``, ``N - 1``."""
+    if d == 0:
+        return base
+    return f"{base} + {d}" if d > 0 else f"{base} - {-d}"
 
 
 @dataclass(frozen=True)
