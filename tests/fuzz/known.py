@@ -40,10 +40,6 @@ class Known:
 
 
 KNOWN: tuple[Known, ...] = (
-    # wrong results and crashes: recognized in the operators where they were diagnosed only
-    Known("opencl-promotion-tile-anchored", "error",
-          r"cannot tile band node with anchored subtree",
-          "opencl_promotion_tile_anchored.py", target="opencl"),
     # compiles that take minutes (seeds 301-302, README.md): too slow to shrink, so no
     # regression file; `python -m tests.fuzz --one <digits>` reproduces each
     Known("opencl-mapping-slow", "timeout", r"while compiling",
@@ -61,7 +57,8 @@ KNOWN: tuple[Known, ...] = (
 # opencl_reduction_extra_instance.py and opencl_window_chain.py), opencl-scalar-across-work-items
 # (opencl_scalar_across_work_items.py), opencl-out-of-domain-write, opencl-recipe-heap and
 # opencl-recipe-tile-host-loops (opencl_out_of_domain_write.py, opencl_recipe_tile_parallel.py),
-# c-ast-stack-overflow (c_ast_stack_overflow.py).
+# c-ast-stack-overflow (c_ast_stack_overflow.py), opencl-promotion-tile-anchored
+# (opencl_promotion_tile_anchored.py, opencl_recipe_anchored_tile.py).
 
 # Frontend fuzz: sources that hit an open frontend bug, (regex on the source, what), and
 # gcc errors in generated C that come from an open bug. Fixed since listed: `@pd.operator`

@@ -5,8 +5,9 @@ anchored subtree in /project/isl/isl_schedule_node.c:2021
 
 Found by `python -m tests.fuzz --seed 304`, shrunk by tests/fuzz/shrink.py. C passes under
 the same recipe: the OpenCL mapping's local-memory promotion (codegen_ocl/promotion.py,
-`promote`) tiles a band whose subtree is anchored (the recipe's tile of k below the parallel
-j).
+`promote`) tiled a band whose subtree is anchored (the recipe's tile of k below the parallel
+j). Fixed: no local-memory promotion over an anchored subtree (the same bug as
+opencl_recipe_anchored_tile.py, fixed while this one was being shrunk).
 """
 
 # ruff: noqa: B007, F841  (generated code: unused loop variables and scalars)
@@ -29,4 +30,3 @@ POINTS = []
 STATUS = 'error'
 TARGET = 'opencl'
 SCHEDULE = [["tile", [["k", 8]]], ["parallel", ["j"]]]
-KNOWN_BUG = "opencl-promotion-tile-anchored: the promotion tiles a band with an anchored subtree"
