@@ -26,11 +26,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import polydyn as pd  # noqa: E402
-from kernels import load  # noqa: E402
-from polydyn.bench.timing import Budget, Timing, cpu_busy, measure_interleaved  # noqa: E402
-from polydyn.bench.work import choose_metric, rate, work  # noqa: E402
-from polydyn.testing import call_args, check_kernel, make_inputs  # noqa: E402
+import polydyn as pd
+from kernels import load
+from polydyn.bench.timing import Budget, Timing, cpu_busy, measure_interleaved
+from polydyn.bench.work import choose_metric, rate, work
+from polydyn.testing import call_args, check_kernel, make_inputs
 
 REFERENCE_LIMIT = 200_000  # statement instances the reference interpreter runs in about 1 s
 

@@ -243,5 +243,5 @@ def test_regions_as_sets_and_in_the_users_names(target: str) -> None:
     for got, want in zip(k2(F, D, kernel=2), ops.names_c.reference(F, D, kernel=2),
                          strict=True):
         _close(got, want)
-    with pytest.raises(pd.CompileError, match="cannot parse region 'J >= 1'.*I, NAN, kernel"):
+    with pytest.raises(pd.CompileError, match=r"cannot parse region 'J >= 1'.*I, NAN, kernel"):
         pd.compile(ops.names_c, target=target, variants=[("J >= 1", None), ("true", None)])

@@ -29,7 +29,7 @@ from polydyn.codegen_ocl.emit import PERMUTATIONS
 from polydyn.errors import InternalError, UnsupportedError
 from polydyn.runtime.opencl import opencl_available
 from polydyn.testing import check_kernel
-from tests.fuzz.runner import Pool, check_operator, compile_unit, load_operator
+from tests.fuzz.runner import Pool, check_regression, load_operator
 from tests.test_opencl import SHAPES, sizes_of
 
 pytestmark = [
@@ -229,20 +229,9 @@ def test_opencl_regressions_in_reverse_order(path: Path, monkeypatch) -> None:
     spec.loader.exec_module(module)
     unit = {"target": "opencl", "schedule": getattr(module, "SCHEDULE", None),
             "region": getattr(module, "REGION", None)}
-    if module.STATUS == "crash":
-        pool = Pool(jobs=1, timeout=60)
-        try:
-            res = pool.map([{"id": path.stem, "name": path.stem, "source": path.read_text(),
-                             "max_tile": module.MAX_TILE, "hi": 10, "limit": 3,
-                             "points": list(module.POINTS), "units": [unit]}])[0]
-        finally:
-            pool.close()
-        assert res["status"] == "pass", res.get("message")
-        return
-    op = getattr(module, path.stem)
-    kernel = compile_unit(op, unit, module.MAX_TILE)
-    assert "get_num_groups" in kernel.source or "get_group_id" not in kernel.source
-    check_operator(op, hi=10, limit=3, extra_points=list(module.POINTS), kernel=kernel)
+    kernel = check_regression(path, module, unit, crash_timeout=60)
+    assert kernel is None or "get_num_groups" in kernel.source or \
+        "get_group_id" not in kernel.source
 
 
 def test_permutation_is_in_the_source() -> None:

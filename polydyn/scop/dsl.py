@@ -146,7 +146,7 @@ def cos(x: Any) -> Any:
     return np.cos(x)
 
 
-def abs(x: Any) -> Any:  # noqa: A001 (``pd.abs``; the builtin is ``builtins.abs`` here)
+def abs(x: Any) -> Any:  # ``pd.abs``; the builtin is ``builtins.abs`` in this module
     return np.abs(x)
 
 
@@ -170,9 +170,8 @@ class Operator:
 
     @user_facing
     def __init__(self, fn: Callable[..., Any], assume: str | None):
-        from .from_python import scop_from_function
-
         from ..errors import FrontendError, SourceLoc
+        from .from_python import scop_from_function
 
         if isinstance(fn, Operator):
             code = fn.fn.__code__

@@ -93,7 +93,8 @@ def low_points(context: Any, hi: int, seed: int = 0) -> list[dict[str, int]]:
     low = [pts.dim_min_val(k).to_python() for k in range(n)]
     chosen: list[tuple[int, ...]] = []
     for t in range(4):
-        chosen.append(least(pts.intersect(box([f"{x} >= {m + t}" for x, m in zip(xs, low)]))))
+        bounds = [f"{x} >= {m + t}" for x, m in zip(xs, low, strict=True)]
+        chosen.append(least(pts.intersect(box(bounds))))
     rng = random.Random(seed)
     for k in range(n if n >= 2 else 0):
         at = box([f"{xs[k]} = {low[k] + rng.choice((0, 1))}"])
@@ -107,8 +108,8 @@ def low_points(context: Any, hi: int, seed: int = 0) -> list[dict[str, int]]:
                                 for j in range(n)))
     out: list[dict[str, int]] = []
     for c in chosen:
-        if c is not None and dict(zip(names, c)) not in out:
-            out.append(dict(zip(names, c)))
+        if c is not None and dict(zip(names, c, strict=True)) not in out:
+            out.append(dict(zip(names, c, strict=True)))
     return out
 
 
@@ -493,3 +494,24 @@ class Pool:
     def close(self) -> None:
         for w in self.workers:
             w.stop()
+
+
+def check_regression(path: Path, module: Any, unit: dict[str, Any], crash_timeout: float) -> Any:
+    """Check the regression operator of ``path`` (its module loaded as ``module``) under
+    ``unit``: a ``crash`` one in a worker process (a corrupted heap can also hang, which fails
+    too), any other compiled here and checked at every variant. Returns the kernel (None for
+    a crash regression)."""
+    if module.STATUS == "crash":
+        pool = Pool(jobs=1, timeout=crash_timeout)
+        try:
+            res = pool.map([{"id": path.stem, "name": path.stem, "source": path.read_text(),
+                             "max_tile": module.MAX_TILE, "hi": 10, "limit": 3,
+                             "points": list(module.POINTS), "units": [unit]}])[0]
+        finally:
+            pool.close()
+        assert res["status"] == "pass", res.get("message")
+        return None
+    op = getattr(module, path.stem)
+    kernel = compile_unit(op, unit, module.MAX_TILE)
+    check_operator(op, hi=10, limit=3, extra_points=list(module.POINTS), kernel=kernel)
+    return kernel

@@ -13,7 +13,7 @@ Found by `python -m tests.fuzz --seed 401 --targets opencl` (fz40100231), shrunk
 tests/fuzz/shrink.py.
 """
 
-# ruff: noqa: B007, F841  (generated code: unused loop variables and scalars)
+# ruff: noqa: B007  (generated code: unused loop variables and scalars)
 import polydyn as pd
 from polydyn import f32, inout, out
 

@@ -10,7 +10,7 @@ j). Fixed: no local-memory promotion over an anchored subtree (the same bug as
 opencl_recipe_anchored_tile.py, fixed while this one was being shrunk).
 """
 
-# ruff: noqa: B007, F841  (generated code: unused loop variables and scalars)
+# ruff: noqa: B007  (generated code: unused loop variables and scalars)
 import polydyn as pd
 from polydyn import f32, f64, i32, i64, inout, out, temp  # noqa: F401
 

@@ -13,7 +13,7 @@ Found by `python -m tests.fuzz --seed 32` (fz3200033, fz3200031; fz900093 of see
 shrunk by tests/fuzz/shrink.py.
 """
 
-# ruff: noqa: B007  (generated code: unused loop variables)
+
 import polydyn as pd
 from polydyn import f32, inout
 
