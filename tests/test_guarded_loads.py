@@ -65,6 +65,17 @@ def mm_next_column(A: f32[N, K], B: f32[K, M], Cm: out(f32[N, M])):
 
 
 @pd.operator
+def mm_column_guard(A: f32[N, K], B: f32[K, M], Cm: out(f32[N, M])):
+    """A guard on the vector's column `j` for a load that does not move with it: inside A at
+    every instance (k >= 1 where k + j >= M), outside at columns past the last (M - 1)."""
+    for i in range(N):
+        for j in range(M):
+            Cm[i, j] = 0.0
+            for k in range(K):
+                Cm[i, j] += (A[i, k - 1] if k + j >= M else 0.0) * B[k, j]
+
+
+@pd.operator
 def conv_same(X: f32[C, H, W], Wt: f32[F, C, 3, 3], Y: out(f32[F, H, W])):
     """A 3 x 3 convolution padded by one, the padding written as guards."""
     for f, h, w in pd.grid(F, H, W):
@@ -114,6 +125,7 @@ OPERATORS = {
     "mm_shifted_rows": (mm_shifted_rows, MM_POINTS),
     "mm_short_operand": (mm_short_operand, MM_POINTS),
     "mm_next_column": (mm_next_column, MM_POINTS),
+    "mm_column_guard": (mm_column_guard, MM_POINTS),
     "conv_same": (conv_same, CONV_POINTS),
     "conv_padded": (conv_padded, PADDED_POINTS),
     "conv1d_same": (conv1d_same, CONV1D_POINTS),
@@ -142,9 +154,10 @@ def test_guarded_loads_every_variant_sweep(name, max_tile):
     check_all(name, max_tile)
 
 
-# The packed operand B against a page that may not be read: before its first element, then
-# after its last (an empty B: at the start of such a page). Its packed copies, in every
-# variant that holds the sizes, must read B's elements only.
+# Every input against a page that may not be read: before its first element, then after its
+# last (an empty input: at the start of such a page). The copies of the packed operand and
+# the register tiles' columns past their box, in every variant that holds the sizes, must
+# read the inputs' elements only.
 FENCED = textwrap.dedent('''
     import ctypes, mmap, sys
     import numpy as np
@@ -174,16 +187,16 @@ FENCED = textwrap.dedent('''
 
     name, max_tile = sys.argv[1], int(sys.argv[2])
     op = OPERATORS[name][0]
-    k = pd.compile(op, max_tile=max_tile)
+    k = pd.compile(op, max_tile=max_tile) if max_tile else pd.compile(op)
     runs = 0
-    for sizes in [{"N": 5, "M": 9, "K": 9}, {"N": 4, "M": 4, "K": 4}, {"N": 9, "M": 9, "K": 2},
-                  {"N": 9, "M": 9, "K": 3}, {"N": 7, "M": 17, "K": 8}]:
-        inputs = make_inputs(k, sizes)
+    for n, m, kk in [(5, 9, 9), (4, 4, 4), (9, 9, 2), (9, 9, 3), (7, 17, 8), (5, 17, 2),
+                     (2, 33, 3), (3, 97, 2), (7, 100, 9)]:
+        inputs = make_inputs(k, {"N": n, "M": m, "K": kk})
         want = run_reference(k.scop, (inputs["A"], inputs["B"]), {})
         for index in range(len(k.variants)):
             for at_end in (False, True):
                 try:
-                    got = k.run_variant(index, inputs["A"], fenced(inputs["B"], at_end))
+                    got = k.run_variant(index, *(fenced(inputs[x], at_end) for x in "AB"))
                 except pd.ShapeError:  # the sizes lie outside this variant's region
                     continue
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -194,16 +207,18 @@ FENCED = textwrap.dedent('''
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect'ed pages")
-@pytest.mark.parametrize("name", ["mm_shifted_rows", "mm_short_operand"])
-def test_packed_copies_read_only_the_array(name, tmp_path):
+@pytest.mark.parametrize(("name", "max_tile"), [
+    ("mm_shifted_rows", 4), ("mm_short_operand", 4), ("mm_column_guard", 0)])
+def test_copies_and_tiles_read_only_the_inputs(name, max_tile, tmp_path):
     """A packed copy of `B[k - 1, j] if k >= 1` read B's row -1, one of `B[k - 2, j]` the
-    box of an empty B (K = 2): each a segmentation fault here."""
+    box of an empty B (K = 2); a register tile's columns past its box read `A[i, -1]` under
+    `k + j >= M`: each a segmentation fault here. (max_tile 0: the default tiles.)"""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get(
         "PYTHONPATH", "")]), POLYDYN_CACHE_DIR=str(tmp_path / "cache"))
     script = tmp_path / "fenced.py"
     script.write_text(FENCED)
-    proc = subprocess.run([sys.executable, str(script), name, "4"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, str(script), name, str(max_tile)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"exit status {proc.returncode}\n{proc.stderr[-3000:]}"
     assert f"OK {name}" in proc.stdout
 
