@@ -86,6 +86,18 @@ def conv_same(X: f32[C, H, W], Wt: f32[F, C, 3, 3], Y: out(f32[F, H, W])):
 
 
 @pd.operator
+def conv_row_guard(X: f32[C, H, W], Wt: f32[F, C, 3, 3], Y: out(f32[F, H, W])):
+    """A guard on the rows' channel `f` for a load that does not move with it: inside X at
+    every instance (h >= 1 where h + f >= F), outside at rows past the last (F - 1), which a
+    16-row register tile with repacked weights ran unclamped."""
+    for f, h, w in pd.grid(F, H, W):
+        Y[f, h, w] = 0.0
+        for c, r, s in pd.grid(C, 3, 3):
+            Y[f, h, w] += (X[c, h - 1, w + s - 1] if h + f >= F and 1 <= w + s <= W
+                           else 0.0) * Wt[f, c, r, s]
+
+
+@pd.operator
 def conv_padded(X: f32[C, H, W], Wt: f32[F, C, KH, KW],
                 Y: out(f32[F, H + 2 * P - KH + 1, W + 2 * P - KW + 1])):
     """Any window, any padding P."""
@@ -115,7 +127,7 @@ MM_POINTS = [{"N": n, "M": m, "K": k} for n, m, k in [
 CONV_POINTS = [{"C": c, "F": f, "H": h, "W": w} for c, f, h, w in [
     (0, 3, 5, 5), (2, 3, 0, 5), (2, 3, 5, 0), (2, 0, 3, 3), (2, 3, 1, 1), (1, 1, 2, 2),
     (3, 4, 4, 4), (2, 5, 5, 9), (3, 5, 3, 7), (2, 9, 3, 8), (3, 5, 3, 17), (2, 7, 2, 31),
-    (2, 7, 2, 16), (64, 33, 2, 5), (65, 32, 1, 17), (64, 0, 3, 3)]]
+    (2, 7, 2, 16), (1, 17, 60, 20), (64, 33, 2, 5), (65, 32, 1, 17), (64, 0, 3, 3)]]
 PADDED_POINTS = [{"C": 2, "F": 3, "H": h, "W": w, "KH": kh, "KW": kw, "P": p}
                  for h, w, kh, kw, p in [(5, 7, 3, 3, 1), (4, 9, 5, 3, 2), (1, 1, 3, 3, 1),
                                          (0, 4, 1, 1, 0), (6, 5, 2, 4, 3), (3, 17, 3, 5, 2)]]
@@ -127,6 +139,7 @@ OPERATORS = {
     "mm_next_column": (mm_next_column, MM_POINTS),
     "mm_column_guard": (mm_column_guard, MM_POINTS),
     "conv_same": (conv_same, CONV_POINTS),
+    "conv_row_guard": (conv_row_guard, CONV_POINTS),
     "conv_padded": (conv_padded, PADDED_POINTS),
     "conv1d_same": (conv1d_same, CONV1D_POINTS),
 }
@@ -158,12 +171,18 @@ def test_guarded_loads_every_variant_sweep(name, max_tile):
 # last (an empty input: at the start of such a page). The copies of the packed operand and
 # the register tiles' columns past their box, in every variant that holds the sizes, must
 # read the inputs' elements only.
+FENCED_SIZES = {
+    "conv_row_guard": [(1, 17, 60, 20), (1, 13, 64, 17), (2, 3, 5, 5)],  # C, F, H, W
+    **{name: [(5, 9, 9), (4, 4, 4), (9, 9, 2), (9, 9, 3), (7, 17, 8), (5, 17, 2), (2, 33, 3),
+              (3, 97, 2), (7, 100, 9)]  # N, M, K
+       for name in ("mm_shifted_rows", "mm_short_operand", "mm_column_guard")},
+}
 FENCED = textwrap.dedent('''
     import ctypes, mmap, sys
     import numpy as np
     import polydyn as pd
-    from tests.test_guarded_loads import OPERATORS
-    from polydyn.testing import make_inputs
+    from tests.test_guarded_loads import FENCED_SIZES, OPERATORS
+    from polydyn.testing import call_args, make_inputs
     from polydyn.scop.interp import run_reference
 
     PAGE = mmap.PAGESIZE
@@ -172,15 +191,15 @@ FENCED = textwrap.dedent('''
     maps = []
 
     def fenced(values, at_end):
-        """``values`` in the middle page of three whose others may not be accessed, against
-        the first (at_end False) or the last."""
-        assert values.nbytes <= PAGE
-        mm = mmap.mmap(-1, 3 * PAGE)
+        """``values`` between two pages that may not be accessed, against the first
+        (at_end False) or the last."""
+        pages = -(-values.nbytes // PAGE)
+        mm = mmap.mmap(-1, (pages + 2) * PAGE)
         base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
-        for page in (0, 2):
+        for page in (0, pages + 1):
             assert libc.mprotect(base + page * PAGE, PAGE, 0) == 0
         maps.append(mm)
-        offset = 2 * PAGE - values.nbytes if at_end else PAGE
+        offset = (pages + 1) * PAGE - values.nbytes if at_end else PAGE
         arr = np.frombuffer(mm, values.dtype, values.size, offset).reshape(values.shape)
         arr[...] = values
         return arr
@@ -188,15 +207,16 @@ FENCED = textwrap.dedent('''
     name, max_tile = sys.argv[1], int(sys.argv[2])
     op = OPERATORS[name][0]
     k = pd.compile(op, max_tile=max_tile) if max_tile else pd.compile(op)
+    syms = [s for s in "CFHW" if s in k.scop.syms] or ["N", "M", "K"]
     runs = 0
-    for n, m, kk in [(5, 9, 9), (4, 4, 4), (9, 9, 2), (9, 9, 3), (7, 17, 8), (5, 17, 2),
-                     (2, 33, 3), (3, 97, 2), (7, 100, 9)]:
-        inputs = make_inputs(k, {"N": n, "M": m, "K": kk})
-        want = run_reference(k.scop, (inputs["A"], inputs["B"]), {})
+    for values in FENCED_SIZES[name]:
+        sizes = dict(zip(syms, values))
+        args, kw = call_args(k, make_inputs(k, sizes), sizes)
+        want = run_reference(k.scop, tuple(args), kw)
         for index in range(len(k.variants)):
             for at_end in (False, True):
                 try:
-                    got = k.run_variant(index, *(fenced(inputs[x], at_end) for x in "AB"))
+                    got = k.run_variant(index, *(fenced(a, at_end) for a in args), **kw)
                 except pd.ShapeError:  # the sizes lie outside this variant's region
                     continue
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -208,11 +228,13 @@ FENCED = textwrap.dedent('''
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect'ed pages")
 @pytest.mark.parametrize(("name", "max_tile"), [
-    ("mm_shifted_rows", 4), ("mm_short_operand", 4), ("mm_column_guard", 0)])
+    ("mm_shifted_rows", 4), ("mm_short_operand", 4), ("mm_column_guard", 0),
+    ("conv_row_guard", 0)])
 def test_copies_and_tiles_read_only_the_inputs(name, max_tile, tmp_path):
     """A packed copy of `B[k - 1, j] if k >= 1` read B's row -1, one of `B[k - 2, j]` the
     box of an empty B (K = 2); a register tile's columns past its box read `A[i, -1]` under
-    `k + j >= M`: each a segmentation fault here. (max_tile 0: the default tiles.)"""
+    `k + j >= M`, and one's rows past its box `X[c, -1, w]` under `h + f >= F`: each a
+    segmentation fault here. (max_tile 0: the default tiles.)"""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get(
         "PYTHONPATH", "")]), POLYDYN_CACHE_DIR=str(tmp_path / "cache"))
     script = tmp_path / "fenced.py"

@@ -312,8 +312,11 @@ class RegisterTiles:
             copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr,
                                        nv if not padded.shift else width, first)
             clamped = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
-            # rows past the box read a repacked copy's zeros, in bounds
-            padded.args[row_var] = f"{bases[row_var]} + pd_r" if repacked else clamped
+            # rows past the box read a repacked copy's zeros, in bounds (not where a
+            # condition on the row guards a load that does not move with it, as for columns
+            # in _padded_plan)
+            padded.args[row_var] = f"{bases[row_var]} + pd_r" \
+                if repacked and not _guarded_along(padded.stmt.value, row_var) else clamped
             padded.args[vec_var] = f"{bases[vec_var]} + pd_v"
         self.promoted[target.array] = (acc, str(tile.row_dim), str(tile.vec_dim),
                                        bases[row_var], bases[vec_var])
