@@ -10,6 +10,7 @@ import islpy as isl
 from .errors import InternalError
 from .schedule.reductions import loop_kind
 from .schedule.tree import PROMOTE, packed_arrays, parse_mark
+from .scop.checks import array_bounds
 from .scop.deps import Deps, local_flow
 from .scop.ir import Scop
 
@@ -98,7 +99,8 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
         if not reads:
             reads.append(scop.accesses("read"))
         boxes = [box for name in arrays
-                 if (box := _footprint_box(reads[0], name, build)) is not None]
+                 if (box := _footprint_box(reads[0], name, build, array_bounds(scop, name)))
+                 is not None]
         # always annotated ("" when no box is bounded): reading a missing annotation raises
         # inside islpy, which a sanitizer-preloaded process cannot unwind
         return node.set_annotation(isl.Id(PACK_SEP.join(boxes)))
@@ -153,10 +155,14 @@ def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:
 PACK_SEP, PACK_FIELD, PACK_ITEM = "\x1d", "\x1e", "\x1f"
 
 
-def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild) -> str | None:
+def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild,
+                   inside: isl.Set) -> str | None:
     """The box ``array`` is read in (``reads``: the Scop's read accesses) by one execution
     of the code at ``build``'s position, given the enclosing loops (their values as the
-    build prints them), when its sizes are bounded."""
+    build prints them), when its sizes are bounded. Only elements ``inside`` the array
+    count: a load under `a if c else b` stands for elements outside it too (the condition
+    guards it: matmul's ``B[k - 1, j] if k >= 1``), and an empty input is a null pointer;
+    where the box holds no element inside, its sizes are 0."""
     sched = build.get_schedule()  # { S[i] -> the build's schedule space (nested) }
     maps: list[isl.Map] = []
     reads.intersect_domain(sched.domain()).foreach_map(maps.append)
@@ -169,6 +175,13 @@ def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild) -> str 
     if len(footprints) != 1:
         return None
     fp = footprints[0]  # { [outer loops] -> array[...] }
+    clipped = not fp.range().is_subset(inside.align_params(fp.get_space()))
+    if clipped:  # (else as it is: unguarded loads are in bounds, scop/checks.py)
+        fp = fp.intersect_range(inside.align_params(fp.get_space()))
+        if fp.is_empty():
+            return None
+    # { [outer loops] -> 0 }: the sizes and offsets where a clipped box is empty
+    zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(fp.domain().get_space()))
     bounds, sizes, offsets = [], [], []
     for d in range(fp.dim(isl.dim_type.out)):
         lo, hi = fp.dim_min(d), fp.dim_max(d)
@@ -176,6 +189,8 @@ def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild) -> str 
         top = size.max_val()
         if not top.is_int():  # unbounded
             return None
+        if clipped:
+            lo, size = lo.union_add(zero), size.union_add(zero)
         bounds.append(str(top.to_python()))
         sizes.append(ast_expr_c(build.expr_from_pw_aff(size)))
         offsets.append(ast_expr_c(build.expr_from_pw_aff(lo)))

@@ -15,7 +15,7 @@ import islpy as isl
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, parse_mark
-from ..scop.ir import C_TYPE, Aff, Load, Scalar, Statement
+from ..scop.ir import C_TYPE, Aff, Expr, Index, Load, Scalar, Select, Statement
 from .astnodes import (
     PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,
@@ -312,8 +312,11 @@ class RegisterTiles:
             copy_out = self._tile_copy(f"{cell} = {acc}[pd_r][pd_v]", nr,
                                        nv if not padded.shift else width, first)
             clamped = f"{bases[row_var]} + pd_min(pd_r, {nr} - 1)"
-            # rows past the box read a repacked copy's zeros, in bounds
-            padded.args[row_var] = f"{bases[row_var]} + pd_r" if repacked else clamped
+            # rows past the box read a repacked copy's zeros, in bounds (not where a
+            # condition on the row guards a load that does not move with it, as for columns
+            # in _padded_plan)
+            padded.args[row_var] = f"{bases[row_var]} + pd_r" \
+                if repacked and not _guarded_along(padded.stmt.value, row_var) else clamped
             padded.args[vec_var] = f"{bases[vec_var]} + pd_v"
         self.promoted[target.array] = (acc, str(tile.row_dim), str(tile.vec_dim),
                                        bases[row_var], bases[vec_var])
@@ -522,9 +525,13 @@ class RegisterTiles:
             moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
                       ref.array != stmt.target.array and
                       any(vec_var in sub.vars() for sub in ref.index)]
-            if all(self._repacked_along(ref, vec_var) for ref in moving):
+            # columns past the box evaluate the statement there: a load that does not move
+            # along the vector, under a condition that does (`A[i, k - 1] if k + j >= M`),
+            # could leave the array there although it stays inside at every instance
+            past = not _guarded_along(stmt.value, vec_var)
+            if past and all(self._repacked_along(ref, vec_var) for ref in moving):
                 pass  # a transposed tile's copies: zeros past the vector's end, in bounds
-            elif all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
+            elif past and all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
                      vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
                      for ref in moving):
                 for ref in moving:
@@ -532,7 +539,9 @@ class RegisterTiles:
                     top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
                     last = ref.index[-1].subst({vec_var: top_cell})
                     checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
-            elif room[0]:  # the tile moved down to end at the box's top, over instances
+            elif room[0] and not any(ref.array in self.packed for ref in moving):
+                # the tile moved down to end at the box's top, over instances (a packed
+                # copy's box may start at the tile's box: it would be read below its start)
                 shift = True
                 checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room[0]})")
             else:
@@ -716,6 +725,22 @@ def _target_dims(target: Load, row_var: str, vec_var: str) -> list[tuple[int, st
     """``(subscript position, iterator)`` of the target's row and vector subscripts."""
     return [(d, v) for d, sub in enumerate(target.index) for v in (row_var, vec_var)
             if v in sub.vars()]
+
+
+def _guarded_along(value: Expr, var: str) -> bool:
+    """Whether ``value`` holds a load whose subscripts do not use ``var`` under the branches
+    of an `a if c else b` whose condition does."""
+    for e in value.walk():
+        if not isinstance(e, Select):
+            continue
+        cond_vars = set().union(*(x.aff.vars() if isinstance(x, Index) else
+                                  set().union(*(i.vars() for i in x.index))
+                                  for x in e.cond.walk() if isinstance(x, Index | Load)))
+        if var in cond_vars and any(
+                isinstance(x, Load) and var not in set().union(*(i.vars() for i in x.index))
+                for branch in (e.a, e.b) for x in branch.walk()):
+            return True
+    return False
 
 
 def _mentions_inner(expr: str, n: isl.AstNode, row_it: str, vec_it: str) -> bool:
