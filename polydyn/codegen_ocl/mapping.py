@@ -187,12 +187,16 @@ class VariantMapping:
 # Schedule choice
 
 
-def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool
-                 ) -> isl.Schedule:
+def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool,
+                 computed: isl.Schedule | None = None) -> isl.Schedule:
     """isl's own schedule for the variant's region (none of the CPU policy's edits), marked;
     with ``outer_coincidence`` isl looks for parallelism in the outermost band first (PPCG's
-    setting for GPUs)."""
+    setting for GPUs). ``computed``: isl's schedule (default options) under the operator's
+    context, reused for a variant over that context without outer coincidence."""
     ctx = variant.region.get_ctx()
+    if computed is not None and not outer_coincidence and \
+            not ctx.get_schedule_outer_coincidence() and variant.region.is_equal(scop.context):
+        return mark_loops(computed)
     old = ctx.get_schedule_outer_coincidence()
     ctx.set_schedule_outer_coincidence(int(outer_coincidence))
     try:
@@ -211,18 +215,20 @@ def is_automatic(variant: Variant) -> bool:
 
 
 def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
-                max_group: int = 256, local_memory: bool = True) -> VariantMapping:
+                max_group: int = 256, local_memory: bool = True,
+                computed: isl.Schedule | None = None) -> VariantMapping:
     """The launches of one variant. Automatic variants are rescheduled for the GPU (the CPU
     policy's tiling and thread choices do not apply): isl's default schedule, or the one with
     outer coincidence when fewer statements then run in loops of a single work-item
     (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
-    that isl would fuse into one sequential loop); user schedules are mapped as given."""
+    that isl would fuse into one sequential loop); user schedules are mapped as given.
+    ``computed``: isl's schedule under the operator's context, if the caller has it."""
     prefix = f"{scop.name}_v{index}"
     if not is_automatic(variant):
         return _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory)
     best = None
     for outer in (False, True):
-        schedule = gpu_schedule(scop, deps, variant, outer)
+        schedule = gpu_schedule(scop, deps, variant, outer, computed)
         mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory)
         score = (mapped.serial_statements, _count_launch_sites(mapped.host))
         if best is None or score < best[0]:
