@@ -55,6 +55,7 @@ HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
 # elements along the stride-1 loop.
 DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
 MAX_MAPPED = 3
+MAX_CONTEXT_PIECES = 8  # disjuncts of a kernel's AST build context (see _build_context)
 LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
 _NT = isl.schedule_node_type
 
@@ -412,7 +413,8 @@ class _Mapper:
         kdomain = prefix.intersect_range(isl.UnionSet.from_set(mapping)).domain() if mapped \
             else _fix_host(root, domain, params, depth)
         # `when` (tested at launch) implies what the host loops guarantee
-        kctx = self.region.intersect(when).intersect(_grid_context(params, ranges, tiles))
+        kctx = _build_context(self.region.intersect(when).intersect(
+            _grid_context(params, ranges, tiles)))
         name = f"{self.prefix}_k{len(self.kernels)}"
         placement = prefix.apply_range(isl.UnionMap.from_map(
             _keep_dims(n_dims, (*range(depth), *positions))))
@@ -572,6 +574,19 @@ def _grid_context(params: list[str], ranges: list[isl.Set], tiles: tuple[int, ..
             rng.intersect(isl.Set(head + f"{{ [s] : s < {o} }}")).params())
         ctx = ctx.intersect(starts).intersect(is_min)
     return ctx.coalesce()
+
+
+def _build_context(kctx: isl.Set) -> isl.Set:
+    """The kernel's context for isl's AST build, or its simple hull when it has more than
+    ``MAX_CONTEXT_PIECES`` disjuncts: a context only lets isl leave out guards, so a larger
+    one is still correct (a fuzz operator's 114 disjuncts, from its host loops' strides and
+    the groups' offsets, kept isl's AST build busy for minutes)."""
+    if kctx.n_basic_set() <= MAX_CONTEXT_PIECES:
+        return kctx  # as it is (the bundled kernels' code depends on its form)
+    kctx = kctx.coalesce()
+    if kctx.n_basic_set() <= MAX_CONTEXT_PIECES:
+        return kctx
+    return isl.Set.from_basic_set(kctx.simple_hull())
 
 
 def mark_kind(node: isl.ScheduleNode) -> str:
