@@ -252,7 +252,8 @@ def test_regression(path: Path, request) -> None:
     """The operator of ``path`` under its ``TARGET`` (default C) and ``SCHEDULE`` (a recipe
     as ``Schedule.to_json()``, over ``REGION`` beside the automatic schedule when given;
     default: the automatic schedule). A crash regression runs in a worker process, so that
-    the crash is a failed test, not the end of the session; one that takes long to fail says
+    the crash is a failed test, not the end of the session (a timeout one too, under a time
+    limit: a compile that takes minutes again fails); one that takes long to fail says
     ``SLOW = True`` and runs under ``-m slow``."""
     module = _load_module(path)
     known = getattr(module, "KNOWN_BUG", None)
@@ -262,8 +263,10 @@ def test_regression(path: Path, request) -> None:
             "region": getattr(module, "REGION", None)}
     if unit["target"] == "opencl" and not opencl_available():
         pytest.skip("no OpenCL platform")
-    if module.STATUS == "crash":
-        pool = Pool(jobs=1, timeout=30)  # a corrupted heap can also hang: that fails too
+    if module.STATUS in ("crash", "timeout"):
+        # a corrupted heap can also hang: that fails too; a compile-time regression has a
+        # minute (its compile took minutes, now seconds)
+        pool = Pool(jobs=1, timeout=30 if module.STATUS == "crash" else 60)
         try:
             res = pool.map([{"id": path.stem, "name": path.stem, "source": path.read_text(),
                              "max_tile": module.MAX_TILE, "hi": 10, "limit": 3,
