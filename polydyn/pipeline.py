@@ -108,7 +108,7 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
             from .runtime.opencl import resolve_device
 
             max_group = resolve_device().max_group
-        program = generate_opencl(scop, deps, scheduled, options, max_group)
+        program = generate_opencl(scop, deps, scheduled, options, max_group, computed=own)
         return Generated(own_scop, tuple(scheduled), {f"{name}.cl": program.source,
                          f"{name}.host.py": program.host}, zero_init, notes, program)
 

@@ -280,7 +280,8 @@ def test_regression(path: Path, request) -> None:
     """The operator of ``path`` under its ``TARGET`` (default C) and ``SCHEDULE`` (a recipe
     as ``Schedule.to_json()``, over ``REGION`` beside the automatic schedule when given;
     default: the automatic schedule). A crash regression runs in a worker process, so that
-    the crash is a failed test, not the end of the session; one that takes long to fail says
+    the crash is a failed test, not the end of the session (a timeout one too, under a time
+    limit: a compile that takes minutes again fails); one that takes long to fail says
     ``SLOW = True`` and runs under ``-m slow``."""
     module = _load_module(path)
     known = getattr(module, "KNOWN_BUG", None)
@@ -290,7 +291,8 @@ def test_regression(path: Path, request) -> None:
             "region": getattr(module, "REGION", None)}
     if unit["target"] == "opencl" and not opencl_available():
         pytest.skip("no OpenCL platform")
-    check_regression(path, module, unit, crash_timeout=30)
+    check_regression(path, module, unit,
+                     crash_timeout=30 if module.STATUS == "crash" else 60)
 
 
 # ------------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
 # elements along the stride-1 loop.
 DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
 MAX_MAPPED = 3
+MAX_CONTEXT_PIECES = 8  # disjuncts of a kernel's AST build context (see _build_context)
 LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
 _NT = isl.schedule_node_type
 
@@ -187,12 +188,16 @@ class VariantMapping:
 # Schedule choice
 
 
-def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool
-                 ) -> isl.Schedule:
+def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool,
+                 computed: isl.Schedule | None = None) -> isl.Schedule:
     """isl's own schedule for the variant's region (none of the CPU policy's edits), marked;
     with ``outer_coincidence`` isl looks for parallelism in the outermost band first (PPCG's
-    setting for GPUs)."""
+    setting for GPUs). ``computed``: isl's schedule (default options) under the operator's
+    context, reused for a variant over that context without outer coincidence."""
     ctx = variant.region.get_ctx()
+    if computed is not None and not outer_coincidence and \
+            not ctx.get_schedule_outer_coincidence() and variant.region.is_equal(scop.context):
+        return mark_loops(computed)
     old = ctx.get_schedule_outer_coincidence()
     ctx.set_schedule_outer_coincidence(int(outer_coincidence))
     try:
@@ -211,18 +216,20 @@ def is_automatic(variant: Variant) -> bool:
 
 
 def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
-                max_group: int = 256, local_memory: bool = True) -> VariantMapping:
+                max_group: int = 256, local_memory: bool = True,
+                computed: isl.Schedule | None = None) -> VariantMapping:
     """The launches of one variant. Automatic variants are rescheduled for the GPU (the CPU
     policy's tiling and thread choices do not apply): isl's default schedule, or the one with
     outer coincidence when fewer statements then run in loops of a single work-item
     (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
-    that isl would fuse into one sequential loop); user schedules are mapped as given."""
+    that isl would fuse into one sequential loop); user schedules are mapped as given.
+    ``computed``: isl's schedule under the operator's context, if the caller has it."""
     prefix = f"{scop.name}_v{index}"
     if not is_automatic(variant):
         return _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory)
     best = None
     for outer in (False, True):
-        schedule = gpu_schedule(scop, deps, variant, outer)
+        schedule = gpu_schedule(scop, deps, variant, outer, computed)
         mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory)
         score = (mapped.serial_statements, _count_launch_sites(mapped.host))
         if best is None or score < best[0]:
@@ -406,7 +413,8 @@ class _Mapper:
         kdomain = prefix.intersect_range(isl.UnionSet.from_set(mapping)).domain() if mapped \
             else _fix_host(root, domain, params, depth)
         # `when` (tested at launch) implies what the host loops guarantee
-        kctx = self.region.intersect(when).intersect(_grid_context(params, ranges, tiles))
+        kctx = _build_context(self.region.intersect(when).intersect(
+            _grid_context(params, ranges, tiles)))
         name = f"{self.prefix}_k{len(self.kernels)}"
         placement = prefix.apply_range(isl.UnionMap.from_map(
             _keep_dims(n_dims, (*range(depth), *positions))))
@@ -566,6 +574,19 @@ def _grid_context(params: list[str], ranges: list[isl.Set], tiles: tuple[int, ..
             rng.intersect(isl.Set(head + f"{{ [s] : s < {o} }}")).params())
         ctx = ctx.intersect(starts).intersect(is_min)
     return ctx.coalesce()
+
+
+def _build_context(kctx: isl.Set) -> isl.Set:
+    """The kernel's context for isl's AST build, or its simple hull when it has more than
+    ``MAX_CONTEXT_PIECES`` disjuncts: a context only lets isl leave out guards, so a larger
+    one is still correct (a fuzz operator's 114 disjuncts, from its host loops' strides and
+    the groups' offsets, kept isl's AST build busy for minutes)."""
+    if kctx.n_basic_set() <= MAX_CONTEXT_PIECES:
+        return kctx  # as it is (the bundled kernels' code depends on its form)
+    kctx = kctx.coalesce()
+    if kctx.n_basic_set() <= MAX_CONTEXT_PIECES:
+        return kctx
+    return isl.Set.from_basic_set(kctx.simple_hull())
 
 
 def mark_kind(node: isl.ScheduleNode) -> str:

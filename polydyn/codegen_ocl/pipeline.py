@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import islpy as isl
 import numpy as np
 
 from ..options import Options
@@ -41,10 +42,12 @@ class Program:
 
 
 def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: Options,
-                    max_group: int) -> Program:
+                    max_group: int, computed: isl.Schedule | None = None) -> Program:
     """The program for the scheduled variants, for a device whose work-groups hold at most
-    ``max_group`` work-items (each kernel gets its own AST from the mapping)."""
-    mappings = [map_variant(scop, deps, v, k, max_group=max_group)
+    ``max_group`` work-items (each kernel gets its own AST from the mapping). ``computed``:
+    isl's schedule under the operator's context, when the caller has it (the mapping reuses
+    it instead of running isl's scheduler again: minutes on some fuzz operators)."""
+    mappings = [map_variant(scop, deps, v, k, max_group=max_group, computed=computed)
                 for k, v in enumerate(scheduled)]
     options.dump(scop.name, "7-opencl-launches.txt",
           "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))

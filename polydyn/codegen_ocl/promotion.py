@@ -44,6 +44,10 @@ from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 R_TILE = 16  # points of the sequential member per copy
 LOCAL_BUDGET = 32 * 1024  # bytes of __local memory per kernel (GPUs have 32 KiB or more)
 COPY = "PDCOPY_"
+# Promotion is an optimization: a footprint that is no single convex piece, or whose extent
+# is piecewise over more than a few pieces, is not promoted (its box and the bound of its
+# extent in the syms took isl minutes on fuzz operators: unions of hundreds of pieces)
+MAX_EXTENT_PIECES = 4
 OUTER = "pd_u"
 
 
@@ -210,6 +214,8 @@ def _choose(scop: Scop, group: isl.UnionSet, outer: isl.UnionMap, threads: isl.U
             continue
         # footprint: { [outer values, r tile] -> A[...] } for one work-group
         fp = isl.Map.from_union_map(outer.reverse().apply_range(access)).intersect_params(kctx)
+        if fp.coalesce().n_basic_map() > 1:
+            continue  # no single box: not worth isl's time (see MAX_EXTENT_PIECES)
         copy = _box(a.name, _itemsize(a.dtype), fp, kctx, a.rank, scop.syms)
         if copy is None:
             continue
@@ -251,6 +257,8 @@ def _box(array: str, itemsize: int, fp: isl.Map, kctx: isl.Set, rank: int,
     for j in range(rank):
         first, last = fp.dim_min(j), fp.dim_max(j)
         extent = last.sub(first).add_constant_val(isl.Val.one(fp.get_ctx()))
+        if extent.n_piece() > MAX_EXTENT_PIECES:
+            return None
         try:
             most = extent.max_val()
         except isl.Error:  # a quasi-affine extent (isl_pw_aff_max_val wants affine pieces)

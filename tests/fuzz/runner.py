@@ -499,9 +499,10 @@ class Pool:
 def check_regression(path: Path, module: Any, unit: dict[str, Any], crash_timeout: float) -> Any:
     """Check the regression operator of ``path`` (its module loaded as ``module``) under
     ``unit``: a ``crash`` one in a worker process (a corrupted heap can also hang, which fails
-    too), any other compiled here and checked at every variant. Returns the kernel (None for
-    a crash regression)."""
-    if module.STATUS == "crash":
+    too), likewise a ``timeout`` one (a compile that took minutes must finish within
+    ``crash_timeout``), any other compiled here and checked at every variant. Returns the
+    kernel (None for a crash or timeout regression)."""
+    if module.STATUS in ("crash", "timeout"):
         pool = Pool(jobs=1, timeout=crash_timeout)
         try:
             res = pool.map([{"id": path.stem, "name": path.stem, "source": path.read_text(),
