@@ -42,9 +42,6 @@ class Known:
 KNOWN: tuple[Known, ...] = (
     # compiles that take minutes (seeds 301-302, README.md): too slow to shrink, so no
     # regression file; `python -m tests.fuzz --one <digits>` reproduces each
-    Known("opencl-mapping-slow", "timeout", r"while compiling",
-          "(not shrunk) python -m tests.fuzz --one 30100016 --targets opencl", target="opencl",
-          ops=("fz30100016", "fz30100002")),
     Known("isl-scheduler-slow", "timeout", r"while compiling",
           "(not shrunk) python -m tests.fuzz --one 30200082", ops=("fz30200082",)),
 )
@@ -58,7 +55,8 @@ KNOWN: tuple[Known, ...] = (
 # (opencl_scalar_across_work_items.py), opencl-out-of-domain-write, opencl-recipe-heap and
 # opencl-recipe-tile-host-loops (opencl_out_of_domain_write.py, opencl_recipe_tile_parallel.py),
 # c-ast-stack-overflow (c_ast_stack_overflow.py), opencl-promotion-tile-anchored
-# (opencl_promotion_tile_anchored.py, opencl_recipe_anchored_tile.py).
+# (opencl_promotion_tile_anchored.py, opencl_recipe_anchored_tile.py), opencl-mapping-slow
+# (fz30100016, fz30100002; opencl_promotion_compile_time.py).
 
 # Frontend fuzz: sources that hit an open frontend bug, (regex on the source, what), and
 # gcc errors in generated C that come from an open bug. Fixed since listed: `@pd.operator`
