@@ -14,7 +14,7 @@ from .errors import (  # noqa: E402
 from .options import Options  # noqa: E402
 from .pipeline import compile, compile_c  # noqa: E402
 from .runtime.kernel import Kernel  # noqa: E402
-from .schedule.directives import Schedule  # noqa: E402
+from .schedule.recipe import Schedule  # noqa: E402
 from .scop.dsl import (  # noqa: E402
     Operator,
     abs,

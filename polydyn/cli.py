@@ -114,7 +114,7 @@ def manifest(kernel: Any) -> dict[str, Any]:
         "arguments": [{"name": a.name, "kind": a.kind, "dtype": a.dtype,
                        "shape": [str(d) for d in a.shape]} for a in scop.arg_arrays],
         "variants": [{"index": k, "name": v.name, "region": str(v.region),
-                      "schedule": v.summary, "recipe": list(v.recipe)}
+                      "schedule": v.summary, "recipe": v.recipe.to_json()}
                      for k, v in enumerate(kernel.variants)],
         **({"launch_plan": kernel.launch_plan()} if hasattr(kernel, "launch_plan") else {}),
     }

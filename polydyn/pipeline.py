@@ -10,7 +10,7 @@ from .astgen import build_ast
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import build_shared, cpu_target, python_includes
-from .errors import UnsupportedError, user_facing
+from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
@@ -78,7 +78,7 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     cpu = target == "c"
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
-    scop, notes = double_buffer(own_scop) if cpu and not variants else (own_scop, ())
+    scop, notes = double_buffer(own_scop) if _buffered(variants, cpu) else (own_scop, ())
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 
@@ -92,11 +92,11 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     machine = cpu_target(options) if cpu else AVX512  # OpenCL maps its own tiles
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
-                          target=machine)
+                          target=machine, computed=own)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan, machine)
-                                for plan in plans]
+    scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan, machine,
+                                                 buffered=bool(notes)) for plan in plans]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
     zero_init = zero_init_arrays(scop, deps)
@@ -143,6 +143,19 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
                                      gen.sources.get(f"{name}.shim.c"))
     return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
                   library, op=op, target="c", module=module, notes=gen.notes)
+
+
+def _buffered(variants: list[tuple[str, Any]] | None, cpu: bool) -> bool:
+    """Whether to double-buffer the operator (``scop.buffers``): the automatic CPU policy
+    does; given variants do when their recipes say ``double_buffer`` (all or none)."""
+    if not variants:
+        return cpu
+    wants = [isinstance(item, tuple | list) and len(item) == 2 and
+             getattr(item[1], "has", lambda _: False)("double_buffer") for item in variants]
+    if any(wants) and not all(wants):
+        raise ScheduleError("double_buffer rewrites the operator for every variant: give it "
+                            "in every variant's recipe or in none")
+    return all(wants)
 
 
 def _module_name(scop: Scop, source: str) -> str:

@@ -210,9 +210,9 @@ def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bo
 
 
 def is_automatic(variant: Variant) -> bool:
-    """A variant made by the automatic policy (its recipe is no user directive list)."""
-    return not variant.recipe or all(
-        isinstance(step, tuple | list) and step and step[0] == "auto" for step in variant.recipe)
+    """A variant of the automatic policy's (a policy recipe, ``pd.Schedule.isl()...``): the
+    GPU mapping reschedules it; a loop recipe is mapped as the user gave it."""
+    return variant.recipe.is_policy
 
 
 def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,

@@ -7,10 +7,11 @@ from typing import Any
 
 import islpy as isl
 
-from ..errors import CompileError
+from ..errors import CompileError, ScheduleError
 from ..schedule.auto import channels_region, narrow_tiers, packed_members, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
-from ..schedule.registers import AVX512, CpuTarget, RegisterShape
+from ..schedule.recipe import Schedule
+from ..schedule.registers import AVX512, MAX_REG_VECTOR_BYTES, CpuTarget, RegisterShape
 from ..schedule.transforms import outermost_bands
 from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
@@ -63,7 +64,8 @@ def check_cover(scop: Scop, regions: list[isl.Set]) -> None:
 @dataclass(frozen=True)
 class AutoRecipe:
     """The automatic policy's choice for a region: tile the planned bands or not, isolate
-    full tiles or not, and let loops run on threads or not."""
+    full tiles or not, and let loops run on threads or not. ``to_schedule`` writes it as a
+    policy recipe (``pd.Schedule.isl()...``), ``from_schedule`` reads one back."""
 
     tile: tuple[BandTiling, ...] = ()
     isolate: bool = True
@@ -75,6 +77,8 @@ class AutoRecipe:
     pack: bool = True
     # time-tiled: isl's fused band in wavefronts of tiles (then ``tile`` is unused)
     wave: WaveTiling | None = None
+    # statements that initialize register-tile cells run inside the tiles (schedule.inits)
+    fuse_inits: bool = True
 
     def describe(self) -> str:
         if self.wave is not None:
@@ -92,6 +96,52 @@ class AutoRecipe:
                 parts.append("not packed")
         parts.append("threads when the work pays" if self.parallel else "single thread")
         return ", ".join(parts)
+
+    def to_schedule(self, name: str | None = None, buffered: bool = False) -> Schedule:
+        """This choice as a policy recipe: every decision a directive (``name``: the
+        variant's label; ``buffered``: the operator was double-buffered)."""
+        recipe = Schedule.isl()
+        if buffered:
+            recipe = recipe.double_buffer()
+        if self.wave is not None:
+            recipe = recipe.wavefront(self.wave.path, self.wave.sizes)
+        for tiling in self.tile:
+            recipe = recipe.tile_band(tiling.path, tiling.sizes, deep=tiling.deep)
+        if self.tile and not self.isolate:
+            recipe = recipe.keep_partial_tiles()
+        if self.tile and not self.pack:
+            recipe = recipe.no_packing()
+        if self.registers is not None:
+            shape = self.registers
+            recipe = recipe.registers(shape.rows, shape.vector_bytes, shape.transposed)
+        if self.fuse_inits and self.wave is None:
+            recipe = recipe.fuse_inits()
+        if not self.parallel:
+            recipe = recipe.single_thread()
+        return recipe.label(name) if name else recipe
+
+    @staticmethod
+    def from_schedule(recipe: Schedule, computed: isl.Schedule | None) -> AutoRecipe:
+        """The choice a policy recipe states. ``computed``: isl's schedule of the operator
+        over its context, the one a ``wavefront`` directive tiles."""
+        wave = None
+        for path, sizes in recipe.args("wavefront"):
+            if computed is None:
+                raise ScheduleError("wavefront: isl's scheduler found no schedule for this "
+                                    "operator, so there is no fused band to tile")
+            wave = WaveTiling(computed, tuple(path), tuple(sizes))
+        shapes = [RegisterShape(a[0], a[1], bool(a[2:] and a[2]))
+                  for a in recipe.args("registers")]
+        if any(s.vector_bytes > MAX_REG_VECTOR_BYTES for s in shapes):
+            raise ScheduleError(f"registers: at most {MAX_REG_VECTOR_BYTES} bytes of "
+                                "accumulators per row")
+        tiles = tuple(BandTiling(tuple(a[0]), tuple(a[1]), bool(a[2:] and a[2]))
+                      for a in recipe.args("tile_band"))
+        return AutoRecipe(tile=tiles, isolate=not recipe.has("keep_partial_tiles"),
+                          parallel=not recipe.has("single_thread"),
+                          registers=shapes[-1] if shapes else None,
+                          pack=not recipe.has("no_packing"), wave=wave,
+                          fuse_inits=recipe.has("fuse_inits"))
 
 
 def _nonempty(region: isl.Set) -> bool:
@@ -269,10 +319,12 @@ def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
 
 def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]] | None,
                   max_tile: int | None = None, cpu: bool = True,
-                  wave: WaveTiling | None = None, target: CpuTarget = AVX512
-                  ) -> list[VariantPlan]:
+                  wave: WaveTiling | None = None, target: CpuTarget = AVX512,
+                  computed: isl.Schedule | None = None) -> list[VariantPlan]:
     """User variants in their order, else the automatic partition for ``target``; a generic
-    variant over the whole context closes the cover (checked)."""
+    variant over the whole context closes the cover (checked). A policy recipe
+    (``pd.Schedule.isl()...``, what ``k.variants[i].recipe`` holds) replays as the policy's
+    own choice; ``computed`` is isl's schedule that its ``wavefront`` tiles."""
     if variants:
         auto = AutoRecipe(tuple(tiling_plan(base, scop, max_tile, target)))
         plans = []
@@ -282,12 +334,19 @@ def plan_variants(scop: Scop, base: isl.Schedule, variants: list[tuple[str, Any]
                 raise CompileError(f"variants[{k}]: expected (region, Schedule), got "
                                    f"{item!r}")
             text, recipe = item
+            name = getattr(recipe, "name", None) or f"user{k}"
             if recipe is None or getattr(recipe, "is_auto", False):
                 recipe = auto
-            elif not hasattr(recipe, "steps"):
+            elif not isinstance(recipe, Schedule):
                 raise CompileError(f"variants[{k}]: the schedule must be a pd.Schedule, got "
                                    f"{recipe!r}")
-            plans.append(VariantPlan(f"user{k}", parse_region(scop, text), recipe))
+            elif recipe.is_policy:
+                recipe = AutoRecipe.from_schedule(recipe, computed)
+            plans.append(VariantPlan(name, parse_region(scop, text), recipe))
+        names = [p.name for p in plans]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise CompileError(f"two variants are labelled {dup!r}; give each its own label")
         if not any(p.region.is_equal(scop.context) for p in plans):
             check_cover(scop, [p.region for p in plans])
         return plans

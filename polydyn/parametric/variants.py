@@ -7,19 +7,22 @@ from typing import Any
 
 import islpy as isl
 
+from ..schedule.recipe import Schedule
+
 
 @dataclass(frozen=True)
 class Variant:
     """One specialization: code for the sizes in ``region`` (an isl set over the syms).
 
-    ``schedule`` is the marked isl schedule tree; ``recipe`` the directives that made it (data,
-    JSON-serializable); ``summary`` a one-line description (tiling, parallel and vector loops).
+    ``schedule`` is the marked isl schedule tree; ``recipe`` the Schedule that made it (the
+    automatic policy's as a policy recipe: compiling ``(region, recipe)`` replays it);
+    ``summary`` a one-line description (tiling, parallel and vector loops).
     """
 
     name: str
     region: isl.Set = field(compare=False)
     schedule: isl.Schedule = field(compare=False)
-    recipe: tuple[Any, ...] = ()
+    recipe: Schedule = field(default_factory=Schedule)
     summary: str = ""
     source: str = ""
 

@@ -1,17 +1,15 @@
-"""User schedules (SPEC section 3): a recipe of directives that name the operator's own loops.
+"""Loop recipes (SPEC section 3): directives that name the operator's own loops.
 
-``pd.Schedule().tile(i=64, j=256).parallel("i").vectorize("j")`` is data: a tuple of
-``(directive, arguments)`` that serializes to JSON and replays to the same tree. Replaying
-works on the operator's loop tree (fuse, distribute and interchange are edits of that tree),
-turns it into an isl schedule tree with one band per loop, then tiles and marks loops. The
-result must respect every dependence, or ScheduleError names the statements and the
-dependence. A loop name stands for every loop with that variable (sibling loops may share one).
+``pd.Schedule().tile(i=64, j=256).parallel("i").vectorize("j")`` (``schedule.recipe``)
+replays to the same tree every time. Replaying works on the operator's loop tree (fuse,
+distribute and interchange are edits of that tree), turns it into an isl schedule tree with one
+band per loop, then tiles and marks loops. The result must respect every dependence, or
+ScheduleError names the statements and the dependence. A loop name stands for every loop with
+that variable (sibling loops may share one).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any
 
 import islpy as isl
@@ -20,92 +18,10 @@ from ..errors import ScheduleError
 from ..scop.deps import Deps
 from ..scop.ir import Guard, Loop, Node, Scop, StmtRef
 from .legality import describe_violation, violated
+from .recipe import COMMON_DIRECTIVES, Schedule
 from .reductions import _carried
 from .transforms import tile_band
 from .tree import is_band, mark_name, split_and_mark, statement_names
-
-DIRECTIVES = ("tile", "interchange", "fuse", "distribute", "parallel", "vectorize", "unroll",
-              "auto")
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """An immutable recipe; each method returns a new Schedule with one more directive."""
-
-    steps: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-
-    def _add(self, name: str, *args: Any) -> Schedule:
-        return Schedule((*self.steps, (name, args)))
-
-    def tile(self, **sizes: int) -> Schedule:
-        """Tile perfectly nested loops: ``tile(i=64, j=256)`` (outer loop first)."""
-        for loop, size in sizes.items():
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise ScheduleError(f"tile({loop}={size!r}): sizes are positive integers")
-        return self._add("tile", *sizes.items())
-
-    def interchange(self, *loops: str) -> Schedule:
-        """Reorder perfectly nested loops: ``interchange("j", "i")`` puts j outside i."""
-        return self._add("interchange", *loops)
-
-    def fuse(self, loop: str) -> Schedule:
-        """Fuse consecutive sibling loops over ``loop`` into one loop."""
-        return self._add("fuse", loop)
-
-    def distribute(self, loop: str) -> Schedule:
-        """Split the loop over ``loop`` into one loop per statement group in its body."""
-        return self._add("distribute", loop)
-
-    def parallel(self, *loops: str) -> Schedule:
-        """Run these loops on threads (OpenMP); they must carry no dependence."""
-        return self._add("parallel", *loops)
-
-    def vectorize(self, loop: str) -> Schedule:
-        """Vectorize an innermost loop (``omp simd``); it must carry no dependence."""
-        return self._add("vectorize", loop)
-
-    def unroll(self, loop: str, factor: int = 4) -> Schedule:
-        """Unroll a loop by ``factor`` (a request to the C compiler)."""
-        return self._add("unroll", loop, int(factor))
-
-    @staticmethod
-    def original() -> Schedule:
-        """The operator's loops as written, untransformed (the plain-C baseline)."""
-        return Schedule()
-
-    @staticmethod
-    def auto() -> Schedule:
-        """The automatic policy (what polydyn chooses with no schedule)."""
-        return Schedule((("auto", ()),))
-
-    @property
-    def is_auto(self) -> bool:
-        return any(name == "auto" for name, _ in self.steps)
-
-    def to_json(self) -> list[list[Any]]:
-        return [[name, [list(a) if isinstance(a, tuple) else a for a in args]]
-                for name, args in self.steps]
-
-    @staticmethod
-    def from_json(data: str | list[Any]) -> Schedule:
-        steps = json.loads(data) if isinstance(data, str) else data
-        out = []
-        for name, args in steps:
-            if name not in DIRECTIVES:
-                raise ScheduleError(f"unknown directive {name!r}; known: {', '.join(DIRECTIVES)}")
-            out.append((name, tuple(tuple(a) if isinstance(a, list) else a for a in args)))
-        return Schedule(tuple(out))
-
-    def describe(self) -> str:
-        parts = []
-        for name, args in self.steps:
-            text = ", ".join(f"{a[0]}={a[1]}" if isinstance(a, tuple) else repr(a) for a in args)
-            parts.append(f"{name}({text})")
-        return ".".join(parts) or "original loop order"
-
-    def __repr__(self) -> str:
-        return f"Schedule: {self.describe()}"
-
 
 # --------------------------------------------------------------------------------------------
 # Loop-tree edits
@@ -338,7 +254,9 @@ def apply_recipe(scop: Scop, deps: Deps, region: isl.Set, recipe: Schedule) -> i
     tree = _flatten_guards(scop.tree)
     known = _loop_vars(tree)
     loop_steps = []
-    for name, args in recipe.steps:
+    # double_buffer is the pipeline's, label the variant's name
+    steps = [(name, args) for name, args in recipe.steps if name not in COMMON_DIRECTIVES]
+    for name, args in steps:
         loops = [a[0] if isinstance(a, tuple) else a for a in args]
         if name == "unroll":
             loops = loops[:1]

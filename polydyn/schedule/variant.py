@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import islpy as isl
 
+from ..errors import ScheduleError
 from ..parametric.regions import AutoRecipe, VariantPlan
 from ..parametric.variants import Variant
 from ..scop.deps import Deps
@@ -29,10 +30,14 @@ def code_region(region: isl.Set) -> isl.Set:
 
 
 def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan,
-                     target: CpuTarget = AVX512) -> Variant:
+                     target: CpuTarget = AVX512, buffered: bool = False) -> Variant:
+    """The variant of ``plan``; its ``recipe`` is the Schedule that replays it (the policy's
+    choice as a policy recipe; ``buffered``: the operator was double-buffered)."""
     schedule = base.intersect_domain(scop.domain().intersect_params(code_region(plan.region)))
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
+        if recipe.wave is not None and recipe.tile:
+            raise ScheduleError("wavefront and tile_band both tile the band: give one")
         waved = None if recipe.wave is None else \
             wavefront_tile(scop, deps, recipe.wave, code_region(plan.region))
         if recipe.wave is not None and waved is None:  # (ruled out) the untiled code then
@@ -45,17 +50,17 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
         else:
             schedule = order_for_vectors(schedule, scop, deps, recipe.registers, target)
         fused: list[str] = []
-        if waved is None:
+        if waved is None and recipe.fuse_inits:
             schedule, fused = fuse_inits(schedule, scop, deps)
         if not recipe.parallel:
             schedule = drop_parallel(schedule)
-        summary, data = recipe.describe(), (("auto", recipe.describe()),)
+        summary = recipe.describe()
+        data = recipe.to_schedule(plan.name, buffered)
         if fused:
             summary += "; " + ", ".join(fused)
     else:
         from .directives import apply_recipe
 
         marked = apply_recipe(scop, deps, plan.region, recipe)
-        return Variant(plan.name, plan.region, marked, tuple(recipe.to_json()),
-                       recipe.describe())
+        return Variant(plan.name, plan.region, marked, recipe, recipe.describe())
     return Variant(plan.name, plan.region, mark_loops(schedule), data, summary)
