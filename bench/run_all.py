@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "
                    "bench/RESULTS.md for a full run of the whole suite into bench/results; "
                    "none for --quick or another --out)")
+    p.add_argument("--deadline", type=float, help="seconds after which no further sweep "
+                   "starts (the sweeps measured by then are written; the others listed as "
+                   "not run)")
     p.add_argument("--resume", action="store_true",
                    help="reuse the sweeps an interrupted run left in OUT/.partial")
     p.add_argument("--render-only", action="store_true",
@@ -141,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget is not None:
             settings = replace(settings, budget=replace(settings.budget, seconds=args.budget))
         suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
-                          only=args.only, resume=args.resume, costs=not args.no_costs)
+                          only=args.only, resume=args.resume, costs=not args.no_costs,
+                          deadline=args.deadline)
         print(suite.markdown)
         print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
               f" and {len(suite.files) - 3} plot(s)")

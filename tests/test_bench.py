@@ -379,3 +379,15 @@ def test_gpu_section_of_results_md_renders_from_suite_json(tmp_path):
     assert row["polydyn-opencl of roofline"] == f"{100 * 1360 / 3350:.3g}%"
     (tmp_path / "suite.json").unlink()
     assert run_all._gpu_tables(tmp_path) == "as written\n"
+
+
+def test_suite_deadline_lists_the_sweeps_it_did_not_start(tmp_path):
+    from polydyn.bench.suite import run_suite
+
+    suite = run_suite(tmp_path, quick=True, only=["transpose", "softmax"], plots=False,
+                      costs=False, deadline=0.0)
+    assert suite.sweeps == []
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert doc["not_run"] == ["softmax-rows", "transpose"]
+    assert "Not run (past the run's deadline): softmax-rows, transpose." in \
+        (tmp_path / "suite.md").read_text()

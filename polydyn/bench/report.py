@@ -267,6 +267,9 @@ def suite_markdown(doc: dict[str, Any]) -> str:
     roofline = "".join(f"Roofline: {p} (the \"of roofline\" columns: median rate over that "
                        "peak).\n" for p in sorted(peaks))
     tables = [markdown_table(s, devices=devices) for s in doc["sweeps"]]
+    late = doc.get("not_run")
+    if late:  # sweeps a deadline kept from starting
+        tables.append(f"Not run (past the run's deadline): {', '.join(late)}.\n")
     return machine_markdown(doc["machine"]) + roofline + "\n" + "\n".join(tables)
 
 
