@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results-md", type=Path, help="where to write RESULTS.md (default "
                    "bench/RESULTS.md for a full run of the whole suite into bench/results; "
                    "none for --quick or another --out)")
+    p.add_argument("--deadline", type=float, help="seconds after which no further sweep "
+                   "starts (the sweeps measured by then are written; the others listed as "
+                   "not run)")
     p.add_argument("--resume", action="store_true",
                    help="reuse the sweeps an interrupted run left in OUT/.partial")
     p.add_argument("--render-only", action="store_true",
@@ -141,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.budget is not None:
             settings = replace(settings, budget=replace(settings.budget, seconds=args.budget))
         suite = run_suite(out, quick=args.quick, settings=settings, plots=not args.no_plot,
-                          only=args.only, resume=args.resume, costs=not args.no_costs)
+                          only=args.only, resume=args.resume, costs=not args.no_costs,
+                          deadline=args.deadline)
         print(suite.markdown)
         print("wrote " + ", ".join(str(f) for f in suite.files[:3]) +
               f" and {len(suite.files) - 3} plot(s)")
@@ -162,9 +166,9 @@ def _results_text(out: Path, results_md: Path, render) -> str:
     if (gpu / "suite.md").is_file():  # the OpenCL run on a GPU, its GAPS.md first
         gaps = gpu / "GAPS.md"
         text += GPU_SECTION + (gaps.read_text() + "\n" if gaps.is_file() else "") + \
-            (gpu / "suite.md").read_text()
+            _gpu_tables(gpu)
         if (gpu / "lanes" / "suite.md").is_file():  # the row sweeps again, with lanes
-            text += GPU_LANES_SECTION + (gpu / "lanes" / "suite.md").read_text()
+            text += GPU_LANES_SECTION + _gpu_tables(gpu / "lanes")
     for other in sorted(HERE.glob("results-*/suite.json")):
         if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
                                                                        "results-gpu"):
@@ -173,6 +177,16 @@ def _results_text(out: Path, results_md: Path, render) -> str:
     if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
         text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
     return text
+
+
+def _gpu_tables(out: Path) -> str:
+    """A GPU run's tables, from its suite.json (each rate's share of torch-cuda's and of the
+    GPU's roofline where its peaks are known), else its suite.md as written."""
+    from polydyn.bench.report import suite_markdown
+
+    if (out / "suite.json").is_file():
+        return suite_markdown(json.loads((out / "suite.json").read_text()))
+    return (out / "suite.md").read_text()
 
 
 def _render_run(out: Path, results_md: Path, gaps: Path, render) -> tuple[dict, str]:

@@ -280,3 +280,114 @@ def test_quick_suite_subset(tmp_path):
     suite = run_suite(tmp_path, quick=True, only=["transpose", "softmax"], plots=True)
     assert all(r.status == "ok" for s in suite.sweeps for r in s.rows)
     assert (tmp_path / "suite.csv").is_file() and suite.compile and suite.overhead
+
+
+# --- reports of GPU runs ----------------------------------------------------------------------
+
+
+def _gpu_row(impl: str, sizes: dict[str, int], rate: float) -> dict:
+    """A row of a call that does 1 GFLOP (or moves 1 GB) at ``rate``."""
+    return {"impl": impl, "sizes": " ".join(f"{k}={v}" for k, v in sizes.items()),
+            **{f"sym_{k}": v for k, v in sizes.items()}, "variant": "tiled", "status": "ok",
+            "rate_median": rate, "median_s": 1.0 / rate, "busy": 0.0, "message": ""}
+
+
+def _gpu_suite(device: str) -> dict:
+    """A small suite.json of a GPU run: one GFLOP/s sweep, one GB/s sweep."""
+    sweeps = []
+    for op, metric, rates in (("matmul", "GFLOP/s", {"polydyn-opencl": 3350.0,
+                                                     "torch-cuda": 47000.0}),
+                              ("bias_relu", "GB/s", {"polydyn-opencl": 1360.0,
+                                                     "torch-cuda": 1290.0})):
+        sizes = {"N": 2048, "M": 2048}
+        rows = [_gpu_row(impl, sizes, rate) for impl, rate in rates.items()]
+        rows.append(_gpu_row("numpy", sizes, 100.0))
+        sweeps.append({"operator": op, "label": "", "metric": metric, "rows": rows,
+                       "skipped": {}, "plots": [], "stats": {}})
+    machine = {"cpu": "x", "simd": "avx2", "cores": 16, "cc_version": "cc", "cflags": "-O3",
+               "OMP_NUM_THREADS": "unset", "numpy": "2", "blas": "b", "torch": "2",
+               "python": "3.12", "polydyn": "0", "git": "abc", "date": "today",
+               "devices": [f"OpenCL: {device} (NVIDIA CUDA), driver 1",
+                           f"CUDA: {device} (torch 2, CUDA 13.0)"]}
+    return {"machine": machine, "settings": {"rounds": 4, "quiet": 0}, "mode": "full",
+            "sweeps": sweeps}
+
+
+def _table_rows(text: str, first: str) -> list[dict[str, str]]:
+    """The markdown table that follows the line starting with ``first``, as dicts by column."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(first))
+    head = [c.strip() for c in lines[at + 2].strip("|").split("|")]
+    rows = []
+    for line in lines[at + 4:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows.append(dict(zip(head, cells, strict=True)))
+    return rows
+
+
+@pytest.mark.parametrize(("device", "peak"), [
+    ("NVIDIA H100 80GB HBM3", {"GFLOP/s": 67_000.0, "GB/s": 3_350.0}),
+    ("NVIDIA H200", {"GFLOP/s": 67_000.0, "GB/s": 4_800.0}),
+])
+def test_gpu_tables_give_the_share_of_the_roofline(tmp_path, device, peak):
+    from polydyn.bench.report import suite_markdown
+    from polydyn.bench.summary import render
+
+    doc = _gpu_suite(device)
+    (tmp_path / "suite.json").write_text(json.dumps(doc))
+    for text in (suite_markdown(doc), render(doc)):
+        for sweep in doc["sweeps"]:
+            rows = _table_rows(text, f"{sweep['operator']}: {sweep['metric']}")
+            assert len(rows) == 1
+            for r in sweep["rows"]:
+                if r["impl"] == "numpy":
+                    assert "numpy of roofline" not in rows[0]
+                    continue
+                shown = float(rows[0][f"{r['impl']} of roofline"].rstrip("%"))
+                want = 100 * r["rate_median"] / peak[sweep["metric"]]
+                assert shown == pytest.approx(want, rel=5e-3)
+            poly, cuda = (next(r for r in sweep["rows"] if r["impl"] == i)
+                          for i in ("polydyn-opencl", "torch-cuda"))
+            ratio = cuda["median_s"] / poly["median_s"]
+            assert rows[0]["polydyn-opencl / torch-cuda"] == f"{ratio:.2f}x"
+    assert f"{peak['GB/s'] / 1e3:g} TB/s" in suite_markdown(doc)
+
+
+def test_cpu_and_unknown_device_tables_have_no_roofline():
+    from polydyn.bench.report import suite_markdown
+
+    doc = _gpu_suite("pthread-Intel(R) Xeon(R) Processor")
+    assert "roofline" not in suite_markdown(doc).lower()
+    doc["machine"]["devices"] = []
+    assert "roofline" not in suite_markdown(doc).lower()
+
+
+def test_gpu_section_of_results_md_renders_from_suite_json(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_all", "bench/run_all.py")
+    run_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_all)
+    doc = _gpu_suite("NVIDIA H100 80GB HBM3")
+    (tmp_path / "suite.json").write_text(json.dumps(doc))
+    (tmp_path / "suite.md").write_text("as written\n")
+    text = run_all._gpu_tables(tmp_path)
+    assert "Roofline: H100 SXM: 67 TFLOP/s FP32, 3.35 TB/s" in text
+    row = _table_rows(text, "bias_relu: GB/s")[0]
+    assert row["polydyn-opencl of roofline"] == f"{100 * 1360 / 3350:.3g}%"
+    (tmp_path / "suite.json").unlink()
+    assert run_all._gpu_tables(tmp_path) == "as written\n"
+
+
+def test_suite_deadline_lists_the_sweeps_it_did_not_start(tmp_path):
+    from polydyn.bench.suite import run_suite
+
+    suite = run_suite(tmp_path, quick=True, only=["transpose", "softmax"], plots=False,
+                      costs=False, deadline=0.0)
+    assert suite.sweeps == []
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert doc["not_run"] == ["softmax-rows", "transpose"]
+    assert "Not run (past the run's deadline): softmax-rows, transpose." in \
+        (tmp_path / "suite.md").read_text()

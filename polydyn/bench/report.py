@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .roofline import Peak, impl_peaks, share, share_text
 from .runner import Measurement, Settings, SweepResult
 
 CSV_FIELDS = ["operator", "label", "impl", "target", "sizes", "variant", "status", "check",
@@ -223,21 +224,27 @@ def sweep_key(sweep: dict[str, Any]) -> str:
     return f"{sweep['operator']}-{sweep['label']}" if sweep["label"] else sweep["operator"]
 
 
-def markdown_table(sweep: SweepResult | dict[str, Any], reference: str = "numpy") -> str:
+def markdown_table(sweep: SweepResult | dict[str, Any], reference: str = "numpy",
+                   devices: Sequence[str] = ()) -> str:
     """One line per point: each implementation's median rate (polydyn's with the variant that
-    ran), and polydyn's speed over the reference implementation's (same point)."""
+    ran), and polydyn's speed over the reference implementation's (same point). ``devices``:
+    the run's device lines (``machine["devices"]``); where polydyn or torch-cuda ran on a GPU
+    whose peaks are known, their rates as a share of its roofline too."""
     if not isinstance(sweep, dict):
         sweep = sweep_dict(sweep)
     impls = impl_order(sweep)
     main = "polydyn" if "polydyn" in impls else next(
         (i for i in impls if i.startswith("polydyn")), "polydyn")
     refs = [r for r in (reference, "torch", "torch-cuda") if r in impls and main in impls]
-    head = ["sizes", *impls] + [f"{main} / {r}" for r in refs]
+    roofs = impl_peaks(devices, [i for i in (main, "torch-cuda") if i in impls])
+    head = ["sizes", *impls] + [f"{main} / {r}" for r in refs] + \
+        [f"{i} of roofline" for i in roofs]
     lines = [f"{sweep_key(sweep)}: {sweep['metric']}, median of repeated calls",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for point, cells in rows_by_point(sweep).items():
         row = [point] + [_cell(cells.get(i), i.startswith("polydyn")) for i in impls]
         row += [speedup(cells.get(main), cells.get(r)) for r in refs]
+        row += [_roof_cell(cells.get(i), peak, sweep["metric"]) for i, peak in roofs.items()]
         lines.append("| " + " | ".join(row) + " |")
     notes = [f"- {k}: not run ({v})" for k, v in sweep["skipped"].items()]
     notes += [f"- {r['impl']} at {r['sizes']}: {r['status']}: {r['message']}"
@@ -245,6 +252,25 @@ def markdown_table(sweep: SweepResult | dict[str, Any], reference: str = "numpy"
     if notes:
         lines += ["", *notes]
     return "\n".join(lines) + "\n"
+
+
+def _roof_cell(row: dict[str, Any] | None, peak: Peak, metric: str) -> str:
+    if row is None or row["status"] != "ok":
+        return ""
+    return share_text(share(row["rate_median"], peak, metric))
+
+
+def suite_markdown(doc: dict[str, Any]) -> str:
+    """A run's ``suite.md``: the machine, then one table per sweep of ``doc`` (its JSON)."""
+    devices = doc["machine"].get("devices", [])
+    peaks = {p.text() for s in doc["sweeps"] for p in impl_peaks(devices, impl_order(s)).values()}
+    roofline = "".join(f"Roofline: {p} (the \"of roofline\" columns: median rate over that "
+                       "peak).\n" for p in sorted(peaks))
+    tables = [markdown_table(s, devices=devices) for s in doc["sweeps"]]
+    late = doc.get("not_run")
+    if late:  # sweeps a deadline kept from starting
+        tables.append(f"Not run (past the run's deadline): {', '.join(late)}.\n")
+    return machine_markdown(doc["machine"]) + roofline + "\n" + "\n".join(tables)
 
 
 def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:

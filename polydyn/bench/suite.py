@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -141,42 +142,51 @@ def _checkpoint(parts: Path, entry: Entry) -> Path:
 
 
 def _entry_results(entries: Sequence[Entry], settings: Settings, parts: Path,
-                   resume: bool) -> list[SweepResult]:
+                   resume: bool, deadline: float | None = None
+                   ) -> tuple[list[SweepResult], list[str]]:
     """Each entry's SweepResult, saved under ``parts`` as soon as it is measured so that an
     interrupted full run can ``resume`` (the checkpoints are private, pickled, and removed
-    once the suite's files are written)."""
+    once the suite's files are written); past ``deadline`` (seconds from now) no entry is
+    started: their names come back as the second list."""
     progress = Progress(len(entries), "suite", after=0.0, enabled=settings.progress,
                         force=True)
     inner = replace(settings, progress=False)
     parts.mkdir(parents=True, exist_ok=True)
-    results = []
+    start = time.monotonic()
+    results, late = [], []
     for entry in entries:
         saved = _checkpoint(parts, entry)
         if resume and saved.is_file():
             results.append(pickle.loads(saved.read_bytes()))
             progress.step(f"{entry.kernel} {entry.label} (resumed)")
             continue
+        if deadline is not None and time.monotonic() - start >= deadline:
+            late.append(f"{entry.kernel}-{entry.label}" if entry.label else entry.kernel)
+            progress.step(f"{entry.kernel} {entry.label} (past the deadline, not run)")
+            continue
         result = run_entry(entry, inner)
         saved.write_bytes(pickle.dumps(result))
         results.append(result)
         progress.step(f"{entry.kernel} {entry.label}")
     progress.close()
-    return results
+    return results, late
 
 
 def run_suite(out: Path, quick: bool = False, settings: Settings | None = None,
               plots: bool = True, only: Sequence[str] = (), resume: bool = False,
-              costs: bool = True) -> SuiteResult:
+              costs: bool = True, deadline: float | None = None) -> SuiteResult:
     """Run the suite (``only``: kernel names or ``kernel-label`` to restrict it), write
     ``suite.csv``, ``suite.json``, ``suite.md`` and the PNGs under ``out``; ``resume`` reuses
     the sweeps an interrupted run of the same suite already measured; ``costs``: also measure
-    the C target's compile time and call overhead."""
+    the C target's compile time and call overhead; ``deadline``: seconds after which no
+    further sweep starts (those are listed in the JSON's ``not_run``), for a run that must
+    end within a time limit."""
     settings = settings or default_settings(quick)
     entries = quick_suite() if quick else full_suite()
     if only:
         entries = [e for e in entries if e.kernel in only or f"{e.kernel}-{e.label}" in only]
     parts = out / ".partial"
-    results = _entry_results(entries, settings, parts, resume)
+    results, late = _entry_results(entries, settings, parts, resume, deadline)
     kernels = import_kernels()
     names = sorted({e.kernel for e in entries})
     compiled: list[dict[str, Any]] = []
@@ -187,6 +197,7 @@ def run_suite(out: Path, quick: bool = False, settings: Settings | None = None,
     suite = SuiteResult(results, compiled, overhead)
     suite.files, suite.markdown = write_outputs(
         results, out, "suite", settings, plots,
-        extra={"mode": "quick" if quick else "full", "compile": compiled, "overhead": overhead})
+        extra={"mode": "quick" if quick else "full", "compile": compiled, "overhead": overhead,
+               **({"not_run": late} if late else {})})
     shutil.rmtree(parts, ignore_errors=True)
     return suite

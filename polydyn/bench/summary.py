@@ -160,8 +160,9 @@ def render(doc: dict[str, Any], results_dir: str = "results",
                 "Python cost dominates the ratio.", "", *gen, ""]
     out += ["## Per-call overhead", "", *overhead_lines(doc), "",
             "## Compile cost", "", *cost_lines(doc), "", "## Sweeps", ""]
+    devices = doc["machine"].get("devices", [])
     for sweep in doc["sweeps"]:
         name = sweep_key(sweep)
-        out += [f"### {name}", "", markdown_table(sweep)]
+        out += [f"### {name}", "", markdown_table(sweep, devices=devices)]
         out += [f"![{name}]({results_dir}/{png})" for png in sweep.get("plots", [])] + [""]
     return "\n".join(out)

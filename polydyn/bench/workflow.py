@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import machine_markdown, markdown_table, write_csv, write_json
+from .report import suite_markdown, write_csv, write_json
 from .runner import Settings, SweepResult, sweep
 from .sweep import Sweep, complete, expand, parse_fix, parse_sweep
 
@@ -58,8 +58,7 @@ def write_outputs(results: Sequence[SweepResult], out: Path, stem: str, settings
     files = [out / f"{stem}.csv", out / f"{stem}.json", out / f"{stem}.md"]
     write_csv(files[0], results)
     doc = write_json(files[1], results, settings, extra)
-    tables = [markdown_table(r) for r in results]
-    text = machine_markdown(doc["machine"]) + "\n" + "\n".join(tables)
+    text = suite_markdown(doc)
     files[2].write_text(text)
     files += pngs
     return files, text
