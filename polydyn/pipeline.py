@@ -9,11 +9,19 @@ from typing import Any
 from .astgen import build_ast
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
-from .codegen_c.toolchain import build_shared, cpu_target, python_includes
+from .codegen_c.toolchain import (
+    build_shared,
+    compiler_version,
+    cpu_target,
+    libmvec_flags,
+    python_includes,
+)
 from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
+from .runtime import artifact
+from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule, scheduler_schedule
@@ -137,12 +145,34 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
         dc = resolve_device(device)
         gen = generate(op, target, variants, options, max_group=dc.max_group)
         return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op)
+    scop = _scop_of(op)
+    # keyed before scheduling: a hit skips every stage (not with POLYDYN_DUMP, which wants them)
+    key = None if options.dump_dir else kernel_key(scop, variants, _c_settings(options))
+    hit = key and artifact.load(options.cache_dir, key, scop)
+    if hit:
+        return Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
+                      hit["sources"][f"{scop.name}.h"], hit["library"], op=op, target="c",
+                      module=hit["module"], notes=hit["notes"])
     gen = generate(op, target, variants, options)
     name = gen.scop.name
     library, module = build_c_module(gen.scop, gen.source, options,
                                      gen.sources.get(f"{name}.shim.c"))
+    if key:
+        artifact.save(options.cache_dir, key, gen.sources, list(gen.scheduled), gen.notes,
+                      library, module)
     return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
                   library, op=op, target="c", module=module, notes=gen.notes)
+
+
+def _c_settings(options: Options) -> list[str]:
+    """What besides the operator and its variants decides a C kernel: the options that
+    change code, the CPU the schedule plans for, the compiler and the Python it links to."""
+    import sys
+
+    return ["c", options.cc, *options.all_cflags, compiler_version(options.cc),
+            *libmvec_flags(options.cc), repr(cpu_target(options)),
+            f"max_tile={options.max_tile}", f"shim={python_includes() is not None}",
+            sys.version]
 
 
 def _buffered(variants: list[tuple[str, Any]] | None, cpu: bool) -> bool:

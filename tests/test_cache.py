@@ -101,7 +101,12 @@ def worker_script(tmp_path: Path) -> Path:
 
 
 def _entries(root: Path) -> list[Path]:
-    return sorted(p for p in root.glob("??/*") if p.is_dir())
+    """The library entries (each compile also publishes a kernel entry, kernel.json)."""
+    return sorted(p for p in root.glob("??/*") if p.is_dir() and any(p.glob("*.so")))
+
+
+def _kernel_entries(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.glob("??/*/kernel.json"))
 
 
 def test_eight_concurrent_compiles_publish_one_valid_entry(tmp_path, worker_script):
@@ -124,6 +129,8 @@ def test_eight_concurrent_compiles_publish_one_valid_entry(tmp_path, worker_scri
     assert len(entries) == 1, entries
     assert cache.is_valid(entries[0])
     assert Path(next(iter(libraries))).parent == entries[0]
+    kernels = _kernel_entries(cache_dir)
+    assert len(kernels) == 1 and cache.is_valid(kernels[0])
     # no half-built or discarded directories are left behind
     leftovers = [p.name for p in cache_dir.rglob(".*")]
     assert not leftovers, leftovers
@@ -267,12 +274,13 @@ def test_cli_cache_info_and_clear(tmp_path, worker_script):
     info = _cli(cache_dir, "info")
     assert info.returncode == 0, info.stderr
     assert str(cache_dir) in info.stdout
-    assert "entries: 2" in info.stdout
-    size = sum(f.stat().st_size for e in _entries(cache_dir) for f in e.iterdir())
+    everything = _entries(cache_dir) + _kernel_entries(cache_dir)  # a library and a kernel each
+    assert len(everything) == 4 and f"entries: {len(everything)}" in info.stdout
+    size = sum(f.stat().st_size for e in everything for f in e.iterdir())
     assert f"bytes: {size}" in info.stdout
     clear = _cli(cache_dir, "clear")
     assert clear.returncode == 0, clear.stderr
-    assert "removed 2" in clear.stdout
+    assert "removed 4" in clear.stdout
     assert _entries(cache_dir) == []
     info = _cli(cache_dir, "info")
     assert info.returncode == 0 and "entries: 0" in info.stdout
@@ -286,3 +294,65 @@ def test_cli_cache_rejects_unknown_action(tmp_path):
     proc = _cli(tmp_path, "shred")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+
+
+# A compile that hits the kernel entry: no isl scheduling, the same kernel.
+HIT_WORKER = textwrap.dedent('''
+    import importlib.util, json, sys, time
+    import numpy as np
+
+    path = sys.argv[1]
+    spec = importlib.util.spec_from_file_location("cache_op", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import polydyn as pd
+    import polydyn.pipeline as pipeline
+
+    def refuse(*a, **k):
+        raise AssertionError("a cache hit must not schedule or generate code")
+
+    if len(sys.argv) > 2:
+        pipeline.generate = refuse
+    start = time.perf_counter()
+    k = pd.compile(mod.scaled_sum)
+    took = time.perf_counter() - start
+    A = np.random.default_rng(1).uniform(-1, 1, (9, 9)).astype(np.float32)
+    const = float(mod.CONST)
+    want = (const + (A.astype(np.float64) * const).sum(axis=1)).astype(np.float32)
+    assert np.allclose(k(A), want, rtol=1e-5, atol=1e-5)
+    print(json.dumps({"source": k.source, "took": took,
+                      "variants": [[v.name, str(v.region), repr(v.recipe), v.summary]
+                                   for v in k.variants]}))
+''')
+
+
+def _hit_run(op_file: Path, cache_dir: Path, script: Path, *flags: str, **env: str) -> dict:
+    proc = subprocess.run([sys.executable, str(script), str(op_file), *flags],
+                          env=_env(cache_dir, **env), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_hit_rebuilds_the_kernel_without_scheduling(tmp_path):
+    script = tmp_path / "hit_worker.py"
+    script.write_text(HIT_WORKER)
+    op_file, cache_dir = _fresh_operator(tmp_path), tmp_path / "cache"
+    cold = _hit_run(op_file, cache_dir, script)
+    warm = _hit_run(op_file, cache_dir, script, "no-generate")
+    assert warm["source"] == cold["source"] and warm["variants"] == cold["variants"]
+    # what decides the code is in the key: another tile bound or ISA schedules again
+    for env in ({"POLYDYN_MAX_TILE": "8"}, {"POLYDYN_ISA": "sse"}):
+        other = _hit_run(op_file, cache_dir, script, **env)
+        assert other["source"] != cold["source"]
+        hit = _hit_run(op_file, cache_dir, script, "no-generate", **env)
+        assert (hit["source"], hit["variants"]) == (other["source"], other["variants"])
+    # a library gone from the cache is rebuilt: the kernel entry alone is no hit
+    for lib in _entries(cache_dir):
+        shutil.rmtree(lib)
+    again = _hit_run(op_file, cache_dir, script)
+    assert again["source"] == cold["source"]
+    # POLYDYN_DUMP wants every stage: no hit then
+    dump = tmp_path / "dump"
+    _hit_run(op_file, cache_dir, script, POLYDYN_DUMP=str(dump))
+    assert any(dump.rglob("5-schedules.txt"))

@@ -45,6 +45,12 @@ def is_valid(entry: Path) -> bool:
         return False
 
 
+def find(root: Path, key: str) -> Path | None:
+    """The directory of a valid entry for ``key``, or None."""
+    entry = entry_dir(root, key)
+    return entry if entry.exists() and is_valid(entry) else None
+
+
 def _discard(entry: Path) -> None:
     """Move a damaged entry out of the way (atomically), then delete it."""
     trash = entry.with_name(f".trash-{entry.name}-{os.getpid()}")
