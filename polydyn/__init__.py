@@ -1,8 +1,6 @@
 """polydyn: polyhedral compilation of tensor operators whose sizes are known only at run time."""
 
-__version__ = "0.1.0"
-
-from .errors import (  # noqa: E402
+from .errors import (
     CompileError,
     FrontendError,
     InternalError,
@@ -11,11 +9,11 @@ from .errors import (  # noqa: E402
     ShapeError,
     UnsupportedError,
 )
-from .options import Options  # noqa: E402
-from .pipeline import compile, compile_c  # noqa: E402
-from .runtime.kernel import Kernel  # noqa: E402
-from .schedule.directives import Schedule  # noqa: E402
-from .scop.dsl import (  # noqa: E402
+from .options import Options
+from .pipeline import compile, compile_c
+from .runtime.kernel import Kernel
+from .schedule.directives import Schedule
+from .scop.dsl import (
     Operator,
     abs,
     cos,
@@ -38,6 +36,7 @@ from .scop.dsl import (  # noqa: E402
     tanh,
     temp,
 )
+from .version import __version__
 
 __all__ = [
     "CompileError", "FrontendError", "InternalError", "Kernel", "Operator", "Options",
