@@ -20,10 +20,9 @@ from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, RVEC, packed_arrays, parse_mark
-from ..scop.ir import (
+from ..scop.affine import Aff
+from ..scop.exprs import (
     C_TYPE,
-    Aff,
-    Array,
     Bin,
     Call,
     Cast,
@@ -32,14 +31,13 @@ from ..scop.ir import (
     Index,
     Load,
     Scalar,
-    Scop,
     Select,
-    Statement,
     Un,
     concrete,
     is_float,
     join_dtypes,
 )
+from ..scop.ir import Array, Scop, Statement
 from .astnodes import (
     PARALLEL_MIN_WORK,
     SEPARATE_PARALLEL_MIN_WORK,

@@ -20,7 +20,8 @@ import islpy as isl
 from ..errors import InternalError
 from ..schedule.reductions import sum_targets
 from ..schedule.tree import SPLIT, parse_mark
-from ..scop.ir import C_TYPE, Aff, Load
+from ..scop.affine import Aff
+from ..scop.exprs import C_TYPE, Load
 from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
 from .tiles import dtype_bytes
 

@@ -15,7 +15,9 @@ import islpy as isl
 from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, parse_mark
-from ..scop.ir import C_TYPE, Aff, Expr, Index, Load, Scalar, Select, Statement
+from ..scop.affine import Aff
+from ..scop.exprs import C_TYPE, Expr, Index, Load, Scalar, Select
+from ..scop.ir import Statement
 from .astnodes import (
     PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,

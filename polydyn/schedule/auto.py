@@ -37,7 +37,8 @@ from __future__ import annotations
 import islpy as isl
 
 from ..scop.deps import Deps
-from ..scop.ir import Load, Scop
+from ..scop.exprs import Load
+from ..scop.ir import Scop
 from .bands import (
     BandTiling,
     at_least,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import user_facing
-from .ir import Aff
+from .affine import Aff
 
 
 class Sym(Aff):

@@ -28,11 +28,12 @@ from pycparser import c_ast, c_parser
 
 from ..errors import FrontendError, SourceLoc
 from . import dsl
-from .access import conds_text, loop_constraints, make_domain
 from .c_exprs import Ctx
 from .c_stmts import CBody
 from .checks import _unguarded_loads, array_bounds, check_scop
-from .ir import Array, Load, Scop, Statement, rename_statements
+from .domains import conds_text, loop_constraints, make_domain
+from .exprs import Load
+from .ir import Array, Scop, Statement, rename_statements
 from .typing import retype_statements
 
 _BASE_TYPES = {

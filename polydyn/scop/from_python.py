@@ -14,32 +14,24 @@ import islpy as isl
 
 from ..errors import FrontendError, SourceLoc
 from . import dsl, names
-from .access import conds_text, loop_constraints, make_domain
+from .affine import Aff, Cond
 from .context import build_context
-from .ir import (
-    Aff,
-    Array,
-    Call,
-    Cast,
-    Cond,
-    Const,
-    Expr,
-    Guard,
-    Index,
-    Load,
-    Loop,
-    Node,
-    Scalar,
-    Scop,
-    Select,
-    Statement,
-    StmtRef,
-    Un,
+from .domains import Pending, conds_text, loop_constraints, make_domain
+from .exprs import (
     WEAK_FLOAT,
     WEAK_INT,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Index,
+    Load,
+    Scalar,
+    Select,
+    Un,
     binary,
-    rename_statements,
 )
+from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, rename_statements
 from .typing import retype_statements
 
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}
@@ -47,20 +39,6 @@ _BIN_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDi
             ast.Mod: "%", ast.Pow: "pow"}
 _CMP_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
             ast.NotEq: "!="}
-
-
-@dataclass
-class Pending:
-    """A statement before its domain is built (all syms must be known first); shared by the
-    Python and C frontends."""
-
-    name: str
-    loops: tuple[Loop, ...]
-    conds: tuple[tuple[Cond, bool], ...]
-    target: Load | Scalar
-    op: str
-    value: Expr
-    loc: SourceLoc
 
 
 @dataclass
