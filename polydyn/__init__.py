@@ -14,7 +14,6 @@ from .pipeline import compile, compile_c
 from .runtime.kernel import Kernel
 from .schedule.directives import Schedule
 from .scop.dsl import (
-    Operator,
     abs,
     cos,
     erf,
@@ -28,7 +27,6 @@ from .scop.dsl import (
     inf,
     inout,
     log,
-    operator,
     out,
     sin,
     sqrt,
@@ -36,6 +34,7 @@ from .scop.dsl import (
     tanh,
     temp,
 )
+from .scop.operator import Operator, operator
 from .version import __version__
 
 __all__ = [

@@ -17,7 +17,7 @@ from .errors import PolydynError, UsageError
 
 def load_operators(path: str) -> dict[str, Any]:
     """The operators defined in a Python file (``@pd.operator``), by name."""
-    from .scop.dsl import Operator
+    from .scop.operator import Operator
 
     file = Path(path)
     if not file.is_file():
