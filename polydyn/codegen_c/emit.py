@@ -1,8 +1,9 @@
 """Stage 5a: isl AST -> C, one operator's module: its variants' functions, the dispatcher and
 the header. ``CEmitter`` walks the AST nodes and marks; its parts are mixins, one concern
 each: statement bodies (``bodies.py``), loops and their OpenMP/simd pragmas (``loops.py``),
-register and packed tiles (``tiles.py``), split sums (``split.py``). The OpenCL emitter
-subclasses it and overrides a small table (qualifiers, work-item loops).
+register tiles (``tiles.py``), repacked copies (``repack.py``), packed tiles (``packs.py``),
+split sums (``split.py``). The OpenCL emitter subclasses it and overrides a small table
+(qualifiers, work-item loops).
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ from .astnodes import (
 )
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
+from .packs import PackedTiles
 from .prelude import PRELUDE
+from .repack import Repack, Repacks
 from .split import SplitSums
-from .tiles import HeldCell, Padded, RegisterTiles, Repack, loops_below, mark_role
+from .tiles import HeldCell, Padded, RegisterTiles, loops_below, mark_role
 from .toolchain import UNIT_BREAK
 
 _T = isl.ast_expr_op_type
 
 
-class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, SplitSums):
+class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, SplitSums):
     """Prints one operator's variants, its dispatcher and its header as C."""
 
     restrict = "restrict"
