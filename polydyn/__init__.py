@@ -1,8 +1,6 @@
 """polydyn: polyhedral compilation of tensor operators whose sizes are known only at run time."""
 
-__version__ = "0.1.0"
-
-from .errors import (  # noqa: E402
+from .errors import (
     CompileError,
     FrontendError,
     InternalError,
@@ -11,12 +9,11 @@ from .errors import (  # noqa: E402
     ShapeError,
     UnsupportedError,
 )
-from .options import Options  # noqa: E402
-from .pipeline import compile, compile_c  # noqa: E402
-from .runtime.kernel import Kernel  # noqa: E402
-from .schedule.recipe import Schedule  # noqa: E402
-from .scop.dsl import (  # noqa: E402
-    Operator,
+from .options import Options
+from .pipeline import compile, compile_c
+from .runtime.kernel import Kernel
+from .schedule.recipe import Schedule
+from .scop.dsl import (
     abs,
     cos,
     erf,
@@ -30,7 +27,6 @@ from .scop.dsl import (  # noqa: E402
     inf,
     inout,
     log,
-    operator,
     out,
     sin,
     sqrt,
@@ -38,6 +34,8 @@ from .scop.dsl import (  # noqa: E402
     tanh,
     temp,
 )
+from .scop.operator import Operator, operator
+from .version import __version__
 
 __all__ = [
     "CompileError", "FrontendError", "InternalError", "Kernel", "Operator", "Options",

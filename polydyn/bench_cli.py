@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .errors import UsageError
+
 SWEEP_HELP = ("NAMES=VALUES, repeatable (several make a product; the first is the plot's x "
               "axis). VALUES: a:b:step (linear), a:b:logN (N log-spaced points; a:b means "
               "a:b:log16), a:b:linN, 1,7,33 (list), tiles:16,32 (T-1,T,T+1). Tie syms with "
@@ -55,8 +57,6 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
-    from .cli import UsageError
-
     items = tuple(t.strip() for t in text.split(",") if t.strip() and t.strip() != "none")
     bad = [t for t in items if t not in allowed]
     if bad:
@@ -75,9 +75,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     metric = {"auto": "auto", "gflops": "GFLOP/s", "gbs": "GB/s"}[args.metric]
     rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
     if rounds < 1:
-        from .cli import UsageError
-
-        raise UsageError(f"--rounds {rounds}: expected at least 1")
+            raise UsageError(f"--rounds {rounds}: expected at least 1")
     return Settings(budget=budget,
                     baselines=_list(args.baseline, BASELINES, "baseline"),
                     targets=_list(args.target, ("c", "opencl"), "target") or ("c",),
@@ -87,8 +85,6 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 def run_bench_command(args: argparse.Namespace) -> int:
     from pathlib import Path
-
-    from .cli import UsageError
 
     settings = settings_from_args(args)
     out = Path(args.out)

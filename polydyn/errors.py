@@ -75,6 +75,10 @@ class UnsupportedError(PolydynError):
     """A well-formed request that polydyn does not handle (e.g. a missing OpenCL device)."""
 
 
+class UsageError(PolydynError):
+    """A command-line mistake (missing file, unknown operator, malformed size)."""
+
+
 class InternalError(Exception):
     """A polydyn bug: an invariant of the compiler itself does not hold."""
 

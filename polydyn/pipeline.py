@@ -36,7 +36,7 @@ TARGETS = ("c", "opencl")
 
 
 def _scop_of(op: Any) -> Scop:
-    from .scop.dsl import Operator
+    from .scop.operator import Operator
 
     if isinstance(op, Operator):
         return op.scop

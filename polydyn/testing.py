@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from .parametric.binding import Binder
-from .scop.ir import NUMPY_NAME, Scop
+from .scop.exprs import NUMPY_NAME
+from .scop.ir import Scop
 
 
 def _scop(op_or_kernel: Any) -> Scop:

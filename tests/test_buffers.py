@@ -18,8 +18,9 @@ import polydyn as pd
 from kernels.jacobi2d import jacobi2d
 from polydyn import f32, f64, inout, out, temp
 from polydyn.scop.buffers import double_buffer
+from polydyn.scop.exprs import Load
 from polydyn.scop.interp import compiled_runner
-from polydyn.scop.ir import Load, Scop
+from polydyn.scop.ir import Scop
 from polydyn.testing import check_kernel
 
 N, M = pd.sym("N M")

@@ -432,7 +432,7 @@ def _internal_frames(stderr: str) -> list[str]:
     frames = re.findall(r'File "([^"]+)", line \d+, in (\w+)', stderr)
     return [f"{f}:{fn}" for f, fn in frames
             if "/polydyn/" in f and not (f.endswith("errors.py") and fn == "entry")
-            and not (f.endswith("dsl.py") and fn == "operator")]
+            and not (f.endswith("operator.py") and fn == "operator")]
 
 
 def test_frontend_error_in_a_script_has_no_internal_traceback() -> None:

@@ -358,7 +358,7 @@ def _load_and_compile(path: Path, compile_it: bool, stage: list[str]) -> None:
 
     import polydyn as pd
     from polydyn.options import Options
-    from polydyn.scop.dsl import Operator
+    from polydyn.scop.operator import Operator
 
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)

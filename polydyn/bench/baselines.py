@@ -30,7 +30,8 @@ import numpy as np
 
 from ..errors import PolydynError
 from ..parametric.binding import Binder
-from ..scop.ir import NUMPY_NAME, Guard, Loop, Scop
+from ..scop.exprs import NUMPY_NAME
+from ..scop.ir import Guard, Loop, Scop
 from ..testing import call_args
 
 Results = dict[str, np.ndarray]

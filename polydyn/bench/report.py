@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..version import __version__
 from .roofline import Peak, impl_peaks, share, share_text
 from .runner import Measurement, Settings, SweepResult
 
@@ -82,7 +83,6 @@ def git_revision() -> str:
 
 def machine_info() -> dict[str, Any]:
     """CPU model, cores, compilers, thread counts and library versions of this run."""
-    from .. import __version__
     from ..codegen_c.toolchain import compiler_version
     from ..options import Options
 

@@ -193,7 +193,7 @@ def run_suite(out: Path, quick: bool = False, settings: Settings | None = None,
     overhead: list[dict[str, Any]] = []
     if costs:
         compiled = compile_costs([kernels.load(n)[0] for n in names], repeats=1 if quick else 3)
-        overhead = call_overhead(quick=quick)
+        overhead = call_overhead(kernels.load("bias_relu"), quick=quick)
     suite = SuiteResult(results, compiled, overhead)
     suite.files, suite.markdown = write_outputs(
         results, out, "suite", settings, plots,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..scop.ir import ARITH_OPS, NUMPY_NAME, Bin, Call, Expr, Scop, Statement
+from ..scop.exprs import ARITH_OPS, NUMPY_NAME, Bin, Call, Expr
+from ..scop.ir import Scop, Statement
 
 # Above this many points a domain that is not a box is counted slice by slice.
 _ENUMERATE_LIMIT = 200_000

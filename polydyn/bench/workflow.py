@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..operator_files import pick_operator, with_assume
 from .report import suite_markdown, write_csv, write_json
 from .runner import Settings, SweepResult, sweep
 from .sweep import Sweep, complete, expand, parse_fix, parse_sweep
@@ -80,8 +81,6 @@ def bench_operator_file(path: str, op_name: str | None, sweep_specs: Sequence[st
                         assume: str | None = None, plots: bool = True
                         ) -> tuple[list[Path], str]:
     """``polydyn bench op.py ...``: load, sweep, write; returns the files and the table."""
-    from ..cli import pick_operator, with_assume
-
     op = pick_operator(path, op_name)
     scop = with_assume(op, assume)
     sweeps = [parse_sweep(s) for s in sweep_specs]

@@ -11,7 +11,9 @@ checked Python path handles the call (and raises the precise ShapeError).
 from __future__ import annotations
 
 from ..parametric.binding import Binder
-from ..scop.ir import C_TYPE, Aff, Scop
+from ..scop.affine import Aff
+from ..scop.exprs import C_TYPE
+from ..scop.ir import Scop
 
 _NPY = {"f32": "NPY_FLOAT32", "f64": "NPY_FLOAT64", "i32": "NPY_INT32", "i64": "NPY_INT64"}
 

@@ -3,7 +3,7 @@ region in which every thread runs that loop, shares out the iterations of the ``
 loop below it and adds into a private copy of the sums' targets; the copies are then added
 into the targets. ``SplitSums`` is a part of ``emit.CEmitter``, which reads the marks.
 
-The schedule (``schedule.auto.strip_mine_vector``) places the marks on the strips of a row
+The schedule (``schedule.point_bands.strip_mine_vector``) places the marks on the strips of a row
 vector times a matrix, ``C[0, j] += A[0, k] * B[k, j]``: each thread then reads whole rows
 of its share of ``B``, one stream, where sharing out the strips of ``j`` had each thread
 read pieces of every row. The code chooses at run time: the split region where there are
@@ -20,7 +20,8 @@ import islpy as isl
 from ..errors import InternalError
 from ..schedule.reductions import sum_targets
 from ..schedule.tree import SPLIT, parse_mark
-from ..scop.ir import C_TYPE, Aff, Load
+from ..scop.affine import Aff
+from ..scop.exprs import C_TYPE, Load
 from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
 from .tiles import dtype_bytes
 

@@ -1,8 +1,8 @@
-"""Register tiles and packed tiles in C: the accumulators of a rows x vector register tile
-kept in a local array around its reduction loops (a partial tile run as a full one where
-that is safe), one cell kept in a local around an unrolled reduction, and a tile of a
-vector operand copied into an aligned local buffer with padded rows. ``RegisterTiles`` is a
-part of ``emit.CEmitter``, which reads the marks."""
+"""Register tiles in C: the accumulators of a rows x vector register tile kept in a local
+array around its reduction loops (a partial tile run as a full one where that is safe), and
+one cell kept in a local around an unrolled reduction. ``RegisterTiles`` is a part of
+``emit.CEmitter``, which reads the marks; the copies a tile reads from are in ``repack.py``
+and ``packs.py``."""
 
 from __future__ import annotations
 
@@ -12,52 +12,19 @@ from dataclasses import dataclass
 import cgen
 import islpy as isl
 
-from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM, PACK_SEP
+from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, parse_mark
-from ..scop.ir import C_TYPE, Aff, Expr, Index, Load, Scalar, Select, Statement
+from ..scop.affine import Aff
+from ..scop.exprs import C_TYPE, Expr, Index, Load, Scalar, Select
+from ..scop.ir import Statement
 from .astnodes import (
-    PACKED_PARALLEL_MIN_WORK,
-    PARALLEL_MIN_WORK,
     LoopState,
-    UnsharedWorkError,
     ast_users,
     constant_trip,
     count_role_loops,
     find_role_loop,
-    loop_annotation,
 )
-
-# The largest packed tile (a stack buffer; half of the L2 the tiles are sized for).
-PACK_MAX_BYTES = 512 * 1024
-# Register tiles of at least this many rows read their rows' operand from a repacked copy
-# (``RegisterTiles.repack``): reading it in place takes one pointer per row, and gcc keeps
-# at most about 12 of them in the 15 general registers (16 rows of conv: 8 pointers
-# reloaded from the stack in every step of the micro-kernel). With 6 rows the copy's layout
-# was slower than reading in place (measured: conv (1, 64, 64, 56) 0.88x).
-REPACK_MIN_ROWS = 12
-# ... and when the tile's statement does this many multiply-adds per element copied (the
-# copy's cost, about 2 cycles an element, then stays under 3% of the work; conv
-# (1, 64, 64, 9): 49, where the copy made the call 1.4x slower).
-REPACK_MIN_REUSE = 1024
-
-
-# A packed tile's copy: C element type, buffer name, buffer elements, the copy's loops and
-# the box's sizes (C expressions)
-PackCopy = tuple[str, str, int, cgen.Generable, list[str]]
-
-
-@dataclass
-class Repack:
-    """A copy of a read-only array made at a function's entry, in another dimension order
-    (``RegisterTiles.repack``), where the work pays for it (else ``buf`` is NULL)."""
-
-    buf: str
-    strides: list[str]  # C, per dimension of the array
-    alloc: list[cgen.Generable]  # declarations: the padded row's length, the buffer
-    fail: str  # C: the allocation was wanted and failed
-    copy: cgen.Generable
-    release: cgen.Generable  # the buffer kept for the next call (pd_give)
 
 
 @dataclass
@@ -351,129 +318,6 @@ class RegisterTiles:
         # whole tile)
         return [code if padded.where == "1" else cgen.If(padded.where, code)]
 
-    def repack(self, stmts: list[Statement], args: dict[str, str], row_var: str,
-               vec_var: str, rows: int, always: bool = False) -> list[str]:
-        """For a register tile of ``rows`` >= ``REPACK_MIN_ROWS`` rows: read every array that
-        moves along the rows only (conv's ``Wt[f, c, ky, kx]``: read-only, subscripts single
-        iterators, one of them the rows') from a copy made at the function's entry, whose
-        innermost dimension is the rows' (zero-filled past its end: rounded up to 16 elements,
-        and a tile's rows more), the others in the order of the loops that move them in this
-        tile. The rows then read consecutive cells, at constant offsets from one pointer.
-        Returns the copies' buffers (NULL where the work does not pay for them: the caller
-        emits the tile twice) when every read that moves along the rows comes from such a copy.
-        ``always``: for any number of rows, the copy made whatever the work (a transposed
-        tile's vector operands, called with the vector's member as ``row_var``)."""
-        if (rows < REPACK_MIN_ROWS and not always) or len(stmts) != 1:
-            return []
-        written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
-        along_rows = [ref for ref in stmts[0].value.walk() if isinstance(ref, Load) and
-                      any(row_var in sub.vars() for sub in ref.index)]
-        orders = []
-        for ref in along_rows:
-            lins = [sub.linear() for sub in ref.index]
-            if ref.array in written or any(lin is None or lin[1] != 0 or len(lin[0]) != 1 or
-                                           set(lin[0].values()) != {1} for lin in lins):
-                return []
-            its = [next(iter(lin[0])) for lin in lins]
-            if its.count(row_var) != 1 or vec_var in its:
-                return []
-
-            def depth(it: str) -> int:  # the deepest loop the iterator's value uses here
-                found = re.findall(rf"\b{ITERATOR}(\d+)\b", args.get(it, ""))
-                return max((int(x) for x in found), default=-1)
-
-            row_dim = its.index(row_var)
-            others = sorted((d for d in range(len(its)) if d != row_dim),
-                            key=lambda d: (depth(its[d]), d))
-            orders.append([*others, row_dim])
-        pad = -(-rows // 16) * 16  # a partial tile's rows past the last one read zeros
-        for ref, order in zip(along_rows, orders, strict=True):
-            key = (ref.array, tuple(order), pad)
-            if key not in self.repacks:
-                self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name,
-                                                      0 if always else REPACK_MIN_REUSE)
-            self.packed[ref.array] = (self.repacks[key].buf, ["0"] * len(order),
-                                      self.repacks[key].strides)
-        return sorted({self.packed[ref.array][0] for ref in along_rows})
-
-    def _repack_copy(self, array: str, order: list[int], pad: int, stmt: str,
-                     min_reuse: int) -> Repack:
-        """A copy of ``array`` with its dimensions in ``order`` (the last one rounded up to
-        16 elements, then ``pad`` more, zeros), made where ``stmt`` does ``min_reuse``
-        multiply-adds per element of the array (0: always), in local tiles of 16 x 16
-        (``_transpose``). In the copy's own order, conv's weights (9.4 MiB at 512 channels)
-        were read a line per element, the lines 18 KiB apart in two L1 sets, nine times
-        over, and the threads shared out the 3 rows of the window: 3.2 ms, now 1.3 ms
-        (from C, 2 threads). The buffer is kept from one call to the next (``pd_take``)."""
-        arr = self.scop.array(array)
-        shape = [f"({d.to_c()})" for d in arr.shape]
-        buf = f"pd_rp{len(self.repacks) + 1}"
-        row_len = f"{buf}_n"
-        extents = [shape[d] for d in order[:-1]] + [row_len]
-        strides = [""] * len(order)
-        stride = "1"
-        for pos in range(len(order) - 1, -1, -1):
-            strides[order[pos]] = stride
-            stride = extents[pos] if stride == "1" else f"{stride} * {extents[pos]}"
-        ctype = C_TYPE[arr.dtype]
-        wanted = f"({self.work_expr([stmt])}) >= {min_reuse} * {' * '.join(shape)}" \
-            if min_reuse else "1"
-        alloc = [cgen.Statement(f"const int64_t {row_len} = ({shape[order[-1]]} + 15) / 16 * 16"
-                                f" + {pad}"),
-                 cgen.Statement(f"static _Atomic(void *) {buf}_keep = NULL"),
-                 cgen.Statement(f"{ctype} *{self.restrict} {buf} = {wanted} ? ({ctype} *)"
-                                f"pd_take(&{buf}_keep, sizeof({ctype}) * (size_t)({stride})) "
-                                ": NULL")]
-        its = [f"pd_q{d}" for d in range(len(order))]
-        dst = " + ".join(f"{its[d]} * {strides[d]}" for d in order)
-        src = self.flat_index(array, [Aff.var(q) for q in its])
-        copy = cgen.If(buf, cgen.Block(self._transpose(
-            array, shape, order, its, f"{buf}[{dst}]", f"{array}[{src}]", row_len,
-            ctype, f"{stride} >= 65536")))
-        return Repack(buf, strides, alloc, f"({wanted} && !{buf})", copy,
-                      cgen.Statement(f"pd_give(&{buf}_keep, {buf})"))
-
-    def _transpose(self, array: str, shape: list[str], order: list[int], its: list[str],
-                   dst: str, src: str, row_len: str, ctype: str, threads: str
-                   ) -> list[cgen.Generable]:
-        """The loops of a repack's copy (``dst = src`` over the copy's cells, zeros in its
-        rows' padding up to ``row_len``): tiles of 16 x 16 cells along the copy's two
-        innermost dimensions, each read into a local tile in the array's order of the two,
-        then written a line at a time; the tiles of the second dimension shared out among
-        the threads, the other dimensions in the array's own order inside."""
-        inner = order[-1]
-        if len(order) < 2:  # a one-dimensional copy: one loop
-            return [cgen.Pragma(f"omp parallel for if({threads})"), cgen.For(
-                f"int64_t {its[inner]} = 0", f"{its[inner]} < {row_len}", f"{its[inner]}++",
-                cgen.Block([cgen.Statement(
-                    f"{dst} = {its[inner]} < {shape[inner]} ? {src} : 0")]))]
-        second = order[-2]
-        qi, qs = its[inner], its[second]
-        cell = f"pd_t[{qs} - pd_qs][{qi} - pd_qi]"
-        # the local tile filled in the array's order of the two dimensions
-        first, last = sorted((inner, second))
-        loop = {inner: (qi, "pd_qi", "16"), second: (qs, "pd_qs", "pd_ns")}
-        fill: cgen.Generable = cgen.Statement(f"{cell} = {qi} < {shape[inner]} ? {src} : 0")
-        for d in (last, first):
-            q, base, size = loop[d]
-            fill = cgen.For(f"int64_t {q} = {base}", f"{q} < {base} + {size}", f"{q}++",
-                            cgen.Block([fill]))
-        store = cgen.For(f"int64_t {qs} = pd_qs", f"{qs} < pd_qs + pd_ns", f"{qs}++",
-                         cgen.Block([cgen.Pragma("omp simd"), cgen.For(
-                             f"int64_t {qi} = pd_qi", f"{qi} < pd_qi + 16", f"{qi}++",
-                             cgen.Block([cgen.Statement(f"{dst} = {cell}")]))]))
-        body: cgen.Generable = cgen.Block([
-            cgen.Statement(f"{ctype} pd_t[16][16]"),
-            cgen.Statement(f"const int64_t pd_ns = pd_min(16, {shape[second]} - pd_qs)"),
-            fill, store])
-        for d in reversed([d for d in range(len(order)) if d not in (inner, second)]):
-            body = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {shape[d]}", f"{its[d]}++",
-                            cgen.Block([body]))
-        return [cgen.Pragma(f"omp parallel for if({threads})"),
-                cgen.For("int64_t pd_qs = 0", f"pd_qs < {shape[second]}", "pd_qs += 16",
-                         cgen.Block([cgen.For("int64_t pd_qi = 0", f"pd_qi < {row_len}",
-                                              "pd_qi += 16", cgen.Block([body]))]))]
-
     def _padded_plan(self, stmts: list[Statement], users: list[tuple[str, list[str]]],
                      box: str, row_var: str, vec_var: str, row_it: str, vec_it: str,
                      max_width: int | None = None) -> Padded | None:
@@ -567,104 +411,6 @@ class RegisterTiles:
         rows = cgen.For("int64_t pd_r = 0", f"pd_r < {padded.rows}", "pd_r++",
                         cgen.Block([cgen.Pragma(self.simd_pragma), vec]))
         return [cgen.Pragma("GCC unroll 16"), rows]
-
-    def pack(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
-        """Under a pack mark whose footprint boxes astgen annotated: copy each box into a
-        local buffer (of the box's largest size) whose rows are padded by 64 bytes, so that
-        a power-of-two leading dimension does not map a tile's rows to a few cache sets,
-        and read the array from the buffer below. Without boxes, the plain code."""
-        boxes = loop_annotation(n)
-        if not boxes:  # no box of bounded size (untiled code)
-            return self.node(n.mark_get_node(), st)
-        if st.region:  # a pack before the region's shared loops: its own region would nest
-            raise UnsharedWorkError("pack")
-        saved = dict(self.packed)
-        copies: list[PackCopy] = []
-        for box in boxes.split(PACK_SEP):
-            array, bounds_text, sizes_text, offsets_text = box.split(PACK_FIELD)
-            bounds = [int(x) for x in bounds_text.split(",")]
-            sizes, offsets = sizes_text.split(PACK_ITEM), offsets_text.split(PACK_ITEM)
-            arr = self.scop.array(array)
-            elem = dtype_bytes(arr.dtype)
-            # rows: a whole number of register-tile vectors (a partial register tile reads
-            # them all; the widest target's, which every narrower one divides), then 64
-            # bytes more
-            vector = MAX_REG_VECTOR_BYTES // elem
-            row = -(-bounds[-1] // vector) * vector + 64 // elem if len(bounds) > 1 \
-                else bounds[-1]
-            strides = [1] * len(bounds)
-            for d in range(len(bounds) - 2, -1, -1):
-                strides[d] = strides[d + 1] * (row if d == len(bounds) - 2 else bounds[d + 1])
-            total = strides[0] * bounds[0]
-            if total * elem > PACK_MAX_BYTES:
-                continue
-            self.pack_count += 1
-            buf = f"pd_pk{self.pack_count}"
-            its = [f"pd_q{d}" for d in range(len(sizes))]
-            src = self.flat_index(array, [Aff.var(f"({o})") + Aff.var(q)
-                                          for o, q in zip(offsets, its, strict=True)])
-            dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
-            q = its[-1]
-            copy: cgen.Generable = cgen.Block([
-                cgen.Pragma("omp simd"),
-                cgen.For(f"int64_t {q} = 0", f"{q} < ({sizes[-1]})", f"{q}++",
-                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")])),
-                # the rest of the row is zeros: what a partial register tile reads there
-                cgen.For(f"int64_t {q} = {sizes[-1]}", f"{q} < {row}", f"{q}++",
-                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = 0")]))])
-            for d in range(len(sizes) - 2, -1, -1):
-                copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
-                                f"{its[d]}++", cgen.Block([copy]))
-            copies.append((C_TYPE[arr.dtype], buf, total, copy, sizes))
-            self.packed[array] = (buf, offsets, strides)
-        try:
-            if not st.in_parallel and st.team is None and copies:
-                try:
-                    return self._pack_region(n, copies)
-                except UnsharedWorkError:
-                    pass
-            return [cgen.Block([*self._pack_copies(copies, st), *self.node(n.mark_get_node(), st)])]
-        finally:
-            self.packed = saved
-
-    def _buffer(self, ctype: str, buf: str, total: int) -> list[cgen.Generable]:
-        # read through a restrict pointer: with the array itself in the function that
-        # holds the register tiles (a pack inside a parallel loop or region), gcc 12 kept
-        # their accumulators in memory (a load and a store per FMA; batched matmul 8 x
-        # 256^3 ran at 45% of 1 x 256^3 per thread)
-        return [cgen.Statement(f"{ctype} {buf}_s[{total}] __attribute__((aligned(64)))"),
-                cgen.Statement(f"{ctype} *{self.restrict} {buf} = {buf}_s")]
-
-    def _pack_copies(self, copies: list[PackCopy], st: LoopState) -> list[cgen.Generable]:
-        """The buffers and their copies, where the pack's body forks threads of its own."""
-        out: list[cgen.Generable] = []
-        for ctype, buf, total, copy, sizes in copies:
-            out += self._buffer(ctype, buf, total)
-            if len(sizes) > 1 and not st.in_parallel:
-                # outside the threads' loop: the threads share out the copy's rows (the
-                # buffer is shared; one thread copying while the other waited cost 3-4% of
-                # a 2-thread matmul)
-                size = " * ".join(f"({x})" for x in sizes)
-                out.append(cgen.Pragma(
-                    f"{self.parallel_pragma} if({size} >= {PARALLEL_MIN_WORK} && "
-                    f"({sizes[0]}) >= pd_threads())"))
-            out.append(copy)
-        return out
-
-    def _pack_region(self, n: isl.AstNode, copies: list[PackCopy]) -> list[cgen.Generable]:
-        """One parallel region around a pack and its body, whose loops share out their
-        iterations without forks of their own (``emit.CEmitter.region_loop``). Every thread
-        copies the tile into a buffer of its own: reading a tile that another core copied
-        cost 4-6% of a 2-thread 1024^3 matmul (its lines move between the cores' caches at
-        every tile), more than copying it twice."""
-        child = n.mark_get_node()
-        body = self.node(child, LoopState(region=True))
-        work = self.work_expr(name for name, _ in ast_users(child, self))
-        own: list[cgen.Generable] = []  # each thread's buffers and copies
-        for ctype, buf, total, copy, _ in copies:
-            own += [*self._buffer(ctype, buf, total), copy]
-        return [cgen.Pragma(f"omp parallel if({work} >= {PACKED_PARALLEL_MIN_WORK})"),
-                cgen.Block([*own, *body])]
 
     def init_loops(self, st: LoopState, role: str) -> list[cgen.Generable]:
         """Under a promote mark that an init's loops precede, where the tile's statement runs

@@ -9,11 +9,11 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import __version__
 from ..errors import CompileError, UnsupportedError
 from ..options import Options
 from ..runtime import cache
 from ..schedule.registers import ISAS, CpuTarget
+from ..version import __version__
 
 # Between the translation units of a generated module (codegen_c.emit): the text before the
 # first break is every unit's head, each part after one a unit (a variant's function; the

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ShapeError
-from ..scop.ir import NUMPY_NAME, Aff, Array, Scop
+from ..scop.affine import Aff
+from ..scop.exprs import NUMPY_NAME
+from ..scop.ir import Array, Scop
 from ..scop.names import user_text
 
 

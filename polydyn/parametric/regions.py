@@ -8,8 +8,9 @@ from typing import Any
 import islpy as isl
 
 from ..errors import CompileError, ScheduleError
-from ..schedule.auto import channels_region, narrow_tiers, packed_members, tiling_plan
+from ..schedule.auto import channels_region, narrow_tiers, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
+from ..schedule.point_bands import packed_members
 from ..schedule.recipe import Schedule
 from ..schedule.registers import AVX512, MAX_REG_VECTOR_BYTES, CpuTarget, RegisterShape
 from ..schedule.transforms import outermost_bands

@@ -13,8 +13,9 @@ import numpy as np
 from ..errors import ShapeError, user_facing
 from ..parametric.binding import Binder
 from ..parametric.variants import Variant
+from ..scop.exprs import NUMPY_NAME
 from ..scop.interp import check_context
-from ..scop.ir import NUMPY_NAME, Scop
+from ..scop.ir import Scop
 from ..scop.names import user_text
 from .c_library import CFunctions, load_extension, load_library
 

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
+from ..scop.exprs import NUMPY_NAME
 from ..scop.interp import check_context
-from ..scop.ir import NUMPY_NAME, Scop
+from ..scop.ir import Scop
 from .kernel import KernelBase
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..scop.ir import Load, Scop
+from ..scop.exprs import Load
+from ..scop.ir import Scop
 from .tree import node_at
 
 

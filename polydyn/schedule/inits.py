@@ -16,7 +16,8 @@ from __future__ import annotations
 import islpy as isl
 
 from ..scop.deps import Deps
-from ..scop.ir import Load, Scop
+from ..scop.exprs import Load
+from ..scop.ir import Scop
 from .legality import is_legal
 from .tree import INIT, PROMOTE, is_band, node_at, node_path, parse_mark, statement_names
 

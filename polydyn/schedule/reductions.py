@@ -12,7 +12,8 @@ from typing import TypeGuard
 import islpy as isl
 
 from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output
-from ..scop.ir import Bin, Expr, Load, Scalar, Scop, Statement
+from ..scop.exprs import Bin, Expr, Load, Scalar
+from ..scop.ir import Scop, Statement
 from .tree import statement_names
 
 

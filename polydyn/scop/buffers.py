@@ -28,21 +28,10 @@ from dataclasses import dataclass, fields, replace
 
 import islpy as isl
 
-from .access import conds_text, loop_constraints, make_domain, statement_accesses
-from .ir import (
-    Aff,
-    Cond,
-    Expr,
-    Guard,
-    Load,
-    Loop,
-    Node,
-    Scalar,
-    Scop,
-    Statement,
-    StmtRef,
-    rename_statements,
-)
+from .affine import Aff, Cond
+from .domains import conds_text, loop_constraints, make_domain
+from .exprs import Expr, Load, Scalar
+from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, rename_statements, statement_accesses
 from .printer import format_expr
 
 

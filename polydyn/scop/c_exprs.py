@@ -20,26 +20,24 @@ import islpy as isl
 from pycparser import c_ast, c_generator
 
 from ..errors import FrontendError, SourceLoc
-from .access import conds_text, loop_constraints, make_domain
-from .ir import (
+from .affine import Aff, Cond
+from .domains import conds_text, loop_constraints, make_domain
+from .exprs import (
     WEAK_INT,
-    Aff,
-    Array,
     Bin,
     Call,
     Cast,
-    Cond,
     Const,
     Expr,
     Index,
     Load,
-    Loop,
     Scalar,
     Select,
     Un,
     binary,
     join_dtypes,
 )
+from .ir import Array, Loop
 
 INT_TYPES = ("i32", "i64")
 _ARITH = ("+", "-", "*", "/", "%")

@@ -8,6 +8,7 @@ from typing import NoReturn
 
 from pycparser import c_ast
 
+from .affine import Aff
 from .c_exprs import (
     INT_TYPES,
     CExprs,
@@ -19,19 +20,9 @@ from .c_exprs import (
     convert,
     truncating,
 )
-from .from_python import Pending
-from .ir import (
-    Aff,
-    Array,
-    Expr,
-    Guard,
-    Load,
-    Loop,
-    Node,
-    Scalar,
-    StmtRef,
-    binary,
-)
+from .domains import Pending
+from .exprs import Expr, Load, Scalar, binary
+from .ir import Array, Guard, Loop, Node, StmtRef
 from .names import RESERVED_C_INPUT as RESERVED
 
 _COMPOUND = ("+=", "-=", "*=", "/=", "%=")

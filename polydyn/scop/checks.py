@@ -5,7 +5,8 @@ from __future__ import annotations
 import islpy as isl
 
 from ..errors import FrontendError
-from .ir import Expr, Load, Scop, Select, Statement
+from .exprs import Expr, Load, Select
+from .ir import Scop, Statement
 
 
 def _unguarded_loads(e: Expr) -> list[Load]:

@@ -1,17 +1,16 @@
-"""The operator DSL: syms, dtypes, argument kinds, math names and the ``@operator`` decorator."""
+"""The operator DSL: syms, dtypes, argument kinds and math names, the vocabulary an operator's
+annotations and body use (the decorator is in ``scop/operator.py``)."""
 
 from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import user_facing
-from .ir import Aff
+from .affine import Aff
 
 
 class Sym(Aff):
@@ -163,49 +162,3 @@ MATH_OBJECTS: dict[Any, str] = {
 ALLOWED_CALLS = ("pd.exp, pd.log, pd.sqrt, pd.tanh, pd.erf, pd.abs (or abs), pd.sin, pd.cos, "
                  "min, max and casts such as pd.f32(x); np.exp, np.sqrt, math.exp and the "
                  "like are accepted as the same functions")
-
-
-class Operator:
-    """A decorated operator: its Scop (built at definition time) and its reference semantics."""
-
-    @user_facing
-    def __init__(self, fn: Callable[..., Any], assume: str | None):
-        from ..errors import FrontendError, SourceLoc
-        from .from_python import scop_from_function
-
-        if isinstance(fn, Operator):
-            code = fn.fn.__code__
-            raise FrontendError("@pd.operator is applied twice to "
-                                f"{fn.name!r}; apply it once",
-                                SourceLoc(code.co_filename, code.co_firstlineno))
-        self.fn = fn
-        self.name = fn.__name__
-        if assume is not None and not isinstance(assume, str):
-            code = fn.__code__
-            raise FrontendError(f"assume= must be a string of isl constraints over the syms, "
-                                f"got {assume!r}", SourceLoc(code.co_filename,
-                                                             code.co_firstlineno))
-        self.assume = assume or ""
-        self.scop = scop_from_function(fn, self.assume)
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-
-    @user_facing
-    def reference(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the loop nest in its original order on NumPy (exact semantics, slow)."""
-        from .interp import run_reference
-
-        return run_reference(self.scop, args, kwargs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.reference(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<polydyn operator {self.name}({', '.join(self.scop.args)})>"
-
-
-def operator(fn: Callable[..., Any] | None = None, *, assume: str | None = None) -> Any:
-    """``@pd.operator`` or ``@pd.operator(assume="N >= 1")``: parse the body into a Scop."""
-    if fn is not None:
-        return Operator(fn, assume)
-    return lambda f: Operator(f, assume)

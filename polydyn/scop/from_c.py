@@ -27,12 +27,13 @@ import islpy as isl
 from pycparser import c_ast, c_parser
 
 from ..errors import FrontendError, SourceLoc
-from . import dsl
-from .access import conds_text, loop_constraints, make_domain
 from .c_exprs import Ctx
 from .c_stmts import CBody
 from .checks import _unguarded_loads, array_bounds, check_scop
-from .ir import Array, Load, Scop, Statement, rename_statements
+from .domains import conds_text, loop_constraints, make_domain
+from .exprs import Load
+from .ir import Array, Scop, Statement, rename_statements
+from .operator import Operator
 from .typing import retype_statements
 
 _BASE_TYPES = {
@@ -56,7 +57,7 @@ _CPP_FLAGS = ["-E", "-x", "c", "-std=gnu11", "-D__restrict=restrict", "-D__restr
 _MARKER = re.compile(r'#\s*(?:line\s+)?(\d+)\s+"((?:[^"\\]|\\.)*)"((?:\s+\d+)*)\s*$')
 
 
-class COperator(dsl.Operator):
+class COperator(Operator):
     """A C function compiled as an operator: ``.name``, ``.scop``, ``.reference(...)``."""
 
     def __init__(self, scop: Scop, source_file: str):

@@ -1,4 +1,5 @@
-"""Python AST -> Scop: a whitelisting visitor; every refusal is a located FrontendError."""
+"""Python AST -> Scop: a whitelisting visitor over an operator's signature and statements (the
+expressions are in ``py_exprs.py``); every refusal is a located FrontendError."""
 
 from __future__ import annotations
 
@@ -7,77 +8,25 @@ import builtins
 import inspect
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from dataclasses import replace
+from typing import Any
 
 import islpy as isl
 
-from ..errors import FrontendError, SourceLoc
+from ..errors import FrontendError
 from . import dsl, names
-from .access import conds_text, loop_constraints, make_domain
+from .affine import Aff
 from .context import build_context
-from .ir import (
-    Aff,
-    Array,
-    Call,
-    Cast,
-    Cond,
-    Const,
-    Expr,
-    Guard,
-    Index,
-    Load,
-    Loop,
-    Node,
-    Scalar,
-    Scop,
-    Select,
-    Statement,
-    StmtRef,
-    Un,
-    WEAK_FLOAT,
-    WEAK_INT,
-    binary,
-    rename_statements,
-)
+from .domains import Pending, conds_text, loop_constraints, make_domain
+from .exprs import Expr, Load, Scalar
+from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, rename_statements
+from .py_exprs import Ctx, PyExprs, ScalarInfo
 from .typing import retype_statements
 
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}
-_BIN_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-            ast.Mod: "%", ast.Pow: "pow"}
-_CMP_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
-            ast.NotEq: "!="}
 
 
-@dataclass
-class Pending:
-    """A statement before its domain is built (all syms must be known first); shared by the
-    Python and C frontends."""
-
-    name: str
-    loops: tuple[Loop, ...]
-    conds: tuple[tuple[Cond, bool], ...]
-    target: Load | Scalar
-    op: str
-    value: Expr
-    loc: SourceLoc
-
-
-@dataclass
-class _ScalarInfo:
-    name: str  # unique internal name
-    depth: int  # loop depth of its first assignment
-    scope: tuple[str, ...]
-
-
-@dataclass
-class _Ctx:
-    loops: tuple[Loop, ...] = ()
-    conds: tuple[tuple[Cond, bool], ...] = ()
-    assigned: set[str] = field(default_factory=set)
-
-
-class PythonFrontend:
+class PythonFrontend(PyExprs):
     def __init__(self, fn: Callable[..., Any], assume: str):
         self.fn = fn
         self.assume = assume
@@ -103,27 +52,12 @@ class PythonFrontend:
         self.index_syms: list[str] = []
         self.loop_vars: set[str] = set()
         self.loop_names: set[str] = set()  # every loop variable, for renaming
-        self.scalars: dict[str, _ScalarInfo] = {}  # live Python name -> info
+        self.scalars: dict[str, ScalarInfo] = {}  # live Python name -> info
         self.scalar_names: set[str] = set()
         self.pending: list[Pending] = []
         self.isl_assume = assume  # with renamed syms respelled
         self.stmt_prefix = "S"
 
-    # --- locations and errors -------------------------------------------------------------
-    def loc(self, node: ast.AST) -> SourceLoc:
-        line = getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0) + self.indent
-        end_line = getattr(node, "end_lineno", line)
-        end_col = getattr(node, "end_col_offset", None)
-        end = end_col + self.indent if end_col is not None and end_line == line else None
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return SourceLoc(self.file, self.first_line + line - 1, col, text, end)
-
-    def error(self, node: ast.AST, message: str) -> NoReturn:
-        raise FrontendError(message, self.loc(node)) from None
-
-    def src(self, node: ast.AST) -> str:
-        return ast.unparse(node)
 
     # --- entry ------------------------------------------------------------------------------
     def build(self) -> Scop:
@@ -136,7 +70,7 @@ class PythonFrontend:
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]
-        tree = self._block(body, _Ctx())
+        tree = self._block(body, Ctx())
         return self._finish(tree, fdef)
 
     # --- signature ---------------------------------------------------------------------------
@@ -211,13 +145,13 @@ class PythonFrontend:
                              "function); rename one of them")
 
     # --- statements --------------------------------------------------------------------------
-    def _block(self, stmts: list[ast.stmt], ctx: _Ctx) -> tuple[Node, ...]:
+    def _block(self, stmts: list[ast.stmt], ctx: Ctx) -> tuple[Node, ...]:
         nodes: list[Node] = []
         for st in stmts:
             nodes.extend(self._stmt(st, ctx))
         return tuple(nodes)
 
-    def _stmt(self, st: ast.stmt, ctx: _Ctx) -> list[Node]:
+    def _stmt(self, st: ast.stmt, ctx: Ctx) -> list[Node]:
         if isinstance(st, ast.For):
             return [self._for(st, ctx)]
         if isinstance(st, ast.If):
@@ -238,7 +172,7 @@ class PythonFrontend:
         self.error(st, f"`{what}` statements are not supported in operators: use `for` over "
                        "range(), affine `if`, and assignments to arrays or local scalars")
 
-    def _for(self, st: ast.For, ctx: _Ctx) -> Node:
+    def _for(self, st: ast.For, ctx: Ctx) -> Node:
         if st.orelse:
             self.error(st, "`for ... else` is not supported")
         it = st.iter
@@ -271,7 +205,7 @@ class PythonFrontend:
         return self._nest(ranges, st.body, ctx)
 
     def _nest(self, ranges: list[tuple[ast.expr, Aff, Aff, int]], body: list[ast.stmt],
-              ctx: _Ctx) -> Node:
+              ctx: Ctx) -> Node:
         target, lo, hi, step = ranges[0]
         if not isinstance(target, ast.Name):
             self.error(target, "loop variables must be plain names")
@@ -286,7 +220,7 @@ class PythonFrontend:
         loop = Loop(var, lo, hi, step, ())
         self.loop_vars.add(var)
         self.loop_names.add(var)
-        inner = _Ctx(ctx.loops + (loop,), ctx.conds, set(ctx.assigned))
+        inner = Ctx(ctx.loops + (loop,), ctx.conds, set(ctx.assigned))
         if len(ranges) > 1:
             nodes: tuple[Node, ...] = (self._nest(ranges[1:], body, inner),)
         else:
@@ -298,16 +232,16 @@ class PythonFrontend:
                 del self.scalars[py]
         return Loop(var, lo, hi, step, nodes)
 
-    def _if(self, st: ast.If, ctx: _Ctx) -> Node:
+    def _if(self, st: ast.If, ctx: Ctx) -> Node:
         cond = self._cond(st.test, ctx)
-        then_ctx = _Ctx(ctx.loops, ctx.conds + ((cond, True),), set(ctx.assigned))
-        else_ctx = _Ctx(ctx.loops, ctx.conds + ((cond, False),), set(ctx.assigned))
+        then_ctx = Ctx(ctx.loops, ctx.conds + ((cond, True),), set(ctx.assigned))
+        else_ctx = Ctx(ctx.loops, ctx.conds + ((cond, False),), set(ctx.assigned))
         then = self._block(st.body, then_ctx)
         orelse = self._block(st.orelse, else_ctx)
         ctx.assigned |= then_ctx.assigned & else_ctx.assigned
         return Guard(cond, then, orelse)
 
-    def _assign(self, st: ast.Assign, ctx: _Ctx) -> list[Node]:
+    def _assign(self, st: ast.Assign, ctx: Ctx) -> list[Node]:
         if len(st.targets) != 1:
             self.error(st, "chained assignment `a = b = ...` is not supported")
         target = st.targets[0]
@@ -324,7 +258,7 @@ class PythonFrontend:
             return [node]
         self.error(target, "assign to an array element `X[i, j]` or to a local scalar name")
 
-    def _augassign(self, st: ast.AugAssign, ctx: _Ctx) -> list[Node]:
+    def _augassign(self, st: ast.AugAssign, ctx: Ctx) -> list[Node]:
         op = _AUG_OPS.get(type(st.op))
         if op is None:
             self.error(st, f"compound assignment `{type(st.op).__name__}=` is not supported; "
@@ -337,7 +271,7 @@ class PythonFrontend:
             return [self._emit(ref, op, value, st, ctx)]
         self.error(st.target, "assign to an array element or a local scalar name")
 
-    def _temp(self, st: ast.Assign, name: str, ctx: _Ctx) -> list[Node]:
+    def _temp(self, st: ast.Assign, name: str, ctx: Ctx) -> list[Node]:
         if ctx.loops or ctx.conds:
             self.error(st, "temporaries must be declared at the top level of the body")
         self._check_name(st, name)
@@ -357,7 +291,7 @@ class PythonFrontend:
         self.arrays[name] = Array(name, decl.type.dtype, decl.type.shape, "temp")
         return []
 
-    def _store(self, target: ast.Subscript, ctx: _Ctx) -> Load:
+    def _store(self, target: ast.Subscript, ctx: Ctx) -> Load:
         load = self._load(target, ctx)
         kind = self.arrays[load.array].kind
         if kind == "in":
@@ -365,7 +299,7 @@ class PythonFrontend:
                                f"inout(...) or out(...)")
         return load
 
-    def _scalar_target(self, target: ast.Name, ctx: _Ctx, define: bool) -> Scalar:
+    def _scalar_target(self, target: ast.Name, ctx: Ctx, define: bool) -> Scalar:
         py = target.id
         is_array = py in self.arrays and self.arrays[py].kind != "local"
         if is_array or py in self.syms or py in self.loop_vars or \
@@ -382,7 +316,7 @@ class PythonFrontend:
                 n += 1
                 name = f"{py}_{n}"
             self.scalar_names.add(name)
-            info = _ScalarInfo(name, len(ctx.loops), tuple(lp.var for lp in ctx.loops))
+            info = ScalarInfo(name, len(ctx.loops), tuple(lp.var for lp in ctx.loops))
             self.scalars[py] = info
             self.arrays[name] = Array(name, "?", (), "local", info.scope)
         elif not define and info.name not in ctx.assigned:
@@ -391,289 +325,11 @@ class PythonFrontend:
         return Scalar("?", info.name)
 
     def _emit(self, target: Load | Scalar, op: str, value: Expr, st: ast.stmt,
-              ctx: _Ctx) -> Node:
+              ctx: Ctx) -> Node:
         name = f"{self.stmt_prefix}{len(self.pending)}"
         self.pending.append(Pending(name, ctx.loops, ctx.conds, target, op, value,
                                      self.loc(st)))
         return StmtRef(name)
-
-    # --- affine expressions ------------------------------------------------------------------
-    def _aff(self, node: ast.expr, ctx: _Ctx, what: str = "expression",
-             within: ast.expr | None = None) -> Aff:
-        try:
-            return self._aff_rec(node, ctx)
-        except _NotAffine as exc:
-            bad = exc.node or node
-            where = f" in `{self.src(within)}`" if within is not None else ""
-            self.error(bad, f"non-affine {what} `{self.src(node)}`{where}: {exc.reason}")
-
-    def _aff_rec(self, node: ast.expr, ctx: _Ctx) -> Aff:
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, int):
-                raise _NotAffine(node, "only integer constants may appear here")
-            return Aff.const(node.value)
-        if isinstance(node, ast.Name | ast.Attribute):
-            if isinstance(node, ast.Name):
-                name = node.id
-                if name in self.loop_vars:
-                    return Aff.var(name)
-                if name in self.index_syms:
-                    return Aff.var(name)
-                if name in self.scalars:
-                    raise _NotAffine(node, f"`{name}` is a local scalar (a value); bounds and "
-                                           "subscripts must be affine in loop variables and syms")
-                if name in self.arrays:
-                    raise _NotAffine(node, f"`{name}` is an array")
-            obj = self._resolve(node)
-            if isinstance(obj, dsl.Sym):
-                self.syms.setdefault(obj.name, None)
-                return Aff.var(obj.name)
-            if isinstance(obj, int) and not isinstance(obj, bool):
-                return Aff.const(obj)
-            raise _NotAffine(node, f"`{self.src(node)}` is not a loop variable, sym or integer")
-        if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.USub):
-                return -self._aff_rec(node.operand, ctx)
-            if isinstance(node.op, ast.UAdd):
-                return self._aff_rec(node.operand, ctx)
-        if isinstance(node, ast.BinOp):
-            a, b = self._aff_rec(node.left, ctx), self._aff_rec(node.right, ctx)
-            op = type(node.op)
-            if op is ast.Add:
-                return a + b
-            if op is ast.Sub:
-                return a - b
-            if op is ast.Mult:
-                if not (a.is_const() or b.is_const()):
-                    raise _NotAffine(node, "subscripts and bounds must be affine in loop "
-                                           "variables and syms (a product needs a constant)")
-                return a * b
-            if op in (ast.FloorDiv, ast.Mod):
-                if not b.is_const() or b.args[0] <= 0:
-                    raise _NotAffine(node, "`//` and `%` need a positive integer constant "
-                                           "divisor")
-                return a // b.args[0] if op is ast.FloorDiv else a % b.args[0]
-        if isinstance(node, ast.Call) and not node.keywords:
-            fn = self._resolve_quiet(node.func)
-            if fn in (min, max) and len(node.args) >= 2:
-                args = [self._aff_rec(x, ctx) for x in node.args]
-                return Aff.min(*args) if fn is min else Aff.max(*args)
-        if isinstance(node, ast.Subscript):
-            raise _NotAffine(node, "an array element is a value, not an affine expression "
-                                   "(indirect access is not supported)")
-        raise _NotAffine(node, "expected an affine expression of loop variables and syms")
-
-    def _int_const(self, node: ast.expr) -> int:
-        try:
-            aff = self._aff_rec(node, _Ctx())
-        except _NotAffine:
-            aff = None
-        if aff is None or aff.vars():
-            self.error(node, "range() step must be an integer constant")
-        return aff.eval({})
-
-    def _cond(self, node: ast.expr, ctx: _Ctx) -> Cond:
-        if isinstance(node, ast.BoolOp):
-            op = "and" if isinstance(node.op, ast.And) else "or"
-            return Cond(op, tuple(self._cond(v, ctx) for v in node.values))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return Cond("not", (self._cond(node.operand, ctx),))
-        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            return Cond("true" if node.value else "false", ())
-        if isinstance(node, ast.Compare):
-            parts = [node.left, *node.comparators]
-            affs = []
-            for p in parts:
-                try:
-                    affs.append(self._aff_rec(p, ctx))
-                except _NotAffine as exc:
-                    self.error(exc.node or p, f"`if {self.src(node)}`: conditions must be affine "
-                                              "in loop variables and syms; to choose a value "
-                                              "from array data write `a if c else b`")
-            conds = []
-            for i, cmp in enumerate(node.ops):
-                op = _CMP_OPS.get(type(cmp))
-                if op is None:
-                    self.error(node, f"unsupported comparison `{self.src(node)}`")
-                conds.append(Cond(op, (affs[i], affs[i + 1])))
-            return conds[0] if len(conds) == 1 else Cond("and", tuple(conds))
-        self.error(node, f"`if {self.src(node)}`: conditions must be affine comparisons of "
-                         "loop variables and syms (==, !=, <, <=, >, >=, and, or, not); to "
-                         "choose a value from array data write `a if c else b`")
-
-    # --- value expressions -------------------------------------------------------------------
-    def _load(self, node: ast.Subscript, ctx: _Ctx) -> Load:
-        if not isinstance(node.value, ast.Name) or node.value.id not in self.arrays \
-                or not self.arrays[node.value.id].is_tensor:
-            self.error(node.value, f"`{self.src(node.value)}` is not an array of this operator")
-        arr = self.arrays[node.value.id]
-        idx = node.slice
-        elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        if any(isinstance(e, ast.Slice) for e in elts):
-            self.error(node, "slices are not supported; index every dimension with an "
-                             "affine expression")
-        if len(elts) != arr.rank:
-            self.error(node, f"`{arr.name}` has {arr.rank} dimension(s), but "
-                             f"`{self.src(node)}` gives {len(elts)} subscript(s)")
-        index = tuple(self._aff(e, ctx, what="subscript", within=node) for e in elts)
-        return Load(arr.dtype, arr.name, index)
-
-    def _value(self, node: ast.expr, ctx: _Ctx) -> Expr:
-        if isinstance(node, ast.Constant):
-            v = node.value
-            if isinstance(v, bool):
-                return Const("bool", int(v))
-            if isinstance(v, int):
-                return Const(WEAK_INT, v)
-            if isinstance(v, float):
-                return Const(WEAK_FLOAT, v)
-            self.error(node, f"unsupported constant {v!r}")
-        if isinstance(node, ast.Subscript):
-            return self._load(node, ctx)
-        if isinstance(node, ast.Name):
-            name = node.id
-            if name in self.loop_vars or name in self.index_syms:
-                return Index(WEAK_INT, Aff.var(name))
-            if name in self.scalars:
-                info = self.scalars[name]
-                if info.name not in ctx.assigned:
-                    self.error(node, f"local scalar `{name}` is read before it is assigned in "
-                                     "this iteration")
-                return Scalar("?", info.name)
-            if name in self.arrays:
-                arr = self.arrays[name]
-                if arr.kind == "value":
-                    return Scalar(arr.dtype, name)
-                if arr.kind == "local":
-                    self.error(node, f"local scalar `{name}` is read outside the loop iteration "
-                                     "that assigns it (a local scalar is private to that "
-                                     "iteration); store it in an array to use it later")
-                self.error(node, f"`{name}` is an array; index it")
-        if isinstance(node, ast.Name | ast.Attribute):
-            obj = self._resolve(node)
-            return self._object_value(node, obj)
-        if isinstance(node, ast.BinOp):
-            op = _BIN_OPS.get(type(node.op))
-            if op is None:
-                self.error(node, f"operator `{type(node.op).__name__}` is not supported")
-            a, b = self._value(node.left, ctx), self._value(node.right, ctx)
-            if op in ("//", "%", "/") and isinstance(b, Const) and b.value == 0:
-                self.error(node, f"division by zero in `{self.src(node)}`")
-            if isinstance(a, Index | Const) and isinstance(b, Index | Const) and op != "/":
-                folded = self._fold_index(node, ctx)
-                if folded is not None:
-                    return folded
-            return binary(op, a, b)
-        if isinstance(node, ast.UnaryOp):
-            a = self._value(node.operand, ctx)
-            if isinstance(node.op, ast.USub):
-                return Un(a.dtype, "neg", a)
-            if isinstance(node.op, ast.UAdd):
-                return a
-            if isinstance(node.op, ast.Not):
-                return Un("bool", "not", a)
-            self.error(node, "bitwise operators are not supported")
-        if isinstance(node, ast.Compare):
-            parts = [self._value(p, ctx) for p in [node.left, *node.comparators]]
-            out: Expr | None = None
-            for i, cmp in enumerate(node.ops):
-                op = _CMP_OPS.get(type(cmp))
-                if op is None:
-                    self.error(node, f"unsupported comparison in `{self.src(node)}`")
-                c = binary(op, parts[i], parts[i + 1])
-                out = c if out is None else binary("and", out, c)
-            return out
-        if isinstance(node, ast.BoolOp):
-            vals = [self._value(v, ctx) for v in node.values]
-            op = "and" if isinstance(node.op, ast.And) else "or"
-            out = vals[0]
-            for v in vals[1:]:
-                out = binary(op, out, v)
-            return out
-        if isinstance(node, ast.IfExp):
-            c = self._value(node.test, ctx)
-            a, b = self._value(node.body, ctx), self._value(node.orelse, ctx)
-            return Select("?", c, a, b)
-        if isinstance(node, ast.Call):
-            return self._call(node, ctx)
-        self.error(node, f"`{self.src(node)}` is not supported in operator expressions")
-
-    def _fold_index(self, node: ast.expr, ctx: _Ctx) -> Expr | None:
-        try:
-            return Index(WEAK_INT, self._aff_rec(node, ctx))
-        except _NotAffine:
-            return None
-
-    def _object_value(self, node: ast.expr, obj: Any) -> Expr:
-        if isinstance(obj, dsl.Sym):
-            self.syms.setdefault(obj.name, None)
-            return Index(WEAK_INT, Aff.var(obj.name))
-        if isinstance(obj, bool):
-            return Const("bool", int(obj))
-        if isinstance(obj, int):
-            return Const(WEAK_INT, obj)
-        if isinstance(obj, float):
-            return Const(WEAK_FLOAT, obj)
-        self.error(node, f"`{self.src(node)}` is not a value usable in an operator "
-                         "(expected a loop variable, sym, local scalar, array element or "
-                         "number)")
-
-    def _call(self, node: ast.Call, ctx: _Ctx) -> Expr:
-        if node.keywords:
-            self.error(node, f"keyword arguments are not supported in `{self.src(node)}`")
-        fn = self._resolve(node.func)
-        name = _math_name(fn)
-        is_cast = isinstance(fn, dsl.DType) or fn in (float, int)
-        if name is None and not is_cast and fn not in (min, max):
-            self.error(node.func, f"call to unknown function `{self.src(node.func)}` in "
-                                  f"`{self.src(node)}`; operators may call {dsl.ALLOWED_CALLS}")
-        args = [self._value(a, ctx) for a in node.args]
-        if fn in (min, max):
-            if len(args) < 2:
-                self.error(node, f"{fn.__name__}() needs at least two arguments here")
-            if all(isinstance(a, Index | Const) for a in args):
-                folded = self._fold_index(node, ctx)
-                if folded is not None:
-                    return folded
-            out = args[0]
-            for a in args[1:]:
-                out = binary(fn.__name__, out, a)
-            return out
-        if is_cast:
-            if len(args) != 1:
-                self.error(node, "a cast takes one argument")
-            dtype = fn.name if isinstance(fn, dsl.DType) else ("f64" if fn is float else "i64")
-            return Cast(dtype, args[0])
-        if len(args) != 1:
-            self.error(node, f"{name}() takes one argument")
-        return Call("?", name, tuple(args))
-
-    # --- name resolution ---------------------------------------------------------------------
-    def _resolve(self, node: ast.expr) -> Any:
-        try:
-            return self._resolve_quiet(node, strict=True)
-        except _Unresolved as exc:
-            self.error(node, str(exc))
-
-    def _resolve_quiet(self, node: ast.expr, strict: bool = False) -> Any:
-        if isinstance(node, ast.Name):
-            if node.id in self.ns:
-                return self.ns[node.id]
-            if strict:
-                raise _Unresolved(f"unknown name `{node.id}`")
-            return None
-        if isinstance(node, ast.Attribute):
-            base = self._resolve_quiet(node.value, strict)
-            if base is None:
-                return None
-            if not hasattr(base, node.attr):
-                if strict:
-                    raise _Unresolved(f"unknown name `{ast.unparse(node)}`")
-                return None
-            return getattr(base, node.attr)
-        if strict:
-            raise _Unresolved(f"`{ast.unparse(node)}` is not a name")
-        return None
 
     # --- isl objects -------------------------------------------------------------------------
     def _finish(self, tree: tuple[Node, ...], fdef: ast.FunctionDef) -> Scop:
@@ -731,21 +387,6 @@ class PythonFrontend:
                                 value=names.rename_expr(p.value, rn)) for p in self.pending]
         self.isl_assume = names.rename_assume(self.assume, rn)
         return names.rename_tree(tree, rn)
-
-class _NotAffine(Exception):
-    def __init__(self, node: ast.AST | None, reason: str):
-        self.node, self.reason = node, reason
-
-
-class _Unresolved(Exception):
-    pass
-
-
-def _math_name(fn: Any) -> str | None:
-    try:
-        return dsl.MATH_OBJECTS.get(fn)
-    except TypeError:  # unhashable object
-        return None
 
 
 def scop_from_function(fn: Callable[..., Any], assume: str) -> Scop:

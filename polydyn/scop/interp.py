@@ -15,25 +15,21 @@ import islpy as isl
 import numpy as np
 
 from ..errors import ShapeError
-from .ir import (
+from .exprs import (
     NUMPY_NAME,
     Bin,
     Call,
     Cast,
     Const,
     Expr,
-    Guard,
     Index,
     Load,
-    Loop,
-    Node,
     Scalar,
-    Scop,
     Select,
-    StmtRef,
     Un,
     concrete,
 )
+from .ir import Guard, Loop, Node, Scop, StmtRef
 
 _PY_FUNCS = {"exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "tanh": "np.tanh",
              "sin": "np.sin", "cos": "np.cos", "abs": "abs", "floor": "np.floor",

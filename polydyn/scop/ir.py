@@ -1,444 +1,29 @@
-"""The Scop IR: syms, arrays, statements with isl domains and accesses, and the original loop tree.
-
-Three small expression languages live here:
-- ``Aff``: integer (quasi-)affine expressions of syms and loop variables (bounds, subscripts,
-  shapes); they print to isl text, C and Python.
-- ``Cond``: affine conditions (``if`` guards), printable to isl text, C and Python.
-- ``Expr``: typed statement-body expressions (loads, arithmetic, math calls, selects).
-"""
+"""The Scop IR: syms, arrays, statements with isl domains, the original loop tree, and the isl
+views every later stage starts from (domains, access relations, program order)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import islpy as isl
 
 from ..errors import InternalError, SourceLoc
-
-# --------------------------------------------------------------------------------------------
-# dtypes
-
-DTYPES = ("f32", "f64", "i32", "i64")
-C_TYPE = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "bool": "int"}
-NUMPY_NAME = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "bool": "bool"}
-# Python literals are "weak" (NumPy NEP 50): they take the type of the other operand.
-WEAK_FLOAT, WEAK_INT = "float", "int"
-
-
-def is_float(dtype: str) -> bool:
-    return dtype in ("f32", "f64", WEAK_FLOAT)
-
-
-def join_dtypes(a: str, b: str) -> str:
-    """Result type of a binary arithmetic operation (NumPy 2 promotion with weak literals)."""
-    if a == b or b == "?":
-        return a
-    if a == "?":
-        return b
-    if a == "bool":
-        a = WEAK_INT
-    if b == "bool":
-        b = WEAK_INT
-    order = {"int": 0, "i32": 1, "i64": 2, "float": 3, "f32": 4, "f64": 5}
-    lo, hi = sorted((a, b), key=order.__getitem__)
-    if hi == WEAK_FLOAT:
-        return WEAK_FLOAT
-    if lo in (WEAK_INT,) or (lo == WEAK_FLOAT and hi in ("f32", "f64")):
-        return hi
-    if hi in ("f32", "f64") and lo in ("i32", "i64"):
-        return "f64"  # NumPy: int32/int64 with float32 promotes to float64
-    if lo == WEAK_FLOAT:  # weak float with a strong int
-        return "f64"
-    return hi
-
-
-def concrete(dtype: str) -> str:
-    """The storage type of a possibly weak type (a lone Python float is f64, an int i64)."""
-    return {WEAK_FLOAT: "f64", WEAK_INT: "i64", "bool": "i32"}.get(dtype, dtype)
-
-
-# --------------------------------------------------------------------------------------------
-# Affine expressions
-
-
-@dataclass(frozen=True)
-class Aff:
-    """An integer expression: ``var``, ``const``, ``+ - * // %``, ``neg``, ``min``, ``max``.
-
-    ``*`` needs a constant on one side and ``//``/``%`` a positive constant divisor, so every
-    Aff is quasi-affine (checked where Affs are built: ``Aff.__mul__`` and the frontends).
-    """
-
-    op: str
-    args: tuple[Any, ...]
-
-    # construction -------------------------------------------------------------------------
-    @staticmethod
-    def var(name: str) -> Aff:
-        return Aff("var", (name,))
-
-    @staticmethod
-    def const(value: int) -> Aff:
-        return Aff("const", (int(value),))
-
-    @staticmethod
-    def lift(x: Aff | int) -> Aff:
-        if isinstance(x, Aff):
-            return x
-        if isinstance(x, bool) or not isinstance(x, int):
-            return Aff.bad(f"`{x!r}` is not an integer or a sym expression")
-        return Aff.const(x)
-
-    @staticmethod
-    def bad(reason: str) -> Aff:
-        """A dimension written with arithmetic outside the affine subset (``N * M``): kept
-        so that the frontend can report it with the annotation's location."""
-        return Aff("bad", (reason,))
-
-    def bad_reason(self) -> str | None:
-        if self.op == "bad":
-            return self.args[0]
-        if self.op in ("var", "const"):
-            return None
-        for a in self.args:
-            reason = a.bad_reason()
-            if reason:
-                return reason
-        return None
-
-    def __add__(self, other: Aff | int) -> Aff:
-        other = Aff.lift(other)
-        if other.is_const() and other.args[0] == 0:
-            return self
-        return Aff("+", (self, other))
-
-    def __radd__(self, other: int) -> Aff:
-        return Aff.lift(other) + self
-
-    def __sub__(self, other: Aff | int) -> Aff:
-        other = Aff.lift(other)
-        if other.is_const() and other.args[0] == 0:
-            return self
-        return Aff("-", (self, other))
-
-    def __rsub__(self, other: int) -> Aff:
-        return Aff.lift(other) - self
-
-    def __neg__(self) -> Aff:
-        return Aff("neg", (self,))
-
-    def __mul__(self, other: Aff | int) -> Aff:
-        other = Aff.lift(other)
-        if not (self.is_const() or other.is_const()):
-            return Aff.bad(f"`{self} * {other}` is not affine (a product needs a constant)")
-        return Aff("*", (self, other))
-
-    def __rmul__(self, other: int) -> Aff:
-        return Aff.lift(other) * self
-
-    def __floordiv__(self, other: int) -> Aff:
-        if not _good_divisor(other):
-            return Aff.bad(f"`{self} // {other}`: // needs a positive integer constant divisor")
-        return Aff("//", (self, Aff.const(other)))
-
-    def __mod__(self, other: int) -> Aff:
-        if not _good_divisor(other):
-            return Aff.bad(f"`{self} % {other}`: % needs a positive integer constant divisor")
-        return Aff("%", (self, Aff.const(other)))
-
-    @staticmethod
-    def min(*xs: Aff | int) -> Aff:
-        return Aff("min", tuple(Aff.lift(x) for x in xs))
-
-    @staticmethod
-    def max(*xs: Aff | int) -> Aff:
-        return Aff("max", tuple(Aff.lift(x) for x in xs))
-
-    # queries ---------------------------------------------------------------------------------
-    def is_const(self) -> bool:
-        return self.op == "const"
-
-    def vars(self) -> set[str]:
-        if self.op == "var":
-            return {self.args[0]}
-        if self.op == "const":
-            return set()
-        out: set[str] = set()
-        for a in self.args:
-            out |= a.vars()
-        return out
-
-    def eval(self, env: Mapping[str, int]) -> int:
-        op, a = self.op, self.args
-        if op == "var":
-            return int(env[a[0]])
-        if op == "const":
-            return a[0]
-        vals = [x.eval(env) for x in a]
-        return _EVAL[op](*vals)
-
-    def subst(self, env: Mapping[str, Aff]) -> Aff:
-        if self.op == "var":
-            return env.get(self.args[0], self)
-        if self.op == "const":
-            return self
-        return Aff(self.op, tuple(x.subst(env) for x in self.args))
-
-    def linear(self) -> tuple[dict[str, int], int] | None:
-        """``(coefficients, constant)`` when the expression is purely affine, else None."""
-        op, a = self.op, self.args
-        if op == "var":
-            return {a[0]: 1}, 0
-        if op == "const":
-            return {}, a[0]
-        if op in ("+", "-", "neg", "*"):
-            parts = [x.linear() for x in a]
-            if any(p is None for p in parts):
-                return None
-            if op == "neg":
-                c, k = parts[0]
-                return {v: -x for v, x in c.items()}, -k
-            if op == "*":
-                (c1, k1), (c2, k2) = parts
-                if not c1:
-                    c1, k1, c2, k2 = c2, k2, c1, k1
-                return {v: x * k2 for v, x in c1.items()}, k1 * k2
-            (c1, k1), (c2, k2) = parts
-            sign = 1 if op == "+" else -1
-            coef = dict(c1)
-            for v, x in c2.items():
-                coef[v] = coef.get(v, 0) + sign * x
-            return {v: x for v, x in coef.items() if x}, k1 + sign * k2
-        return None
-
-    # printing --------------------------------------------------------------------------------
-    def to_isl(self) -> str:
-        return self._print(_ISL)
-
-    def to_c(self) -> str:
-        return self._print(_C)
-
-    def to_py(self) -> str:
-        return self._print(_PY)
-
-    def __str__(self) -> str:
-        return self._print(_PY)
-
-    def text(self) -> str:
-        """The expression as a user writes it, for messages: no outer parentheses."""
-        printed = self._print(_PY)
-        depth = 0
-        for pos, ch in enumerate(printed):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0 and pos < len(printed) - 1:
-                return printed  # the first parenthesis closes before the end
-        return printed[1:-1] if printed.startswith("(") else printed
-
-    def _print(self, table: Mapping[str, str]) -> str:
-        op, a = self.op, self.args
-        if op == "var":
-            return a[0]
-        if op == "const":
-            return str(a[0]) if a[0] >= 0 else f"({a[0]})"
-        if op == "bad":
-            return "<invalid>"
-        if op in ("min", "max"):
-            parts = [x._print(table) for x in a]
-            out = parts[0]
-            for p in parts[1:]:
-                out = table[op].format(out, p)
-            return out
-        return table[op].format(*(x._print(table) for x in a))
-
-
-def _good_divisor(d: object) -> bool:
-    return isinstance(d, int) and not isinstance(d, bool) and d > 0
-
-
-_EVAL = {
-    "+": lambda x, y: x + y,
-    "-": lambda x, y: x - y,
-    "*": lambda x, y: x * y,
-    "//": lambda x, y: x // y,
-    "%": lambda x, y: x % y,
-    "neg": lambda x: -x,
-    "min": min,
-    "max": max,
-}
-_ISL = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "//": "floor(({}) / {})",
-        "%": "(({}) mod {})", "neg": "(-{})", "min": "min({}, {})", "max": "max({}, {})"}
-_C = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "//": "pd_floord({}, {})",
-      "%": "pd_mod({}, {})", "neg": "(-{})", "min": "pd_min({}, {})", "max": "pd_max({}, {})"}
-_PY = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "//": "({} // {})",
-       "%": "({} % {})", "neg": "(-{})", "min": "min({}, {})", "max": "max({}, {})"}
-
-
-# --------------------------------------------------------------------------------------------
-# Affine conditions
-
-
-@dataclass(frozen=True)
-class Cond:
-    """``op`` in ``< <= > >= == !=`` over two Affs, or ``and``/``or``/``not`` over Conds,
-    or ``true``/``false``."""
-
-    op: str
-    args: tuple[Any, ...]
-
-    def to_isl(self) -> str:
-        op, a = self.op, self.args
-        if op in ("true", "false"):
-            return "1 = 1" if op == "true" else "1 = 0"
-        if op in ("and", "or"):
-            return "(" + f" {op} ".join(c.to_isl() for c in a) + ")"
-        if op == "not":
-            return f"(not {a[0].to_isl()})"
-        isl_op = {"==": "="}.get(op, op)
-        return f"({a[0].to_isl()} {isl_op} {a[1].to_isl()})"
-
-    def _print(self, aff_print: str, and_: str, or_: str, not_: str, true: str) -> str:
-        op, a = self.op, self.args
-        if op in ("true", "false"):
-            return true if op == "true" else f"{not_}{true}"
-        if op in ("and", "or"):
-            sep = and_ if op == "and" else or_
-            return "(" + sep.join(c._print(aff_print, and_, or_, not_, true) for c in a) + ")"
-        if op == "not":
-            return f"({not_}{a[0]._print(aff_print, and_, or_, not_, true)})"
-        return f"({getattr(a[0], aff_print)()} {op} {getattr(a[1], aff_print)()})"
-
-    def to_c(self) -> str:
-        return self._print("to_c", " && ", " || ", "!", "1")
-
-    def to_py(self) -> str:
-        return self._print("to_py", " and ", " or ", "not ", "True")
-
-    def __str__(self) -> str:
-        return self.to_py()
-
-    def vars(self) -> set[str]:
-        out: set[str] = set()
-        for a in self.args:
-            out |= a.vars()
-        return out
-
-
-# --------------------------------------------------------------------------------------------
-# Statement-body expressions
-
-
-@dataclass(frozen=True)
-class Expr:
-    """Base of body expressions; ``dtype`` is one of DTYPES, ``bool``, or a weak literal type."""
-
-    dtype: str
-
-    def children(self) -> tuple[Expr, ...]:
-        return ()
-
-    def walk(self) -> Iterator[Expr]:
-        yield self
-        for c in self.children():
-            yield from c.walk()
-
-
-@dataclass(frozen=True)
-class Const(Expr):
-    value: float | int
-
-
-@dataclass(frozen=True)
-class Index(Expr):
-    """The value of an affine expression of loop variables and syms (an int64)."""
-
-    aff: Aff
-
-
-@dataclass(frozen=True)
-class Load(Expr):
-    array: str
-    index: tuple[Aff, ...]
-
-
-@dataclass(frozen=True)
-class Scalar(Expr):
-    """A local scalar (private to its scope's iteration) or a runtime value argument."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class Bin(Expr):
-    """``+ - * / // % min max pow``, comparisons ``< <= > >= == !=``, logical ``and or``."""
-
-    op: str
-    a: Expr
-    b: Expr
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.a, self.b)
-
-
-@dataclass(frozen=True)
-class Un(Expr):
-    """``neg`` or ``not``."""
-
-    op: str
-    a: Expr
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.a,)
-
-
-MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "abs", "sin", "cos", "floor", "ceil")
-
-
-@dataclass(frozen=True)
-class Call(Expr):
-    fn: str
-    args: tuple[Expr, ...]
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.args
-
-
-@dataclass(frozen=True)
-class Select(Expr):
-    """``a if cond else b``; only the chosen branch is evaluated."""
-
-    cond: Expr
-    a: Expr
-    b: Expr
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.cond, self.a, self.b)
-
-
-@dataclass(frozen=True)
-class Cast(Expr):
-    a: Expr
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.a,)
-
-
-ARITH_OPS = ("+", "-", "*", "/", "//", "%", "min", "max", "pow")
-CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
-
-
-def binary(op: str, a: Expr, b: Expr) -> Bin:
-    """A typed binary node: arithmetic joins types, ``/`` of integers is f64 (Python)."""
-    if op in CMP_OPS or op in ("and", "or"):
-        return Bin("bool", op, a, b)
-    dtype = join_dtypes(a.dtype, b.dtype)
-    if op == "/" and not is_float(dtype):
-        dtype = "f64"
-    if op == "pow" and not is_float(dtype):
-        dtype = "f64"
-    return Bin(dtype, op, a, b)
-
+from .affine import Aff, Cond
+
+# TODO(issue 30): polydyn/codegen_ocl, restructured on its own branch, still imports these
+# body-expression names from here; after that merge it imports them from .exprs and these
+# re-exports go.
+from .exprs import C_TYPE as C_TYPE
+from .exprs import NUMPY_NAME as NUMPY_NAME
+from .exprs import Bin as Bin
+from .exprs import Call as Call
+from .exprs import Const as Const
+from .exprs import Expr, Load, Scalar, binary
+from .exprs import concrete as concrete
+from .exprs import is_float as is_float
+from .printer import format_expr
 
 # --------------------------------------------------------------------------------------------
 # Arrays, statements, the loop tree
@@ -603,8 +188,6 @@ class Scop:
         Local scalars are expanded over their scope (``{ S[i, j] -> acc[i] }``); with
         ``expand_locals=False`` they are single cells (``{ S[i, j] -> acc[] }``).
         """
-        from .access import statement_accesses
-
         out = isl.UnionMap.empty(self.context.get_space())
         for s in self.statements:
             out = out.union(statement_accesses(self, s, kind, expand_locals))
@@ -612,11 +195,82 @@ class Scop:
 
     def original_schedule(self) -> isl.UnionMap:
         """``{ S[i,j] -> [b0, i, b1, j, b2, ...] }``: the program order (2d+1 form)."""
-        from .access import original_schedule
-
         return original_schedule(self)
 
     def __str__(self) -> str:
-        from .printer import format_scop
-
         return format_scop(self)
+
+
+# --------------------------------------------------------------------------------------------
+# isl relations and text of a Scop
+
+
+def statement_accesses(scop: Scop, stmt: Statement, kind: str,
+                       expand_locals: bool = True) -> isl.UnionMap:
+    """``{ S[i] -> A[f(i)] }`` for reads (kind="read") or writes (kind="write")."""
+    refs: list[Load | Scalar] = []
+    if kind == "write":
+        refs.append(stmt.target)
+    else:
+        if stmt.op != "=":
+            refs.append(stmt.target)
+        refs.extend(e for e in stmt.value.walk() if isinstance(e, Load | Scalar))
+    params = scop.param_space_text()
+    out = isl.UnionMap.empty(scop.context.get_space())
+    for ref in refs:
+        if isinstance(ref, Scalar):
+            arr = scop.array(ref.name)
+            if arr.kind != "local":
+                continue  # runtime value arguments are never written: no dependences
+            scope = arr.scope if expand_locals else ()
+            name, index = ref.name, tuple(Aff.var(v) for v in scope)
+        else:
+            name, index = ref.array, ref.index
+        text = (f"{params} -> {{ {stmt.name}[{', '.join(stmt.iters)}] -> "
+                f"{name}[{', '.join(i.to_isl() for i in index)}] }}")
+        access = isl.Map(text).intersect_domain(stmt.domain)
+        out = out.union(isl.UnionMap.from_map(access))
+    return out.coalesce()
+
+
+def original_schedule(scop: Scop) -> isl.UnionMap:
+    """``{ S[i,j] -> [b0, i, b1, j, b2, 0...] }``, padded to one length (program order)."""
+    rows: dict[str, list[str]] = {}
+
+    def walk(nodes: tuple[Node, ...], prefix: list[str]) -> None:
+        for pos, node in enumerate(nodes):
+            if isinstance(node, Loop):
+                dim = node.var if node.step > 0 else f"-{node.var}"
+                walk(node.body, [*prefix, str(pos), dim])
+            elif isinstance(node, Guard):
+                walk(node.then, [*prefix, str(pos), "0"])
+                walk(node.orelse, [*prefix, str(pos), "1"])
+            else:
+                rows[node.name] = [*prefix, str(pos)]
+
+    walk(scop.tree, [])
+    width = max((len(r) for r in rows.values()), default=1)
+    params = scop.param_space_text()
+    sched = isl.UnionMap.empty(scop.context.get_space())
+    for stmt in scop.statements:
+        row = rows[stmt.name] + ["0"] * (width - len(rows[stmt.name]))
+        text = f"{params} -> {{ {stmt.name}[{', '.join(stmt.iters)}] -> [{', '.join(row)}] }}"
+        sched = sched.union(isl.UnionMap.from_map(isl.Map(text).intersect_domain(stmt.domain)))
+    return sched
+
+
+def format_scop(scop: Scop) -> str:
+    out = [f"scop {scop.name}", f"  syms: {', '.join(scop.syms) or '-'}",
+           f"  context: {scop.context}", "  arrays:"]
+    for a in scop.arrays:
+        shape = f"[{', '.join(str(d) for d in a.shape)}]" if a.shape else ""
+        scope = f" scope({', '.join(a.scope)})" if a.kind == "local" else ""
+        out.append(f"    {a.kind:5} {a.name}: {a.dtype}{shape}{scope}")
+    out.append("  statements:")
+    for s in scop.statements:
+        out.append(f"    {s.name}: {format_expr(s.target)} {s.op} {format_expr(s.value)}")
+        out.append(f"      domain: {s.domain}")
+    out.append(f"  reads: {scop.accesses('read')}")
+    out.append(f"  writes: {scop.accesses('write')}")
+    out.append(f"  original schedule: {scop.original_schedule()}")
+    return "\n".join(out)

@@ -20,7 +20,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import fields, replace
 
-from .ir import Aff, Array, Cond, Expr, Guard, Index, Load, Loop, Node, Scalar
+from .affine import Aff, Cond
+from .exprs import Expr, Index, Load, Scalar
+from .ir import Array, Guard, Loop, Node
 
 ISL_WORDS = frozenset({
     "and", "or", "not", "xor", "implies", "mod", "floor", "ceil", "min", "max", "exists",

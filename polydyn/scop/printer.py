@@ -1,8 +1,8 @@
-"""``str(scop)``: a readable dump of syms, context, arrays, statements and their relations."""
+"""The text of a statement-body expression, as in ``str(scop)`` and messages."""
 
 from __future__ import annotations
 
-from .ir import Bin, Call, Cast, Const, Expr, Index, Load, Scalar, Scop, Select, Un
+from .exprs import Bin, Call, Cast, Const, Expr, Index, Load, Scalar, Select, Un
 
 
 def format_expr(e: Expr) -> str:
@@ -27,20 +27,3 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, Cast):
         return f"{e.dtype}({format_expr(e.a)})"
     return repr(e)
-
-
-def format_scop(scop: Scop) -> str:
-    out = [f"scop {scop.name}", f"  syms: {', '.join(scop.syms) or '-'}",
-           f"  context: {scop.context}", "  arrays:"]
-    for a in scop.arrays:
-        shape = f"[{', '.join(str(d) for d in a.shape)}]" if a.shape else ""
-        scope = f" scope({', '.join(a.scope)})" if a.kind == "local" else ""
-        out.append(f"    {a.kind:5} {a.name}: {a.dtype}{shape}{scope}")
-    out.append("  statements:")
-    for s in scop.statements:
-        out.append(f"    {s.name}: {format_expr(s.target)} {s.op} {format_expr(s.value)}")
-        out.append(f"      domain: {s.domain}")
-    out.append(f"  reads: {scop.accesses('read')}")
-    out.append(f"  writes: {scop.accesses('write')}")
-    out.append(f"  original schedule: {scop.original_schedule()}")
-    return "\n".join(out)

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from .ir import (
+from .exprs import (
     WEAK_INT,
-    Array,
     Bin,
     Call,
     Cast,
@@ -18,12 +17,12 @@ from .ir import (
     Load,
     Scalar,
     Select,
-    Statement,
     Un,
     binary,
     concrete,
     join_dtypes,
 )
+from .ir import Array, Statement
 
 
 def retype(e: Expr, dtypes: Mapping[str, str]) -> Expr:

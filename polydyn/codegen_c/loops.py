@@ -1,0 +1,264 @@
+"""Loops as C: a loop of the isl AST with its OpenMP (``parallel for``, team) and ``simd``
+pragmas, chosen from the loop's marks, its work and its unit strides. ``LoopEmitter`` is a part
+of ``emit.CEmitter``."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import cgen
+import islpy as isl
+
+from ..schedule.reductions import parse_reduce_role
+from ..schedule.tree import PROMOTE, RROW, RVEC, parse_mark
+from ..scop.exprs import (
+    Load,
+)
+from .astnodes import (
+    PARALLEL_MIN_WORK,
+    SEPARATE_PARALLEL_MIN_WORK,
+    TILED_PARALLEL_MIN_WORK,
+    LoopState,
+    UnsharedWorkError,
+    ast_users,
+    has_loop,
+    loop_annotation,
+    role_loops,
+    strip_parens,
+)
+
+_T = isl.ast_expr_op_type
+
+
+class LoopEmitter:
+    """The loop methods of ``emit.CEmitter``."""
+
+    def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
+             role: str = "") -> list[cgen.Generable]:
+        it = n.for_get_iterator().get_id().get_name()
+        init = self.ast_expr(n.for_get_init())
+        if n.for_is_degenerate():
+            body = self.node(n.for_get_body(), st)
+            return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
+        cond = strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
+        inc = self.ast_expr(n.for_get_inc())
+        trips = _trip_count(n, init, inc, self)
+        if st.team is not None:  # a parallel loop of a team region's outer loop body
+            return self.team_member(n, st, it, init, cond, inc)
+        if st.region:
+            return self.region_loop(n, parallel, it, init, cond, inc, trips)
+        inner = LoopState(st.in_parallel or parallel)
+        self.held = self.held_cell(n, it) if role.startswith("unroll") else None
+        try:
+            body = self.node(n.for_get_body(), inner)
+        finally:
+            held, self.held = self.held, None
+        st.used_locals |= inner.used_locals
+        loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
+        if role == RROW:  # the rows of a register tile: unrolled, so each row has registers
+            return [cgen.Pragma("GCC unroll 16"), loop]
+        if role.startswith("unroll"):
+            unrolled = [cgen.Pragma(f"GCC unroll {int(role[len('unroll'):])}"), loop]
+            return unrolled if held is None else self.held_loop(n, held, unrolled, it, init,
+                                                                  cond)
+        # Locals the loop writes are private to it when every use of them (every AST
+        # instance of the statements touching them) is inside it. One also used outside
+        # keeps a single value across the iterations: then the loop gets no pragma, unless
+        # that local is a reduction of the loop (reduction clause).
+        kind = loop_annotation(n)
+        if kind == "sequential" and role != "vector":  # a carried dependence the band's
+            return [loop]  # coincidence misses: a local scalar's value crosses iterations
+        reductions = {name for _, name in parse_reduce_role(kind)} \
+            if kind.startswith("reduce(") else set()
+        under = Counter(name for name, _ in ast_users(n.for_get_body(), self))
+        owned = {v for v in inner.used_locals
+                 if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
+        if inner.used_locals - owned - reductions:
+            return [loop]
+        clause = f" private({', '.join(sorted(owned - reductions))})" \
+            if owned - reductions else ""
+        if role == "vector" or (role == RVEC and self.promoted):
+            # a user's vectorize(): checked free of dependences; a register tile's vector
+            # (coincident), with its accumulators and operands along it contiguous
+            return [cgen.Pragma(self.simd_pragma + clause), loop]
+        innermost = not has_loop(n.for_get_body())
+        if not parallel and kind == "parallel" and innermost and self._unit_stride(n, it):
+            return [cgen.Pragma(self.simd_pragma + clause), loop]
+        if reductions and innermost and self._unit_stride(n, it):
+            clauses = " ".join(f"reduction({op}:{name})" for op, name in parse_reduce_role(kind))
+            return [cgen.Pragma(f"{self.simd_pragma}{clause} {clauses}"), loop]
+        pragma = self.loop_pragma(n, it, parallel, st, owned, trips)
+        if pragma is None:
+            return [loop]
+        if trips is not None and pragma.startswith(self.parallel_pragma) and \
+                not inner.used_locals and self._team_body(n.for_get_body()):
+            return self.team_loop(n, st, it, init, inc, trips)
+        return [cgen.Pragma(pragma), loop]
+
+    def _team_body(self, n: isl.AstNode, role: str | None = None) -> bool:
+        """Whether every statement under ``n`` (a parallel loop's body) lies inside a
+        parallel loop (with loops inside) reached through blocks, ifs and plain loop marks
+        only: the loops a team region shares out when the outer loop has too few
+        iterations. ``role``: the loop mark above, while inside one."""
+        t = n.get_type()
+        if t == isl.ast_node_type.block:
+            ch = n.block_get_children()
+            return all(self._team_body(ch.get_at(i), role) for i in range(ch.n_ast_node()))
+        if t == isl.ast_node_type.if_:
+            return self._team_body(n.if_get_then_node(), role) and (
+                not n.if_has_else_node() or self._team_body(n.if_get_else_node(), role))
+        if t == isl.ast_node_type.mark:
+            is_par, mark_role = parse_mark(n.mark_get_id().get_name())
+            return is_par and mark_role == "" and self._team_body(n.mark_get_node(), "")
+        if t == isl.ast_node_type.for_ and role is not None:
+            if n.for_is_degenerate():
+                return False
+            return loop_annotation(n) == "parallel" and has_loop(n.for_get_body())
+        return False
+
+    def region_loop(self, n: isl.AstNode, parallel: bool, it: str, init: str, cond: str,
+                    inc: str, trips: str | None) -> list[cgen.Generable]:
+        """A parallel loop (with loops inside) that shares its iterations among the threads
+        of the region around it: a team loop without a fork, or an ``omp for``; then a
+        barrier, as the end of a region of its own had."""
+        if not (parallel and loop_annotation(n) == "parallel" and has_loop(n.for_get_body())):
+            raise UnsharedWorkError(it)
+        inner = LoopState()
+        if trips is not None and self._team_body(n.for_get_body()):
+            out = self.team_loop(n, inner, it, init, inc, trips, fork=False)
+            out.append(cgen.Pragma("omp barrier"))
+        else:
+            inner.in_parallel = True
+            body = self.node(n.for_get_body(), inner)
+            out = [cgen.Pragma("omp for schedule(static)"),
+                   cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
+        if inner.used_locals:  # locals need private copies: not handled in a region
+            raise UnsharedWorkError(it)
+        return out
+
+    def team_loop(self, n: isl.AstNode, st: LoopState, it: str, init: str, inc: str,
+                  trips: str, fork: bool = True) -> list[cgen.Generable]:
+        """One parallel region around a parallel loop whose trip count may be below the
+        number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
+        tiles on 2 threads): the threads share out whole iterations while every thread has
+        one, in blocks of consecutive ones (cyclically: up to 19% slower, 288 x 64 x 256
+        matmul); every thread runs each of the rest (fewer than the threads), whose parallel
+        loops share out theirs (cyclically, a barrier after each), so no thread waits a
+        whole iteration at the end. Never nested parallel constructs: libgomp creates fresh
+        threads for every nested team, even under a region made inactive by its ``if``
+        clause (an 8 x 1024 x 1024 matmul ran 50x slower with two threads than with one).
+        ``fork``: False inside a region opened around it (RegisterTiles.pack)."""
+        self.team_count += 1
+        flag = f"pd_w{self.team_count}"
+        count, whole, end, step = (f"pd_{x}{self.team_count}" for x in ("n", "s", "e", "t"))
+        region = f"omp parallel if({self._work_test(n)} && {trips} >= 1)"
+        inner = LoopState(True, team=flag)
+        body = self.node(n.for_get_body(), inner)
+        st.used_locals |= inner.used_locals
+        # iteration t < whole: this thread's own (its block ends at ``end``, then it jumps to
+        # the rest); t >= whole: every thread's
+        block = f"({whole} / pd_team_size())"
+        loop = cgen.For(
+            f"int64_t {step} = {end} - {block}", f"{step} < {count}",
+            f"{step} = {step} + 1 == {end} ? {whole} : {step} + 1",
+            cgen.Block([cgen.Statement(f"const int {flag} = {step} < {whole}"),
+                        cgen.Statement(f"const int64_t {it} = {init} + {step} * {inc}"),
+                        *body]))
+        return [*([cgen.Pragma(region)] if fork else []), cgen.Block([
+            cgen.Statement(f"const int64_t {count} = {trips}"),
+            cgen.Statement(f"const int64_t {whole} = {count} - pd_mod({count}, pd_team_size())"),
+            cgen.Statement(f"const int64_t {end} = (pd_team_id() + 1) * {block}"),
+            loop])]
+
+    def team_member(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
+                    inc: str) -> list[cgen.Generable]:
+        """A parallel loop in a team region's outer loop body (``_team_body``): its
+        iterations shared out cyclically unless the outer loop shares out its own."""
+        flag = st.team
+        inner = LoopState(True)
+        body = self.node(n.for_get_body(), inner)
+        st.used_locals |= inner.used_locals
+        loop = cgen.For(f"int64_t {it} = {init} + ({flag} ? 0 : pd_team_id()) * {inc}", cond,
+                        f"{it} += ({flag} ? 1 : pd_team_size()) * {inc}", cgen.Block(body))
+        # the next part of the outer iteration may read what this loop wrote
+        return [loop, cgen.If(f"!{flag}", cgen.Block([cgen.Pragma("omp barrier")]))]
+
+    def _work_test(self, n: isl.AstNode) -> str:
+        """C: the statements under loop ``n`` are worth threads."""
+        users = ast_users(n, self)
+        minimum = PARALLEL_MIN_WORK
+        if role_loops(n, PROMOTE, through_ifs=True):  # register tiles: cheaper instances
+            minimum = SEPARATE_PARALLEL_MIN_WORK if self._shares_nothing(n, users) else \
+                TILED_PARALLEL_MIN_WORK
+        return f"{self.work_expr(name for name, _ in users)} >= {minimum}"
+
+    def _shares_nothing(self, n: isl.AstNode, users: list[tuple[str, list[str]]]) -> bool:
+        """Every access of the statements under loop ``n`` moves with its iterator (a batch
+        loop: each iteration reads and writes arrays of its own)."""
+        word = re.compile(rf"\b{n.for_get_iterator().get_id().get_name()}\b")
+        for name, args in users:
+            stmt = self.scop.statement(name)
+            values = dict(zip(stmt.iters, args, strict=True))
+            refs = [r for r in stmt.value.walk() if isinstance(r, Load)]
+            for ref in [*refs, stmt.target]:
+                if not isinstance(ref, Load) or not any(
+                        word.search(values.get(v, "")) for sub in ref.index for v in sub.vars()):
+                    return False
+        return bool(users)
+
+    def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, st: LoopState,
+                    used_locals: set[str], trips: str | None = None) -> str | None:
+        """Threads for the outermost parallel loop (with a run-time test of its work and,
+        where the trip count is known, of having as many iterations as threads), SIMD for
+        an innermost stride-1 one."""
+        if not parallel:
+            return None
+        in_parallel = st.in_parallel
+        private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
+        when = [self._work_test(n)]
+        if trips is not None and has_loop(n.for_get_body()):
+            when.append(f"{trips} >= pd_threads()")
+        threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
+        if has_loop(n.for_get_body()) and not in_parallel:
+            return threads
+        if not has_loop(n.for_get_body()):
+            if self._unit_stride(n, it):
+                return self.simd_pragma + private
+            if not in_parallel:
+                return threads
+        return None
+
+    def _unit_stride(self, n: isl.AstNode, it: str) -> bool:
+        """Every access of the loop's statements moves by 0 or 1 element per iteration."""
+        pattern = re.compile(rf"\b{re.escape(it)}\b")
+        for name, args in ast_users(n.for_get_body(), self):
+            stmt = self.scop.statement(name)
+            moving = {v for v, a in zip(stmt.iters, args) if pattern.search(a)}
+            refs = [stmt.target, *(x for x in stmt.value.walk() if isinstance(x, Load))]
+            for ref in refs:
+                if not isinstance(ref, Load):
+                    continue
+                for d, sub in enumerate(ref.index):
+                    hit = sub.vars() & moving
+                    if not hit:
+                        continue
+                    lin = sub.linear()
+                    if d != len(ref.index) - 1 or lin is None or \
+                            any(abs(lin[0].get(v, 0)) != 1 for v in hit) or len(hit) > 1:
+                        return False
+        return True
+
+
+def _trip_count(n: isl.AstNode, init: str, inc: str, em: LoopEmitter) -> str | None:
+    """The iterations of ``for (c = init; c < ub or c <= ub; c += inc)`` as C (at most 0
+    when there is none), else None."""
+    cond = n.for_get_cond()
+    if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2 or \
+            cond.get_op_type() not in (_T.lt, _T.le):
+        return None
+    ub = em.ast_expr(cond.get_op_arg(1))
+    if cond.get_op_type() == _T.le:  # <= 0 when there is none (C's division truncates)
+        return f"((({ub}) - ({init}) + ({inc})) / ({inc}))"
+    return f"((({ub}) - ({init}) + ({inc}) - 1) / ({inc}))"
+
