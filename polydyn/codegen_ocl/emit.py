@@ -35,9 +35,10 @@ from ..scop.ir import (
     concrete,
     is_float,
 )
-from .mapping import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
+from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
 from .promotion import OUTER, LocalCopy, only_copies
 from .pyexpr import ITERATOR
+from .regemit import RegisterLoops
 from .scalars import SpilledScalar
 
 # OpenCL C overloads these for float and double: one table for both types.
@@ -52,7 +53,7 @@ PRELUDE_F64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nPD_MINMAX(double, 
     fmod_helper("double", "f64", "fmod")
 
 
-class OpenCLEmitter(CEmitter):
+class OpenCLEmitter(RegisterLoops, CEmitter):
     """Prints the OpenCL program of one operator: every kernel of every variant.
     ``spilled``: local scalars kept in global memory (live across launches)."""
 
@@ -127,12 +128,16 @@ class OpenCLEmitter(CEmitter):
             if copy.statement == name:
                 args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
                 return [self.copy_in(copy, args)]
+        transfer = self.cell_transfer(name, call) if self._registers() else None
+        if transfer is not None:
+            return [transfer]
         return super().node(n, st)
 
     def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
              **_cpu: object) -> list[cgen.Generable]:
         """A loop over a mapped member (promoted kernels) is the work-item's own point,
-        guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``."""
+        guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``
+        (register-tiled kernels: the points of its register tile, ``register_loop``)."""
         if self._lanes_free():  # a loop of one iteration stays a block around its body
             return self.plain_loop(n, st) if n.for_is_degenerate() else self.lane_loop(n, st)
         it = n.for_get_iterator().get_id().get_name()
@@ -150,6 +155,8 @@ class OpenCLEmitter(CEmitter):
             inc = self.ast_expr(n.for_get_inc())
             if inc != "1":
                 guard += f" && ({it} - {init}) % {inc} == 0"
+        if self._registers():
+            return self.register_loop(n, st, it, k, guard)
         body = self.node(n.for_get_body(), st)
         return [cgen.Block([
             cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {tile} * {GROUP}{k} + "
@@ -237,6 +244,9 @@ class OpenCLEmitter(CEmitter):
     def expr(self, e: Expr) -> str:
         if isinstance(e, Scalar) and e.name in self.spilled and not self._private_scalars():
             return self.spilled_cell(self.spilled[e.name])
+        held = self.register_expr(e) if self._registers() else None
+        if held is not None:
+            return held
         if isinstance(e, Load) and self._spec is not None:
             for copy in self._spec.local:
                 if copy.array == e.array:
@@ -290,7 +300,7 @@ class OpenCLEmitter(CEmitter):
         rank = len(copy.sizes)
         sizes = self.box_sizes(copy)
         total = " * ".join(sizes)
-        group = math.prod(self._spec.grid.tiles)
+        group = math.prod(self._spec.local_size)
         barrier = [] if self._barriers_outside else \
             [cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")]
         lines: list[cgen.Generable] = [
@@ -397,9 +407,10 @@ class OpenCLEmitter(CEmitter):
             body = self.node(spec.ast, st)
         finally:
             self._spec = None
-        decls = [cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}") for a in self.scop.arrays
-                 if a.kind == "local" and a.name in st.used_locals and
-                 (a.name not in self.spilled or spec.lanes)]
+        decls = [cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}{self.register_dims(spec)}")
+                 for a in self.scop.arrays if a.kind == "local" and a.name in st.used_locals
+                 and (a.name not in self.spilled or spec.lanes)]
+        decls += self.register_declarations(spec)
         decls += self.local_declarations(spec)
         decls += [cgen.Statement(f"__local {C_TYPE[t]} pd_red_{t}[{spec.lanes}]")
                   for t in sorted(self._lane_types)]
@@ -466,5 +477,6 @@ def _describe(spec: KernelSpec) -> str:
                 f"statements {', '.join(spec.statements)}")
     tiles = "x".join(str(t) for t in spec.grid.tiles)
     return (f"{spec.name}: {len(spec.grid.tiles)}-D grid of {tiles} work-groups over schedule "
-            f"dims {', '.join(f'{ITERATOR}{p}' for p in spec.grid.positions)}; statements "
-            f"{', '.join(spec.statements)}")
+            f"dims {', '.join(f'{ITERATOR}{p}' for p in spec.grid.positions)}; " +
+            (f"{spec.regtiles.describe()}; " if spec.regtiles else "") +
+            f"statements {', '.join(spec.statements)}")
