@@ -19,6 +19,11 @@ from .regtiles import ACC_LOAD, ACC_STORE
 # the register tile's row and column in a work-item (loops fully unrolled)
 REG_VARS = ("pd_ra", "pd_rb")
 CELL = f"[{REG_VARS[0]}][{REG_VARS[1]}]"
+# the register loops are unrolled (the cells then live in registers), except where the
+# program is built with PD_ROLLED_REGISTERS (runtime/opencl.py: PoCL)
+UNROLL = "PD_UNROLL"
+UNROLL_PRELUDE = ("#ifdef PD_ROLLED_REGISTERS\n#define PD_UNROLL\n#else\n"
+                  "#define PD_UNROLL _Pragma(\"unroll\")\n#endif\n")
 
 
 class RegisterLoops:
@@ -44,7 +49,7 @@ class RegisterLoops:
         point = cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {block} * {GROUP}{k} + "
                                f"{block // per} * {var} + {LOCAL}{k}")
         inner = [point, *body] if k in spec.full else [point, cgen.If(guard, cgen.Block(body))]
-        return [cgen.Line("#pragma unroll"),
+        return [cgen.Line(UNROLL),
                 cgen.For(f"int {var} = 0", f"{var} < {per}", f"{var} += 1", cgen.Block(inner))]
 
     def register_expr(self, e: Expr) -> str | None:
@@ -95,4 +100,4 @@ class RegisterLoops:
         return f"[{spec.regtiles.tm}][{spec.regtiles.tn}]"
 
 
-__all__ = ["REG_VARS", "RegisterLoops"]
+__all__ = ["REG_VARS", "UNROLL_PRELUDE", "RegisterLoops"]
