@@ -21,6 +21,10 @@ from the root:
   variant that would run loops in a single work-item (a reduction with no parallel loop
   around it: the rows when ``N = 1``) runs whole as one such group when its body allows.
 
+A kernel whose two innermost mapped members enclose a reduction accumulating into one cell
+per point (matmul) gets register tiles instead (regtiles.py): each work-item computes TM x
+TN points, a work-group a BM x BN block.
+
 Each kernel's code is isl's AST for the whole schedule with the domain restricted to the
 kernel's instances, where the host loop values, the group ids and the local ids are parameters
 (``pd_h0``, ``pd_g0``, ``pd_l0``), as PPCG builds its kernel ASTs. The mapped member ``k`` is
