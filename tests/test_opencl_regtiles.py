@@ -21,9 +21,9 @@ import polydyn as pd
 from polydyn import f32, out
 from polydyn.codegen_ocl.legality import check_launches, out_of_order
 from polydyn.codegen_ocl.regtiles import RegisterTiles, parse_override
-from polydyn.scop.deps import compute_deps
 from polydyn.errors import InternalError, UnsupportedError
 from polydyn.runtime.opencl import opencl_available
+from polydyn.scop.deps import compute_deps
 from polydyn.testing import check_kernel
 
 pytestmark = [
@@ -31,7 +31,7 @@ pytestmark = [
     pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)"),
 ]
 
-B, N, M, K, O = pd.sym("B N M K O")
+B, N, M, K, O = pd.sym("B N M K O")  # noqa: E741 (nn.Linear's output features)
 C_, F, H, W, KH, KW = pd.sym("C F H W KH KW")
 
 

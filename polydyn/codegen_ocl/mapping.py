@@ -52,8 +52,9 @@ from ..scop.ir import Scop
 from .lanes import lane_body
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
-from .regtiles import choose_register_tiles, register_kernel
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
+from .regtiles import choose_register_tiles, register_kernel
+
 # Tile (work-group) sizes by number of mapped members, outermost member first; the innermost
 # member varies fastest (OpenCL dimension 0), so neighbouring work-items touch neighbouring
 # elements along the stride-1 loop.
