@@ -30,6 +30,7 @@ class Options:
     (``-march=native``: this machine's) and this machine's L2
     (``codegen_c.toolchain.cpu_target``);
     ``ocl_permute``: the order OpenCL work-items run in, for tests (POLYDYN_OCL_PERMUTE);
+    ``ocl_regtile``: register tiles on OpenCL work-items (POLYDYN_OCL_REGTILE);
     ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
@@ -57,6 +58,10 @@ class Options:
     # group's work-items in order, a loop mapped to work-items that carries a dependence
     # then gives wrong ones.
     ocl_permute: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_PERMUTE", ""))
+    # Register tiles on OpenCL work-items (POLYDYN_OCL_REGTILE): "" (the mapping decides),
+    # "off" (one output per work-item) or "TMxTN" (that many outputs per work-item, where a
+    # kernel fits; codegen_ocl/regtiles.py). It changes the generated source.
+    ocl_regtile: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_REGTILE", ""))
     debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
 
     def replace(self, **kw: Any) -> Options:

@@ -126,13 +126,13 @@ def test_matmul_mapping_grid_and_local_memory() -> None:
     k = compiled("matmul")
     generic = k.mappings[[v.name for v in k.variants].index("generic")]
     (spec,) = generic.kernels
-    assert spec.grid is not None and spec.grid.tiles == (16, 16)
-    assert [c.array for c in spec.local] == ["A", "B"] or \
-        sorted(c.array for c in spec.local) == ["A", "B"]
-    assert all(c.sizes == (16, 16) for c in spec.local)
+    # register tiles (test_opencl_regtiles.py): 4x4 points per work-item of a 16x16 group
+    assert spec.grid is not None and spec.grid.tiles == (64, 64)
+    assert spec.local_size == (16, 16)
+    assert sorted((c.array, c.sizes) for c in spec.local) == [("A", (64, 16)), ("B", (16, 64))]
     src = k.source
     assert "__kernel" in src and "get_group_id(1)" in src and "get_local_id(0)" in src
-    assert "__local float pd_loc_A[256]" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src
+    assert "__local float pd_loc_A[1024]" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src
     assert "reqd_work_group_size(16, 16, 1)" in src
     assert "cl_khr_fp64" not in src  # f32 only: no double anywhere
     assert "#pragma omp" not in src
@@ -152,8 +152,9 @@ def test_full_tiles_need_no_guards() -> None:
 
 def test_conv2d_local_memory_sized_at_launch_with_fallback() -> None:
     """conv2d's tiles of X and Wt grow with KH and KW: their __local buffers are kernel
-    arguments sized on the host from the isl footprint; past the limit the plain twin runs."""
-    k = compiled("conv2d")
+    arguments sized on the host from the isl footprint; past the limit the plain twin runs.
+    (With register tiles, the default, conv2d reads them in place: they are turned off.)"""
+    k = pd.compile(load("conv2d")[0], target="opencl", ocl_regtile="off")
     spec = k.mappings[-1].kernels[0]
     assert sorted(c.array for c in spec.local) == ["Wt", "X"]
     assert all(c.dynamic for c in spec.local) and spec.fallback is not None
@@ -198,7 +199,8 @@ def test_launch_plan_is_json_and_names_every_kernel() -> None:
 def test_explain_shows_variant_and_launches() -> None:
     k = compiled("matmul")
     text = k.explain(N=40, M=33, K=17)
-    assert "runs" in text and "launch matmul_v" in text and "groups 3x3 of 16x16" in text
+    assert "runs" in text and "launch matmul_v" in text and "groups 1x1 of 16x16" in text
+    assert "register tiles 4x4 per work-item, 64x64x16 blocks" in text
     assert k.select(N=40, M=33, K=17).name in text
     with pytest.raises(pd.ShapeError, match="missing"):
         k.select(N=3)

@@ -25,7 +25,7 @@ import islpy as isl
 
 from ..astgen import condition_expr
 from ..scop.ir import Scop
-from .mapping import HOST, HostLoop, KernelSpec, VariantMapping
+from .plan import HOST, HostLoop, KernelSpec, VariantMapping
 from .pyexpr import ast_to_py
 from .scalars import SpilledScalar
 

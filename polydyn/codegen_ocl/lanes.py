@@ -7,6 +7,7 @@ import islpy as isl
 from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PARALLEL
 from ..scop.ir import Scop
+from .scalars import scalar_users
 
 # local scalar types a lane kernel combines (the prelude's pd_max_<type>/pd_min_<type>)
 LANE_TYPES = ("f32", "f64", "i32", "i64")
@@ -43,7 +44,5 @@ def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
 
     if not fits(ast) or not loops:
         return False
-    from .scalars import scalar_users  # scalars.py builds on this module
-
     return all(users <= statements or not users & statements
                for users in scalar_users(scop).values())

@@ -6,7 +6,9 @@ the mapped members; for a lane kernel, which work-group) runs each instance. Wor
 one launch run in no particular order (a GPU runs them at once; PoCL one after another), so
 every dependence between two instances of a kernel must keep the mapped members' values: its
 distance, projected onto the mapped schedule dimensions, is zero. Dependences between
-launches are ordered by the launches themselves, and those within a work-item by its code.
+launches are ordered by the launches themselves, and those within a work-item by its code:
+a register-tiled kernel (regtiles.py) runs a work-item's instances in a new order, its
+``order`` (a flat schedule), which must run the source of every dependence first.
 """
 
 from __future__ import annotations
@@ -43,6 +45,20 @@ def races(dependences: isl.UnionMap, placement: isl.UnionMap, n_host: int) -> is
     return inside.intersect(placement.apply_range(crossing).apply_range(placement.reverse()))
 
 
+def out_of_order(dependences: isl.UnionMap, order: isl.UnionMap) -> isl.UnionMap:
+    """``{ src -> sink }``: the dependences between two instances of ``order``'s domain that
+    ``order`` (``{ instance -> [flat schedule] }``) does not run source first."""
+    domain = order.domain()
+    inside = dependences.intersect_domain(domain).intersect_range(domain)
+    pairs = inside.apply_domain(order).apply_range(order)  # { [flat] -> [flat] }
+    if pairs.is_empty():
+        return isl.UnionMap.empty(inside.get_space())
+    space = isl.Set.from_union_set(order.range()).get_space()
+    before = isl.UnionMap.from_map(isl.Map.lex_lt(space).align_params(pairs.get_space()))
+    wrong = pairs.subtract(before)
+    return inside.intersect(order.apply_range(wrong).apply_range(order.reverse()))
+
+
 def check_launches(kernels: list[Any], dependences: isl.UnionMap, name: str) -> None:
     """Raise InternalError when some kernel of ``kernels`` (KernelSpec, fallbacks included)
     has a dependence between two of its work-items."""
@@ -54,3 +70,8 @@ def check_launches(kernels: list[Any], dependences: isl.UnionMap, name: str) -> 
             if not found.is_empty():
                 raise InternalError(f"{name}: kernel {k.name} maps a loop that carries a "
                                     f"dependence onto work-items: {found}")
+            order = getattr(k, "order", None)
+            found = out_of_order(dependences, order) if order is not None else None
+            if found is not None and not found.is_empty():
+                raise InternalError(f"{name}: kernel {k.name} runs the instances of a "
+                                    f"dependence in the wrong order: {found}")

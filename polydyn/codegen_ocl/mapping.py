@@ -21,6 +21,10 @@ from the root:
   variant that would run loops in a single work-item (a reduction with no parallel loop
   around it: the rows when ``N = 1``) runs whole as one such group when its body allows.
 
+A kernel whose two innermost mapped members enclose a reduction accumulating into one cell
+per point (matmul) gets register tiles instead (regtiles.py): each work-item computes TM x
+TN points, a work-group a BM x BN block.
+
 Each kernel's code is isl's AST for the whole schedule with the domain restricted to the
 kernel's instances, where the host loop values, the group ids and the local ids are parameters
 (``pd_h0``, ``pd_g0``, ``pd_l0``), as PPCG builds its kernel ASTs. The mapped member ``k`` is
@@ -33,7 +37,7 @@ facts imply: with ``N mod 16 = 0`` a 16-wide mapping needs no bound test.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 import islpy as isl
@@ -46,10 +50,11 @@ from ..schedule.tree import PARALLEL, is_band, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .lanes import lane_body
-from .promotion import LocalCopy, promote
-from .pyexpr import ITERATOR, ast_build, pw_aff_to_py, set_to_py
+from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
+from .promotion import promote
+from .pyexpr import ast_build, pw_aff_to_py, set_to_py
+from .regtiles import choose_register_tiles, register_kernel
 
-HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
 # Tile (work-group) sizes by number of mapped members, outermost member first; the innermost
 # member varies fastest (OpenCL dimension 0), so neighbouring work-items touch neighbouring
 # elements along the stride-1 loop.
@@ -67,121 +72,6 @@ def tile_sizes(n: int, max_group: int = 256) -> tuple[int, ...]:
         k = sizes.index(max(sizes))
         sizes[k] //= 2
     return tuple(sizes)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The mapped members of a kernel: prefix-schedule positions (outermost first), tile
-    sizes, and the host expressions of each member's first and last value."""
-
-    positions: tuple[int, ...]
-    tiles: tuple[int, ...]
-    lo: tuple[str, ...]
-    hi: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One OpenCL kernel: its name, how many host loop values it takes (``pd_h0``...), its
-    grid (None: a single work-item), when the host launches it, and its body AST."""
-
-    name: str
-    n_host: int
-    grid: Grid | None
-    when: str
-    statements: tuple[str, ...]
-    ast: Any = field(compare=False, repr=False)  # isl.AstNode
-    local: tuple[LocalCopy, ...] = ()
-    # promoted kernels: the AST loops over mapped members, ``(iterator, k)``, that the
-    # emitter prints as work-item guards
-    threads: tuple[tuple[str, int], ...] = ()
-    # the same kernel without local memory, run when the buffers sized at launch are too big
-    fallback: KernelSpec | None = None
-    # { instance -> [host loop values, mapped member values] }: which launch and which
-    # work-item runs each instance
-    placement: Any = field(default=None, compare=False, repr=False)  # isl.UnionMap
-    # work-items per value of the one mapped member (0: one work-item per value): its loops
-    # are dealt out to them
-    lanes: int = 0
-
-    @property
-    def dynamic_local(self) -> tuple[LocalCopy, ...]:
-        return tuple(c for c in self.local if c.dynamic)
-
-    def local_bytes_py(self) -> str:
-        """Python expression: bytes of __local memory one work-group uses."""
-        return " + ".join(f"({c.bytes_py()})" for c in self.local) or "0"
-
-    @property
-    def local_size(self) -> tuple[int, ...]:
-        """OpenCL local size (dimension 0 first: the innermost mapped member)."""
-        if self.lanes:
-            return (self.lanes,)
-        return tuple(reversed(self.grid.tiles)) if self.grid else (1,)
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kernel": self.name, "statements": list(self.statements),
-                               "host_iterators": [f"{HOST}{j}" for j in range(self.n_host)],
-                               "when": self.when}
-        if self.grid is None and self.lanes:
-            out["grid"] = {"work_dims": 1, "local_size": [self.lanes], "groups": ["1"],
-                           "lanes": self.lanes,
-                           "note": "no mapped member: one work-group shares the loops"}
-        elif self.grid is None:
-            out["grid"] = {"work_dims": 1, "local_size": [1], "groups": ["1"],
-                           "note": "no parallel loop: one work-item"}
-        else:
-            g = self.grid
-            groups = [f"({hi} - ({lo})) // {t} + 1"
-                      for lo, hi, t in zip(g.lo, g.hi, g.tiles, strict=True)]
-            out["grid"] = {"work_dims": len(g.tiles), "local_size": list(self.local_size),
-                           "groups": list(reversed(groups)),
-                           "offsets": list(reversed(g.lo)),
-                           "schedule_dims": [f"{ITERATOR}{p}" for p in reversed(g.positions)]}
-            if self.lanes:
-                out["grid"]["lanes"] = self.lanes
-        out["local_memory"] = [c.describe() for c in self.local]
-        if self.fallback is not None:
-            out["local_bytes"] = self.local_bytes_py()
-            out["fallback"] = f"{self.fallback.name} when local_bytes exceeds the device's limit"
-        return out
-
-
-@dataclass(frozen=True)
-class HostLoop:
-    """``for var in range(lo, hi + 1, step)`` on the host (when ``when`` holds) around
-    launches."""
-
-    var: str
-    lo: str
-    hi: str
-    when: str
-    body: tuple[Any, ...]
-    step: int = 1
-
-    def describe(self) -> dict[str, Any]:
-        return {"for": self.var, "from": self.lo, "to": self.hi, "step": self.step,
-                "when": self.when, "body": [item.describe() for item in self.body]}
-
-
-@dataclass(frozen=True)
-class VariantMapping:
-    """A variant (carrying the schedule the kernels were generated from) and its launches."""
-
-    variant: Variant
-    host: tuple[Any, ...]  # HostLoop | KernelSpec, in launch order
-    kernels: tuple[KernelSpec, ...]
-
-    def describe(self) -> dict[str, Any]:
-        return {"variant": self.variant.name, "region": str(self.variant.region),
-                "schedule": self.variant.summary,
-                "launches": [item.describe() for item in self.host]}
-
-    @property
-    def serial_statements(self) -> int:
-        """Statements run by a single work-item inside loops (no parallel member found)."""
-        return sum(len(k.statements) for k in self.kernels if k.grid is None and
-                   not k.lanes and has_loop(k.ast))
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,20 +107,22 @@ def is_automatic(variant: Variant) -> bool:
 
 def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
                 max_group: int = 256, local_memory: bool = True,
-                computed: isl.Schedule | None = None) -> VariantMapping:
+                computed: isl.Schedule | None = None, regtile: str = "") -> VariantMapping:
     """The launches of one variant. Automatic variants are rescheduled for the GPU (the CPU
     policy's tiling and thread choices do not apply): isl's default schedule, or the one with
     outer coincidence when fewer statements then run in loops of a single work-item
     (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
     that isl would fuse into one sequential loop); user schedules are mapped as given.
-    ``computed``: isl's schedule under the operator's context, if the caller has it."""
+    ``computed``: isl's schedule under the operator's context, if the caller has it;
+    ``regtile``: POLYDYN_OCL_REGTILE (regtiles.py)."""
     prefix = f"{scop.name}_v{index}"
     if not is_automatic(variant):
-        return _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory)
+        return _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory,
+                    regtile)
     best = None
     for outer in (False, True):
         schedule = gpu_schedule(scop, deps, variant, outer, computed)
-        mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory)
+        mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory, regtile)
         score = (mapped.serial_statements, _count_launch_sites(mapped.host))
         if best is None or score < best[0]:
             best = (score, mapped)
@@ -240,9 +132,10 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
 
 
 def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefix: str,
-         max_group: int, local_memory: bool) -> VariantMapping:
+         max_group: int, local_memory: bool, regtile: str) -> VariantMapping:
     schedule = atomic_where_strides_differ(schedule)
-    mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory)
+    mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory,
+                     regtile)
     host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
     kernels = tuple(mapper.kernels)
     if any(k.grid is None and has_loop(k.ast) for k in kernels) and \
@@ -287,6 +180,7 @@ def _summary(kernels: list[KernelSpec]) -> str:
         else:
             text = "x".join(str(t) for t in k.grid.tiles)
             parts.append(f"{len(k.grid.tiles)}-D grid, groups {text}" +
+                         (f", {k.regtiles.describe()}" if k.regtiles else "") +
                          (f", local {'+'.join(c.array for c in k.local)}" if k.local else ""))
     return f"opencl: {len(kernels)} kernel(s): " + "; ".join(parts)
 
@@ -301,8 +195,9 @@ def _count_launch_sites(items: tuple[Any, ...]) -> int:
 
 class _Mapper:
     def __init__(self, scop: Scop, deps: Deps, schedule: isl.Schedule, region: isl.Set,
-                 prefix: str, max_group: int, local_memory: bool):
+                 prefix: str, max_group: int, local_memory: bool, regtile: str = ""):
         self.scop = scop
+        self.regtile = regtile
         self.deps = deps
         self.schedule = schedule
         self.region = region
@@ -426,6 +321,12 @@ class _Mapper:
                                   placement=placement, lanes=self.lanes)
                 self.kernels.append(spec)
                 return [spec]
+        tiled = self.register_tiled(name, domain, depth, chain or mapped, mapped, ranges,
+                                    (ctx, when, params, when_py), grid, placement) \
+            if len(mapped) >= 2 and self.local_memory else None
+        if tiled is not None:
+            self.kernels.append(tiled)
+            return [tiled]
         promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
                            tiles, params, kctx) if mapped and self.local_memory else None
         plain = None
@@ -442,6 +343,28 @@ class _Mapper:
                               placement=placement)
         self.kernels.append(spec)
         return [spec]
+
+    def register_tiled(self, name: str, domain: isl.UnionSet, depth: int,
+                       chain: list[isl.ScheduleNode], mapped: list[isl.ScheduleNode],
+                       ranges: list[isl.Set], where: tuple[Any, ...], grid: Grid,
+                       placement: isl.UnionMap) -> KernelSpec | None:
+        """The kernel with register tiles on its work-items (regtiles.py), or None.
+        ``where``: the launch's context, its condition (isl, Python) and the parameters."""
+        ctx, when, params, when_py = where
+        tiles = choose_register_tiles(mapped, ranges, ctx, self.max_group, self.regtile)
+        if tiles is None:
+            return None
+        blocks = tiles.blocks(len(mapped))
+        kctx = _build_context(self.region.intersect(when).intersect(
+            _grid_context(params, ranges, blocks)))
+        code = register_kernel(self.scop, self.schedule, domain, depth, chain, mapped, tiles,
+                               params, kctx)
+        if code is None:
+            return None
+        return KernelSpec(name, depth, replace(grid, tiles=blocks), when_py,
+                          tuple(sorted(statement_names(domain))), code.ast, code.copies,
+                          code.threads, placement=placement, regtiles=tiles,
+                          accumulators=code.accumulators, full=code.full, order=code.order)
 
     def whole_statements(self, domain: isl.UnionSet) -> bool:
         """Whether ``domain`` holds every instance of each of its statements (no other

@@ -22,7 +22,9 @@ from ..scop.ir import NUMPY_NAME, Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
 from .legality import check_launches
-from .mapping import KernelSpec, VariantMapping, map_variant
+from .mapping import map_variant
+from .plan import KernelSpec, VariantMapping
+from .regtiles import parse_override
 from .scalars import spilled_scalars, spills_of_variants
 
 
@@ -47,7 +49,9 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
     ``max_group`` work-items (each kernel gets its own AST from the mapping). ``computed``:
     isl's schedule under the operator's context, when the caller has it (the mapping reuses
     it instead of running isl's scheduler again: minutes on some fuzz operators)."""
-    mappings = [map_variant(scop, deps, v, k, max_group=max_group, computed=computed)
+    parse_override(options.ocl_regtile)  # a bad value is an error even where nothing fits
+    mappings = [map_variant(scop, deps, v, k, max_group=max_group, computed=computed,
+                            regtile=options.ocl_regtile)
                 for k, v in enumerate(scheduled)]
     options.dump(scop.name, "7-opencl-launches.txt",
           "\n".join(f"{m.variant.name}: {m.describe()}" for m in mappings))

@@ -123,7 +123,7 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
         is_band(below.child(0))
     prefix = below.get_prefix_schedule_union_map().intersect_domain(domain)
     group = prefix.intersect_range(isl.UnionSet.from_set(
-        _tile_set(params, positions[-1] + 1, depth, positions, tiles))).domain()
+        tile_set(params, positions[-1] + 1, depth, positions, tiles))).domain()
     if group.is_empty():
         return None
     top = node_path(mapped[0].parent())
@@ -137,7 +137,7 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
         graft_at = node_at(schedule, top)
     outer = graft_at.get_prefix_schedule_union_map().intersect_domain(group)
     threads_map = prefix.intersect_domain(group).apply_range(_pick(positions[-1] + 1, positions))
-    copies, footprints = _choose(scop, group, outer, threads_map, kctx, budget)
+    copies, footprints = choose_copies(scop, group, outer, threads_map, kctx, budget)
     if not copies:
         return None
     extension = isl.UnionMap.empty(group.get_space())
@@ -150,9 +150,9 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
     sched = sched.intersect_domain(group)
     ast = ast_build(kctx).node_from_schedule(sched)
     threads = tuple((f"{ITERATOR}{p + int(hoist)}", k) for k, p in enumerate(positions))
-    if not _threads_enclose_statements(ast, {name for name, k in threads if tiles[k] > 1}):
+    if not threads_enclose_statements(ast, {name for name, k in threads if tiles[k] > 1}):
         return None
-    if not _copies_unconditional(ast):
+    if not copies_unconditional(ast):
         return None
     return Promotion(ast, tuple(copies), threads)
 
@@ -174,7 +174,7 @@ def _hoist_r_tile(sched: isl.Schedule, r_path: tuple[int, ...],
     return node.get_schedule()
 
 
-def _tile_set(params: list[str], n_dims: int, depth: int, positions: list[int],
+def tile_set(params: list[str], n_dims: int, depth: int, positions: list[int],
               tiles: tuple[int, ...]) -> isl.Set:
     """``{ [p...] : p_j = pd_h<j>, pd_o<k> + T pd_g<k> <= p_pos < pd_o<k> + T (pd_g<k> + 1) }``:
     the prefix values of one work-group."""
@@ -195,7 +195,7 @@ def _pick(n_dims: int, positions: list[int]) -> isl.UnionMap:
 # Which arrays, which boxes
 
 
-def _choose(scop: Scop, group: isl.UnionSet, outer: isl.UnionMap, threads: isl.UnionMap,
+def choose_copies(scop: Scop, group: isl.UnionSet, outer: isl.UnionMap, threads: isl.UnionMap,
             kctx: isl.Set, budget: int) -> tuple[list[LocalCopy], list[isl.Set]]:
     reads = scop.accesses("read").intersect_domain(group)
     written = {m.get_tuple_name(isl.dim_type.out) for m in _maps(
@@ -274,8 +274,8 @@ def _box(array: str, itemsize: int, fp: isl.Map, kctx: isl.Set, rank: int,
             sizes.append(None)
             size_c.append(isl.AstBuild.from_context(bound.domain()).expr_from_pw_aff(bound))
             size_py.append(pw_aff_to_py(bound, bound.domain()))
-        lo.append(build.expr_from_pw_aff(_pw_to_params(first, names).gist(where)))
-        hi.append(build.expr_from_pw_aff(_pw_to_params(last, names).gist(where)))
+        lo.append(build.expr_from_pw_aff(pw_to_params(first, names).gist(where)))
+        hi.append(build.expr_from_pw_aff(pw_to_params(last, names).gist(where)))
     if any(s is not None and s <= 0 for s in sizes):
         return None
     return LocalCopy(array, tuple(sizes), tuple(lo), tuple(hi), itemsize, tuple(size_c),
@@ -316,7 +316,7 @@ def _to_params(s: isl.Set, names: list[str]) -> isl.Set:
     return s
 
 
-def _pw_to_params(pa: isl.PwAff, names: list[str]) -> isl.PwAff:
+def pw_to_params(pa: isl.PwAff, names: list[str]) -> isl.PwAff:
     """``{ [u0, ...] -> [f(u)] }`` as ``[pd_u0, ...] -> { [f] }`` (the ids are isl's own, the
     ones the parser gives these names)."""
     n = pa.dim(isl.dim_type.param)
@@ -326,7 +326,7 @@ def _pw_to_params(pa: isl.PwAff, names: list[str]) -> isl.PwAff:
     return pa.project_domain_on_params()
 
 
-def _threads_enclose_statements(ast: isl.AstNode, threads: set[str]) -> bool:
+def threads_enclose_statements(ast: isl.AstNode, threads: set[str]) -> bool:
     """Every statement of the kernel (not the copies) lies inside a loop over each mapped
     member of tile size > 1: isl replaces a loop by its value when that value is fixed, and
     then the work-item guard would be missing."""
@@ -343,7 +343,7 @@ def only_copies(n: isl.AstNode) -> bool:
         n.user_get_expr().get_op_arg(0).get_id().get_name().startswith(COPY)
 
 
-def _copies_unconditional(ast: isl.AstNode) -> bool:
+def copies_unconditional(ast: isl.AstNode) -> bool:
     """Every copy (and so every barrier) lies under loops only, or under an ``if`` with
     copies alone in it, which the emitter prints between barriers: PoCL's CPU compiler
     miscompiles barriers under a condition (work-items outside a later guard ran the code

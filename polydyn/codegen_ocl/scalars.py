@@ -20,7 +20,7 @@ import numpy as np
 
 from ..scop.deps import local_flow
 from ..scop.ir import NUMPY_NAME, Scalar, Scop, Statement
-from .mapping import KernelSpec
+from .plan import KernelSpec
 from .pyexpr import pw_aff_to_py, set_to_py
 
 

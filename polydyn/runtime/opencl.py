@@ -26,6 +26,12 @@ from ..scop.ir import Scop
 from .kernel import KernelBase
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)
+# PoCL's CPU compiler gave wrong results for unrolled register tiles (codegen_ocl/regemit.py)
+# when work-item 0 of a group lies outside a partial block and the work-items run reversed
+# (POLYDYN_OCL_PERMUTE=reverse: the rows of the last block that work-item 0 does not own
+# were never computed, as if its guard were taken for the whole group); the same kernel
+# with the register loops rolled gave the right ones. On PoCL the loops stay rolled.
+POCL_OPTIONS = ("-DPD_ROLLED_REGISTERS",)
 
 
 def _cl() -> Any:
@@ -148,7 +154,9 @@ def build_program(context: Any, source: str, name: str) -> Any:
     """The program for ``source`` on ``context``, built once per process (pyopencl also
     keeps the binaries on disk); a build failure raises CompileError with the build log."""
     cl = _cl()
-    key = (source, context.int_ptr, tuple(d.int_ptr for d in context.devices), BUILD_OPTIONS)
+    options = BUILD_OPTIONS + (POCL_OPTIONS if any(
+        "Portable Computing Language" in d.platform.name for d in context.devices) else ())
+    key = (source, context.int_ptr, tuple(d.int_ptr for d in context.devices), options)
     with _LOCK:
         hit = _PROGRAMS.get(key)
         if hit is not None:
@@ -157,10 +165,10 @@ def build_program(context: Any, source: str, name: str) -> Any:
         try:
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
-                program.build(options=list(BUILD_OPTIONS))
+                program.build(options=list(options))
         except cl.Error as exc:
             raise CompileError(f"the OpenCL compiler failed on the code generated for {name} "
-                               f"(options {' '.join(BUILD_OPTIONS)})",
+                               f"(options {' '.join(options)})",
                                _build_log(program, context, exc)) from None
         for w in said:  # the build's warnings, but NVIDIA's note on every kernel
             if not (issubclass(w.category, cl.CompilerWarning) and

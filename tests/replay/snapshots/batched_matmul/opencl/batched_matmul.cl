@@ -29,9 +29,14 @@ static inline float pd_fmod_f32(float a, float b) {
   float r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+#ifdef PD_ROLLED_REGISTERS
+#define PD_UNROLL
+#else
+#define PD_UNROLL _Pragma("unroll")
+#endif
 
 /* ---- variant B=1: [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and M > 0 } */
-/* batched_matmul_v0_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+/* batched_matmul_v0_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -39,78 +44,141 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[256];
+  __local float pd_loc_Bm[1024];
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            pd_acc_C[pd_ra][pd_rb] = C[((0) * (N) + pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = 0;
-      const int64_t pd_n0 = 0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (16 * pd_g1);
-      const int64_t pd_n2 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
       pd_loc_A_lo0 = 0;
       const int64_t pd_n0 = 0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (16 * pd_g0);
-      const int64_t pd_n1 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo1 = (64 * pd_g0);
+      const int64_t pd_n1 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo1 + 1;
       pd_loc_A_lo2 = pd_u0;
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (64 * 16);
+        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
-      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g1);
+      const int64_t pd_n2 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c1 == 0)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
-          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            if (pd_c0 == 0)
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
                 const int64_t b = 0;
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                C[((b) * N + i) * M + j] = 0.0f;
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
                 const int64_t b = 0;
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                const int64_t k = (pd_c0 + pd_c3);
-                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 16 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                const int64_t k = pd_c3;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
               }
             }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            C[((0) * (N) + pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }
@@ -119,8 +187,8 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
 }
 
 /* ---- variant full: [B, N, K, M] -> {  : (N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and B > 0 and N > 0 and K > 0 and M >= 96 } */
-/* batched_matmul_v1_k0: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
-__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+/* batched_matmul_v1_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const int64_t pd_g0 = get_group_id(2);
@@ -129,85 +197,134 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[1024];
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        {
+          const int64_t pd_u0 = pd_g0;
+          const int64_t pd_u1 = pd_c6;
+          const int64_t pd_u2 = pd_c7;
+          pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (16 * pd_g2);
-      const int64_t pd_n2 = ((16 * pd_g2) + 15) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = ((64 * pd_g2) + 63) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (8 * pd_g1);
-      const int64_t pd_n1 = ((8 * pd_g1) + 7) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u0;
-      const int64_t pd_n2 = (pd_u0 + 15) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 48) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (64 * 16);
+        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c2 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
-      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
-          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= ((8 * pd_g1) + 7)))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
-              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= ((16 * pd_g2) + 15)))
-              {
-                if (pd_c0 == 0)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    C[((b) * N + i) * M + j] = 0.0f;
-                  }
-                }
-                for (int64_t pd_c4 = 0; pd_c4 <= 15; pd_c4 += 1)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    const int64_t k = (pd_c0 + pd_c4);
-                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c6;
+              const int64_t j = pd_c7;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
+        }
+      }
+    }
+    for (int64_t pd_c4 = pd_c2; pd_c4 <= (pd_c2 + 15); pd_c4 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c6;
+              const int64_t j = pd_c7;
+              const int64_t k = pd_c4;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        {
+          const int64_t pd_u0 = pd_g0;
+          const int64_t pd_u1 = pd_c6;
+          const int64_t pd_u2 = pd_c7;
+          C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
         }
       }
     }
@@ -215,8 +332,8 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
 }
 
 /* ---- variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 96 } */
-/* batched_matmul_v2_k0: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
-__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+/* batched_matmul_v2_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const int64_t pd_g0 = get_group_id(2);
@@ -225,84 +342,145 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[1024];
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u2 = pd_c7;
+            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (16 * pd_g2);
-      const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (8 * pd_g1);
-      const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u0;
-      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (64 * 16);
+        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c2 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
-      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
-          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((N - 1), ((8 * pd_g1) + 7))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
             {
-              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
-              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((M - 1), ((16 * pd_g2) + 15))))
               {
-                if (pd_c0 == 0)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    C[((b) * N + i) * M + j] = 0.0f;
-                  }
-                }
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((K - pd_c0) - 1)); pd_c4 += 1)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    const int64_t k = (pd_c0 + pd_c4);
-                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c6;
+                const int64_t j = pd_c7;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((K - 1), (pd_c2 + 15)); pd_c4 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c6;
+                const int64_t j = pd_c7;
+                const int64_t k = pd_c4;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u2 = pd_c7;
+            C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }
@@ -311,8 +489,8 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
 }
 
 /* ---- variant small: [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and M <= 95) or B = 0) } */
-/* batched_matmul_v3_k0: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
-__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+/* batched_matmul_v3_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const int64_t pd_g0 = get_group_id(2);
@@ -321,84 +499,145 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[1024];
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u2 = pd_c7;
+            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (16 * pd_g2);
-      const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = (((M >= 64) && (pd_g2 == 0)) ? 63 : (M - 1)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (8 * pd_g1);
-      const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u0;
-      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (64 * 16);
+        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c2 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
-      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
-          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((N - 1), ((8 * pd_g1) + 7))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
             {
-              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
-              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((M - 1), ((16 * pd_g2) + 15))))
               {
-                if (pd_c0 == 0)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    C[((b) * N + i) * M + j] = 0.0f;
-                  }
-                }
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((K - pd_c0) - 1)); pd_c4 += 1)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    const int64_t k = (pd_c0 + pd_c4);
-                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c6;
+                const int64_t j = pd_c7;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((K - 1), (pd_c2 + 15)); pd_c4 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c6;
+                const int64_t j = pd_c7;
+                const int64_t k = pd_c4;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u2 = pd_c7;
+            C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }
@@ -407,8 +646,8 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
 }
 
 /* ---- variant generic: [B, N, K, M] -> {  : B >= 0 and N > 0 and K > 0 and M > 0 } */
-/* batched_matmul_v4_k0: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
-__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+/* batched_matmul_v4_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const int64_t pd_g0 = get_group_id(2);
@@ -417,84 +656,145 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[1024];
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u2 = pd_c7;
+            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (16 * pd_g2);
-      const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (2 * pd_g0);
-      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (8 * pd_g1);
-      const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u0;
-      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        const int64_t pd_e0 = (pd_e) / (64 * 16);
+        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
           pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c2 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
-      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
-          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((N - 1), ((8 * pd_g1) + 7))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
             {
-              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
-              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((M - 1), ((16 * pd_g2) + 15))))
               {
-                if (pd_c0 == 0)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    C[((b) * N + i) * M + j] = 0.0f;
-                  }
-                }
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((K - pd_c0) - 1)); pd_c4 += 1)
-                {
-                  {
-                    const int64_t b = pd_c1;
-                    const int64_t i = pd_c2;
-                    const int64_t j = pd_c3;
-                    const int64_t k = (pd_c0 + pd_c4);
-                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c6;
+                const int64_t j = pd_c7;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((K - 1), (pd_c2 + 15)); pd_c4 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c6;
+                const int64_t j = pd_c7;
+                const int64_t k = pd_c4;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u2 = pd_c7;
+            C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }

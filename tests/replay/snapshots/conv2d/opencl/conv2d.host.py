@@ -19,34 +19,22 @@ def spill_sizes(B, C, H, W, F, KH, KW):
 def variant_0(_launch, B, C, H, W, F, KH, KW):
     if (F >= 1):
         _o = (0, 0, 0, )
-        if (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (W if ((KW + 15) >= W) else (KW + 15)))) + (4 * 2 * 16 * max(1, KH) * max(1, KW)) <= _LOCAL_LIMIT:
-            _launch(0, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ), (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (W if ((KW + 15) >= W) else (KW + 15))), 4 * 2 * 16 * max(1, KH) * max(1, KW), ))
-        else:
-            _launch(1, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ))
+        _launch(0, (), _o, (((F - 1) - _o[0]) // 1 + 1, ((H - KH) - _o[1]) // 64 + 1, ((W - KW) - _o[2]) // 64 + 1, ))
 
 
 def variant_1(_launch, B, C, H, W, F, KH, KW):
     if True:
         _o = (0, 0, 0, )
-        if (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (KW + 15))) + (4 * 2 * 16 * max(1, KH) * max(1, KW)) <= _LOCAL_LIMIT:
-            _launch(2, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ), (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (KW + 15)), 4 * 2 * 16 * max(1, KH) * max(1, KW), ))
-        else:
-            _launch(3, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ))
+        _launch(1, (), _o, (((F - 1) - _o[0]) // 1 + 1, ((H - KH) - _o[1]) // 64 + 1, ((W - KW) - _o[2]) // 64 + 1, ))
 
 
 def variant_2(_launch, B, C, H, W, F, KH, KW):
     if True:
         _o = (0, 0, 0, )
-        if (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (KW + 15))) + (4 * 2 * 16 * max(1, KH) * max(1, KW)) <= _LOCAL_LIMIT:
-            _launch(4, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ), (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (KW + 15)), 4 * 2 * 16 * max(1, KH) * max(1, KW), ))
-        else:
-            _launch(5, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ))
+        _launch(2, (), _o, (((F - 1) - _o[0]) // 1 + 1, ((H - KH) - _o[1]) // 64 + 1, ((W - KW) - _o[2]) // 64 + 1, ))
 
 
 def variant_3(_launch, B, C, H, W, F, KH, KW):
     if (((B >= 1) and (F >= 1)) or (((B >= 1) and (C >= 1)) and (F >= 1))):
         _o = (0, 0, 0, )
-        if (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (W if ((KW + 15) >= W) else (KW + 15)))) + (4 * 2 * 16 * max(1, KH) * max(1, KW)) <= _LOCAL_LIMIT:
-            _launch(6, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ), (4 * 1 * 16 * max(1, (KH + 7)) * max(1, (W if ((KW + 15) >= W) else (KW + 15))), 4 * 2 * 16 * max(1, KH) * max(1, KW), ))
-        else:
-            _launch(7, (), _o, (((F - 1) - _o[0]) // 2 + 1, ((H - KH) - _o[1]) // 8 + 1, ((W - KW) - _o[2]) // 16 + 1, ))
+        _launch(3, (), _o, (((F - 1) - _o[0]) // 1 + 1, ((H - KH) - _o[1]) // 64 + 1, ((W - KW) - _o[2]) // 64 + 1, ))

@@ -29,6 +29,11 @@ static inline float pd_fmod_f32(float a, float b) {
   float r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+#ifdef PD_ROLLED_REGISTERS
+#define PD_UNROLL
+#else
+#define PD_UNROLL _Pragma("unroll")
+#endif
 
 /* ---- variant N=1: [N, K, M] -> {  : N = 1 and K > 0 and M > 0 } */
 /* matmul_v0_k0: 1-D grid of 256 work-groups over schedule dims pd_c0; statements S0, S1 */
@@ -85,7 +90,7 @@ void matmul_v0_k0(long N, long K, long M, long pd_o0, __global const float *rest
 }
 
 /* ---- variant full: [N, K, M] -> {  : (N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and N > 0 and K > 0 and M >= 96 } */
-/* matmul_v1_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+/* matmul_v1_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -93,37 +98,56 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[1024];
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        {
+          const int64_t pd_u0 = pd_c5;
+          const int64_t pd_u1 = pd_c6;
+          pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
       pd_loc_B_lo0 = pd_u0;
       const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (16 * pd_g1);
-      const int64_t pd_n1 = ((16 * pd_g1) + 15) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((64 * pd_g1) + 63) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
           pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (16 * pd_g0);
-      const int64_t pd_n0 = ((16 * pd_g0) + 15) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo0 = (64 * pd_g0);
+      const int64_t pd_n0 = ((((64 * pd_g0) + 48) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
         const int64_t pd_e0 = (pd_e) / (16);
         const int64_t pd_e1 = (pd_e) % (16);
@@ -132,32 +156,64 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c1 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
-      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= ((16 * pd_g0) + 15)))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
-          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= ((16 * pd_g1) + 15)))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            if (pd_c0 == 0)
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                C[(i) * M + j] = 0.0f;
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 <= 15; pd_c3 += 1)
-            {
-              {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                const int64_t k = (pd_c0 + pd_c3);
-                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
-              }
+              const int64_t i = pd_c5;
+              const int64_t j = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
+        }
+      }
+    }
+    for (int64_t pd_c3 = pd_c1; pd_c3 <= (pd_c1 + 15); pd_c3 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            {
+              const int64_t i = pd_c5;
+              const int64_t j = pd_c6;
+              const int64_t k = pd_c3;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        {
+          const int64_t pd_u0 = pd_c5;
+          const int64_t pd_u1 = pd_c6;
+          C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
         }
       }
     }
@@ -165,7 +221,7 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
 }
 
 /* ---- variant tiled: [N, K, M] -> {  : N > 0 and K > 0 and M >= 96 } */
-/* matmul_v2_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+/* matmul_v2_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -173,37 +229,59 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[1024];
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
       pd_loc_B_lo0 = pd_u0;
       const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (16 * pd_g1);
-      const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
           pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (16 * pd_g0);
-      const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo0 = (64 * pd_g0);
+      const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
         const int64_t pd_e0 = (pd_e) / (16);
         const int64_t pd_e1 = (pd_e) % (16);
@@ -212,31 +290,72 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c1 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
-      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
-          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            if (pd_c0 == 0)
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                C[(i) * M + j] = 0.0f;
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                const int64_t k = (pd_c0 + pd_c3);
-                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                const int64_t k = pd_c3;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
               }
             }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }
@@ -245,7 +364,7 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
 }
 
 /* ---- variant small: [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 95 } */
-/* matmul_v3_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+/* matmul_v3_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -253,37 +372,59 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[1024];
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
       pd_loc_B_lo0 = pd_u0;
       const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (16 * pd_g1);
-      const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = (((M >= 64) && (pd_g1 == 0)) ? 63 : (M - 1)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
           pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (16 * pd_g0);
-      const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo0 = (64 * pd_g0);
+      const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
         const int64_t pd_e0 = (pd_e) / (16);
         const int64_t pd_e1 = (pd_e) % (16);
@@ -292,31 +433,72 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c1 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
-      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
-          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            if (pd_c0 == 0)
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                C[(i) * M + j] = 0.0f;
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                const int64_t k = (pd_c0 + pd_c3);
-                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                const int64_t k = pd_c3;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
               }
             }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }
@@ -325,7 +507,7 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
 }
 
 /* ---- variant generic: [N, K, M] -> {  : N > 0 and K > 0 and M > 0 } */
-/* matmul_v4_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+/* matmul_v4_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -333,37 +515,59 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[1024];
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[1024];
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
-  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
       pd_loc_B_lo0 = pd_u0;
       const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (16 * pd_g1);
-      const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
         if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
           pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     {
-      const int64_t pd_u0 = pd_c0;
+      const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (16 * pd_g0);
-      const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo0 = (64 * pd_g0);
+      const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
         const int64_t pd_e0 = (pd_e) / (16);
         const int64_t pd_e1 = (pd_e) % (16);
@@ -372,31 +576,72 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (pd_c1 == 0)
     {
-      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
-      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
         {
-          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
-          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            if (pd_c0 == 0)
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                C[(i) * M + j] = 0.0f;
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
             {
               {
-                const int64_t i = pd_c1;
-                const int64_t j = pd_c2;
-                const int64_t k = (pd_c0 + pd_c3);
-                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+                const int64_t i = pd_c5;
+                const int64_t j = pd_c6;
+                const int64_t k = pd_c3;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
               }
             }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  {
+    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      {
+        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        {
+          {
+            const int64_t pd_u0 = pd_c5;
+            const int64_t pd_u1 = pd_c6;
+            C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
       }

@@ -27,22 +27,22 @@ def variant_0(_launch, N, K, M):
 def variant_1(_launch, N, K, M):
     if True:
         _o = (0, 0, )
-        _launch(1, (), _o, (((N - 1) - _o[0]) // 16 + 1, ((M - 1) - _o[1]) // 16 + 1, ))
+        _launch(1, (), _o, (((N - 1) - _o[0]) // 64 + 1, ((M - 1) - _o[1]) // 64 + 1, ))
 
 
 def variant_2(_launch, N, K, M):
     if True:
         _o = (0, 0, )
-        _launch(2, (), _o, (((N - 1) - _o[0]) // 16 + 1, ((M - 1) - _o[1]) // 16 + 1, ))
+        _launch(2, (), _o, (((N - 1) - _o[0]) // 64 + 1, ((M - 1) - _o[1]) // 64 + 1, ))
 
 
 def variant_3(_launch, N, K, M):
     if True:
         _o = (0, 0, )
-        _launch(3, (), _o, (((N - 1) - _o[0]) // 16 + 1, ((M - 1) - _o[1]) // 16 + 1, ))
+        _launch(3, (), _o, (((N - 1) - _o[0]) // 64 + 1, ((M - 1) - _o[1]) // 64 + 1, ))
 
 
 def variant_4(_launch, N, K, M):
     if True:
         _o = (0, 0, )
-        _launch(4, (), _o, (((N - 1) - _o[0]) // 16 + 1, ((M - 1) - _o[1]) // 16 + 1, ))
+        _launch(4, (), _o, (((N - 1) - _o[0]) // 64 + 1, ((M - 1) - _o[1]) // 64 + 1, ))

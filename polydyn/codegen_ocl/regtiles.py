@@ -1,0 +1,423 @@
+"""Register tiles on work-items: each work-item computes a TM x TN block of outputs.
+
+A kernel whose two innermost mapped members (rows ``m_r`` and columns ``m_c``; matmul's
+``i, j``) are directly followed by a sequential single-member band (the reduction ``r``:
+matmul's ``k``, conv's ``c``), alone or as the one band of a sequence of statements (an
+accumulator set before and stored after), is register-tiled when every statement it runs
+accumulates into cells that do not depend on the reduction: each array a statement writes is
+written, for each point ``(outer, m_r, m_c)``, at one element (the cell), and every access
+of the kernel to that array is to the cell. A work-group then covers a BM x BN block of
+``(m_r, m_c)`` (BM = TM times the work-items along the rows), and work-item ``(l_r, l_c)``
+owns the points ``m_r = o_r + BM g_r + (BM / TM) a + l_r``, ``m_c = o_c + BN g_c + (BN / TN)
+b + l_c`` for ``a < TM, b < TN``: neighbouring work-items touch neighbouring columns
+(coalesced global accesses, conflict-free local reads).
+
+The kernel's AST is isl's, for one work-group (its group ids are parameters, as in
+promotion.py), from the flat schedule
+
+    [outer, 0, .., m_r, m_c]                        PDACCLOAD_<C>: cells from the output
+    [outer, 1, seq, kt, 0, 0 ..]                    PDCOPY_<A>: the tile of A, all work-items
+    [outer, 1, seq, kt, 1, r, below r .., m_r, m_c] the statements (kt = BK floor(r / BK))
+    [outer, 2, .., m_r, m_c]                        PDACCSTORE_<C>: cells to the output
+
+with the statements of a sequence around the band at their positions (``seq``). ``m_r`` and
+``m_c`` come innermost: that is legal because they are coincident (every dependence inside
+the launch keeps them), and the race check (legality.py) verifies it on the flat schedule.
+The emitter prints the loops over ``m_r`` and ``m_c`` as loops over the register tile,
+``#pragma unroll``, guarded by isl's bounds (left out where isl shows full blocks); the
+cells live in private arrays ``pd_acc_<C>[TM][TN]`` and local scalars in ``s[TM][TN]``. The
+copies are promotion.py's, their footprint per group now BM x BK etc.; an array whose box
+grows with the syms (conv's window) is read in place instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import islpy as isl
+
+from ..errors import UnsupportedError
+from ..schedule.tree import SEQUENTIAL, is_band
+from ..scop.ir import Scop
+from .promotion import (
+    LOCAL_BUDGET,
+    LocalCopy,
+    choose_copies,
+    copies_unconditional,
+    pw_to_params,
+    threads_enclose_statements,
+    tile_set,
+)
+from .pyexpr import ITERATOR, ast_build
+
+TILE = 4  # outputs per work-item along each member (at most), when its extent allows
+BK = 16  # points of the reduction per local-memory tile
+WORK_ITEMS = (16, 16)  # work-items along (rows, columns), shrunk to the device's limit
+ACC_LOAD, ACC_STORE = "PDACCLOAD_", "PDACCSTORE_"
+_NT = isl.schedule_node_type
+
+
+@dataclass(frozen=True)
+class RegisterTiles:
+    """The register-tile decision of a kernel: ``tm x tn`` outputs per work-item, ``wm x wn``
+    work-items per group (rows, columns), the reduction staged ``bk`` deep."""
+
+    tm: int
+    tn: int
+    bk: int = BK
+    wm: int = WORK_ITEMS[0]
+    wn: int = WORK_ITEMS[1]
+
+    @property
+    def bm(self) -> int:
+        return self.tm * self.wm
+
+    @property
+    def bn(self) -> int:
+        return self.tn * self.wn
+
+    def blocks(self, n_mapped: int) -> tuple[int, ...]:
+        """Values of each mapped member per work-group (outer mapped members: one)."""
+        return (1,) * (n_mapped - 2) + (self.bm, self.bn)
+
+    def per_item(self, n_mapped: int) -> tuple[int, ...]:
+        """Values of each mapped member per work-item."""
+        return (1,) * (n_mapped - 2) + (self.tm, self.tn)
+
+    def describe(self) -> str:
+        return (f"register tiles {self.tm}x{self.tn} per work-item, "
+                f"{self.bm}x{self.bn}x{self.bk} blocks")
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    """An array whose cells a register-tiled kernel keeps in ``pd_acc_<array>[TM][TN]``:
+    the element of each point, AST expressions in ``pd_u<j>`` (the point's prefix values,
+    ``m_r`` and ``m_c`` last)."""
+
+    array: str
+    index: tuple[Any, ...] = field(compare=False)  # isl.AstExpr
+
+    @property
+    def buffer(self) -> str:
+        return f"pd_acc_{self.array}"
+
+
+@dataclass(frozen=True)
+class RegisterCode:
+    """A register-tiled kernel: its group AST, copies, the loops over the rows and columns
+    ``(iterator, k)``, its accumulators, the mapped members whose blocks are always full (no
+    guard) and the flat schedule of its statements (``order``)."""
+
+    ast: Any  # isl.AstNode
+    copies: tuple[LocalCopy, ...]
+    threads: tuple[tuple[str, int], ...]
+    accumulators: tuple[Accumulator, ...]
+    full: tuple[int, ...]
+    order: Any  # isl.UnionMap
+
+
+def parse_override(text: str) -> tuple[int, int] | None:
+    """POLYDYN_OCL_REGTILE: "" (automatic: None), "off" ((1, 1): none) or "TMxTN"."""
+    text = text.strip().lower()
+    if not text:
+        return None
+    if text == "off":
+        return (1, 1)
+    found = re.fullmatch(r"(\d+)x(\d+)", text)
+    if found is None or not all(1 <= int(v) <= 16 for v in found.groups()):
+        raise UnsupportedError(f"POLYDYN_OCL_REGTILE={text!r}: choose 'off' or TMxTN with "
+                               "sizes 1 to 16 (such as 4x4)")
+    return int(found.group(1)), int(found.group(2))
+
+
+def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
+                          ctx: isl.Set, max_group: int, override: str = ""
+                          ) -> RegisterTiles | None:
+    """The register tiles of a kernel, or None: it needs two mapped members or more with a
+    reduction band below the innermost (``reduction_band``); each of the two innermost gets
+    ``TILE`` outputs per work-item where its extent in the region (``ranges``, under
+    ``ctx``) is at least ``TILE`` times the work-items along it, 2 where it is twice, else
+    1; none when both get 1. ``override`` (POLYDYN_OCL_REGTILE) forces the sizes or "off"."""
+    forced = parse_override(override)
+    if len(mapped) < 2 or reduction_band(mapped[-1].child(0)) is None:
+        return None
+    wm, wn = _work_items(max_group)
+    if forced is not None:
+        tm, tn = forced
+    else:
+        tm, tn = (_per_item(_extent(rng, ctx), w) for rng, w in zip(ranges[-2:], (wm, wn),
+                                                                    strict=True))
+    if (tm, tn) == (1, 1):
+        return None
+    return RegisterTiles(tm, tn, BK, wm, wn)
+
+
+def reduction_band(below: isl.ScheduleNode) -> tuple[isl.ScheduleNode, int, int] | None:
+    """``(band, d, position)``: the sequential single-member band right below the mapped
+    members (``d = 0``), or the one band of a sequence there (``d = 1``, its ``position``
+    in the sequence; the other children hold no band); None otherwise."""
+    band = _sequential_band(below)
+    if band is not None:
+        return band, 0, 0
+    if below.get_type() != _NT.sequence:
+        return None
+    found = [k for k in range(below.n_children()) if _has_band(below.child(k))]
+    if len(found) != 1:
+        return None
+    child = below.child(found[0])
+    band = _sequential_band(child.child(0) if child.n_children() else child)
+    return (band, 1, found[0]) if band is not None else None
+
+
+def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int,
+                    chain: list[isl.ScheduleNode], mapped: list[isl.ScheduleNode],
+                    tiles: RegisterTiles, params: list[str], kctx: isl.Set
+                    ) -> RegisterCode | None:
+    """The register-tiled form of a kernel (``kctx``: its build context for the blocks), or
+    None when its statements do not fit (see the module's docstring)."""
+    positions = [b.get_schedule_depth() for b in mapped]
+    pc = positions[-1]
+    if [b.get_schedule_depth() for b in chain][-len(mapped):] != positions or \
+            positions[-2] != pc - 1:
+        return None
+    below = mapped[-1].child(0)
+    found = reduction_band(below)
+    if found is None:
+        return None
+    band, d, seq = found
+    pre = below.get_prefix_schedule_union_map().intersect_domain(domain)  # S -> [p0..pc]
+    sub = below.get_subtree_schedule_union_map().intersect_domain(domain)  # S -> [b..]
+    spaces: list[isl.Set] = []
+    sub.range().foreach_set(spaces.append)
+    if len(spaces) != 1:
+        return None
+    n_pre, n_sub = pc + 1, spaces[0].dim(isl.dim_type.set)
+    blocks = tiles.blocks(len(mapped))
+    group = pre.intersect_range(isl.UnionSet.from_set(
+        tile_set(params, n_pre, depth, positions, blocks))).domain()
+    if group.is_empty():
+        return None
+    lay = _Layout(n_pre, n_sub, d, seq, tiles.bk)
+    flat = pre.flat_range_product(sub).apply_range(lay.statements())
+    accumulators = _accumulators(scop, domain, band.get_domain().intersect(domain), pre)
+    if accumulators is None:
+        return None
+    parts = flat.intersect_domain(group)
+    acc_exprs = []
+    for array, cells in accumulators:
+        points = pre.intersect_domain(group).range()  # { [p..] } of the group
+        cell_set = isl.Set.from_union_set(isl.UnionSet.from_set(cells.domain()).intersect(
+            points))
+        for prefix, phase in ((ACC_LOAD, 0), (ACC_STORE, 2)):
+            parts = parts.union(isl.UnionMap.from_map(lay.cell_statement(
+                cell_set.set_tuple_name(prefix + array), phase)))
+        acc_exprs.append(Accumulator(array, _cell_index(cells, kctx)))
+    copies = _copies(scop, group.intersect(band.get_domain()), domain, pre, sub, lay, kctx)
+    for copy, fp in copies:
+        parts = parts.union(isl.UnionMap.from_map(
+            lay.copy_statement(fp.set_tuple_name(copy.statement))))
+    ast = ast_build(kctx).node_from_schedule_map(parts)
+    n_flat = lay.n_dims
+    k_r, k_c = len(mapped) - 2, len(mapped) - 1
+    threads = ((f"{ITERATOR}{n_flat - 2}", k_r), (f"{ITERATOR}{n_flat - 1}", k_c))
+    if not threads_enclose_statements(ast, {name for name, _ in threads}) or \
+            not copies_unconditional(ast):
+        return None
+    image = isl.Set.from_union_set(flat.intersect_domain(group).range())
+    full = tuple(k for k, dim in ((k_r, n_flat - 2), (k_c, n_flat - 1))
+                 if _full_block(image, dim, k, blocks[k], kctx))
+    return RegisterCode(ast, tuple(c for c, _ in copies), threads, tuple(acc_exprs), full,
+                        flat)
+
+
+# --------------------------------------------------------------------------------------------
+# The flat schedule
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The flat schedule's dimensions: ``n_pre - 2`` outer values, the phase, ``d``
+    sequence positions, the reduction tile, the slot (copies 0, statements 1), the
+    ``n_sub - d`` dimensions below, then ``m_r`` and ``m_c``."""
+
+    n_pre: int
+    n_sub: int
+    d: int
+    seq: int
+    bk: int
+
+    @property
+    def n_dims(self) -> int:
+        return self.n_pre + self.n_sub + 3
+
+    def _map(self, ins: list[str], outer: list[str], phase: int, seq: list[str], tile: str,
+             slot: int, below: list[str], cell: list[str]) -> str:
+        out = [*outer, str(phase), *seq, tile, str(slot), *below, *cell]
+        return f"[{', '.join(ins)}] -> [{', '.join(out)}]"
+
+    def statements(self) -> isl.UnionMap:
+        """``{ [p.., b..] -> flat }`` for the kernel's statements."""
+        p = [f"p{j}" for j in range(self.n_pre)]
+        b = [f"b{j}" for j in range(self.n_sub)]
+        tile = f"{self.bk} * floor(({b[self.d]}) / {self.bk})"
+        return isl.UnionMap("{ " + self._map(p + b, p[:-2], 1, b[:self.d], tile, 1,
+                                             b[self.d:], p[-2:]) + " }")
+
+    def cell_statement(self, cells: isl.Set, phase: int) -> isl.Map:
+        """``{ PDACC..[p..] -> flat }`` before (phase 0) or after (2) everything else."""
+        p = [f"p{j}" for j in range(self.n_pre)]
+        text = self._map(p, p[:-2], phase, ["0"] * self.d, "0", 0,
+                         ["0"] * (self.n_sub - self.d), p[-2:])
+        return isl.Map("{ " + cells.get_tuple_name() + text + " }").intersect_domain(cells)
+
+    def copy_statement(self, tiles: isl.Set) -> isl.Map:
+        """``{ PDCOPY_A[outer.., kt] -> flat }``: first in each reduction tile."""
+        u = [f"u{j}" for j in range(self.n_pre - 1)]
+        text = self._map(u, u[:-1], 1, [str(self.seq)] * self.d, u[-1], 0,
+                         ["0"] * (self.n_sub - self.d), ["0", "0"])
+        return isl.Map("{ " + tiles.get_tuple_name() + text + " }").intersect_domain(tiles)
+
+
+def _accumulators(scop: Scop, domain: isl.UnionSet, band_domain: isl.UnionSet,
+                  pre: isl.UnionMap) -> list[tuple[str, isl.Map]] | None:
+    """``(array, { [prefix values] -> array[cell] })`` for each array the band's statements
+    write (local scalars stay private per point); None when some written array has no
+    single cell per point, or some access of the kernel to it is not to the cell."""
+    out = []
+    writes = scop.accesses("write").intersect_domain(band_domain)
+    arrays = sorted({m.get_tuple_name(isl.dim_type.out) for m in _maps(writes)})
+    for name in arrays:
+        if scop.array(name).kind == "local":
+            continue
+        written = _to_array(scop.accesses("write").intersect_domain(domain), name)
+        cells = pre.reverse().apply_range(written)  # { [p..] -> C[e] }
+        if not cells.is_single_valued() or not cells.is_injective():
+            return None
+        cell_map = isl.Map.from_union_map(cells)
+        for kind in ("read", "write"):
+            touched = pre.reverse().apply_range(
+                _to_array(scop.accesses(kind).intersect_domain(domain), name))
+            if not touched.is_subset(cells):
+                return None
+        out.append((name, cell_map))
+    return out
+
+
+def _cell_index(cells: isl.Map, kctx: isl.Set) -> tuple[Any, ...]:
+    """The cell's subscripts as AST expressions in ``pd_u<j>`` (the point's values)."""
+    names = [f"pd_u{j}" for j in range(cells.dim(isl.dim_type.in_))]
+    where = _params_of(cells.domain(), names)
+    where = where.intersect(kctx.align_params(where.get_space()))
+    build = isl.AstBuild.from_context(where)
+    pma = isl.PwMultiAff.from_map(cells)
+    return tuple(build.expr_from_pw_aff(pw_to_params(pma.get_pw_aff(j), names).gist(where))
+                 for j in range(cells.dim(isl.dim_type.out)))
+
+
+def _copies(scop: Scop, band_group: isl.UnionSet, domain: isl.UnionSet, pre: isl.UnionMap,
+            sub: isl.UnionMap, lay: _Layout, kctx: isl.Set
+            ) -> list[tuple[LocalCopy, isl.Set]]:
+    """promotion.py's copies for one group's reduction tiles: arrays read and not written
+    in the kernel, shared by work-items, with a box of constant size."""
+    p = [f"p{j}" for j in range(lay.n_pre)]
+    b = [f"b{j}" for j in range(lay.n_sub)]
+    tile = f"{lay.bk} * floor(({b[lay.d]}) / {lay.bk})"
+    outer = pre.flat_range_product(sub).intersect_domain(band_group).apply_range(
+        isl.UnionMap(f"{{ [{', '.join(p + b)}] -> [{', '.join([*p[:-2], tile])}] }}"))
+    threads = pre.intersect_domain(band_group).apply_range(
+        isl.UnionMap(f"{{ [{', '.join(p)}] -> [{', '.join(p[-2:])}] }}"))
+    copies, footprints = choose_copies(scop, band_group, outer, threads, kctx, LOCAL_BUDGET)
+    written = {m.get_tuple_name(isl.dim_type.out)
+               for m in _maps(scop.accesses("write").intersect_domain(domain))}
+    return [(c, fp) for c, fp in zip(copies, footprints, strict=True)
+            if not c.dynamic and c.array not in written]
+
+
+def _full_block(image: isl.Set, dim: int, k: int, block: int, kctx: isl.Set) -> bool:
+    """Whether every group's block along mapped member ``k`` (flat dimension ``dim``) is
+    full wherever the other dimensions have instances: no guard is needed."""
+    n = image.dim(isl.dim_type.set)
+    others = image.project_out(isl.dim_type.set, dim, 1).insert_dims(isl.dim_type.set, dim, 1)
+    xs = [f"x{j}" for j in range(n)]
+    head = f"[pd_o{k}, pd_g{k}] -> "
+    box = isl.Set(head + f"{{ [{', '.join(xs)}] : pd_o{k} + {block} * pd_g{k} <= x{dim} < "
+                  f"pd_o{k} + {block} * pd_g{k} + {block} }}")
+    filled = others.intersect(box.align_params(others.get_space()))
+    filled = filled.intersect_params(kctx.align_params(filled.get_space()))
+    return bool(filled.is_subset(image.align_params(filled.get_space())))
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _work_items(max_group: int) -> tuple[int, int]:
+    sizes = list(WORK_ITEMS)
+    while math.prod(sizes) > max_group and max(sizes) > 1:
+        sizes[sizes.index(max(sizes))] //= 2
+    return sizes[0], sizes[1]
+
+
+def _per_item(extent: float, work_items: int) -> int:
+    for t in (TILE, 2):
+        if extent >= t * work_items:
+            return t
+    return 1
+
+
+def _extent(rng: isl.Set, ctx: isl.Set) -> float:
+    """The member's largest number of values in the region (inf when unbounded)."""
+    rng = rng.intersect_params(ctx.align_params(rng.get_space()))
+    if rng.is_empty():
+        return 0
+    extent = rng.dim_max(0).sub(rng.dim_min(0)).add_constant_val(isl.Val.one(rng.get_ctx()))
+    try:
+        most = extent.max_val()
+    except isl.Error:
+        return math.inf
+    return int(most.to_python()) if most.is_int() else math.inf
+
+
+def _sequential_band(node: isl.ScheduleNode) -> isl.ScheduleNode | None:
+    if node.get_type() == _NT.mark and \
+            node.mark_get_id().get_name().partition(":")[0] == SEQUENTIAL and \
+            node.n_children() and is_band(node.child(0)) and \
+            node.child(0).band_n_member() == 1:
+        return node.child(0)
+    return None
+
+
+def _has_band(node: isl.ScheduleNode) -> bool:
+    if is_band(node):
+        return True
+    return any(_has_band(node.child(k)) for k in range(node.n_children()))
+
+
+def _params_of(s: isl.Set, names: list[str]) -> isl.Set:
+    n = s.dim(isl.dim_type.param)
+    s = s.move_dims(isl.dim_type.param, n, isl.dim_type.set, 0, len(names))
+    for j, name in enumerate(names):
+        s = s.set_dim_name(isl.dim_type.param, n + j, name)
+    return s.params()
+
+
+def _to_array(accesses: isl.UnionMap, name: str) -> isl.UnionMap:
+    out = isl.UnionMap.empty(accesses.get_space())
+    for m in _maps(accesses):
+        if m.get_tuple_name(isl.dim_type.out) == name:
+            out = out.union(isl.UnionMap.from_map(m))
+    return out
+
+
+def _maps(umap: isl.UnionMap) -> list[isl.Map]:
+    out: list[isl.Map] = []
+    umap.foreach_map(out.append)
+    return out
+
+
+__all__ = ["Accumulator", "RegisterCode", "RegisterTiles", "choose_register_tiles",
+           "parse_override", "reduction_band", "register_kernel"]

@@ -1,0 +1,236 @@
+"""Register tiles on OpenCL work-items (codegen_ocl/regtiles.py) on PoCL.
+
+Matrix products written several ways (an update of a zeroed output, a local scalar
+accumulator, nn.Linear's transposed weight with a bias), a batched product and a conv2d
+written as loops, each against the reference interpreter at the edges of the 64 x 64 blocks
+and of the 4 x 4 register tiles and 16-deep reduction tiles (0, 1, primes, 63, 64, 65), in
+the device's order and with the work-items reversed; the kernel's text (private
+accumulators, unrolled register loops), the decision rule, the off switch and the order
+check. Skipped as a whole when no OpenCL platform exists.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+
+import islpy as isl
+import pytest
+
+import polydyn as pd
+from polydyn import f32, out
+from polydyn.codegen_ocl.legality import check_launches, out_of_order
+from polydyn.codegen_ocl.regtiles import RegisterTiles, parse_override
+from polydyn.errors import InternalError, UnsupportedError
+from polydyn.runtime.opencl import opencl_available
+from polydyn.scop.deps import compute_deps
+from polydyn.testing import check_kernel
+
+pytestmark = [
+    pytest.mark.opencl,
+    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)"),
+]
+
+B, N, M, K, O = pd.sym("B N M K O")  # noqa: E741 (nn.Linear's output features)
+C_, F, H, W, KH, KW = pd.sym("C F H W KH KW")
+
+
+@pd.operator()
+def mm_update(A: f32[N, K], Bm: f32[K, M], C: out(f32[N, M])):
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+    for i in range(N):
+        for j in range(M):
+            for k in range(K):
+                C[i, j] += A[i, k] * Bm[k, j]
+
+
+@pd.operator()
+def mm_scalar(A: f32[N, K], Bm: f32[K, M], C: out(f32[N, M])):
+    for i in range(N):
+        for j in range(M):
+            s = 0.0
+            for k in range(K):
+                s += A[i, k] * Bm[k, j]
+            C[i, j] = s
+
+
+@pd.operator()
+def linear(X: f32[N, K], Wt: f32[O, K], bias: f32[O], Y: out(f32[N, O])):
+    for n in range(N):
+        for o in range(O):
+            acc = 0.0
+            for k in range(K):
+                acc += X[n, k] * Wt[o, k]
+            Y[n, o] = acc + bias[o]
+
+
+@pd.operator()
+def bmm(A: f32[B, N, K], Bm: f32[B, K, M], C: out(f32[B, N, M])):
+    for b in range(B):
+        for i in range(N):
+            for j in range(M):
+                C[b, i, j] = 0.0
+                for k in range(K):
+                    C[b, i, j] += A[b, i, k] * Bm[b, k, j]
+
+
+@pd.operator(assume="KH >= 1 and KW >= 1 and H >= KH and W >= KW")
+def conv_loops(X: f32[B, C_, H, W], Wt: f32[F, C_, KH, KW],
+               Y: out(f32[B, F, H - KH + 1, W - KW + 1])):
+    for n in range(B):
+        for co in range(F):
+            for y in range(H - KH + 1):
+                for x in range(W - KW + 1):
+                    Y[n, co, y, x] = 0.0
+                    for ci in range(C_):
+                        for ky in range(KH):
+                            for kx in range(KW):
+                                Y[n, co, y, x] += X[n, ci, y + ky, x + kx] * Wt[co, ci, ky, kx]
+
+
+# sizes: 0, 1, primes, 63/64/65 (the block), 3/4/5 (the register tile), 15/16/17 (BK)
+MM_SHAPES = [(1, 1, 1), (0, 5, 3), (3, 0, 5), (5, 7, 0), (7, 13, 31), (63, 64, 65),
+             (64, 64, 16), (65, 63, 17), (17, 65, 15), (3, 5, 4), (1, 129, 2), (130, 1, 33)]
+SHAPES = {
+    mm_update: ("N M K", MM_SHAPES),
+    mm_scalar: ("N M K", MM_SHAPES),
+    linear: ("N O K", MM_SHAPES),
+    bmm: ("B N M K", [(1, 1, 1, 1), (0, 3, 4, 5), (2, 7, 13, 5), (2, 65, 63, 17),
+                      (3, 16, 64, 15)]),
+    conv_loops: ("B C F H W KH KW", [(1, 1, 1, 1, 1, 1, 1), (1, 2, 3, 7, 13, 3, 3),
+                                     (2, 1, 2, 16, 17, 1, 1), (1, 3, 2, 15, 16, 5, 3),
+                                     (1, 2, 1, 67, 70, 3, 3), (1, 17, 2, 5, 66, 2, 3)]),
+}
+OPS = list(SHAPES)
+
+_COMPILED: dict[tuple[str, str, str], pd.Kernel] = {}
+
+
+def compiled(op, permute: str = "", regtile: str = "") -> pd.Kernel:
+    key = (op.name, permute, regtile)
+    if key not in _COMPILED:
+        _COMPILED[key] = pd.compile(op, target="opencl", ocl_permute=permute,
+                                    ocl_regtile=regtile)
+    return _COMPILED[key]
+
+
+def tiled_specs(k: pd.Kernel) -> list:
+    return [spec for m in k.mappings for spec in m.kernels if spec.regtiles is not None]
+
+
+CASES = [pytest.param(op, dict(zip(syms.split(), shape, strict=True)), permute,
+                      id=f"{op.name}-{'-'.join(map(str, shape))}{'-' + permute if permute else ''}")
+         for op, (syms, shapes) in SHAPES.items() for shape in shapes
+         for permute in ("", "reverse")]
+
+
+@pytest.mark.parametrize(("op", "sizes", "permute"), CASES)
+def test_matches_reference(op, sizes: dict[str, int], permute: str) -> None:
+    k = compiled(op, permute)
+    seed = zlib.crc32(repr(sorted(sizes.items())).encode())
+    check_kernel(k, sizes, seed=seed)
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_generic_variant_is_register_tiled(op) -> None:
+    k = compiled(op)
+    generic = k.mappings[-1]
+    tiled = [spec for spec in generic.kernels if spec.regtiles is not None]
+    assert tiled, f"{op.name}: {generic.variant.summary}"
+    assert tiled[0].regtiles == RegisterTiles(4, 4, 16, 16, 16)
+    assert tiled[0].local_size[:2] == (16, 16)
+    assert "register tiles 4x4 per work-item, 64x64x16 blocks" in generic.variant.summary
+
+
+def test_kernel_text_has_private_accumulators_and_unrolled_fmas() -> None:
+    src = compiled(mm_update).source
+    generic = src.split("---- variant")[-1]
+    assert "float pd_acc_C[4][4];" in generic
+    assert "PD_UNROLL\n" in generic and "#define PD_UNROLL _Pragma(\"unroll\")" in src
+    assert "for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)" in generic
+    assert "for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)" in generic
+    # the work-item's points are strided by the 16 work-items along each member
+    assert "+ 16 * pd_ra + pd_l0" in generic and "+ 16 * pd_rb + pd_l1" in generic
+    fma = "pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A["
+    assert fma in generic and "* pd_loc_Bm[" in generic.split(fma)[1].split(";")[0]
+    assert "__local float pd_loc_A[1024]" in generic  # 64 x 16 of A
+    assert "C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb]" in generic  # written back
+    scalar = compiled(mm_scalar).source.split("---- variant")[-1]
+    assert "float s[4][4];" in scalar and "s[pd_ra][pd_rb] = (s[pd_ra][pd_rb] + " in scalar
+
+
+def test_explain_names_the_register_tiles() -> None:
+    text = compiled(linear).explain(N=70, O=40, K=9)
+    assert "register tiles 4x4 per work-item, 64x64x16 blocks" in text
+    assert "16x16 work-items" in text
+
+
+def test_off_switch_and_forced_sizes(monkeypatch) -> None:
+    off = compiled(mm_scalar, regtile="off")
+    assert not tiled_specs(off) and "pd_ra" not in off.source
+    assert "reqd_work_group_size(16, 16, 1)" in off.source
+    check_kernel(off, {"N": 65, "M": 17, "K": 5}, seed=3)
+    monkeypatch.setenv("POLYDYN_OCL_REGTILE", "2x2")
+    forced = pd.compile(mm_scalar, target="opencl")
+    assert {spec.regtiles for spec in tiled_specs(forced)} == {RegisterTiles(2, 2)}
+    assert "float s[2][2];" in forced.source
+    check_kernel(forced, {"N": 33, "M": 31, "K": 18}, seed=4)
+    with pytest.raises(UnsupportedError, match="POLYDYN_OCL_REGTILE"):
+        pd.compile(mm_scalar, target="opencl", ocl_regtile="4by4")
+
+
+@pd.operator(assume="O <= 40")
+def linear_narrow(X: f32[N, K], Wt: f32[O, K], Y: out(f32[N, O])):
+    for n in range(N):
+        for o in range(O):
+            Y[n, o] = 0.0
+            for k in range(K):
+                Y[n, o] += X[n, k] * Wt[o, k]
+
+
+@pd.operator(assume="O <= 20")
+def linear_thin(X: f32[N, K], Wt: f32[O, K], Y: out(f32[N, O])):
+    for n in range(N):
+        for o in range(O):
+            Y[n, o] = 0.0
+            for k in range(K):
+                Y[n, o] += X[n, k] * Wt[o, k]
+
+
+@pd.operator()
+def add_one(X: f32[N, M], Y: out(f32[N, M])):
+    for i in range(N):
+        for j in range(M):
+            Y[i, j] = X[i, j] + 1.0
+
+
+def test_tile_sizes_follow_the_extents() -> None:
+    """A member whose extent in the region is under 64 gets 2 points per work-item (under
+    32: one); a kernel with no reduction below its mapped members keeps the old mapping."""
+    narrow = compiled(linear_narrow)
+    assert {s.regtiles for s in tiled_specs(narrow)} == {RegisterTiles(4, 2)}
+    check_kernel(narrow, {"N": 70, "O": 37, "K": 17}, seed=5)
+    thin = compiled(linear_thin)
+    assert {s.regtiles for s in tiled_specs(thin)} == {RegisterTiles(4, 1)}
+    check_kernel(thin, {"N": 67, "O": 19, "K": 3}, seed=6)
+    assert parse_override("") is None and parse_override("off") == (1, 1)
+    assert parse_override("4x2") == (4, 2)
+    assert not tiled_specs(compiled(add_one))
+
+
+def test_order_check_catches_a_wrong_order() -> None:
+    """The race check accepts the register-tiled kernels and rejects one whose order runs
+    the reduction backwards (each step's read of the accumulator before its write)."""
+    k = compiled(mm_update)
+    spec = tiled_specs(k)[-1]
+    deps = compute_deps(k.scop).all
+    check_launches([spec], deps, "mm_update")
+    assert out_of_order(deps, spec.order).is_empty()
+    # [phase, k tile, slot, k, position, i, j] with the k tile and k negated
+    flip = isl.UnionMap("{ [p, t, s, r, q, i, j] -> [p, -t, s, -r, q, i, j] }")
+    wrong = spec.order.apply_range(flip)
+    assert not out_of_order(deps, wrong).is_empty()
+    with pytest.raises(InternalError, match="wrong order"):
+        check_launches([replace(spec, order=wrong)], deps, "mm_update")
