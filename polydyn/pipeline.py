@@ -9,7 +9,7 @@ from typing import Any
 from .astgen import build_ast
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
-from .codegen_c.toolchain import build_shared, cpu_target, python_includes
+from .codegen_c.toolchain import build_shared, python_includes
 from .errors import UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
@@ -17,12 +17,12 @@ from .parametric.variants import Variant
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule, scheduler_schedule
-from .schedule.registers import AVX512
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.buffers import double_buffer
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.ir import Scop
+from .target import AVX512, host_cpu
 
 TARGETS = ("c", "opencl")
 
@@ -89,7 +89,7 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     base = isl_schedule(scop, deps, scop.context, own)
     options.dump(name, "3-base-schedule.txt", base)
 
-    machine = cpu_target(options) if cpu else AVX512  # OpenCL maps its own tiles
+    machine = host_cpu(options) if cpu else AVX512  # OpenCL maps its own tiles
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
                           target=machine)

@@ -11,9 +11,9 @@ from ..parametric.regions import AutoRecipe, VariantPlan
 from ..parametric.variants import Variant
 from ..scop.deps import Deps
 from ..scop.ir import Scop
+from ..target import AVX512, CpuTarget
 from .auto import apply_tiling, order_for_vectors
 from .inits import fuse_inits
-from .registers import AVX512, CpuTarget
 from .transforms import drop_parallel
 from .tree import mark_loops
 from .wavefront import wavefront_tile
