@@ -1,5 +1,9 @@
 """The machine code is generated for: a ``CpuTarget`` (target "c": the vector registers the C
-compiler's flags enable, the caches, the cores), and the probes that describe this machine.
+compiler's flags enable, the caches, the cores) or a ``GpuTarget`` (target "opencl": the
+OpenCL device's limits), and the probes that describe this machine and its devices.
+
+``resolve_target`` turns the target names of ``pd.compile`` ("c", "opencl") into one of them,
+once, at the top of the pipeline; every stage after it reads what it needs from that value.
 Probing lives here alone: the C toolchain only compiles and links.
 """
 
@@ -10,11 +14,13 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .errors import CompileError, UnsupportedError
 from .options import Options
 from .schedule.registers import ISAS, RegisterShape
+
+TARGETS = ("c", "opencl")
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,61 @@ class CpuTarget:
 AVX512 = CpuTarget.of("avx512")
 
 
+@dataclass(frozen=True)
+class GpuTarget:
+    """An OpenCL device as the mapping sees it: ``max_group`` work-items per work-group (the
+    device's limit, at most 1024), ``local_mem_bytes`` of local memory per group,
+    ``compute_units``, ``is_gpu`` (False for a CPU device such as PoCL's), the preferred
+    float vector width, and the width work-items run in lock step (NVIDIA's warp, AMD's
+    wavefront) where the driver says. The mapping reads ``max_group``; the generated code
+    is a function of the operator, the options and that limit alone."""
+
+    name: str = "OpenCL device"
+    max_group: int = 1024
+    local_mem_bytes: int = 1 << 15
+    compute_units: int = 1
+    is_gpu: bool = True
+    vector_width: int = 1
+    sub_group_width: int | None = None
+    kind: ClassVar[str] = "opencl"
+
+    @staticmethod
+    def of_device(device: Any) -> GpuTarget:
+        """The limits of a pyopencl Device."""
+        import pyopencl as cl
+
+        return GpuTarget(
+            name=device.name.strip(),
+            max_group=int(min(device.max_work_group_size, 1024)),
+            local_mem_bytes=int(device.local_mem_size),
+            compute_units=int(device.max_compute_units),
+            is_gpu=bool(device.type & cl.device_type.GPU),
+            vector_width=int(device.preferred_vector_width_float),
+            sub_group_width=_lock_step_width(device))
+
+    def describe(self) -> str:
+        lanes = f", {self.sub_group_width}-wide sub-groups" if self.sub_group_width else ""
+        return (f"{self.name}: work-groups of at most {self.max_group}, "
+                f"{self.local_mem_bytes // 1024} KiB of local memory, {self.compute_units} "
+                f"compute units{lanes}")
+
+
+Target = CpuTarget | GpuTarget
+
+
+def resolve_target(target: str | Target, options: Options, device: Any = None) -> Target:
+    """The machine ``target`` names: "c" the CPU of ``host_cpu(options)``, "opencl" the
+    device ``device`` selects (``opencl_device``); a Target is itself."""
+    if isinstance(target, CpuTarget | GpuTarget):
+        return target
+    if target == "c":
+        return host_cpu(options)
+    if target == "opencl":
+        return opencl_device(device)
+    raise UnsupportedError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)} "
+                           "or give a polydyn.target.CpuTarget or GpuTarget")
+
+
 def host_cpu(options: Options) -> CpuTarget:
     """The CPU the C schedule plans for: ``options.isa`` and ``options.l2_bytes``, or what
     the C compiler's flags enable (``-march=native``: this machine's) and this machine's L2;
@@ -129,6 +190,14 @@ def host_cpu(options: Options) -> CpuTarget:
     isa = options.isa or compiler_isa(options.cc, options.all_cflags)
     l2 = options.l2_bytes or host_cache_bytes(2)
     return CpuTarget.of(isa, l2, l1_bytes=host_cache_bytes(1), cores=host_cores())
+
+
+def opencl_device(device: Any = None) -> GpuTarget:
+    """The limits of the OpenCL device ``device`` selects (a pyopencl Device, Context or
+    CommandQueue; None: the default, ``runtime.opencl.resolve_device``)."""
+    from .runtime.opencl import resolve_device
+
+    return GpuTarget.of_device(resolve_device(device).device)
 
 
 @functools.lru_cache(maxsize=8)
@@ -187,4 +256,15 @@ def host_cores() -> int:
         return os.cpu_count() or 1
 
 
-__all__ = ["AVX512", "CpuTarget", "compiler_isa", "host_cache_bytes", "host_cores", "host_cpu"]
+def _lock_step_width(device: Any) -> int | None:
+    """NVIDIA's warp or AMD's wavefront width, where the driver has the extension."""
+    for attribute in ("warp_size_nv", "wavefront_width_amd"):
+        try:
+            return int(getattr(device, attribute))
+        except Exception:  # pyopencl raises LogicError or AttributeError where absent
+            continue
+    return None
+
+
+__all__ = ["AVX512", "TARGETS", "CpuTarget", "GpuTarget", "Target", "compiler_isa",
+           "host_cache_bytes", "host_cores", "host_cpu", "opencl_device", "resolve_target"]
