@@ -27,14 +27,14 @@ class Options:
     ``sanitize``: build kernels with AddressSanitizer/UBSan (POLYDYN_SANITIZE=1);
     ``isa``/``l2_bytes``: the CPU the C schedule plans for (POLYDYN_ISA: avx512, avx2, sse
     or neon; POLYDYN_L2_BYTES); None: what the C compiler's flags enable
-    (``-march=native``: this machine's) and this machine's L2
-    (``codegen_c.toolchain.cpu_target``);
+    (``-march=native``: this machine's) and this machine's L2 (``target.host_cpu``; a
+    ``CpuTarget`` given as ``target=`` replaces both);
     ``ocl_permute``: the order OpenCL work-items run in, for tests (POLYDYN_OCL_PERMUTE);
     ``ocl_regtile``: register tiles on OpenCL work-items (POLYDYN_OCL_REGTILE);
     ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
-    target: str = "c"
+    target: str = "c"  # the target's name: "c" or "opencl" (the pipeline sets it)
     cc: str = field(default_factory=lambda: os.environ.get("POLYDYN_CC", "cc"))
     cflags: tuple[str, ...] = field(default_factory=lambda: (
         "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11",

@@ -12,7 +12,6 @@ from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import (
     build_shared,
     compiler_version,
-    cpu_target,
     libmvec_flags,
     python_includes,
 )
@@ -25,14 +24,12 @@ from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .schedule.auto import isl_schedule, scheduler_schedule
-from .schedule.registers import AVX512
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.buffers import double_buffer
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.ir import Scop
-
-TARGETS = ("c", "opencl")
+from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
 
 def _scop_of(op: Any) -> Scop:
@@ -69,21 +66,20 @@ class Generated:
 
 
 @user_facing
-def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
-             options: Options | None = None, max_group: int | None = None,
-             **option_kw: Any) -> Generated:
-    """Every stage up to the generated text, for ``target`` ("c" or "opencl"); builds
-    nothing. ``max_group``: the OpenCL work-group size limit the mapping plans for (default:
-    that of the default device)."""
-    if target not in TARGETS:
-        raise UnsupportedError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
-    options = (options or Options()).replace(target=target, **option_kw)
+def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]] | None = None,
+             options: Options | None = None, **option_kw: Any) -> Generated:
+    """Every stage up to the generated text, for ``target``: "c" (the CPU of
+    ``target.host_cpu``), "opencl" (the default device's limits) or a ``CpuTarget`` or
+    ``GpuTarget`` to plan for; builds nothing."""
+    options = (options or Options()).replace(**option_kw)
+    machine = resolve_target(target, options)
+    options = options.replace(target=machine.kind)
     own_scop = _scop_of(op)  # the operator's: what the Kernel binds, checks and refers to
     name = own_scop.name
     options.dump(name, "1-scop.txt", own_scop)
     # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
     # for OpenCL
-    cpu = target == "c"
+    cpu = isinstance(machine, CpuTarget)
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
     scop, notes = double_buffer(own_scop) if _buffered(variants, cpu) else (own_scop, ())
@@ -97,26 +93,23 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     base = isl_schedule(scop, deps, scop.context, own)
     options.dump(name, "3-base-schedule.txt", base)
 
-    machine = cpu_target(options) if cpu else AVX512  # OpenCL maps its own tiles
+    plan = machine if cpu else AVX512  # OpenCL maps its own tiles
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
-                          target=machine, computed=own)
+                          target=plan, computed=own)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan, machine,
-                                                 buffered=bool(notes)) for plan in plans]
+    scheduled: list[Variant] = [schedule_variant(scop, deps, base, p, plan, buffered=bool(notes))
+                                for p in plans]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
     zero_init = zero_init_arrays(scop, deps)
 
-    if target == "opencl":  # maps each variant to kernels and builds their own ASTs
+    if isinstance(machine, GpuTarget):  # maps each variant to kernels with their own ASTs
         from .codegen_ocl.pipeline import generate_opencl
 
-        if max_group is None:
-            from .runtime.opencl import resolve_device
-
-            max_group = resolve_device().max_group
-        program = generate_opencl(scop, deps, scheduled, options, max_group, computed=own)
+        program = generate_opencl(scop, deps, scheduled, options, machine.max_group,
+                                  computed=own)
         return Generated(own_scop, tuple(scheduled), {f"{name}.cl": program.source,
                          f"{name}.host.py": program.host}, zero_init, notes, program)
 
@@ -134,26 +127,31 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
 
 
 @user_facing
-def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None = None,
+def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]] | None = None,
             device: Any = None, options: Options | None = None, **option_kw: Any) -> Kernel:
-    """Compile an operator for ``target`` ("c" or "opencl"); returns a callable Kernel."""
-    options = (options or Options()).replace(target=target, **option_kw)
-    if target == "opencl":
+    """Compile an operator for ``target`` ("c", "opencl", or a ``CpuTarget`` or ``GpuTarget``
+    to plan for); returns a callable Kernel. OpenCL programs are built for ``device`` (a
+    pyopencl Device, Context or CommandQueue; None: the default), whose limits "opencl"
+    plans for."""
+    options = (options or Options()).replace(**option_kw)
+    machine = resolve_target(target, options, device)
+    if isinstance(machine, GpuTarget):
         from .codegen_ocl.pipeline import build_opencl
         from .runtime.opencl import resolve_device
 
-        dc = resolve_device(device)
-        gen = generate(op, target, variants, options, max_group=dc.max_group)
-        return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op)
+        gen = generate(op, machine, variants, options)
+        kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op)
+        kernel.machine = machine  # what the program was planned for (build_opencl: built for)
+        return kernel
     scop = _scop_of(op)
     # keyed before scheduling: a hit skips every stage (not with POLYDYN_DUMP, which wants them)
-    key = None if options.dump_dir else kernel_key(scop, variants, _c_settings(options))
+    key = None if options.dump_dir else kernel_key(scop, variants, _c_settings(options, machine))
     hit = key and artifact.load(options.cache_dir, key, scop)
     if hit:
         return Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
                       hit["sources"][f"{scop.name}.h"], hit["library"], op=op, target="c",
-                      module=hit["module"], notes=hit["notes"])
-    gen = generate(op, target, variants, options)
+                      module=hit["module"], notes=hit["notes"], machine=machine)
+    gen = generate(op, machine, variants, options)
     name = gen.scop.name
     library, module = build_c_module(gen.scop, gen.source, options,
                                      gen.sources.get(f"{name}.shim.c"))
@@ -161,16 +159,16 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
         artifact.save(options.cache_dir, key, gen.sources, list(gen.scheduled), gen.notes,
                       library, module)
     return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
-                  library, op=op, target="c", module=module, notes=gen.notes)
+                  library, op=op, target="c", module=module, notes=gen.notes, machine=machine)
 
 
-def _c_settings(options: Options) -> list[str]:
+def _c_settings(options: Options, machine: CpuTarget) -> list[str]:
     """What besides the operator and its variants decides a C kernel: the options that
     change code, the CPU the schedule plans for, the compiler and the Python it links to."""
     import sys
 
     return ["c", options.cc, *options.all_cflags, compiler_version(options.cc),
-            *libmvec_flags(options.cc), repr(cpu_target(options)),
+            *libmvec_flags(options.cc), repr(machine),
             f"max_tile={options.max_tile}", f"shim={python_includes() is not None}",
             sys.version]
 
@@ -206,7 +204,7 @@ def build_c_module(scop: Scop, source: str, options: Options,
 
 
 @user_facing
-def compile_c(path_or_source: Any, function: str | None = None, target: str = "c",
+def compile_c(path_or_source: Any, function: str | None = None, target: str | Target = "c",
               **kw: Any) -> Kernel:
     """Compile a C function's static control part (SPEC section 5); same options as compile."""
     from .scop.from_c import operator_from_c

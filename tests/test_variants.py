@@ -18,7 +18,6 @@ from polydyn.codegen_c.astnodes import (
     TILED_PARALLEL_MIN_WORK,
 )
 from polydyn.parametric.regions import parse_region
-from polydyn.schedule.registers import CpuTarget
 from polydyn.testing import check_kernel, region_points
 
 SMALL_TILE = 8  # tiles of 8 put every region boundary at sizes the reference runs quickly
@@ -637,23 +636,6 @@ def test_wavefront_only_for_time_iterated_stencils() -> None:
     base = isl_schedule(scop, deps, scop.context)
     assert "wavefront" not in [p.name for p in partition(scop, base, cpu=False, wave=wave)]
     assert "wavefront" in [p.name for p in partition(scop, base, cpu=True, wave=wave)]
-
-
-@pytest.mark.parametrize(("march", "isa"), [("x86-64", "sse"), ("x86-64-v3", "avx2"),
-                                            ("skylake-avx512", "avx512")])
-def test_cpu_target_follows_the_compiler_flags(march, isa) -> None:
-    """The register tiles are planned for what the C compiler's flags enable (the default
-    ``-march=native``: this machine's); ``isa`` and ``l2_bytes`` override it."""
-    from polydyn.codegen_c.toolchain import compiler_isa, cpu_target
-    from polydyn.options import Options
-
-    flags = ("-O3", f"-march={march}")
-    assert compiler_isa("cc", flags) == isa
-    target = cpu_target(Options(cflags=flags, isa=None, l2_bytes=1 << 19))
-    assert (target.isa, target.l2_bytes) == (isa, 1 << 19)
-    assert target.registers.vector_bytes == 2 * {"sse": 16, "avx2": 32, "avx512": 64}[isa]
-    assert cpu_target(Options(cflags=flags, isa="avx512", l2_bytes=1 << 20)) == \
-        CpuTarget.of("avx512")
 
 
 def test_cpu_target_sizes_cache_tiles_from_its_l2() -> None:

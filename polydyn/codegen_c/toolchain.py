@@ -1,5 +1,5 @@
-"""The system C compiler: flags, version, the CPU its flags target, and the (cached) build of
-a shared library."""
+"""The system C compiler: flags, version, and the (cached) build of a shared library. (What
+CPU its flags target is ``polydyn.target``'s question.)"""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import CompileError, UnsupportedError
+from ..errors import CompileError
 from ..options import Options
 from ..runtime import cache
-from ..schedule.registers import ISAS, CpuTarget
 from ..version import __version__
 
 # Between the translation units of a generated module (codegen_c.emit): the text before the
@@ -41,61 +40,6 @@ def compiler_version(cc: str) -> str:
     except (OSError, subprocess.CalledProcessError) as exc:
         raise CompileError(f"C compiler {cc!r} is not usable: {exc}") from None
     return out.stdout.splitlines()[0] if out.stdout else cc
-
-
-@functools.lru_cache(maxsize=8)
-def compiler_isa(cc: str, flags: tuple[str, ...]) -> str:
-    """The widest vector instruction set (a key of ``registers.ISAS``) that ``cc`` with
-    ``flags`` compiles for, from its predefined macros; "sse" (16-byte vectors, 16
-    registers) where it names none of them."""
-    try:
-        out = subprocess.run([cc, *flags, "-dM", "-E", "-x", "c", "/dev/null"],
-                             capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise CompileError(f"C compiler {cc!r} is not usable: {exc}") from None
-    macros = {line.split()[1] for line in out.splitlines() if line.startswith("#define ")}
-    for macro, isa in (("__AVX512F__", "avx512"), ("__AVX2__", "avx2"), ("__AVX__", "avx2"),
-                       ("__ARM_NEON", "neon")):
-        if macro in macros:
-            return isa
-    return "sse"
-
-
-@functools.lru_cache(maxsize=1)
-def host_l2_bytes() -> int:
-    """This machine's L2 per core, from Linux's cache description or glibc's ``getconf``
-    (1 MiB where neither says)."""
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            if (index / "level").read_text().strip() != "2" or \
-                    (index / "type").read_text().strip() == "Instruction":
-                continue
-            text = (index / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
-        digits = text.rstrip("KM")
-        if digits.isdigit() and int(digits) > 0:
-            return int(digits) * scale
-    try:
-        out = subprocess.run(["getconf", "LEVEL2_CACHE_SIZE"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        out = ""
-    return int(out) if out.isdigit() and int(out) > 0 else 1 << 20
-
-
-def cpu_target(options: Options) -> CpuTarget:
-    """The CPU the C schedule plans for: ``options.isa`` and ``options.l2_bytes``, or what
-    the compiler's flags enable and this machine's L2."""
-    isa = options.isa or compiler_isa(options.cc, options.all_cflags)
-    if isa not in ISAS:
-        raise UnsupportedError(f"unknown instruction set isa={isa!r} (POLYDYN_ISA); choose one "
-                               f"of {', '.join(ISAS)}")
-    l2 = options.l2_bytes or host_l2_bytes()
-    if l2 < 1 << 14:
-        raise UnsupportedError(f"l2_bytes={l2} (POLYDYN_L2_BYTES): expected at least 16384")
-    return CpuTarget.of(isa, l2)
 
 
 def python_includes() -> list[str] | None:

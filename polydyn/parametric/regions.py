@@ -12,11 +12,12 @@ from ..schedule.auto import channels_region, narrow_tiers, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
 from ..schedule.point_bands import packed_members
 from ..schedule.recipe import Schedule
-from ..schedule.registers import AVX512, MAX_REG_VECTOR_BYTES, CpuTarget, RegisterShape
+from ..schedule.registers import MAX_REG_VECTOR_BYTES, RegisterShape
 from ..schedule.transforms import outermost_bands
 from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
 from ..scop.names import rename_assume
+from ..target import AVX512, CpuTarget
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class AutoRecipe:
     isolate: bool = True
     parallel: bool = True
     # untiled: the register tiles' shape (None: the target's ``deep`` shape in deep bands,
-    # its ``registers`` in others; registers.CpuTarget)
+    # its ``registers`` in others; target.CpuTarget)
     registers: RegisterShape | None = None
     # tiled: copy the vector operand's tiles into local buffers (matmul's B)
     pack: bool = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import islpy as isl
 import numpy as np
@@ -19,6 +19,9 @@ from ..scop.ir import Scop
 from ..scop.names import user_text
 from .c_library import CFunctions, load_extension, load_library
 
+if TYPE_CHECKING:
+    from ..target import Target
+
 
 class KernelBase(abc.ABC):
     """What every target's compiled operator shares: the signature checks, variant lookup and
@@ -26,13 +29,14 @@ class KernelBase(abc.ABC):
     ``_select_index`` (the dispatcher's choice for given sizes)."""
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, op: Any,
-                 target: str, notes: tuple[str, ...] = ()):
+                 target: str, notes: tuple[str, ...] = (), machine: Target | None = None):
         self.scop = scop
         self.notes = notes  # how the compiler rewrote the program before scheduling it
         self.variants = variants
         self.source = source
         self.op = op
-        self.target = target
+        self.target = target  # "c" or "opencl"
+        self.machine = machine  # what the code was planned for (polydyn.target)
         self.name = scop.name
         self._binder = Binder(scop)
         self._tensors = [a for a in scop.arg_arrays if a.is_tensor]
@@ -140,13 +144,14 @@ class Kernel(KernelBase):
     """A compiled operator. ``k(*inputs, **outputs_and_sizes)`` runs the variant for the sizes.
 
     Attributes: ``variants`` (list of Variant), ``source`` (all generated C), ``header``,
+    ``target`` ("c"), ``machine`` (the ``polydyn.target.CpuTarget`` it was planned for),
     ``library`` (path of the shared library), ``scop``, ``op`` (the Operator, if any).
     """
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
                  library: Path, op: Any = None, target: str = "c", module: str | None = None,
-                 notes: tuple[str, ...] = ()):
-        super().__init__(scop, variants, source, op, target, notes)
+                 notes: tuple[str, ...] = (), machine: Target | None = None):
+        super().__init__(scop, variants, source, op, target, notes, machine)
         self.header = header
         self.library = library
         self._fns = CFunctions(load_library(library), scop)

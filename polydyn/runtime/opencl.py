@@ -50,15 +50,12 @@ def _cl() -> Any:
 @dataclass(frozen=True)
 class DeviceContext:
     """A context, the device programs are built for, and the queue of calls with NumPy
-    arguments."""
+    arguments. (The device's limits, as the mapping plans for them: ``polydyn.target.
+    GpuTarget.of_device``.)"""
 
     context: Any
     device: Any
     queue: Any
-
-    @property
-    def max_group(self) -> int:
-        return int(min(self.device.max_work_group_size, 1024))
 
     @property
     def local_limit(self) -> int:

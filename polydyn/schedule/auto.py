@@ -26,7 +26,7 @@ Policy (documented in ARCHITECTURE.md):
 - a register tile that holds each of its cells' whole reduction runs the statement that
   initializes those cells (conv's ``Y = 0``) itself, from its accumulators
   (``schedule.inits``, applied to every automatic variant);
-- register tiles and cache tiles are sized for the target CPU (``registers.CpuTarget``:
+- register tiles and cache tiles are sized for the target CPU (``target.CpuTarget``:
   its vector registers and its L2);
 - a time-iterated stencil, whose isl band has no parallel member, keeps the program's loops
   here; its time tiling is ``schedule.wavefront``'s (a region of its own).
@@ -38,6 +38,7 @@ import islpy as isl
 
 from ..scop.deps import Deps
 from ..scop.ir import Scop
+from ..target import AVX512, CpuTarget
 from .bands import (
     BandTiling,
     at_least,
@@ -51,7 +52,7 @@ from .bands import (
 )
 from .legality import is_legal
 from .point_bands import packed_band_members, packed_members, tiled_members
-from .registers import AVX512, CpuTarget, RegisterShape
+from .registers import RegisterShape
 from .transforms import outermost_bands
 from .tree import (
     is_band,

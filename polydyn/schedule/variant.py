@@ -12,9 +12,9 @@ from ..parametric.regions import AutoRecipe, VariantPlan
 from ..parametric.variants import Variant
 from ..scop.deps import Deps
 from ..scop.ir import Scop
+from ..target import AVX512, CpuTarget
 from .inits import fuse_inits
 from .point_bands import apply_tiling, order_for_vectors
-from .registers import AVX512, CpuTarget
 from .transforms import drop_parallel
 from .tree import mark_loops
 from .wavefront import wavefront_tile

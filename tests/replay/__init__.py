@@ -6,15 +6,19 @@ commit that changes generated code updates the snapshot in the same commit and s
 kernels changed and why (tests/test_replay.py fails otherwise).
 
 A snapshot is taken for each bundled kernel (kernels.ALL) on the C target under each CPU plan
-(``registers.ISAS``: avx512, avx2, sse, neon; 1 MiB of L2) and on the OpenCL target (work-
-groups of at most 1024 work-items), with the automatic schedule and default options. Nothing
-is built: ``polydyn.pipeline.generate`` stops at the text.
+(``polydyn.target.CpuTarget.of``: avx512, avx2, sse, neon; 1 MiB of L2) and on the OpenCL
+target (a ``GpuTarget`` of work-groups up to 1024 work-items), with the automatic schedule and
+default options. Nothing is built: ``polydyn.pipeline.generate`` stops at the text.
 """
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from polydyn.target import Target
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 ISAS = ("avx512", "avx2", "sse", "neon")
@@ -41,9 +45,19 @@ def generate(kernel: str, target: str, isa: str | None) -> dict[str, str]:
     from polydyn.pipeline import generate as generate_sources
 
     op, _ = kernels.load(kernel)
-    options = Options(isa=isa, l2_bytes=L2_BYTES, max_tile=None, dump_dir=None)
-    gen = generate_sources(op, target, options=options, max_group=MAX_GROUP)
+    gen = generate_sources(op, machine(target, isa),
+                           options=Options(max_tile=None, dump_dir=None))
     return dict(gen.sources)
+
+
+def machine(target: str, isa: str | None) -> Target:
+    """The machine a case plans for: a CPU plan of ``isa`` with 1 MiB of L2, or an OpenCL
+    device whose work-groups hold up to 1024 work-items."""
+    from polydyn.target import CpuTarget, GpuTarget
+
+    if target == "c":
+        return CpuTarget.of(isa, L2_BYTES)
+    return GpuTarget(max_group=MAX_GROUP)
 
 
 def compare(kernel: str, target: str, isa: str | None) -> list[str]:
