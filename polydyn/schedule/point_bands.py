@@ -19,7 +19,8 @@ from .bands import (
 )
 from .legality import is_legal
 from .reductions import reassociable_validity, sum_targets
-from .registers import AVX512, CpuTarget, RegisterShape
+from ..target import AVX512, CpuTarget
+from .registers import RegisterShape
 from .transforms import outermost_bands, tile_band
 from .tree import (
     PROMOTE,
