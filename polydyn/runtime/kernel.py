@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import islpy as isl
 import numpy as np
@@ -19,9 +19,6 @@ from ..scop.ir import Scop
 from ..scop.names import user_text
 from .c_library import CFunctions, load_extension, load_library
 
-if TYPE_CHECKING:
-    from ..target import Target
-
 
 class KernelBase(abc.ABC):
     """What every target's compiled operator shares: the signature checks, variant lookup and
@@ -29,7 +26,7 @@ class KernelBase(abc.ABC):
     ``_select_index`` (the dispatcher's choice for given sizes)."""
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, op: Any,
-                 target: str, notes: tuple[str, ...] = (), machine: Target | None = None):
+                 target: str, notes: tuple[str, ...] = (), machine: Any = None):
         self.scop = scop
         self.notes = notes  # how the compiler rewrote the program before scheduling it
         self.variants = variants
@@ -150,7 +147,7 @@ class Kernel(KernelBase):
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
                  library: Path, op: Any = None, target: str = "c", module: str | None = None,
-                 notes: tuple[str, ...] = (), machine: Target | None = None):
+                 notes: tuple[str, ...] = (), machine: Any = None):
         super().__init__(scop, variants, source, op, target, notes, machine)
         self.header = header
         self.library = library

@@ -8,6 +8,7 @@ import islpy as isl
 from ..scop.deps import Deps
 from ..scop.exprs import Load
 from ..scop.ir import Scop
+from ..target import AVX512, CpuTarget
 from .bands import (
     BandTiling,
     constant_members,
@@ -19,7 +20,6 @@ from .bands import (
 )
 from .legality import is_legal
 from .reductions import reassociable_validity, sum_targets
-from ..target import AVX512, CpuTarget
 from .registers import RegisterShape
 from .transforms import outermost_bands, tile_band
 from .tree import (
