@@ -18,10 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "polydyn"
 MAX_LINES = 600
 
-# TODO(issue 30): polydyn/codegen_ocl is being restructured on its own branch (the
-# mapping <-> scalars cycle, mapping.py over 600 lines). Its inner edges and its sizes are
-# left out until that merges; then delete this exemption and the test covers it too.
-EXEMPT_PREFIX = "polydyn.codegen_ocl."
 
 # modules whose text is built without `re`; see test_emitters_use_no_regex
 NO_REGEX = ("polydyn.codegen_c.", "polydyn.codegen_ocl.", "polydyn.astgen")
@@ -134,12 +130,7 @@ def _cycle_in(graph: dict[str, set[str]], component: list[str]) -> list[str]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    checked = {
-        name: {t for t in targets
-               if not (name.startswith(EXEMPT_PREFIX) and t.startswith(EXEMPT_PREFIX))}
-        for name, targets in graph.items()
-    }
-    return [_cycle_in(checked, c) for c in _strongly_connected(checked)]
+    return [_cycle_in(graph, c) for c in _strongly_connected(graph)]
 
 
 def test_checker_finds_cycles_and_resolves_relative_imports():
@@ -161,8 +152,7 @@ def test_no_import_cycles():
 
 def test_no_module_over_600_lines():
     long = {name: n for name, path in module_files().items()
-            if not name.startswith(EXEMPT_PREFIX)
-            and (n := len(path.read_text().splitlines())) > MAX_LINES}
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines (split them along a seam): {long}"
 
 

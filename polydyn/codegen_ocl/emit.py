@@ -22,19 +22,8 @@ from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..errors import UnsupportedError
 from ..schedule.reductions import parse_reduce_role
 from ..schedule.tree import PARALLEL
-from ..scop.ir import (
-    C_TYPE,
-    Array,
-    Bin,
-    Call,
-    Const,
-    Expr,
-    Load,
-    Scalar,
-    Scop,
-    concrete,
-    is_float,
-)
+from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
+from ..scop.ir import Array, Expr, Load, Scalar, Scop
 from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
 from .promotion import OUTER, LocalCopy, only_copies
 from .pyexpr import ITERATOR

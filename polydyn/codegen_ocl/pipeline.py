@@ -18,7 +18,8 @@ from ..options import Options
 from ..parametric.variants import Variant
 from ..runtime.opencl import DeviceContext, KernelInfo, OpenCLKernel
 from ..scop.deps import Deps
-from ..scop.ir import NUMPY_NAME, Scop
+from ..scop.exprs import NUMPY_NAME
+from ..scop.ir import Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
 from .legality import check_launches

@@ -38,7 +38,8 @@ import islpy as isl
 
 from ..schedule.tree import SEQUENTIAL, is_band, node_at, node_path
 from ..scop.checks import array_bounds
-from ..scop.ir import NUMPY_NAME, Scop
+from ..scop.exprs import NUMPY_NAME
+from ..scop.ir import Scop
 from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 
 R_TILE = 16  # points of the sequential member per copy

@@ -11,7 +11,8 @@ import cgen
 import islpy as isl
 
 from ..codegen_c.astnodes import LoopState
-from ..scop.ir import C_TYPE, Expr, Load, Scalar
+from ..scop.exprs import C_TYPE
+from ..scop.ir import Expr, Load, Scalar
 from .plan import GROUP, LOCAL, OFFSET, KernelSpec
 from .promotion import OUTER
 from .regtiles import ACC_LOAD, ACC_STORE

@@ -19,7 +19,8 @@ import islpy as isl
 import numpy as np
 
 from ..scop.deps import local_flow
-from ..scop.ir import NUMPY_NAME, Scalar, Scop, Statement
+from ..scop.exprs import NUMPY_NAME
+from ..scop.ir import Scalar, Scop, Statement
 from .plan import KernelSpec
 from .pyexpr import pw_aff_to_py, set_to_py
 

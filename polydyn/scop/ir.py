@@ -11,18 +11,7 @@ import islpy as isl
 
 from ..errors import InternalError, SourceLoc
 from .affine import Aff, Cond
-
-# TODO(issue 30): polydyn/codegen_ocl, restructured on its own branch, still imports these
-# body-expression names from here; after that merge it imports them from .exprs and these
-# re-exports go.
-from .exprs import C_TYPE as C_TYPE
-from .exprs import NUMPY_NAME as NUMPY_NAME
-from .exprs import Bin as Bin
-from .exprs import Call as Call
-from .exprs import Const as Const
 from .exprs import Expr, Load, Scalar, binary
-from .exprs import concrete as concrete
-from .exprs import is_float as is_float
 from .printer import format_expr
 
 # --------------------------------------------------------------------------------------------
