@@ -30,6 +30,9 @@ class Options:
     (``-march=native``: this machine's) and this machine's L2
     (``codegen_c.toolchain.cpu_target``);
     ``ocl_permute``: the order OpenCL work-items run in, for tests (POLYDYN_OCL_PERMUTE);
+    ``ocl_host``: what runs an OpenCL call's host code (POLYDYN_OCL_HOST): "c" (default: a
+    compiled library built with ``cc``, for calls on device arrays; without ``cc``, Python)
+    or "python"; it changes no generated text, only whether the host library is built;
     ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
@@ -57,6 +60,7 @@ class Options:
     # group's work-items in order, a loop mapped to work-items that carries a dependence
     # then gives wrong ones.
     ocl_permute: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_PERMUTE", ""))
+    ocl_host: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_HOST", "c"))
     debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
 
     def replace(self, **kw: Any) -> Options:

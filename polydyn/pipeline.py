@@ -44,7 +44,8 @@ class Generated:
     ``scop`` is the operator's own Scop (what the Kernel binds and checks); ``scheduled``
     the variants; ``sources`` the generated text by file name (C: ``NAME.c``, ``NAME.h``,
     and the CPython entry point ``NAME.shim.c`` where it applies; OpenCL: ``NAME.cl`` and
-    the host code ``NAME.host.py``); ``program`` the OpenCL program's launch plan (None
+    the host code ``NAME.host.py``, and in C ``NAME.host.c`` where it has a C form);
+    ``program`` the OpenCL program's launch plan (None
     for C).
     """
 
@@ -109,8 +110,10 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
 
             max_group = resolve_device().max_group
         program = generate_opencl(scop, deps, scheduled, options, max_group, computed=own)
-        return Generated(own_scop, tuple(scheduled), {f"{name}.cl": program.source,
-                         f"{name}.host.py": program.host}, zero_init, notes, program)
+        sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
+        if program.host_c is not None:
+            sources[f"{name}.host.c"] = program.host_c
+        return Generated(own_scop, tuple(scheduled), sources, zero_init, notes, program)
 
     asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
     options.dump(name, "6-ast.txt",
@@ -136,7 +139,7 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
 
         dc = resolve_device(device)
         gen = generate(op, target, variants, options, max_group=dc.max_group)
-        return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op)
+        return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op, options)
     gen = generate(op, target, variants, options)
     name = gen.scop.name
     library, module = build_c_module(gen.scop, gen.source, options,
