@@ -31,6 +31,9 @@ class Options:
     ``CpuTarget`` given as ``target=`` replaces both);
     ``ocl_permute``: the order OpenCL work-items run in, for tests (POLYDYN_OCL_PERMUTE);
     ``ocl_regtile``: register tiles on OpenCL work-items (POLYDYN_OCL_REGTILE);
+    ``ocl_host``: what runs an OpenCL call's host code (POLYDYN_OCL_HOST): "c" (default: a
+    compiled library built with ``cc``, for calls on device arrays; without ``cc``, Python)
+    or "python"; it changes no generated text, only whether the host library is built;
     ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
     """
 
@@ -62,6 +65,7 @@ class Options:
     # "off" (one output per work-item) or "TMxTN" (that many outputs per work-item, where a
     # kernel fits; codegen_ocl/regtiles.py). It changes the generated source.
     ocl_regtile: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_REGTILE", ""))
+    ocl_host: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_HOST", "c"))
     debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
 
     def replace(self, **kw: Any) -> Options:

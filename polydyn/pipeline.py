@@ -49,7 +49,8 @@ class Generated:
     ``scop`` is the operator's own Scop (what the Kernel binds and checks); ``scheduled``
     the variants; ``sources`` the generated text by file name (C: ``NAME.c``, ``NAME.h``,
     and the CPython entry point ``NAME.shim.c`` where it applies; OpenCL: ``NAME.cl`` and
-    the host code ``NAME.host.py``); ``program`` the OpenCL program's launch plan (None
+    the host code ``NAME.host.py``, and in C ``NAME.host.c`` where it has a C form);
+    ``program`` the OpenCL program's launch plan (None
     for C).
     """
 
@@ -110,8 +111,10 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
 
         program = generate_opencl(scop, deps, scheduled, options, machine.max_group,
                                   computed=own)
-        return Generated(own_scop, tuple(scheduled), {f"{name}.cl": program.source,
-                         f"{name}.host.py": program.host}, zero_init, notes, program)
+        sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
+        if program.host_c is not None:
+            sources[f"{name}.host.c"] = program.host_c
+        return Generated(own_scop, tuple(scheduled), sources, zero_init, notes, program)
 
     asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
     options.dump(name, "6-ast.txt",
@@ -140,7 +143,8 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
         from .runtime.opencl import resolve_device
 
         gen = generate(op, machine, variants, options)
-        kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op)
+        kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
+                              options)
         kernel.machine = machine  # what the program was planned for (build_opencl: built for)
         return kernel
     scop = _scop_of(op)

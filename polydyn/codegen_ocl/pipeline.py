@@ -3,17 +3,23 @@
     variants --map_variant--> launches per variant (host loops, kernels with isl ASTs)
              --spilled_scalars--> local scalars live across launches (kept in global memory)
              --OpenCLEmitter--> the .cl program     --host_source--> the Python host code
-    build_opencl(): --OpenCLKernel--> the callable (program built now, for a device)
+             --host_c_source--> the same host code in C (None where Python must serve)
+    build_opencl(): --build_shared--> the C host library   --OpenCLKernel--> the callable
+                    (program built now, for a device)
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import islpy as isl
 import numpy as np
 
+from ..codegen_c.toolchain import build_shared
+from ..errors import UnsupportedError
 from ..options import Options
 from ..parametric.variants import Variant
 from ..runtime.opencl import DeviceContext, KernelInfo, OpenCLKernel
@@ -22,6 +28,7 @@ from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
+from .host_c import Untranslatable, host_c_source
 from .legality import check_launches
 from .mapping import map_variant
 from .plan import KernelSpec, VariantMapping
@@ -34,7 +41,7 @@ class Program:
     """The OpenCL program of an operator: the launches of each variant (``mappings``), the
     ``.cl`` source, the Python ``host`` code, the scalar arguments of each kernel
     (``infos``) and the local scalars kept in global memory (``spilled``; ``spills``: those
-    each variant uses)."""
+    each variant uses); ``host_c``: the host code in C (None: Python serves every call)."""
 
     mappings: tuple[VariantMapping, ...]
     source: str
@@ -42,6 +49,7 @@ class Program:
     infos: tuple[KernelInfo, ...]
     spilled: tuple[Any, ...]
     spills: tuple[frozenset[str], ...]
+    host_c: str | None = None
 
 
 def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: Options,
@@ -68,15 +76,37 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
 
     infos = [kernel_info(scop, spec, len(spilled)) for spec in all_kernels(mappings)]
     spills = spills_of_variants(scop, [list(m.kernels) for m in mappings], spilled)
-    return Program(tuple(mappings), source, host, tuple(infos), tuple(spilled), tuple(spills))
+    try:
+        host_c = host_c_source(scop, host, [i.local_size for i in infos], len(spilled))
+        options.dump(scop.name, "9-host.c", host_c)
+    except Untranslatable:
+        host_c = None
+    return Program(tuple(mappings), source, host, tuple(infos), tuple(spilled), tuple(spills),
+                   host_c)
 
 
 def build_opencl(scop: Scop, program: Program, zero_init: frozenset[str], dc: DeviceContext,
-                 op: Any = None) -> OpenCLKernel:
-    """The callable: ``program`` built now for ``dc``'s device."""
+                 op: Any = None, options: Options | None = None) -> OpenCLKernel:
+    """The callable: ``program`` built now for ``dc``'s device, with the C host library
+    (built with ``options.cc``, cached) unless ``options.ocl_host`` is "python"."""
     return OpenCLKernel(scop, list(program.mappings), program.source, program.host,
                         list(program.infos), zero_init, dc, op=op,
-                        spilled=list(program.spilled), spills=list(program.spills))
+                        spilled=list(program.spilled), spills=list(program.spills),
+                        host_c=program.host_c or "",
+                        host_library=host_library(scop, program, options or Options()))
+
+
+def host_library(scop: Scop, program: Program, options: Options) -> Path | None:
+    """The C host library of ``program`` (None: ``ocl_host`` is "python", the host code has
+    no C form, or there is no C compiler)."""
+    if options.ocl_host not in HOST_PATHS:
+        raise UnsupportedError(f"POLYDYN_OCL_HOST={options.ocl_host!r}: choose one of "
+                               f"{', '.join(HOST_PATHS)}")
+    if options.ocl_host == "python" or program.host_c is None or not shutil.which(options.cc):
+        return None
+    flags = ("-O2", "-fPIC", "-shared", "-std=gnu11")
+    return build_shared(program.host_c, f"{scop.name}_host", options.replace(
+        cflags=flags, sanitize=False))
 
 
 def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
@@ -89,4 +119,7 @@ def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
     return KernelInfo(spec.name, spec.local_size, tuple(dtypes))
 
 
-__all__ = ["Program", "build_opencl", "generate_opencl", "kernel_info"]
+HOST_PATHS = ("c", "python")
+
+__all__ = ["HOST_PATHS", "Program", "build_opencl", "generate_opencl", "host_library",
+           "kernel_info"]

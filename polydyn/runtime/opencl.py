@@ -4,7 +4,9 @@
 ``select``, ``run_variant``) and runs the selected variant's launches from the host code that
 ``codegen_ocl/host.py`` printed. NumPy arguments are copied to the device and back;
 ``pyopencl.array.Array`` arguments stay on the device, and the outputs of a call that passed
-any are returned as ``pyopencl.array.Array`` too.
+any are returned as ``pyopencl.array.Array`` too. A call whose arrays are all contiguous
+device arrays on one queue runs the same host code compiled to C (``ocl_launch.py``) where the
+operator has it; every other call runs it in Python here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,7 @@ from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
 from ..scop.exprs import NUMPY_NAME
 from ..scop.interp import check_context
 from ..scop.ir import Scop
+from . import ocl_launch
 from .kernel import KernelBase
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)
@@ -220,13 +224,17 @@ class KernelInfo:
 class OpenCLKernel(KernelBase):
     """A compiled operator on OpenCL. Same calling convention and errors as the C Kernel.
 
-    Attributes beyond Kernel's: ``host_source`` (the Python host code), ``mappings`` (the
-    launches of each variant), ``context``/``queue``/``device`` (the default device).
+    Attributes beyond Kernel's: ``host_source`` (the Python host code), ``host_c`` (the same
+    in C; "" where it has none), ``host_path`` ("c" when calls on device arrays run the
+    compiled host code, else "python"), ``host_calls`` (calls the compiled host code ran),
+    ``mappings`` (the launches of each variant), ``context``/``queue``/``device`` (the default
+    device).
     """
 
     def __init__(self, scop: Scop, mappings: list[Any], source: str, host_source: str,
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
-                 op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = ()):
+                 op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = (),
+                 host_c: str = "", host_library: Path | None = None):
         super().__init__(scop, [m.variant for m in mappings], source, op, "opencl")
         self.mappings = mappings
         self.header = ""
@@ -251,6 +259,16 @@ class OpenCLKernel(KernelBase):
         self._select = namespace["select"]
         self._runs = [namespace[f"variant_{k}"] for k in range(len(mappings))]
         self._program(dc.context)  # build now: a build failure is a compile-time error
+        self.host_c = host_c
+        self._compiled = ocl_launch.load(self, host_library)
+
+    @property
+    def host_path(self) -> str:
+        return "python" if self._compiled is None else "c"
+
+    @property
+    def host_calls(self) -> int:
+        return 0 if self._compiled is None else self._compiled.calls
 
     @property
     def local_limit(self) -> int:
@@ -292,7 +310,26 @@ class OpenCLKernel(KernelBase):
         return objs
 
     # --- calling -------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # the compiled host raises no user error (it declines with NotImplemented), so it
+        # runs outside the user_facing wrapper, as the C target's fast path does
+        compiled = self._compiled
+        if compiled is not None:
+            result = compiled.call(args, kwargs, -1)
+            if result is not NotImplemented:
+                return result
+        return self._checked_call(args, kwargs)
+
+    @user_facing
+    def _checked_call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        return self._call(args, kwargs, variant=None)
+
     def _call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], variant: int | None) -> Any:
+        if variant is not None and self._compiled is not None:  # run_variant
+            self._check_region(variant, self._bind(args, kwargs).syms)
+            result = self._compiled.call(args, kwargs, variant)
+            if result is not NotImplemented:
+                return result
         cla = _cl().array
         on_device = {name: x for name, x in self._named(args, kwargs).items()
                      if isinstance(x, cla.Array)}
