@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import polydyn as pd  # noqa: E402
-from kernels.matmul import matmul  # noqa: E402
+import polydyn as pd
+from kernels.matmul import matmul
 
 
 def timed(call, queue, seconds: float = 0.5) -> float:
