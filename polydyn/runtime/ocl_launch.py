@@ -133,18 +133,20 @@ class CompiledHost:
         self.slots = (ctypes.c_int64 * (self.pack.size // 8))()
         self.address = ctypes.addressof(self.slots)
         self.finish = not self.out_positions
-        self._queues: dict[int, tuple[Any, Any, int]] = {}  # id(queue) -> queue, kernels
+        # (id(queue), narrow) -> queue, kernel handles, their address
+        self._queues: dict[tuple[int, bool], tuple[Any, Any, int]] = {}
         self._array_type = _cla().Array
 
     # --- per queue ----------------------------------------------------------------------------
-    def _kernels_on(self, queue: Any) -> int:
-        """The address of the kernel handles on ``queue``'s context (a C array)."""
-        hit = self._queues.get(id(queue))
+    def _kernels_on(self, queue: Any, narrow: bool) -> int:
+        """The address of the kernel handles on ``queue``'s context (a C array), of the
+        32-bit index build with ``narrow``."""
+        hit = self._queues.get((id(queue), narrow))
         if hit is not None and hit[0] is queue:
             return hit[2]
-        knls = self.k._program(queue.context)
+        knls = self.k._program(queue.context, narrow)
         handles = (ctypes.c_void_p * max(1, len(knls)))(*[x.int_ptr for x in knls])
-        self._queues[id(queue)] = (queue, handles, ctypes.addressof(handles))
+        self._queues[(id(queue), narrow)] = (queue, handles, ctypes.addressof(handles))
         return ctypes.addressof(handles)
 
     # --- the call -----------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class CompiledHost:
             zero = [0] * len(tail)
             for k in self.zeroed:
                 zero[self.arg_of[k]] = nbytes[k]
-        kernels = self._kernels_on(queue)
+        kernels = self._kernels_on(queue, self.k.narrow_ok(expected, sym_vals))
         with self.k._lock:
             try:
                 self.pack.pack_into(self.slots, 0, queue.int_ptr, kernels, variant,

@@ -11,11 +11,12 @@ operator has it; every other call runs it in Python here.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ BUILD_OPTIONS = ("-cl-std=CL1.2",)
 # were never computed, as if its guard were taken for the whole group); the same kernel
 # with the register loops rolled gave the right ones. On PoCL the loops stay rolled.
 POCL_OPTIONS = ("-DPD_ROLLED_REGISTERS",)
+# The 32-bit index build (codegen_ocl.emit, INDEX_32_OR_64) runs calls whose arrays have fewer
+# elements than this and whose sizes are smaller: a margin of 2^30 below int's range covers
+# the tile bounds past an array's end that index arithmetic reaches.
+INDEX32_DEFINES = ("-DPD_INDEX32",)
+INDEX32_LIMIT = 2**30
 
 
 def _cl() -> Any:
@@ -151,11 +157,12 @@ def opencl_available() -> bool:
     return True
 
 
-def build_program(context: Any, source: str, name: str) -> Any:
-    """The program for ``source`` on ``context``, built once per process (pyopencl also
-    keeps the binaries on disk); a build failure raises CompileError with the build log."""
+def build_program(context: Any, source: str, name: str, defines: tuple[str, ...] = ()) -> Any:
+    """The program for ``source`` on ``context`` (with ``defines``: ``-D`` options), built
+    once per process (pyopencl also keeps the binaries on disk); a build failure raises
+    CompileError with the build log."""
     cl = _cl()
-    options = BUILD_OPTIONS + (POCL_OPTIONS if any(
+    options = BUILD_OPTIONS + defines + (POCL_OPTIONS if any(
         "Portable Computing Language" in d.platform.name for d in context.devices) else ())
     key = (source, context.int_ptr, tuple(d.int_ptr for d in context.devices), options)
     with _LOCK:
@@ -252,13 +259,16 @@ class OpenCLKernel(KernelBase):
         self._dc = dc
         self._lock = threading.Lock()
         self._cl_kernels: dict[Any, list[Any]] = {}
+        self._index32 = scop.narrow_indices  # a 32-bit index build exists (narrow_ok)
         self._pools: dict[Any, Any] = {}  # device memory pools, per queue
         namespace: dict[str, Any] = {"_LOCAL_LIMIT": dc.local_limit}
         exec(compile(host_source, f"<polydyn host code for {scop.name}>", "exec"), namespace)
         self._host = namespace
         self._select = namespace["select"]
         self._runs = [namespace[f"variant_{k}"] for k in range(len(mappings))]
-        self._program(dc.context)  # build now: a build failure is a compile-time error
+        # build now (a build failure is a compile-time error): the 32-bit index build where
+        # there is one, which runs every call short of INDEX32_LIMIT; the other when needed
+        self._program(dc.context, narrow=self._index32)
         self.host_c = host_c
         self._compiled = ocl_launch.load(self, host_library)
 
@@ -293,14 +303,16 @@ class OpenCLKernel(KernelBase):
         return self._dc.device
 
     # --- programs ------------------------------------------------------------------------------
-    def _program(self, context: Any) -> list[Any]:
-        """The kernel objects of this operator on ``context`` (built on first use)."""
-        key = context.int_ptr
+    def _program(self, context: Any, narrow: bool = False) -> list[Any]:
+        """The kernel objects of this operator on ``context`` (built on first use); with
+        ``narrow``, of its build with 32-bit index arithmetic (``narrow_ok``)."""
+        key = (context.int_ptr, narrow)
         hit = self._cl_kernels.get(key)
         if hit is not None:
             return hit
         cl = _cl()
-        program = build_program(context, self.source, self.name)
+        program = build_program(context, self.source, self.name,
+                                INDEX32_DEFINES if narrow else ())
         objs = []
         for info in self._kernels:
             knl = cl.Kernel(program, info.name)
@@ -308,6 +320,14 @@ class OpenCLKernel(KernelBase):
             objs.append(knl)
         self._cl_kernels[key] = objs
         return objs
+
+    def narrow_ok(self, shapes: Iterable[tuple[int, ...]], sizes: Iterable[int]) -> bool:
+        """Whether a call whose arrays have these shapes and whose syms these values runs
+        the 32-bit index build: the operator allows it (``Scop.narrow_indices``) and every
+        array's element count and every size stay under ``INDEX32_LIMIT`` (an index, an
+        offset or a tile's bound beyond the last element then fits in 32 bits)."""
+        return self._index32 and max(sizes, default=0) < INDEX32_LIMIT and \
+            max((math.prod(s) for s in shapes), default=0) < INDEX32_LIMIT
 
     # --- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -340,7 +360,10 @@ class OpenCLKernel(KernelBase):
         else:
             self._check_region(variant, syms)
         queue = self._queue_for(on_device)
-        knls = self._program(queue.context)
+        shapes = [self._binder.output_shape(a, syms) for a in self.scop.arrays
+                  if a.kind != "local"]
+        narrow = self.narrow_ok(shapes, syms.values()) and not self._spills[variant]
+        knls = self._program(queue.context, narrow)
         call = _Call(self, queue, self._pool(queue), bound, on_device)
         with self._lock:
             call.upload(self._spills[variant])

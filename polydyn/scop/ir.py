@@ -157,6 +157,13 @@ class Scop:
         return tuple(self.array(n) for n in self.args)
 
     @property
+    def narrow_indices(self) -> bool:
+        """Whether generated code may do its index arithmetic in 32 bits when the sizes are
+        small: no array or local scalar holds 64-bit integers (index and data types are
+        then distinct in the OpenCL source)."""
+        return all(a.dtype != "i64" for a in self.arrays)
+
+    @property
     def outputs(self) -> tuple[Array, ...]:
         return tuple(a for a in self.arg_arrays if a.kind == "out")
 
