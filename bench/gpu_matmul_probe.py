@@ -1,10 +1,10 @@
 """What limits the OpenCL matmul on a GPU: register-tile shapes and 32-bit index arithmetic.
 
 Times ``kernels/matmul.py`` on the default OpenCL device (pyopencl arrays, each call
-synchronized, median of repeated calls) with POLYDYN_OCL_REGTILE off, 2x2 and 4x4, and the 4x4
-program rebuilt with ``int64_t`` as a 32-bit type (an experiment on the source, valid at these
-sizes), and prints NVIDIA's register report (``-cl-nv-verbose``) for the 4x4 program where
-the device is NVIDIA's. Run from the repository root: ``python bench/gpu_matmul_probe.py``.
+synchronized, median of repeated calls) with POLYDYN_OCL_REGTILE off, 2x2, 4x4 and 8x8, each
+as polydyn runs it (the 32-bit index build at these sizes) and 4x4 and 8x8 forced onto the
+64-bit build, and prints NVIDIA's register report (``-cl-nv-verbose``) for the 4x4 program
+where the device is NVIDIA's. Run from the repository root: ``python bench/gpu_matmul_probe.py``.
 """
 
 from __future__ import annotations
@@ -36,14 +36,6 @@ def timed(call, queue, seconds: float = 0.5) -> float:
     return statistics.median(times)
 
 
-def rebuilt(kernel, source: str):
-    """``kernel`` running ``source`` instead of its own (same launches)."""
-    kernel.source = source
-    kernel._cl_kernels.clear()
-    kernel._program(kernel.context)
-    return kernel
-
-
 def main() -> None:
     import pyopencl.array as cla
 
@@ -53,16 +45,16 @@ def main() -> None:
         b = rng.standard_normal((n, n), dtype=np.float32)
         want = a.astype(np.float64) @ b
         results = []
-        for label, regtile, narrow in (("off", "off", False), ("2x2", "2x2", False),
-                                       ("4x4", "4x4", False), ("4x4, 32-bit", "4x4", True),
-                                       ("8x8", "8x8", False), ("8x8, 32-bit", "8x8", True)):
+        for label, regtile, wide in (("off", "off", False), ("2x2", "2x2", False),
+                                     ("4x4", "4x4", False), ("4x4, 64-bit", "4x4", True),
+                                     ("8x8", "8x8", False), ("8x8, 64-bit", "8x8", True)):
             try:
                 k = pd.compile(matmul, target="opencl", ocl_regtile=regtile)
             except pd.PolydynError as exc:
                 results.append(f"{label}: refused ({exc})")
                 continue
-            if narrow:
-                k = rebuilt(k, k.source.replace("typedef long int64_t;", "typedef int int64_t;"))
+            if wide:
+                k._index32 = False
             dev = [cla.to_device(k.queue, x) for x in (a, b)]
             out = cla.empty(k.queue, (n, n), np.float32)
             k(*dev, C=out)
@@ -74,7 +66,8 @@ def main() -> None:
     if "NVIDIA" in k.device.platform.name:
         import pyopencl as cl
 
-        prg = cl.Program(k.context, k.source).build(options=["-cl-nv-verbose"])
+        prg = cl.Program(k.context, k.source).build(options=["-cl-nv-verbose",
+                                                              "-DPD_INDEX32"])
         log = prg.get_build_info(k.device, cl.program_build_info.LOG)
         print("\n".join(line for line in log.splitlines()
                         if "registers" in line or "spill" in line or "Function" in line))
