@@ -208,13 +208,17 @@ def add_one(X: f32[N, M], Y: out(f32[N, M])):
 
 def test_tile_sizes_follow_the_extents() -> None:
     """A member whose extent in the region is under 64 gets 2 points per work-item (under
-    32: one); a kernel with no reduction below its mapped members keeps the old mapping."""
+    32: one, and then the kernel keeps the old mapping unless forced); a kernel with no
+    reduction below its mapped members keeps the old mapping."""
     narrow = compiled(linear_narrow)
     assert {s.regtiles for s in tiled_specs(narrow)} == {RegisterTiles(4, 2)}
     check_kernel(narrow, {"N": 70, "O": 37, "K": 17}, seed=5)
     thin = compiled(linear_thin)
-    assert {s.regtiles for s in tiled_specs(thin)} == {RegisterTiles(4, 1)}
+    assert not tiled_specs(thin)
     check_kernel(thin, {"N": 67, "O": 19, "K": 3}, seed=6)
+    forced = compiled(linear_thin, regtile="4x1")
+    assert {s.regtiles for s in tiled_specs(forced)} == {RegisterTiles(4, 1)}
+    check_kernel(forced, {"N": 67, "O": 19, "K": 3}, seed=6)
     assert parse_override("") is None and parse_override("off") == (1, 1)
     assert parse_override("4x2") == (4, 2)
     assert not tiled_specs(compiled(add_one))

@@ -141,7 +141,9 @@ def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
     reduction band below the innermost (``reduction_band``); each of the two innermost gets
     ``TILE`` outputs per work-item where its extent in the region (``ranges``, under
     ``ctx``) is at least ``TILE`` times the work-items along it, 2 where it is twice, else
-    1; none when both get 1. ``override`` (POLYDYN_OCL_REGTILE) forces the sizes or "off"."""
+    1; none when either gets 1 (a one-row block has a quarter of the plain mapping's
+    work-groups: skinny products ran at half its speed on an H100, bench/HISTORY.md).
+    ``override`` (POLYDYN_OCL_REGTILE) forces the sizes or "off"."""
     forced = parse_override(override)
     if len(mapped) < 2 or reduction_band(mapped[-1].child(0)) is None:
         return None
@@ -151,7 +153,7 @@ def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
     else:
         tm, tn = (_per_item(_extent(rng, ctx), w) for rng, w in zip(ranges[-2:], (wm, wn),
                                                                     strict=True))
-    if (tm, tn) == (1, 1):
+    if forced is None and 1 in (tm, tn) or (tm, tn) == (1, 1):
         return None
     return RegisterTiles(tm, tn, BK, wm, wn)
 
