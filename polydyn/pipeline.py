@@ -30,6 +30,7 @@ from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.buffers import double_buffer
 from .scop.deps import compute_deps, zero_init_arrays
+from .scop.forward import forward_accumulators
 from .scop.ir import Scop
 
 TARGETS = ("c", "opencl")
@@ -86,7 +87,9 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     cpu = target == "c"
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
-    scop, notes = double_buffer(own_scop) if _buffered(variants, cpu) else (own_scop, ())
+    scop, forwarded = forward_accumulators(own_scop)  # sums kept in their cells, not scalars
+    scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
+    notes = forwarded + buffers
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 
@@ -104,7 +107,7 @@ def generate(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None 
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
     scheduled: list[Variant] = [schedule_variant(scop, deps, base, plan, machine,
-                                                 buffered=bool(notes)) for plan in plans]
+                                                 buffered=bool(buffers)) for plan in plans]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
     zero_init = zero_init_arrays(scop, deps)
@@ -144,7 +147,7 @@ def compile(op: Any, target: str = "c", variants: list[tuple[str, Any]] | None =
 
         dc = resolve_device(device)
         gen = generate(op, target, variants, options, max_group=dc.max_group)
-        return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op)
+        return build_opencl(gen.scop, gen.program, gen.zero_init, dc, op, gen.notes)
     scop = _scop_of(op)
     # keyed before scheduling: a hit skips every stage (not with POLYDYN_DUMP, which wants them)
     key = None if options.dump_dir else kernel_key(scop, variants, _c_settings(options))

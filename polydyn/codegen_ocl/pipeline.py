@@ -67,11 +67,12 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
 
 
 def build_opencl(scop: Scop, program: Program, zero_init: frozenset[str], dc: DeviceContext,
-                 op: Any = None) -> OpenCLKernel:
-    """The callable: ``program`` built now for ``dc``'s device."""
+                 op: Any = None, notes: tuple[str, ...] = ()) -> OpenCLKernel:
+    """The callable: ``program`` built now for ``dc``'s device; ``notes``: how the compiler
+    rewrote the program before scheduling it."""
     return OpenCLKernel(scop, list(program.mappings), program.source, program.host,
                         list(program.infos), zero_init, dc, op=op,
-                        spilled=list(program.spilled), spills=list(program.spills))
+                        spilled=list(program.spilled), spills=list(program.spills), notes=notes)
 
 
 def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
