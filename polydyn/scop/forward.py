@@ -179,9 +179,8 @@ def _along_cells(p: _Pattern, scop: Scop) -> bool:
     v = next(iter(last[0]))
     if v not in p.store.iters:
         return False
-    reads = [e for old, _ in p.updates for e in old.value.walk() if isinstance(e, Load)]
-    reads += [e for name in p.between for e in scop.statement(name).value.walk()
-              if isinstance(e, Load)]
+    reads = [e for name in p.between for e in scop.statement(name).value.walk()
+             if isinstance(e, Load)]
     for load in reads:
         if any(v in aff.vars() for aff in load.index[:-1]):
             return False
