@@ -5,7 +5,8 @@ timed in turns in one process beside the bundled phrasing where there is one.
 
 Cases: matmul 512^3 with a scalar accumulator (against kernels/matmul.py); nn.Linear's
 layout ``Y[n, o] = b[o] + sum_i X[n, i] * W[o, i]`` at 128 x 768 x 768 with the scalar (and
-its bundled-style phrasing with the cell); a row max 512 x 4096; maxpool 8 x 64 x 112 x 112.
+its bundled-style phrasing with the cell), and with the weight input-major; a row max
+512 x 4096; maxpool 8 x 64 x 112 x 112.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import polydyn as pd
 import polydyn.pipeline as pipeline
 from kernels import load
 from polydyn import f32, out
-from polydyn.bench.timing import Budget, measure_interleaved
+from polydyn.bench.timing import Budget, measure_interleaved, wait_quiet
 from polydyn.testing import call_args, make_inputs
 
 N, M, K, D = pd.sym("N M K D")
@@ -57,6 +58,17 @@ def linear_cell(X: f32[N, K], W: f32[D, K], b: f32[D], Y: out(f32[N, D])):
 
 
 @pd.operator()
+def linear_kd_acc(X: f32[N, K], W: f32[K, D], b: f32[D], Y: out(f32[N, D])):
+    """The weight stored input-major (``x @ W + b``): forwarded, the bias as an epilogue."""
+    for n in range(N):
+        for o in range(D):
+            acc = 0.0
+            for k in range(K):
+                acc += X[n, k] * W[k, o]
+            Y[n, o] = acc + b[o]
+
+
+@pd.operator()
 def rowmax_acc(X: f32[N, M], Y: out(f32[N])):
     for i in range(N):
         m = -pd.inf
@@ -82,14 +94,14 @@ def caller(kernel, sizes):
     return lambda: kernel(*args, **kw)
 
 
-def run(name, op, sizes, flops, bundled=None, budget=None):
+def run(name, op, sizes, flops, bundled=None, budget=None, label="bundled phrasing"):
     before, after = compile_both(op)
     kernels = [("scalar, not forwarded", before), ("scalar, forwarded", after)]
     if bundled is not None:
-        kernels.append(("bundled phrasing", pd.compile(bundled)))
+        kernels.append((label, pd.compile(bundled)))
     print(f"{name} {sizes}  notes: {after.notes}")
     fns = [caller(k, sizes) for _, k in kernels]
-    times = measure_interleaved(fns, budget, rounds=3)
+    times = measure_interleaved(fns, budget, rounds=3, before_round=lambda _: wait_quiet())
     for (label, _), t in zip(kernels, times, strict=True):
         rate = f"{flops / t.median / 1e9:8.1f} GFLOP/s" if flops else \
             f"{sum(v.nbytes for v in make_inputs(op, sizes).values()) / t.median / 1e9:8.1f} GB/s"
@@ -103,7 +115,9 @@ def main() -> None:
     run("matmul", matmul_acc, {"N": 512, "M": 512, "K": 512}, 2 * 512 ** 3,
         load("matmul")[0], budget)
     run("linear", linear_acc, {"N": 128, "D": 768, "K": 768}, 2 * 128 * 768 * 768,
-        linear_cell, budget)
+        linear_cell, budget, "the cell's phrasing")
+    run("linear, W[k, o]", linear_kd_acc, {"N": 128, "D": 768, "K": 768},
+        2 * 128 * 768 * 768, None, budget)
     run("rowmax", rowmax_acc, {"N": 512, "M": 4096}, 0, None, budget)
     run("maxpool", load("maxpool")[0], {"B": 8, "C": 64, "H": 112, "W": 112}, 0, None,
         budget)
