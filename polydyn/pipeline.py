@@ -28,6 +28,7 @@ from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.buffers import double_buffer
 from .scop.deps import compute_deps, zero_init_arrays
+from .scop.forward import forward_accumulators
 from .scop.ir import Scop
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
@@ -83,7 +84,9 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     cpu = isinstance(machine, CpuTarget)
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
-    scop, notes = double_buffer(own_scop) if _buffered(variants, cpu) else (own_scop, ())
+    scop, forwarded = forward_accumulators(own_scop)  # sums kept in their cells, not scalars
+    scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
+    notes = forwarded + buffers
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 
@@ -100,8 +103,8 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
                           target=plan, computed=own)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, base, p, plan, buffered=bool(notes))
-                                for p in plans]
+    scheduled: list[Variant] = [schedule_variant(scop, deps, base, p, plan,
+                                                 buffered=bool(buffers)) for p in plans]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
     zero_init = zero_init_arrays(scop, deps)
@@ -144,7 +147,7 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
 
         gen = generate(op, machine, variants, options)
         kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
-                              options)
+                              options, gen.notes)
         kernel.machine = machine  # what the program was planned for (build_opencl: built for)
         return kernel
     scop = _scop_of(op)

@@ -86,14 +86,17 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
 
 
 def build_opencl(scop: Scop, program: Program, zero_init: frozenset[str], dc: DeviceContext,
-                 op: Any = None, options: Options | None = None) -> OpenCLKernel:
+                 op: Any = None, options: Options | None = None,
+                 notes: tuple[str, ...] = ()) -> OpenCLKernel:
     """The callable: ``program`` built now for ``dc``'s device, with the C host library
-    (built with ``options.cc``, cached) unless ``options.ocl_host`` is "python"."""
+    (built with ``options.cc``, cached) unless ``options.ocl_host`` is "python"; ``notes``:
+    how the compiler rewrote the program before scheduling it."""
     return OpenCLKernel(scop, list(program.mappings), program.source, program.host,
                         list(program.infos), zero_init, dc, op=op,
                         spilled=list(program.spilled), spills=list(program.spills),
                         host_c=program.host_c or "",
-                        host_library=host_library(scop, program, options or Options()))
+                        host_library=host_library(scop, program, options or Options()),
+                        notes=notes)
 
 
 def host_library(scop: Scop, program: Program, options: Options) -> Path | None:

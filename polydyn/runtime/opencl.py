@@ -241,8 +241,9 @@ class OpenCLKernel(KernelBase):
     def __init__(self, scop: Scop, mappings: list[Any], source: str, host_source: str,
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
                  op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = (),
-                 host_c: str = "", host_library: Path | None = None):
-        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl")
+                 host_c: str = "", host_library: Path | None = None,
+                 notes: tuple[str, ...] = ()):
+        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes)
         self.mappings = mappings
         self.header = ""
         self.library = None

@@ -1,0 +1,276 @@
+"""Accumulators forwarded into their cells: a reduction kept in a local scalar and then stored
+
+    s = init;  for k ...: s op= e;  T[f(i)] = g(s)
+
+becomes the same reduction kept in the cell it is stored into
+
+    T[f(i)] = init;  for k ...: T[f(i)] op= e;  T[f(i)] = g(T[f(i)])   (the last only when
+                                                                      g is not the identity)
+
+so that it reaches the schedule of the same operator written with the cell (tiles, register
+tiles, threads): the scalar, private to one iteration, keeps its reduction loop innermost.
+
+A scalar is forwarded when every statement that names it is part of such patterns: the
+init (``s = init``, not reading s) and the store (``T[f(i)] = g(s)``, ``g`` not reading T)
+are statements of one body, in that order; between them every statement that names s is an
+update (``s += e``, ``-=``, ``*=``, ``s = s + e``, ``s = s * e``, ``s = max(s, e)``, ``min``,
+with ``e`` not reading s) and no statement reads or writes T (so no other access sees the
+partial values; e reads no T either). T is an output, inout or temporary of s's dtype. The
+statements keep their names, places and source lines; only their targets and values change.
+
+It is done where it pays today: where the register tiles can take their vector along the
+cell's last subscript ``v`` (a loop variable, stride 1), which every array read between the
+init and the store either does not depend on or runs along with stride 1 (matmul's
+``B[k, j]``). Elsewhere (``X[n, k] * W[o, k]``, a row's max) the scalar's own loop, whose
+reduction is vectorized, is the faster code until cells updated in place get the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
+
+from .ir import Bin, Expr, Guard, Load, Loop, Node, Scalar, Scop, Statement, StmtRef
+from .printer import format_expr
+
+_WORDS = {"+": "sum", "-": "sum", "*": "product", "max": "max", "min": "min"}
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    scalar: str
+    init: Statement
+    updates: tuple[tuple[Statement, Statement], ...]  # (as written, into the cell)
+    store: Statement
+    cell: Load  # T[f(i)]: the store's target
+    between: tuple[str, ...]  # the statements between the init and the store
+
+    def names(self) -> set[str]:
+        return {self.init.name, self.store.name, *(old.name for old, _ in self.updates)}
+
+
+def forward_accumulators(scop: Scop, *, everywhere: bool = False
+                         ) -> tuple[Scop, tuple[str, ...]]:
+    """``scop`` with every local scalar of that form kept in its cell, and a sentence for
+    each (``scop`` itself and none when there is no such scalar). ``everywhere``: also the
+    scalars whose reads do not run along the cell's last subscript."""
+    patterns = [p for p in _patterns(scop, scop.tree) if everywhere or _along_cells(p, scop)]
+    users: dict[str, set[str]] = {}
+    for s in scop.statements:
+        for name in _scalars_named(s):
+            users.setdefault(name, set()).add(s.name)
+    covered: dict[str, set[str]] = {}
+    for p in patterns:
+        covered.setdefault(p.scalar, set()).update(p.names())
+    chosen = [p for p in patterns if covered[p.scalar] == users[p.scalar]]
+    if not chosen:
+        return scop, ()
+    notes = tuple(_note(p) for p in chosen)
+    return _rewrite(scop, chosen), notes
+
+
+def _note(p: _Pattern) -> str:
+    ops = {_update_op(new) for _, new in p.updates}
+    word = _WORDS[ops.pop()] if len(ops) == 1 else "value"
+    cell = format_expr(p.cell)
+    note = f"{p.scalar}: the {word} is kept in {cell}"
+    if not _is_plain(p):
+        note += f", then {cell} = {format_expr(_forwarded(p.store.value, p))}"
+    return note
+
+
+def _update_op(stmt: Statement) -> str:
+    if stmt.op != "=":
+        return stmt.op[:-1]
+    assert isinstance(stmt.value, Bin)
+    return stmt.value.op
+
+
+# --- matching ---------------------------------------------------------------------------------
+
+
+def _patterns(scop: Scop, body: tuple[Node, ...]) -> Iterator[_Pattern]:
+    """Every pattern whose init and store are statements of ``body`` or of a body below."""
+    for pos, node in enumerate(body):
+        if isinstance(node, StmtRef):
+            pattern = _match(scop, body, pos)
+            if pattern is not None:
+                yield pattern
+        elif isinstance(node, Loop):
+            yield from _patterns(scop, node.body)
+        else:
+            yield from _patterns(scop, node.then)
+            yield from _patterns(scop, node.orelse)
+
+
+def _match(scop: Scop, body: tuple[Node, ...], pos: int) -> _Pattern | None:
+    init = scop.statement(body[pos].name)
+    target = init.target
+    if not (isinstance(target, Scalar) and scop.array(target.name).kind == "local" and
+            init.op == "=" and not _reads_scalar(init.value, target.name)):
+        return None
+    s = target.name
+    for end in range(pos + 1, len(body)):
+        node = body[end]
+        if isinstance(node, StmtRef):
+            stmt = scop.statement(node.name)
+            if _reads_scalar(stmt.value, s) and stmt.target != target:
+                return _match_store(scop, init, body[pos + 1:end], stmt)
+    return None
+
+
+def _match_store(scop: Scop, init: Statement, between: tuple[Node, ...],
+                 store: Statement) -> _Pattern | None:
+    s = init.target.name
+    cell = store.target
+    if not (isinstance(cell, Load) and store.op == "=" and
+            scop.array(cell.array).kind in ("out", "inout", "temp") and
+            scop.array(cell.array).dtype == scop.array(s).dtype and
+            not _reads_array(store.value, cell.array) and
+            all(aff.vars() <= set(store.iters) | set(scop.syms) for aff in cell.index)):
+        return None
+    updates = []
+    names = _statements_under(between)
+    for name in names:
+        stmt = scop.statement(name)
+        if _touches(stmt, cell.array):
+            return None  # another access would see the partial values (or change them)
+        if s in _scalars_named(stmt):
+            forwarded = _forward_update(stmt, s, cell)
+            if forwarded is None:
+                return None
+            updates.append((stmt, forwarded))
+    return _Pattern(s, init, tuple(updates), store, cell, tuple(names))
+
+
+def _forward_update(stmt: Statement, s: str, cell: Load) -> Statement | None:
+    """``stmt`` (an update of ``s``) as an update of ``cell``, or None when it is not one of
+    ``s op= e``, ``s = s op e``, ``s = e op s`` (op + or *), ``s = s - e``, ``s = max(s, e)``
+    or ``min`` with ``e`` not reading ``s``."""
+    if not (isinstance(stmt.target, Scalar) and stmt.target.name == s):
+        return None
+    value = stmt.value
+    if stmt.op in ("+=", "-=", "*="):
+        if _reads_scalar(value, s):
+            return None
+        return stmt.replace(target=cell)
+    if stmt.op != "=" or not isinstance(value, Bin):
+        return None
+    mine = [isinstance(x, Scalar) and x.name == s for x in (value.a, value.b)]
+    if mine.count(True) != 1:
+        return None
+    other = value.b if mine[0] else value.a
+    if _reads_scalar(other, s):
+        return None
+    if value.op in ("max", "min"):  # the operands' order as written (NaNs)
+        return stmt.replace(target=cell, value=_substitute(value, s, cell))
+    if value.op in ("+", "*") or (value.op == "-" and mine[0]):
+        return stmt.replace(target=cell, op=value.op + "=", value=other)
+    return None
+
+
+def _along_cells(p: _Pattern, scop: Scop) -> bool:
+    """Whether the cell's last subscript is a loop variable ``v`` (stride 1) and every array
+    read between the init and the store is independent of ``v`` or runs along it with
+    stride 1 in its last subscript only."""
+    last = p.cell.index[-1].linear() if p.cell.index else None
+    if last is None or len(last[0]) != 1 or next(iter(last[0].values())) != 1:
+        return False
+    v = next(iter(last[0]))
+    if v not in p.store.iters:
+        return False
+    reads = [e for name in p.between for e in scop.statement(name).value.walk()
+             if isinstance(e, Load)]
+    for load in reads:
+        if any(v in aff.vars() for aff in load.index[:-1]):
+            return False
+        inner = load.index[-1].linear() if load.index else ({}, 0)
+        if (inner is None and v in load.index[-1].vars()) or \
+                (inner is not None and inner[0].get(v, 1) != 1):
+            return False
+    return True
+
+
+def _statements_under(nodes: tuple[Node, ...]) -> list[str]:
+    out: list[str] = []
+    for n in nodes:
+        if isinstance(n, StmtRef):
+            out.append(n.name)
+        elif isinstance(n, Loop):
+            out += _statements_under(n.body)
+        else:
+            out += _statements_under(n.then + n.orelse)
+    return out
+
+
+def _scalars_named(stmt: Statement) -> set[str]:
+    return {e.name for e in (stmt.target, *stmt.value.walk()) if isinstance(e, Scalar)}
+
+
+def _reads_scalar(e: Expr, s: str) -> bool:
+    return any(isinstance(x, Scalar) and x.name == s for x in e.walk())
+
+
+def _reads_array(e: Expr, array: str) -> bool:
+    return any(isinstance(x, Load) and x.array == array for x in e.walk())
+
+
+def _touches(stmt: Statement, array: str) -> bool:
+    written = isinstance(stmt.target, Load) and stmt.target.array == array
+    return written or _reads_array(stmt.value, array)
+
+
+# --- the rewrite ------------------------------------------------------------------------------
+
+
+def _is_plain(p: _Pattern) -> bool:
+    """Whether the store is ``T[f(i)] = s`` (it goes: the cell already holds the value)."""
+    return isinstance(p.store.value, Scalar)
+
+
+def _forwarded(e: Expr, p: _Pattern) -> Expr:
+    return _substitute(e, p.scalar, p.cell)
+
+
+def _rewrite(scop: Scop, patterns: list[_Pattern]) -> Scop:
+    changed: dict[str, Statement | None] = {}  # None: the statement goes
+    for p in patterns:
+        changed[p.init.name] = p.init.replace(target=p.cell)
+        changed.update((old.name, new) for old, new in p.updates)
+        changed[p.store.name] = None if _is_plain(p) else \
+            p.store.replace(value=_forwarded(p.store.value, p))
+    statements = tuple(changed.get(s.name, s) for s in scop.statements)
+    statements = tuple(s for s in statements if s is not None)
+    gone = {name for name, s in changed.items() if s is None}
+    scalars = {p.scalar for p in patterns}
+    arrays = tuple(a for a in scop.arrays if a.name not in scalars)
+    return scop.replace(statements=statements, arrays=arrays,
+                        tree=_without(scop.tree, gone))
+
+
+def _without(nodes: tuple[Node, ...], gone: set[str]) -> tuple[Node, ...]:
+    """The loop tree less the statements named in ``gone``."""
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, StmtRef):
+            if n.name not in gone:
+                out.append(n)
+        elif isinstance(n, Loop):
+            out.append(replace(n, body=_without(n.body, gone)))
+        elif isinstance(n, Guard):
+            out.append(replace(n, then=_without(n.then, gone), orelse=_without(n.orelse, gone)))
+    return tuple(out)
+
+
+def _substitute(e: Expr, s: str, cell: Load) -> Expr:
+    """``e`` with every read of the scalar ``s`` a read of ``cell``."""
+    if isinstance(e, Scalar) and e.name == s:
+        return cell
+    changes = {}
+    for f in fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, Expr):
+            changes[f.name] = _substitute(value, s, cell)
+        elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
+            changes[f.name] = tuple(_substitute(x, s, cell) for x in value)
+    return replace(e, **changes) if changes else e
