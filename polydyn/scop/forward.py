@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 
-from .ir import Bin, Expr, Guard, Load, Loop, Node, Scalar, Scop, Statement, StmtRef
+from .exprs import Bin, Expr, Load, Scalar
+from .ir import Guard, Loop, Node, Scop, Statement, StmtRef
 from .printer import format_expr
 
 _WORDS = {"+": "sum", "-": "sum", "*": "product", "max": "max", "min": "min"}
