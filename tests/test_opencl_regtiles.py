@@ -47,12 +47,13 @@ def mm_update(A: f32[N, K], Bm: f32[K, M], C: out(f32[N, M])):
 
 
 @pd.operator()
-def mm_scalar(A: f32[N, K], Bm: f32[K, M], C: out(f32[N, M])):
+def mm_scalar(A: f32[N, K], Bm: f32[M, K], C: out(f32[N, M])):
+    # B stored transposed: scop.forward keeps this sum in its scalar (one per point here)
     for i in range(N):
         for j in range(M):
             s = 0.0
             for k in range(K):
-                s += A[i, k] * Bm[k, j]
+                s += A[i, k] * Bm[j, k]
             C[i, j] = s
 
 
