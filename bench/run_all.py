@@ -40,26 +40,16 @@ their spread between the two runs is this machine's noise. The GPU figures follo
 GPU_SECTION = """
 ## OpenCL on a GPU: NVIDIA H100
 
-From `bench/results-gpu/`: one run on a machine lent for a session (an H100 80GB HBM3, driver
-580.159.04, NVIDIA's OpenCL 3.0; a 16-core Xeon host), `python bench/run_all.py --target opencl
---baseline numpy,torch-cuda --no-costs --quiet 0 --budget 0.25 --out bench/results-gpu --only
-...` (every sweep but matmul-tiles), with only NVIDIA's ICD registered. `polydyn-opencl` is
+From `bench/results-gpu/`: one run of `bench/gpu_check.sh` on a machine lent for a session (an
+H100 80GB HBM3, driver 580.159.04, NVIDIA's OpenCL 3.0; a 16-core Xeon host) at be06bdd, with no
+OpenCL change since: the OpenCL tests first (360 passed on the GPU, and the 14 OpenCL fuzz
+regressions), then `python bench/run_all.py --target opencl --baseline numpy,torch-cuda
+--no-costs --quiet 0 --budget 0.25` over every sweep but matmul-tiles. `polydyn-opencl` is
 timed on device arrays, each call waiting for the queue; `torch-cuda` is torch 2.11 eager on
-the same GPU, each call synchronized (`bench/README.md`); plots in `bench/results-gpu/*.png`.
-The run's machine line names
-3943c8b+dirty: the git metadata of the copy the machine received; its code was d07c7ea's.
-
-"""
-
-
-GPU_LANES_SECTION = """
-### softmax and layernorm again, a group of lanes per row (0399a8a)
-
-From `bench/results-gpu/lanes/`: the softmax and layernorm sweeps run again on an H100 of the
-same kind (another lease, same driver) after 0399a8a, which runs a row loop over parallel
-loops and scalar reductions as a work-group of 256 lanes per row. The same command with
-`--only softmax-rows softmax-large softmax-sweep layernorm`; its machine line names the
-copy's git metadata again (3943c8b+dirty). 108 OpenCL tests passed on it first.
+the same GPU, each call synchronized (`bench/README.md`); "of roofline" is the rate over the
+H100's 67 TFLOP/s FP32 or 3.35 TB/s. `generic-opencl` forces the last variant through the
+checked Python host path. The machine line's git name (4b0d33d+dirty) is the metadata of the
+copy the machine received, not its code. Plots in `bench/results-gpu/*.png`.
 
 """
 
@@ -167,8 +157,6 @@ def _results_text(out: Path, results_md: Path, render) -> str:
         gaps = gpu / "GAPS.md"
         text += GPU_SECTION + (gaps.read_text() + "\n" if gaps.is_file() else "") + \
             _gpu_tables(gpu)
-        if (gpu / "lanes" / "suite.md").is_file():  # the row sweeps again, with lanes
-            text += GPU_LANES_SECTION + _gpu_tables(gpu / "lanes")
     for other in sorted(HERE.glob("results-*/suite.json")):
         if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
                                                                        "results-gpu"):

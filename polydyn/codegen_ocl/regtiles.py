@@ -141,8 +141,8 @@ def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
     reduction band below the innermost (``reduction_band``); each of the two innermost gets
     ``TILE`` outputs per work-item where its extent in the region (``ranges``, under
     ``ctx``) is at least ``TILE`` times the work-items along it, 2 where it is twice, else
-    1; none when either gets 1 (a one-row block has a quarter of the plain mapping's
-    work-groups: skinny products ran at half its speed on an H100, bench/HISTORY.md).
+    1; none when either gets 1 (a one-row block leaves a quarter of the plain mapping's
+    work-groups; bench/HISTORY.md, GPU, has what was measured).
     ``override`` (POLYDYN_OCL_REGTILE) forces the sizes or "off"."""
     forced = parse_override(override)
     if len(mapped) < 2 or reduction_band(mapped[-1].child(0)) is None:

@@ -24,13 +24,13 @@ two arrays have one shape and one dtype; no other statement touches the temporar
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
 from .affine import Aff, Cond
 from .domains import conds_text, loop_constraints, make_domain
-from .exprs import Expr, Load, Scalar
+from .exprs import Expr, Load, Scalar, map_children
 from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, rename_statements, statement_accesses
 from .printer import format_expr
 
@@ -247,14 +247,7 @@ def _swap_loads(e: Expr, a: str, b: str) -> Expr:
     """``e`` with loads of ``a`` and ``b`` exchanged."""
     if isinstance(e, Load):
         return replace(e, array={a: b, b: a}.get(e.array, e.array))
-    changes = {}
-    for f in fields(e):
-        value = getattr(e, f.name)
-        if isinstance(value, Expr):
-            changes[f.name] = _swap_loads(value, a, b)
-        elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
-            changes[f.name] = tuple(_swap_loads(x, a, b) for x in value)
-    return replace(e, **changes) if changes else e
+    return map_children(e, lambda x: _swap_loads(x, a, b))
 
 
 def _fresh(name: str, taken: set[str]) -> str:

@@ -3,8 +3,8 @@ dtypes, with NumPy 2 promotion of weak Python literals."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, replace
 
 from .affine import Aff
 
@@ -163,3 +163,17 @@ def binary(op: str, a: Expr, b: Expr) -> Bin:
     if op == "pow" and not is_float(dtype):
         dtype = "f64"
     return Bin(dtype, op, a, b)
+
+
+def map_children(e: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """``e`` with ``fn`` applied to each of its direct sub-expressions (fields that hold an
+    expression or a tuple of them); ``e`` itself where none changes. A rewrite recurses by
+    calling itself from ``fn``."""
+    changes = {}
+    for f in fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, Expr):
+            changes[f.name] = fn(value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
+            changes[f.name] = tuple(fn(x) for x in value)
+    return replace(e, **changes) if changes else e

@@ -28,9 +28,9 @@ reduction is vectorized, is the faster code until cells updated in place get the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
-from .exprs import Bin, Expr, Load, Scalar
+from .exprs import Bin, Expr, Load, Scalar, map_children
 from .ir import Guard, Loop, Node, Scop, Statement, StmtRef
 from .printer import format_expr
 
@@ -267,11 +267,4 @@ def _substitute(e: Expr, s: str, cell: Load) -> Expr:
     """``e`` with every read of the scalar ``s`` a read of ``cell``."""
     if isinstance(e, Scalar) and e.name == s:
         return cell
-    changes = {}
-    for f in fields(e):
-        value = getattr(e, f.name)
-        if isinstance(value, Expr):
-            changes[f.name] = _substitute(value, s, cell)
-        elif isinstance(value, tuple) and value and isinstance(value[0], Expr):
-            changes[f.name] = tuple(_substitute(x, s, cell) for x in value)
-    return replace(e, **changes) if changes else e
+    return map_children(e, lambda x: _substitute(x, s, cell))
