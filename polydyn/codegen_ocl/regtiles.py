@@ -33,7 +33,6 @@ grows with the syms (conv's window) is read in place instead.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,11 +126,12 @@ def parse_override(text: str) -> tuple[int, int] | None:
         return None
     if text == "off":
         return (1, 1)
-    found = re.fullmatch(r"(\d+)x(\d+)", text)
-    if found is None or not all(1 <= int(v) <= 16 for v in found.groups()):
+    tm, sep, tn = text.partition("x")
+    sizes = (tm, tn)
+    if not sep or not all(v.isascii() and v.isdigit() and 1 <= int(v) <= 16 for v in sizes):
         raise UnsupportedError(f"POLYDYN_OCL_REGTILE={text!r}: choose 'off' or TMxTN with "
                                "sizes 1 to 16 (such as 4x4)")
-    return int(found.group(1)), int(found.group(2))
+    return int(tm), int(tn)
 
 
 def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
