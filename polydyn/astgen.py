@@ -3,6 +3,8 @@ the region implies vanish from the code."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import islpy as isl
@@ -30,19 +32,22 @@ AST_OPS = {
 _VARIADIC = (_T.min, _T.max, _T.and_, _T.and_then, _T.or_, _T.or_else)
 
 
-def ast_expr_text(e: isl.AstExpr, ops: dict[Any, str]) -> str:
+def ast_expr_text(e: isl.AstExpr, ops: dict[Any, str],
+                  names: Mapping[str, str] | None = None) -> str:
     """An isl AST expression printed with an operator table (C here, Python for the OpenCL
-    host side); min/max/and/or of more than two arguments fold left."""
+    host side); min/max/and/or of more than two arguments fold left. ``names`` prints some
+    identifiers as other text (an iterator at a value)."""
     t = e.get_type()
     if t == isl.ast_expr_type.id:
-        return e.get_id().get_name()
+        name = e.get_id().get_name()
+        return names.get(name, name) if names else name
     if t == isl.ast_expr_type.int:
         return str(e.get_val().to_python())
     op = e.get_op_type()
     fmt = ops.get(op)
     if fmt is None:
         raise InternalError(f"unexpected isl AST operator {op}")
-    args = [ast_expr_text(e.get_op_arg(i), ops) for i in range(e.get_op_n_arg())]
+    args = [ast_expr_text(e.get_op_arg(i), ops, names) for i in range(e.get_op_n_arg())]
     if op in _VARIADIC and len(args) > 2:
         out = args[0]
         for a in args[1:]:
@@ -51,9 +56,25 @@ def ast_expr_text(e: isl.AstExpr, ops: dict[Any, str]) -> str:
     return fmt.format(*args)
 
 
-def ast_expr_c(e: isl.AstExpr) -> str:
+def ast_expr_c(e: isl.AstExpr, names: Mapping[str, str] | None = None) -> str:
     """An isl AST expression as C."""
-    return ast_expr_text(e, AST_OPS)
+    return ast_expr_text(e, AST_OPS, names)
+
+
+def expr_ids(e: isl.AstExpr) -> frozenset[str]:
+    """The identifiers (loop iterators, syms) an isl AST expression uses."""
+    t = e.get_type()
+    if t == isl.ast_expr_type.id:
+        return frozenset([e.get_id().get_name()])
+    if t == isl.ast_expr_type.int:
+        return frozenset()
+    return frozenset().union(*(expr_ids(e.get_op_arg(i)) for i in range(e.get_op_n_arg())))
+
+
+def iterator_depth(name: str) -> int | None:
+    """The schedule depth of an AST loop iterator's name (``pd_c3`` -> 3), else None."""
+    tail = name[len(ITERATOR):]
+    return int(tail) if name.startswith(ITERATOR) and tail.isdigit() else None
 
 
 # AST loop iterators are named pd_c0, pd_c1, ... (by schedule depth): the pd_ prefix is
@@ -83,27 +104,27 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     reads: list[isl.UnionMap] = []  # the Scop's reads, computed at the first pack mark
 
     def after_each_mark(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+        # every promote and pack mark is annotated, its box None or () where none is
+        # bounded: reading a missing annotation raises inside islpy, which a
+        # sanitizer-preloaded process cannot unwind
         name = node.mark_get_id().get_name()
         arrays = packed_arrays(name)
         if arrays is None:
             if parse_mark(name)[1] != PROMOTE:
                 return node
-            # always annotated, as below
             try:
                 box = _instance_box(build, region, scop)
             except isl.Error:  # an exception must not leave the callback (isl aborts)
                 box = None
-            return node.set_annotation(isl.Id(box or ""))
+            return node.set_annotation(isl.Id(PROMOTE, user=box))
         if not arrays:
             return node
         if not reads:
             reads.append(scop.accesses("read"))
-        boxes = [box for name in arrays
-                 if (box := _footprint_box(reads[0], name, build, array_bounds(scop, name)))
-                 is not None]
-        # always annotated ("" when no box is bounded): reading a missing annotation raises
-        # inside islpy, which a sanitizer-preloaded process cannot unwind
-        return node.set_annotation(isl.Id(PACK_SEP.join(boxes)))
+        boxes = tuple(box for name in arrays
+                      if (box := _footprint_box(reads[0], name, build,
+                                                array_bounds(scop, name))) is not None)
+        return node.set_annotation(isl.Id("pack", user=boxes))
 
     result = build.set_after_each_mark(after_each_mark)
     build = result[0] if isinstance(result, tuple) else result
@@ -149,14 +170,20 @@ def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:
     return sched
 
 
-# A pack mark's annotation: per packed array, its name, the largest size the footprint's
-# box takes in each dimension, and its sizes and offsets as C expressions of the enclosing
-# loop iterators and syms (a partial tile's box is smaller than a full one's).
-PACK_SEP, PACK_FIELD, PACK_ITEM = "\x1d", "\x1e", "\x1f"
+@dataclass(frozen=True)
+class PackBox:
+    """A pack mark's annotation, one per packed array: the largest size the footprint's box
+    takes in each dimension, and its sizes and offsets as isl AST expressions of the
+    enclosing loop iterators and syms (a partial tile's box is smaller than a full one's)."""
+
+    array: str
+    bounds: tuple[int, ...]
+    sizes: tuple[isl.AstExpr, ...]
+    offsets: tuple[isl.AstExpr, ...]
 
 
 def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild,
-                   inside: isl.Set) -> str | None:
+                   inside: isl.Set) -> PackBox | None:
     """The box ``array`` is read in (``reads``: the Scop's read accesses) by one execution
     of the code at ``build``'s position, given the enclosing loops (their values as the
     build prints them), when its sizes are bounded. Only elements ``inside`` the array
@@ -191,24 +218,33 @@ def _footprint_box(reads: isl.UnionMap, array: str, build: isl.AstBuild,
             return None
         if clipped:
             lo, size = lo.union_add(zero), size.union_add(zero)
-        bounds.append(str(top.to_python()))
-        sizes.append(ast_expr_c(build.expr_from_pw_aff(size)))
-        offsets.append(ast_expr_c(build.expr_from_pw_aff(lo)))
-    return PACK_FIELD.join([array, ",".join(bounds), PACK_ITEM.join(sizes),
-                            PACK_ITEM.join(offsets)])
+        bounds.append(top.to_python())
+        sizes.append(build.expr_from_pw_aff(size))
+        offsets.append(build.expr_from_pw_aff(lo))
+    return PackBox(array, tuple(bounds), tuple(sizes), tuple(offsets))
 
 
-# A register tile's annotation (its promote mark): the box of the one statement's instances
-# under the mark, when those instances form exactly that box: where it is not empty, then per
-# statement iterator its smallest value, its extent (C expressions of the enclosing loops
-# and syms) and its largest extent ("" if unbounded), and for the vector iterator (the target's last
-# subscript) how far down it can move (``_room_below``, "" if not). The expressions hold
-# wherever the code at the mark runs: they are printed knowing only the region, not the
-# build's domain, whose gist they would otherwise get (isl's guards around the mark may be
-# weaker than that domain, leaving it to empty inner loops to run nothing).
+@dataclass(frozen=True)
+class InstanceBox:
+    """A register tile's annotation (its promote mark): the box of the one statement's
+    instances under the mark, when those instances form exactly that box. Per statement
+    iterator: its smallest value and its extent (isl AST expressions of the enclosing loops
+    and syms) and its largest extent (None if unbounded); ``where`` holds where the box is
+    not empty. For the vector iterator (the target's last subscript, ``vector``), ``room``
+    is how far down it can move (``_room_below``), if it can. The expressions hold wherever
+    the code at the mark runs: they are printed knowing only the region, not the build's
+    domain, whose gist they would otherwise get (isl's guards around the mark may be weaker
+    than that domain, leaving it to empty inner loops to run nothing)."""
+
+    where: isl.AstExpr
+    lo: tuple[isl.AstExpr, ...]
+    size: tuple[isl.AstExpr, ...]
+    top: tuple[int | None, ...]
+    vector: int | None = None
+    room: isl.AstExpr | None = None
 
 
-def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> str | None:
+def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> InstanceBox | None:
     sched = build.get_schedule()
     maps: list[isl.Map] = []
     sched.reverse().foreach_map(maps.append)
@@ -229,7 +265,7 @@ def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> str | Non
     one = isl.Val.one(cells.get_ctx())
     dims = cells.dim(isl.dim_type.set)
     box = isl.Set.universe(cells.get_space())
-    fields = [ast_expr_c(printer.expr_from_set(cells.params()))]
+    los, sizes, tops = [], [], []
     bounds: list[tuple[isl.Set, isl.Set]] = []
     for d in range(dims):
         lo, hi = cells.dim_min(d), cells.dim_max(d)
@@ -242,15 +278,15 @@ def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> str | Non
                         for x in (lo, hi))
         bounds.append((lo_on.le_set(var), var.le_set(hi_on)))
         box = box.intersect(bounds[-1][0]).intersect(bounds[-1][1])
-        fields.append([ast_expr_c(printer.expr_from_pw_aff(lo)),
-                       ast_expr_c(printer.expr_from_pw_aff(size)),
-                       str(top.to_python()) if top.is_int() else ""])
+        los.append(printer.expr_from_pw_aff(lo))
+        sizes.append(printer.expr_from_pw_aff(size))
+        tops.append(top.to_python() if top.is_int() else None)
     if not box.is_subset(cells):
         return None
     vec = _vector_iterator(scop, cells.get_tuple_name())
-    if vec is not None:
-        fields[1 + vec].append(_room_below(scop, cells, bounds, vec, region, printer) or "")
-    return PACK_FIELD.join(f if isinstance(f, str) else PACK_ITEM.join(f) for f in fields)
+    room = None if vec is None else _room_below(scop, cells, bounds, vec, region, printer)
+    return InstanceBox(printer.expr_from_set(cells.params()), tuple(los), tuple(sizes),
+                       tuple(tops), vec, room)
 
 
 def _vector_iterator(scop: Scop, name: str) -> int | None:
@@ -264,7 +300,7 @@ def _vector_iterator(scop: Scop, name: str) -> int | None:
 
 
 def _room_below(scop: Scop, cells: isl.Set, bounds: list[tuple[isl.Set, isl.Set]], d: int,
-                region: isl.Set, printer: isl.AstBuild) -> str | None:
+                region: isl.Set, printer: isl.AstBuild) -> isl.AstExpr | None:
     """How far the box's iterator ``d`` can move down inside the statement's domain, the
     other iterators staying in the box: the smallest value of ``d`` such that every point
     from it to the box's top is an instance (C), when that holds for a whole interval. A
@@ -288,7 +324,7 @@ def _room_below(scop: Scop, cells: isl.Set, bounds: list[tuple[isl.Set, isl.Set]
         .set_tuple_id(isl.dim_type.in_, cells.get_tuple_id())
     if not free.intersect(least_on.le_set(var)).is_subset(domain):
         return None
-    return ast_expr_c(printer.expr_from_pw_aff(least))
+    return printer.expr_from_pw_aff(least)
 
 
 def atomic_where_strides_differ(schedule: isl.Schedule) -> isl.Schedule:

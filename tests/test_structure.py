@@ -174,8 +174,6 @@ def import_graph_external(files: dict[str, Path], target: str) -> set[str]:
     return users
 
 
-@pytest.mark.xfail(strict=True, reason="regexes over printed C remain in codegen_c "
-                   "(issue 30: box annotations as isl objects first)")
 def test_emitters_use_no_regex():
     users = regex_users()
     assert not users, f"modules that still use `re`: {users}"

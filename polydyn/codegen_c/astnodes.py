@@ -8,6 +8,7 @@ from typing import Any
 
 import islpy as isl
 
+from ..astgen import expr_ids
 from ..schedule.tree import parse_mark
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
@@ -67,13 +68,33 @@ def has_loop(n: isl.AstNode) -> bool:
     return False
 
 
-def ast_users(n: isl.AstNode, em: Any) -> list[tuple[str, list[str]]]:
-    """``(statement name, printed iterator arguments)`` of every user node under ``n``."""
+@dataclass(frozen=True)
+class UserCall:
+    """A statement instance in the AST: the statement's name and, per statement iterator,
+    its value as printed and the identifiers (loop iterators, syms) that value uses, read
+    from isl's expression."""
+
+    name: str
+    args: tuple[str, ...]
+    uses: tuple[frozenset[str], ...]
+
+    def values(self, iters: tuple[str, ...] | list[str]) -> dict[str, str]:
+        return dict(zip(iters, self.args, strict=True))
+
+    def moving(self, iters: tuple[str, ...] | list[str], loop: str) -> set[str]:
+        """The statement iterators whose values move with the AST iterator ``loop``."""
+        return {v for v, u in zip(iters, self.uses, strict=True) if loop in u}
+
+
+def ast_users(n: isl.AstNode, em: Any) -> list[UserCall]:
+    """Every statement instance (user node) under ``n``, in AST order."""
     t = n.get_type()
     if t == isl.ast_node_type.user:
         call = n.user_get_expr()
-        return [(call.get_op_arg(0).get_id().get_name(),
-                 [em.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())])]
+        exprs = [call.get_op_arg(i) for i in range(1, call.get_op_n_arg())]
+        return [UserCall(call.get_op_arg(0).get_id().get_name(),
+                         tuple(em.ast_expr(e) for e in exprs),
+                         tuple(expr_ids(e) for e in exprs))]
     if t == isl.ast_node_type.for_:
         return ast_users(n.for_get_body(), em)
     if t == isl.ast_node_type.block:
@@ -98,6 +119,16 @@ def strip_parens(text: str) -> str:
         if depth == 0 and k < len(text) - 1:
             return text
     return text[1:-1]
+
+
+def mark_box(n: isl.AstNode) -> Any:
+    """What astgen annotated a promote or pack mark with (``InstanceBox`` or None, a tuple
+    of ``PackBox``), or None when the AST has no annotation there."""
+    try:
+        ann = n.get_annotation()
+    except isl.Error:  # an AST built without annotations
+        return None
+    return ann.get_user() if ann is not None else None
 
 
 def loop_annotation(n: isl.AstNode) -> str:

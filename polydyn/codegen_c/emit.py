@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import cgen
 import islpy as isl
 
-from ..astgen import ast_expr_c, condition_expr
+from ..astgen import InstanceBox, ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, packed_arrays, parse_mark
@@ -28,7 +28,7 @@ from .astnodes import (
     LoopState,
     UnsharedWorkError,
     ast_users,
-    loop_annotation,
+    mark_box,
 )
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
@@ -163,11 +163,11 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
                 return self.pack(n, st)
             is_par, role = parse_mark(n.mark_get_id().get_name())
             return self.marked(child, st, is_par, role,
-                               loop_annotation(n) if role == PROMOTE else "")
+                               mark_box(n) if role == PROMOTE else None)
         raise InternalError(f"unexpected isl AST node type {t}")
 
-    def marked(self, n: isl.AstNode, st: LoopState, is_par: bool, role: str, box: str = ""
-               ) -> list[cgen.Generable]:
+    def marked(self, n: isl.AstNode, st: LoopState, is_par: bool, role: str,
+               box: InstanceBox | None = None) -> list[cgen.Generable]:
         """The code of a loop mark's subtree: the mark applies to the loops of its band, the
         for nodes reached through blocks and ifs (an isolated band is one loop for its full
         tiles and others for the partial ones, side by side). ``box``: a promote mark's
@@ -220,7 +220,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
 
     def variant_function(self, fname: str, variant: Variant, ast: isl.AstNode) -> str:
         self.region = variant.region
-        self.user_counts = Counter(name for name, _ in ast_users(ast, self))
+        self.user_counts = Counter(u.name for u in ast_users(ast, self))
         st = LoopState()
         self.repacks = {}
         body = self.node(ast, st)

@@ -4,7 +4,6 @@ of ``emit.CEmitter``."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import cgen
@@ -21,6 +20,7 @@ from .astnodes import (
     TILED_PARALLEL_MIN_WORK,
     LoopState,
     UnsharedWorkError,
+    UserCall,
     ast_users,
     has_loop,
     loop_annotation,
@@ -60,8 +60,7 @@ class LoopEmitter:
             return [cgen.Pragma("GCC unroll 16"), loop]
         if role.startswith("unroll"):
             unrolled = [cgen.Pragma(f"GCC unroll {int(role[len('unroll'):])}"), loop]
-            return unrolled if held is None else self.held_loop(n, held, unrolled, it, init,
-                                                                  cond)
+            return unrolled if held is None else self.held_loop(n, held, unrolled, it, init)
         # Locals the loop writes are private to it when every use of them (every AST
         # instance of the statements touching them) is inside it. One also used outside
         # keeps a single value across the iterations: then the loop gets no pragma, unless
@@ -71,7 +70,7 @@ class LoopEmitter:
             return [loop]  # coincidence misses: a local scalar's value crosses iterations
         reductions = {name for _, name in parse_reduce_role(kind)} \
             if kind.startswith("reduce(") else set()
-        under = Counter(name for name, _ in ast_users(n.for_get_body(), self))
+        under = Counter(u.name for u in ast_users(n.for_get_body(), self))
         owned = {v for v in inner.used_locals
                  if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
         if inner.used_locals - owned - reductions:
@@ -191,19 +190,19 @@ class LoopEmitter:
         if role_loops(n, PROMOTE, through_ifs=True):  # register tiles: cheaper instances
             minimum = SEPARATE_PARALLEL_MIN_WORK if self._shares_nothing(n, users) else \
                 TILED_PARALLEL_MIN_WORK
-        return f"{self.work_expr(name for name, _ in users)} >= {minimum}"
+        return f"{self.work_expr(u.name for u in users)} >= {minimum}"
 
-    def _shares_nothing(self, n: isl.AstNode, users: list[tuple[str, list[str]]]) -> bool:
+    def _shares_nothing(self, n: isl.AstNode, users: list[UserCall]) -> bool:
         """Every access of the statements under loop ``n`` moves with its iterator (a batch
         loop: each iteration reads and writes arrays of its own)."""
-        word = re.compile(rf"\b{n.for_get_iterator().get_id().get_name()}\b")
-        for name, args in users:
-            stmt = self.scop.statement(name)
-            values = dict(zip(stmt.iters, args, strict=True))
+        loop = n.for_get_iterator().get_id().get_name()
+        for user in users:
+            stmt = self.scop.statement(user.name)
+            moving = user.moving(stmt.iters, loop)
             refs = [r for r in stmt.value.walk() if isinstance(r, Load)]
             for ref in [*refs, stmt.target]:
                 if not isinstance(ref, Load) or not any(
-                        word.search(values.get(v, "")) for sub in ref.index for v in sub.vars()):
+                        sub.vars() & moving for sub in ref.index):
                     return False
         return bool(users)
 
@@ -231,10 +230,9 @@ class LoopEmitter:
 
     def _unit_stride(self, n: isl.AstNode, it: str) -> bool:
         """Every access of the loop's statements moves by 0 or 1 element per iteration."""
-        pattern = re.compile(rf"\b{re.escape(it)}\b")
-        for name, args in ast_users(n.for_get_body(), self):
-            stmt = self.scop.statement(name)
-            moving = {v for v, a in zip(stmt.iters, args) if pattern.search(a)}
+        for user in ast_users(n.for_get_body(), self):
+            stmt = self.scop.statement(user.name)
+            moving = user.moving(stmt.iters, it)
             refs = [stmt.target, *(x for x in stmt.value.walk() if isinstance(x, Load))]
             for ref in refs:
                 if not isinstance(ref, Load):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import cgen
 import islpy as isl
 
-from ..astgen import PACK_FIELD, PACK_ITEM, PACK_SEP
+from ..astgen import PackBox
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE
@@ -17,7 +17,7 @@ from .astnodes import (
     LoopState,
     UnsharedWorkError,
     ast_users,
-    loop_annotation,
+    mark_box,
 )
 from .tiles import dtype_bytes
 
@@ -38,17 +38,17 @@ class PackedTiles:
         local buffer (of the box's largest size) whose rows are padded by 64 bytes, so that
         a power-of-two leading dimension does not map a tile's rows to a few cache sets,
         and read the array from the buffer below. Without boxes, the plain code."""
-        boxes = loop_annotation(n)
+        boxes: tuple[PackBox, ...] = mark_box(n) or ()
         if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.mark_get_node(), st)
         if st.region:  # a pack before the region's shared loops: its own region would nest
             raise UnsharedWorkError("pack")
         saved = dict(self.packed)
         copies: list[PackCopy] = []
-        for box in boxes.split(PACK_SEP):
-            array, bounds_text, sizes_text, offsets_text = box.split(PACK_FIELD)
-            bounds = [int(x) for x in bounds_text.split(",")]
-            sizes, offsets = sizes_text.split(PACK_ITEM), offsets_text.split(PACK_ITEM)
+        for box in boxes:
+            array, bounds = box.array, list(box.bounds)
+            sizes = [self.ast_expr(e) for e in box.sizes]
+            offsets = [self.ast_expr(e) for e in box.offsets]
             arr = self.scop.array(array)
             elem = dtype_bytes(arr.dtype)
             # rows: a whole number of register-tile vectors (a partial register tile reads
@@ -124,7 +124,7 @@ class PackedTiles:
         every tile), more than copying it twice."""
         child = n.mark_get_node()
         body = self.node(child, LoopState(region=True))
-        work = self.work_expr(name for name, _ in ast_users(child, self))
+        work = self.work_expr(u.name for u in ast_users(child, self))
         own: list[cgen.Generable] = []  # each thread's buffers and copies
         for ctype, buf, total, copy, _ in copies:
             own += [*self._buffer(ctype, buf, total), copy]

@@ -4,12 +4,11 @@ a register tile reads it in, where the tile's work pays for the copy. ``Repacks`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import cgen
 
-from ..astgen import ITERATOR
+from ..astgen import iterator_depth
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
 from ..scop.ir import Statement
@@ -42,7 +41,7 @@ class Repack:
 class Repacks:
     """The repacking methods of ``emit.CEmitter``."""
 
-    def repack(self, stmts: list[Statement], args: dict[str, str], row_var: str,
+    def repack(self, stmts: list[Statement], uses: dict[str, frozenset[str]], row_var: str,
                vec_var: str, rows: int, always: bool = False) -> list[str]:
         """For a register tile of ``rows`` >= ``REPACK_MIN_ROWS`` rows: read every array that
         moves along the rows only (conv's ``Wt[f, c, ky, kx]``: read-only, subscripts single
@@ -70,8 +69,8 @@ class Repacks:
                 return []
 
             def depth(it: str) -> int:  # the deepest loop the iterator's value uses here
-                found = re.findall(rf"\b{ITERATOR}(\d+)\b", args.get(it, ""))
-                return max((int(x) for x in found), default=-1)
+                return max((d for c in uses.get(it, ()) if (d := iterator_depth(c)) is not None),
+                           default=-1)
 
             row_dim = its.index(row_var)
             others = sorted((d for d in range(len(its)) if d != row_dim),

@@ -58,7 +58,7 @@ class SplitSums:
         plain = self.loop(n, st, parallel=is_par)
         if st.in_parallel or st.team is not None or st.region:
             return plain
-        names = {name for name, _ in ast_users(n, self)}
+        names = {u.name for u in ast_users(n, self)}
         targets = sum_targets(self.scop, names)
         if targets is None:
             raise InternalError(f"rfactor mark above statements that are not sums: {names}")

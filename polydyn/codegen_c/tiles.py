@@ -6,13 +6,12 @@ and ``packs.py``."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import cgen
 import islpy as isl
 
-from ..astgen import ITERATOR, PACK_FIELD, PACK_ITEM
+from ..astgen import InstanceBox, ast_expr_c, expr_ids, iterator_depth
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, parse_mark
 from ..scop.affine import Aff
@@ -20,10 +19,12 @@ from ..scop.exprs import C_TYPE, Expr, Index, Load, Scalar, Select
 from ..scop.ir import Statement
 from .astnodes import (
     LoopState,
+    UserCall,
     ast_users,
     constant_trip,
     count_role_loops,
     find_role_loop,
+    strip_parens,
 )
 
 
@@ -35,6 +36,7 @@ class Padded:
     args: dict[str, str]  # C values of the statement's iterators (rows, vector: set later)
     lo: dict[str, str]  # the box: smallest value and extent of each iterator
     size: dict[str, str]
+    uses: dict[str, frozenset[str]]  # the identifiers each iterator's ``lo`` and size use
     rows: int
     width: int
     where: str  # C: the box is not empty (else there are no instances: nothing runs)
@@ -49,6 +51,7 @@ class _Tile:
     n: isl.AstNode
     stmts: list[Statement]
     args: dict[str, str]
+    uses: dict[str, frozenset[str]]  # the identifiers each of ``args`` uses
     target: Load
     row_dim: int
     vec_dim: int
@@ -97,10 +100,10 @@ class RegisterTiles:
                for e in stmt.value.walk()):
             return None
         used = set().union(*(a.vars() for a in target.index))
-        args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
-        decls = [(v, a) for v, a in zip(stmt.iters, args, strict=True) if v in used]
-        if any(re.search(rf"\b{it}\b", a) for _, a in decls):
+        (user,) = ast_users(body, self)
+        if used & user.moving(stmt.iters, it):
             return None  # the cell moves with the loop
+        decls = [(v, a) for v, a in zip(stmt.iters, user.args, strict=True) if v in used]
         self.held_count += 1
         return HeldCell(target.array, target.index, f"pd_cell{self.held_count}",
                         C_TYPE[self.scop.array(target.array).dtype],
@@ -108,14 +111,15 @@ class RegisterTiles:
                         self.load(target))
 
     def held_loop(self, n: isl.AstNode, held: HeldCell, unrolled: list[cgen.Generable],
-                  it: str, init: str, cond: str) -> list[cgen.Generable]:
+                  it: str, init: str) -> list[cgen.Generable]:
         """The unrolled loop ``n`` with its cell loaded before and stored after; a loop
         that may have no iterations does both only where it runs (a thread whose share has
         none must not store a cell another thread updates)."""
         code = [cgen.Statement(f"{held.ctype} {held.local} = {held.cell}"), *unrolled,
                 cgen.Statement(f"{held.cell} = {held.local}")]
-        if not (constant_trip(n) or 0) > 0:
-            code = [cgen.If(re.sub(rf"\b{it}\b", f"({init})", cond), cgen.Block(code))]
+        if not (constant_trip(n) or 0) > 0:  # the loop's condition at its first value
+            first = strip_parens(ast_expr_c(n.for_get_cond(), {it: f"({init})"}))
+            code = [cgen.If(first, cgen.Block(code))]
         return [cgen.Block([*held.decls, *code])]
 
     def _promoted_ref(self, e: Load) -> tuple[str, str, str, str, str]:
@@ -126,7 +130,7 @@ class RegisterTiles:
         (vec,) = e.index[int(vec_dim)].vars()
         return acc, f"({row})", f"({vec})", base_row, base_vec
 
-    def register_tile(self, n: isl.AstNode, st: LoopState, box: str = ""
+    def register_tile(self, n: isl.AstNode, st: LoopState, box: InstanceBox | None = None
                       ) -> list[cgen.Generable] | None:
         """Around the reduction loop ``n`` of a register tile: copy the target's rows x
         vector footprint into a local array, accumulate there, copy it back. A partial tile
@@ -144,7 +148,7 @@ class RegisterTiles:
             return None
         row_it, vec_it = (x.for_get_iterator().get_id().get_name() for x in (row, vec))
         users = ast_users(body_node, self)
-        stmts = [self.scop.statement(name) for name, _ in users]
+        stmts = [self.scop.statement(u.name) for u in users]
         target = stmts[0].target
         if not isinstance(target, Load) or any(
                 not isinstance(s.target, Load) or s.target.array != target.array
@@ -152,13 +156,13 @@ class RegisterTiles:
                 for s in stmts):
             return None
         # which target subscript moves with the rows, which with the vector
-        args = dict(zip(stmts[0].iters, users[0][1]))
+        args = users[0].values(stmts[0].iters)
+        uses = dict(zip(stmts[0].iters, users[0].uses, strict=True))
         row_dim = vec_dim = None
         for d, sub in enumerate(target.index):
-            text = " ".join(args.get(v, "") for v in sub.vars())
-            if re.search(rf"\b{row_it}\b", text):
+            if sub.vars() & users[0].moving(stmts[0].iters, row_it):
                 row_dim = d
-            if re.search(rf"\b{vec_it}\b", text):
+            if sub.vars() & users[0].moving(stmts[0].iters, vec_it):
                 vec_dim = d
         if row_dim is None or vec_dim is None or row_dim == vec_dim:
             return None
@@ -174,7 +178,7 @@ class RegisterTiles:
         transposed = vec_dim != len(target.index) - 1
         if transposed:
             lanes = MAX_REG_VECTOR_BYTES // dtype_bytes(self.scop.array(target.array).dtype)
-            if not self.repack(stmts, args, vec_var, row_var, lanes, always=True):
+            if not self.repack(stmts, uses, vec_var, row_var, lanes, always=True):
                 return None
         padded = None
         if not full:
@@ -185,7 +189,7 @@ class RegisterTiles:
         # a partial vector of at most half the tile's width runs with half the lanes: the
         # cells past the box cost half as much (33 columns: 32 + 1 computed as 32 + 16)
         narrow = self._narrow_plan(padded, stmts, users, box, row_var, vec_var, row_it, vec_it)
-        tile = _Tile(n, stmts, args, target, row_dim, vec_dim, row_var, vec_var, row_it,
+        tile = _Tile(n, stmts, args, uses, target, row_dim, vec_dim, row_var, vec_var, row_it,
                      vec_it, extents, transposed, saved_packed)
         entry = dict(self.packed)  # each version starts from the copies made so far
         wide = self._tile_version(tile, st, padded)
@@ -196,7 +200,7 @@ class RegisterTiles:
         return half if half is not None else wide
 
     def _narrow_plan(self, padded: Padded | None, stmts: list[Statement],
-                     users: list[tuple[str, list[str]]], box: str, row_var: str,
+                     users: list[UserCall], box: InstanceBox | None, row_var: str,
                      vec_var: str, row_it: str, vec_it: str) -> Padded | None:
         """For a partial register tile of two 64-byte vectors whose vector can be at most
         half that at run time: the same tile with one of them, or None. Measured on Zen 4,
@@ -218,10 +222,11 @@ class RegisterTiles:
         a partial tile's run-time checks fail, ``fallback`` runs (by default the plain
         loops)."""
         n, stmts, args, target = tile.n, tile.stmts, tile.args, tile.target
+        uses = dict(tile.uses)
         row_var, vec_var, row_it, vec_it = tile.row_var, tile.vec_var, tile.row_it, tile.vec_it
         saved_packed = tile.saved_packed
         repacked = [] if tile.transposed else \
-            self.repack(stmts, args, row_var, vec_var,
+            self.repack(stmts, tile.uses, row_var, vec_var,
                         tile.extents[0] if padded is None else padded.rows)
         self.tile_count += 1
         k = self.tile_count
@@ -237,17 +242,18 @@ class RegisterTiles:
         if padded is not None:
             zero = []
             values[row_var], values[vec_var] = padded.lo[row_var], padded.lo[vec_var]
+            uses[row_var], uses[vec_var] = padded.uses[row_var], padded.uses[vec_var]
             if padded.shift:
                 values[vec_var] = \
                     f"({padded.lo[vec_var]}) + ({padded.size[vec_var]}) - {padded.width}"
         assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
-                  if not _mentions_inner(values[v], n, row_it, vec_it)]
+                  if not _mentions_inner(uses[v], n, row_it, vec_it)]
         if len(assign) != len(stmts[0].iters):
             # an iterator of the target depends on the reduction loops: no promotion
             tgt_vars = set().union(*(sub.vars() for sub in target.index))
             assign = [cgen.Statement(f"{bases[v]} = {values[v]}") for v in stmts[0].iters
                       if v in tgt_vars]
-            if any(_mentions_inner(values[v], n, row_it, vec_it) for v in tgt_vars):
+            if any(_mentions_inner(uses[v], n, row_it, vec_it) for v in tgt_vars):
                 self.tile_count -= 1
                 self.packed = saved_packed
                 return None
@@ -318,8 +324,9 @@ class RegisterTiles:
         # whole tile)
         return [code if padded.where == "1" else cgen.If(padded.where, code)]
 
-    def _padded_plan(self, stmts: list[Statement], users: list[tuple[str, list[str]]],
-                     box: str, row_var: str, vec_var: str, row_it: str, vec_it: str,
+    def _padded_plan(self, stmts: list[Statement], users: list[UserCall],
+                     box: InstanceBox | None, row_var: str, vec_var: str, row_it: str,
+                     vec_it: str,
                      max_width: int | None = None) -> Padded | None:
         """How a partial register tile runs as a full one. ``box`` (astgen) gives, per
         iterator of the tile's one statement, its smallest value, its extent and its largest
@@ -331,23 +338,26 @@ class RegisterTiles:
         (rows padded and zero-filled, see ``pack``), checked at run time to stay in its row.
         None when that does not hold. With ``max_width``, the tile is that many lanes wide,
         for boxes no wider (a run-time check)."""
-        if len(users) != 1:
+        if len(users) != 1 or box is None:
             return None
-        stmt, args = stmts[0], users[0][1]
-        where, *boxes = box.split(PACK_FIELD)
-        fields = [f.split(PACK_ITEM) for f in boxes]
-        if len(fields) != len(stmt.iters):
+        stmt, user = stmts[0], users[0]
+        if len(box.lo) != len(stmt.iters):
             return None
-        lo, size, top = ({v: f[x] for v, f in zip(stmt.iters, fields, strict=True)}
-                         for x in range(3))
-        room = fields[stmt.iters.index(vec_var)][3:] or [""]
+        where = self.ast_expr(box.where)
+        lo = {v: self.ast_expr(e) for v, e in zip(stmt.iters, box.lo, strict=True)}
+        size = {v: self.ast_expr(e) for v, e in zip(stmt.iters, box.size, strict=True)}
+        top = dict(zip(stmt.iters, box.top, strict=True))
+        uses = {v: expr_ids(a) | expr_ids(b)
+                for v, a, b in zip(stmt.iters, box.lo, box.size, strict=True)}
+        room = self.ast_expr(box.room) if box.room is not None and \
+            box.vector == stmt.iters.index(vec_var) else ""
         for sub, var in ((stmt.target.index[d], v) for d, v in
                          _target_dims(stmt.target, row_var, vec_var)):
             lin = sub.linear()
             if lin is None or lin[0] != {var: 1}:
                 return None
         elem = dtype_bytes(self.scop.array(stmt.target.array).dtype)
-        if not top[row_var] or not top[vec_var]:  # unbounded
+        if top[row_var] is None or top[vec_var] is None:  # unbounded
             return None
         # the rows the box can have; its width rounded up to whole vectors: 16, 32 or 64
         # bytes (a narrow tier's tile: CpuTarget.narrow, or a register tile's vector)
@@ -355,10 +365,9 @@ class RegisterTiles:
         rows, width = int(top[row_var]), -(-int(top[vec_var]) // lanes) * lanes
         if rows * width > 4096:  # not a register tile
             return None
-        inner = re.compile(rf"\b({row_it}|{vec_it})\b")
-        others = {v: a for v, a in zip(stmt.iters, args, strict=True)
+        others = {v: a for v, a in zip(stmt.iters, user.args, strict=True)
                   if v not in (row_var, vec_var)}
-        if any(inner.search(a) for a in others.values()):
+        if set(others) & (user.moving(stmt.iters, row_it) | user.moving(stmt.iters, vec_it)):
             return None
         checks = []
         if max_width is not None:
@@ -383,14 +392,14 @@ class RegisterTiles:
                     top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
                     last = ref.index[-1].subst({vec_var: top_cell})
                     checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
-            elif room[0] and not any(ref.array in self.packed for ref in moving):
+            elif room and not any(ref.array in self.packed for ref in moving):
                 # the tile moved down to end at the box's top, over instances (a packed
                 # copy's box may start at the tile's box: it would be read below its start)
                 shift = True
-                checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room[0]})")
+                checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room})")
             else:
                 return None
-        return Padded(stmt, dict(others), lo, size, rows, width, where, checks, shift)
+        return Padded(stmt, dict(others), lo, size, uses, rows, width, where, checks, shift)
 
     def _repacked_along(self, ref: Load, var: str) -> bool:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
@@ -430,7 +439,7 @@ class RegisterTiles:
         else None (its loops then run before the tile)."""
         if self.init is None:
             return None
-        names = {name for name, _ in ast_users(self.init, self)}
+        names = {u.name for u in ast_users(self.init, self)}
         if len(names) != 1:
             return None
         init = self.scop.statement(names.pop())
@@ -489,12 +498,13 @@ def _guarded_along(value: Expr, var: str) -> bool:
     return False
 
 
-def _mentions_inner(expr: str, n: isl.AstNode, row_it: str, vec_it: str) -> bool:
-    """Whether an iterator expression uses loops inside the promoted loop other than the
-    tile's rows and vector (then it has no single value at the copy-in point)."""
-    inner = set(re.findall(rf"\b{ITERATOR}\d+\b", expr)) - {row_it, vec_it}
-    outer_limit = int(n.for_get_iterator().get_id().get_name()[len(ITERATOR):])
-    return any(int(c[len(ITERATOR):]) >= outer_limit for c in inner)
+def _mentions_inner(uses: frozenset[str], n: isl.AstNode, row_it: str, vec_it: str) -> bool:
+    """Whether an iterator's value (the identifiers it ``uses``) depends on loops inside the
+    promoted loop other than the tile's rows and vector (then it has no single value at the
+    copy-in point)."""
+    outer_limit = iterator_depth(n.for_get_iterator().get_id().get_name())
+    return any((depth := iterator_depth(c)) is not None and depth >= outer_limit
+               for c in uses - {row_it, vec_it})
 
 
 def mark_role(n: isl.AstNode) -> str | None:
