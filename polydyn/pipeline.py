@@ -27,6 +27,7 @@ from .schedule.auto import isl_schedule, scheduler_schedule
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
 from .scop.buffers import double_buffer
+from .scop.contract import contract_temporaries
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.forward import forward_accumulators
 from .scop.ir import Scop
@@ -84,9 +85,10 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     cpu = isinstance(machine, CpuTarget)
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
-    scop, forwarded = forward_accumulators(own_scop)  # sums kept in their cells, not scalars
+    scop, contracted = contract_temporaries(own_scop)  # per-iteration temporaries: scalars
+    scop, forwarded = forward_accumulators(scop)  # sums kept in their cells, not scalars
     scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-    notes = forwarded + buffers
+    notes = contracted + forwarded + buffers
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 

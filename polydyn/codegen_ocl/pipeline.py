@@ -25,7 +25,7 @@ from ..parametric.variants import Variant
 from ..runtime.opencl import DeviceContext, KernelInfo, OpenCLKernel
 from ..scop.deps import Deps
 from ..scop.exprs import NUMPY_NAME
-from ..scop.ir import Scop
+from ..scop.ir import Array, Scop
 from .emit import OpenCLEmitter, temporaries
 from .host import all_kernels, host_source
 from .host_c import Untranslatable, host_c_source
@@ -50,6 +50,7 @@ class Program:
     spilled: tuple[Any, ...]
     spills: tuple[frozenset[str], ...]
     host_c: str | None = None
+    temps: tuple[Array, ...] = ()  # the temporaries the launches take, after the rewrites
 
 
 def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: Options,
@@ -82,7 +83,7 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
     except Untranslatable:
         host_c = None
     return Program(tuple(mappings), source, host, tuple(infos), tuple(spilled), tuple(spills),
-                   host_c)
+                   host_c, tuple(temporaries(scop)))
 
 
 def build_opencl(scop: Scop, program: Program, zero_init: frozenset[str], dc: DeviceContext,
@@ -96,7 +97,7 @@ def build_opencl(scop: Scop, program: Program, zero_init: frozenset[str], dc: De
                         spilled=list(program.spilled), spills=list(program.spills),
                         host_c=program.host_c or "",
                         host_library=host_library(scop, program, options or Options()),
-                        notes=notes)
+                        notes=notes, temps=list(program.temps))
 
 
 def host_library(scop: Scop, program: Program, options: Options) -> Path | None:

@@ -242,7 +242,7 @@ class OpenCLKernel(KernelBase):
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
                  op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = (),
                  host_c: str = "", host_library: Path | None = None,
-                 notes: tuple[str, ...] = ()):
+                 notes: tuple[str, ...] = (), temps: list[Any] = ()):
         super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes)
         self.mappings = mappings
         self.header = ""
@@ -250,7 +250,8 @@ class OpenCLKernel(KernelBase):
         self.host_source = host_source
         self._np = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in scop.arrays
                     if a.kind != "local"}
-        self._temps = [a for a in scop.arrays if a.kind == "temp"]
+        # the program's temporaries: the operator's, less those the rewrites contracted
+        self._temps = list(temps)
         self._spilled = list(spilled)  # local scalars in global memory (SpilledScalar)
         self._np_spilled = {sc.name: np.dtype(NUMPY_NAME[sc.dtype]) for sc in spilled}
         # the spilled scalars each variant uses (the others get no buffer; default: all)
