@@ -30,6 +30,7 @@ from .scop.buffers import double_buffer
 from .scop.contract import contract_temporaries
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.forward import forward_accumulators
+from .scop.hold import hold_cells
 from .scop.ir import Scop
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
@@ -86,9 +87,10 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
     scop, contracted = contract_temporaries(own_scop)  # per-iteration temporaries: scalars
+    scop, held = hold_cells(scop)  # dot products in scalars, not in their cells
     scop, forwarded = forward_accumulators(scop)  # sums kept in their cells, not scalars
     scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-    notes = contracted + forwarded + buffers
+    notes = contracted + held + forwarded + buffers
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 

@@ -55,7 +55,10 @@ def forward_accumulators(scop: Scop, *, everywhere: bool = False
     """``scop`` with every local scalar of that form kept in its cell, and a sentence for
     each (``scop`` itself and none when there is no such scalar). ``everywhere``: also the
     scalars whose reads do not run along the cell's last subscript."""
-    patterns = [p for p in _patterns(scop, scop.tree) if everywhere or _along_cells(p, scop)]
+    patterns = [p for p in _patterns(scop, scop.tree) if everywhere or along_cells(
+        p.cell, p.store.iters, [e for name in p.between
+                                for e in scop.statement(name).value.walk()
+                                if isinstance(e, Load)])]
     users: dict[str, set[str]] = {}
     for s in scop.statements:
         for name in _scalars_named(s):
@@ -170,18 +173,16 @@ def _forward_update(stmt: Statement, s: str, cell: Load) -> Statement | None:
     return None
 
 
-def _along_cells(p: _Pattern, scop: Scop) -> bool:
-    """Whether the cell's last subscript is a loop variable ``v`` (stride 1) and every array
-    read between the init and the store is independent of ``v`` or runs along it with
-    stride 1 in its last subscript only."""
-    last = p.cell.index[-1].linear() if p.cell.index else None
+def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load]) -> bool:
+    """Whether the cell's last subscript is a loop variable ``v`` of ``iters`` (stride 1)
+    and every read is independent of ``v`` or runs along it with stride 1 in its last
+    subscript only: the cell's loops can carry register tiles with their vector along v."""
+    last = cell.index[-1].linear() if cell.index else None
     if last is None or len(last[0]) != 1 or next(iter(last[0].values())) != 1:
         return False
     v = next(iter(last[0]))
-    if v not in p.store.iters:
+    if v not in iters:
         return False
-    reads = [e for name in p.between for e in scop.statement(name).value.walk()
-             if isinstance(e, Load)]
     for load in reads:
         if any(v in aff.vars() for aff in load.index[:-1]):
             return False

@@ -1,0 +1,197 @@
+"""Cells held in local scalars: a dot product accumulated in its output cell
+
+    T[f(i)] = init;  for k ...: T[f(i)] op= e;  [T[f(i)] = g(T[f(i)])]
+
+becomes the same reduction kept in a local scalar, stored once
+
+    s = init;  for k ...: s op= e;  T[f(i)] = g(s)       (g the identity without a store)
+
+where ``e`` reads its arrays along ``k`` with stride 1 (``X[n, k] * W[o, k]``: nn.Linear's
+weight layout, a product with B transposed) and the cell's own loops cannot carry register
+tiles (some read moves along the cell's last subscript other than with stride 1 there). The
+scalar's loop is then a vectorized reduction over contiguous rows, held in registers; the
+cell updated through memory in that loop is neither (the C compiler cannot prove the cell
+apart from the operands it reads). It is the inverse of ``forward.py``, which moves a scalar
+into its cell where the cell's loops do carry register tiles.
+
+The rewrite is exact: the init, the loop's updates and the store are the only statements
+that touch T between the init and the store (they are consecutive in one body, and the loop
+holds nothing else), every one names the same cell, and the updates' values do not read T.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .exprs import Bin, Expr, Load, Scalar, map_children
+from .forward import along_cells
+from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef
+
+
+def hold_cells(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
+    """``scop`` with every cell of that form held in a local scalar, and a sentence for each
+    (``scop`` itself and none when there is no such cell)."""
+    holds: list[tuple[Statement, Loop, Statement | None]] = []
+    _find(scop, scop.tree, holds)
+    if not holds:
+        return scop, ()
+    taken = {a.name for a in scop.arrays} | set(scop.syms) | {s.name for s in scop.statements}
+    statements = list(scop.statements)
+    arrays = list(scop.arrays)
+    tree = scop.tree
+    notes = []
+    for init, loop, store in holds:
+        cell = init.target
+        assert isinstance(cell, Load)
+        name = _fresh(f"{cell.array}_acc", taken)
+        dtype = scop.array(cell.array).dtype
+        s = Scalar(dtype, name)
+        arrays.append(Array(name, dtype, (), "local", init.iters))
+        changed = {init.name: init.replace(target=s)}
+        for ref in loop.body:
+            upd = scop.statement(ref.name)
+            changed[upd.name] = upd.replace(target=s, value=_substitute(upd.value, cell, s))
+        if store is not None:
+            changed[store.name] = store.replace(value=_substitute(store.value, cell, s))
+        statements = [changed.get(x.name, x) for x in statements]
+        if store is None:  # the cell gets the scalar's value after the loop
+            new_name = _fresh(f"{init.name}_h", taken)
+            new = init.replace(name=new_name, op="=", value=s,
+                               domain=init.domain.set_tuple_name(new_name))
+            last = max(statements.index(changed[r.name]) for r in loop.body)
+            statements.insert(last + 1, new)
+            tree = _insert_after(tree, _names(loop.body), StmtRef(new.name))
+        notes.append(f"{_text(cell)}: the sum over {loop.var} is kept in the local scalar "
+                     f"{name}, stored once")
+    return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
+        tuple(notes)
+
+
+def _find(scop: Scop, body: tuple[Node, ...],
+          out: list[tuple[Statement, Loop, Statement | None]]) -> None:
+    for pos, node in enumerate(body):
+        if isinstance(node, Loop):
+            _find(scop, node.body, out)
+        elif isinstance(node, Guard):
+            _find(scop, node.then, out)
+            _find(scop, node.orelse, out)
+        elif pos + 1 < len(body) and isinstance(body[pos + 1], Loop):
+            found = _match(scop, body, pos)
+            if found is not None:
+                out.append(found)
+
+
+def _match(scop: Scop, body: tuple[Node, ...], pos: int
+           ) -> tuple[Statement, Loop, Statement | None] | None:
+    init = scop.statement(body[pos].name)
+    cell, loop = init.target, body[pos + 1]
+    if not (isinstance(cell, Load) and init.op == "=" and
+            scop.array(cell.array).kind in ("out", "inout", "temp") and
+            not _reads(init.value, cell.array) and
+            all(aff.vars() <= set(init.iters) | set(scop.syms) for aff in cell.index)):
+        return None
+    if not loop.body or not all(isinstance(n, StmtRef) and _is_update(
+            scop.statement(n.name), cell) for n in loop.body):
+        return None
+    store = None
+    if pos + 2 < len(body) and isinstance(body[pos + 2], StmtRef):
+        after = scop.statement(body[pos + 2].name)
+        if after.target == cell and after.op == "=" and _only_cell(after.value, cell):
+            store = after
+    updates = [scop.statement(n.name) for n in loop.body]
+    reads = [e for u in updates for e in u.value.walk() if isinstance(e, Load) and
+             e.array != cell.array]
+    if not _along_reduction(reads, loop.var) or along_cells(cell, init.iters, reads):
+        return None
+    return init, loop, store
+
+
+def _is_update(stmt: Statement, cell: Load) -> bool:
+    """``cell op= e`` (+, -, *) or ``cell = cell op e`` / ``e op cell`` (+, *, max, min), ``e``
+    not reading the cell's array."""
+    if stmt.target != cell:
+        return False
+    if stmt.op in ("+=", "-=", "*="):
+        return not _reads(stmt.value, cell.array)
+    value = stmt.value
+    if stmt.op != "=" or not isinstance(value, Bin) or value.op not in ("+", "*", "max", "min"):
+        return False
+    mine = [x == cell for x in (value.a, value.b)]
+    other = value.b if mine[0] else value.a
+    return mine.count(True) == 1 and not _reads(other, cell.array)
+
+
+def _along_reduction(reads: list[Load], var: str) -> bool:
+    """Every read runs along ``var`` with stride 1 in its last subscript only, or not at all,
+    and some read runs along it (a dot product over contiguous rows)."""
+    moving = False
+    for load in reads:
+        if any(var in aff.vars() for aff in load.index[:-1]):
+            return False
+        if load.index and var in load.index[-1].vars():
+            lin = load.index[-1].linear()
+            if lin is None or lin[0].get(var) != 1:
+                return False
+            moving = True
+    return moving
+
+
+def _only_cell(e: Expr, cell: Load) -> bool:
+    """Every read of the cell's array in ``e`` is of the cell itself."""
+    return all(x == cell for x in e.walk() if isinstance(x, Load) and x.array == cell.array)
+
+
+def _reads(e: Expr, array: str) -> bool:
+    return any(isinstance(x, Load) and x.array == array for x in e.walk())
+
+
+def _touches(stmt: Statement, array: str) -> bool:
+    return (isinstance(stmt.target, Load) and stmt.target.array == array) or \
+        _reads(stmt.value, array)
+
+
+def _names(nodes: tuple[Node, ...]) -> set[str]:
+    out: set[str] = set()
+    for n in nodes:
+        if isinstance(n, StmtRef):
+            out.add(n.name)
+        elif isinstance(n, Loop):
+            out |= _names(n.body)
+        else:
+            out |= _names((*n.then, *n.orelse))
+    return out
+
+
+def _substitute(e: Expr, cell: Load, s: Scalar) -> Expr:
+    if e == cell:
+        return s
+    return map_children(e, lambda x: _substitute(x, cell, s))
+
+
+def _insert_after(nodes: tuple[Node, ...], body: set[str], new: StmtRef) -> tuple[Node, ...]:
+    """The loop tree with ``new`` after the loop whose body holds the statements ``body``."""
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop) and _names(n.body) == body:
+            out += [n, new]
+        elif isinstance(n, Loop):
+            out.append(replace(n, body=_insert_after(n.body, body, new)))
+        elif isinstance(n, Guard):
+            out.append(replace(n, then=_insert_after(n.then, body, new),
+                               orelse=_insert_after(n.orelse, body, new)))
+        else:
+            out.append(n)
+    return tuple(out)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    base, n = name, 0
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    taken.add(name)
+    return name
+
+
+def _text(cell: Load) -> str:
+    return f"{cell.array}[{', '.join(str(i) for i in cell.index)}]"

@@ -1,0 +1,166 @@
+"""Cells held in local scalars (scop/hold.py): a dot product accumulated in its output cell,
+whose operands run along the reduction (nn.Linear's ``X[n, k] * W[o, k]``, a product with B
+transposed, a row's max), is kept in a local scalar and stored once.
+
+Each operator is compiled for C and OpenCL and checked against the reference (which runs it
+as written) at sizes 0, 1, primes and around every variant's region edges; the rewritten Scop
+runs on the reference interpreter to the values of the original. Cells that do not have the
+form, or whose loops carry register tiles (the bundled matmul's ``B[k, j]``), stay.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polydyn as pd
+from kernels import load
+from polydyn import f32, out
+from polydyn.runtime.opencl import opencl_available
+from polydyn.scop.hold import hold_cells
+from polydyn.scop.interp import compiled_runner
+from polydyn.scop.ir import Scop
+from polydyn.testing import check_kernel, make_inputs, region_points
+
+N, M, K = pd.sym("N M K")
+
+
+@pd.operator()
+def linear(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = b[o]
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[o, k]
+
+
+@pd.operator()
+def linear_relu(X: f32[N, K], W: f32[M, K], Y: out(f32[N, M])):
+    """A store after the loop: the epilogue reads the cell."""
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = 0.0
+            for k in range(K):
+                Y[n, o] = Y[n, o] + X[n, k] * W[o, k]
+            Y[n, o] = max(Y[n, o], 0.0)
+
+
+@pd.operator(assume="M >= 1")
+def rowmax(X: f32[N, M], Y: out(f32[N])):
+    for i in range(N):
+        Y[i] = X[i, 0]
+        for j in range(1, M):
+            Y[i] = max(Y[i], X[i, j])
+
+
+@pd.operator()
+def bt_then_read(A: f32[N, K], B: f32[M, K], C: out(f32[N, M]), R: out(f32[N, M])):
+    """A later statement reads the cell: it sees the stored sum."""
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+            for k in range(K):
+                C[i, j] += A[i, k] * B[j, k]
+            R[i, j] = C[i, j] * 2.0
+
+
+HELD = {linear: 1, linear_relu: 1, rowmax: 1, bt_then_read: 1}
+
+
+@pd.operator()
+def two_statements(A: f32[N, K], B: f32[M, K], C: out(f32[N, M]), D: out(f32[N, K])):
+    """The loop holds another statement."""
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+            for k in range(K):
+                C[i, j] += A[i, k] * B[j, k]
+                D[i, k] = A[i, k]
+
+
+@pd.operator()
+def strided(A: f32[N, K], B: f32[M, K], C: out(f32[N, M])):
+    """The operands run along k with stride 2 (no contiguous rows)."""
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+            for k in range((K + 1) // 2):
+                C[i, j] += A[i, 2 * k] * B[j, 2 * k]
+
+
+KEPT = [two_statements, strided, load("matmul")[0], load("batched_matmul")[0],
+        load("conv2d")[0], load("maxpool")[0]]
+
+
+def _sizes(op: pd.Operator, values: tuple[int, ...]) -> dict[str, int]:
+    return dict(zip(op.scop.syms, values, strict=True))
+
+
+@pytest.mark.parametrize("op", list(HELD), ids=lambda op: op.scop.name)
+def test_cells_are_held_in_scalars(op: pd.Operator) -> None:
+    scop, notes = hold_cells(op.scop)
+    assert len(notes) == HELD[op], notes
+    assert len([a for a in scop.arrays if a.kind == "local"]) == \
+        len([a for a in op.scop.arrays if a.kind == "local"]) + HELD[op]
+
+
+@pytest.mark.parametrize("op", KEPT, ids=lambda op: op.scop.name)
+def test_cells_that_do_not_fit_stay(op: pd.Operator) -> None:
+    scop, notes = hold_cells(op.scop)
+    assert notes == () and scop is op.scop
+
+
+def _run(scop: Scop, sizes: dict[str, int], arrays: dict[str, np.ndarray]) -> None:
+    tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
+    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
+
+
+@pytest.mark.parametrize("op", list(HELD), ids=lambda op: op.scop.name)
+def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
+    """The rewritten Scop on the reference interpreter, outputs starting as NaN."""
+    rewritten, _ = hold_cells(op.scop)
+    for values in ((1, 1, 0), (1, 1, 1), (2, 3, 1), (3, 5, 7), (7, 4, 3)):
+        sizes = _sizes(op, values[:len(op.scop.syms)])
+        results = []
+        for scop in (op.scop, rewritten):
+            inputs = make_inputs(op, sizes)
+            for a in scop.arrays:
+                if a.kind == "out":
+                    inputs[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), np.nan,
+                                             np.float32)
+            arrays = {k: np.array(v, copy=True) for k, v in inputs.items()}
+            _run(scop, sizes, arrays)
+            results.append([arrays[a.name] for a in op.scop.outputs])
+        for want, got in zip(*results, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+TARGETS = ["c", pytest.param("opencl", marks=[
+    pytest.mark.opencl,
+    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
+SHAPES = [(0, 0, 0), (1, 1, 1), (1, 7, 0), (3, 1, 2), (7, 13, 5), (17, 31, 33), (2, 67, 3),
+          (33, 33, 1)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", [*HELD, two_statements, strided], ids=lambda op: op.scop.name)
+def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
+    kernel = pd.compile(op, target=target)
+    held = [n for n in kernel.notes if "local scalar" in n and "stored once" in n]
+    assert len(held) == HELD.get(op, 0), kernel.notes
+    for values in SHAPES:
+        sizes = _sizes(op, values[:len(op.scop.syms)])
+        if _in_context(op, sizes):
+            check_kernel(kernel, sizes)
+    for index, v in enumerate(kernel.variants):
+        for sizes in region_points(kernel.scop, v.region, hi=40 if target == "c" else 20,
+                                   limit=4):
+            check_kernel(kernel, sizes, variant=index)
+
+
+def _in_context(op: pd.Operator, sizes: dict[str, int]) -> bool:
+    import islpy as isl
+
+    point = " and ".join(f"{s} = {v}" for s, v in sizes.items())
+    return not op.scop.context.intersect(isl.Set(
+        f"{op.scop.param_space_text()} -> {{ : {point} }}")).is_empty()
