@@ -358,9 +358,14 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         out += [f"long {HOST}{j}" for j in range(spec.n_host)]
         if spec.grid:
             out += [f"long {OFFSET}{k}" for k in range(len(spec.grid.tiles))]
-        out += [self.param(a, True) for a in self.scop.arg_arrays]
-        out += [self.param(a, True) for a in temporaries(self.scop)]
-        out += [f"__global {C_TYPE[sc.dtype]} *restrict {sc.buffer}"
+        # in a lane kernel, lane 0 writes cells that the other lanes read after a barrier:
+        # a restrict pointer lets the compiler keep their values from before it (a barrier
+        # is a call that cannot write memory reached only through a restrict pointer)
+        shared = bool(spec.lanes)
+        out += [self.param(a, a.kind == "in" or not shared) for a in self.scop.arg_arrays]
+        out += [self.param(a, not shared) for a in temporaries(self.scop)]
+        spilled = "" if shared else "restrict "
+        out += [f"__global {C_TYPE[sc.dtype]} *{spilled}{sc.buffer}"
                 for sc in self.spilled.values()]
         out += [f"__local {C_TYPE[self.scop.array(c.array).dtype]} *restrict {c.buffer}"
                 for c in spec.dynamic_local]

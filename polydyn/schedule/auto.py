@@ -37,6 +37,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..scop.deps import Deps
+from ..scop.exprs import Load
 from ..scop.ir import Scop
 from ..target import AVX512, CpuTarget
 from .bands import (
@@ -73,11 +74,32 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
         # names it
         return relation.intersect_domain(domain).intersect_range(domain)
 
+    proximity = deps.flow.union(deps.locals_order)
+    for name in transposing_copies(scop):  # no reuse to gain from fusing with the readers
+        proximity = proximity.subtract_domain(isl.UnionSet.from_set(scop.statement(name).domain))
     return (isl.ScheduleConstraints.on_domain(domain)
             .set_context(region)
             .set_validity(within(deps.validity))
-            .set_proximity(within(deps.flow.union(deps.locals_order)))
+            .set_proximity(within(proximity))
             .set_coincidence(within(deps.all)))
+
+
+def transposing_copies(scop: Scop) -> list[str]:
+    """The statements that copy an array into another order (``Wt[k, o] = W[o, k]``): their
+    readers gain nothing from running fused with them, and proximity to them pulls the
+    readers' loops into the copy's order (a product's rows innermost)."""
+    out = []
+    for s in scop.statements:
+        value, target = s.value, s.target
+        if s.op != "=" or not isinstance(value, Load) or not isinstance(target, Load):
+            continue
+        orders = [[next(iter(a.vars())) if len(a.vars()) == 1 else None for a in ref.index]
+                  for ref in (target, value)]
+        if None in orders[0] or None in orders[1] or sorted(orders[0]) != sorted(orders[1]):
+            continue
+        if orders[0] != orders[1]:
+            out.append(s.name)
+    return out
 
 
 def scheduler_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule | None:

@@ -37,7 +37,7 @@ static inline float pd_fmod_f32(float a, float b) {
 /* ---- variant N=1: [N, D] -> {  : N = 1 and D > 0 } */
 /* layernorm_v0_k0: one work-group of 256 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void layernorm_v0_k0(long N, long D, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *restrict Y)
+void layernorm_v0_k0(long N, long D, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
 {
   const int64_t pd_lane = get_local_id(0);
   float s;
@@ -151,7 +151,7 @@ void layernorm_v0_k0(long N, long D, __global const float *restrict X, __global 
 /* ---- variant generic: [N, D] -> {  : N >= 0 and D > 0 } */
 /* layernorm_v1_k0: a work-group of 256 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void layernorm_v1_k0(long N, long D, long pd_o0, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *restrict Y)
+void layernorm_v1_k0(long N, long D, long pd_o0, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
 {
   const int64_t pd_g0 = get_group_id(0);
   const int64_t pd_l0 = 0;

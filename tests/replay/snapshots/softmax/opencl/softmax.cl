@@ -43,7 +43,7 @@ static inline double pd_fmod_f64(double a, double b) {
 /* ---- variant N=1: [N, L] -> {  : N = 1 and L > 0 } */
 /* softmax_v0_k0: one work-group of 256 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void softmax_v0_k0(long N, long L, __global const float *restrict X, __global float *restrict Y)
+void softmax_v0_k0(long N, long L, __global const float *restrict X, __global float *Y)
 {
   const int64_t pd_lane = get_local_id(0);
   float m;
@@ -155,7 +155,7 @@ void softmax_v0_k0(long N, long L, __global const float *restrict X, __global fl
 /* ---- variant generic: [N, L] -> {  : N >= 0 and L > 0 } */
 /* softmax_v1_k0: a work-group of 256 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X, __global float *restrict Y)
+void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X, __global float *Y)
 {
   const int64_t pd_g0 = get_group_id(0);
   const int64_t pd_l0 = 0;

@@ -1,0 +1,312 @@
+"""Operators written the ways users write them: temporaries or local scalars as accumulators,
+the weight in nn.Linear's layout, masks as ``if``, statistics divided by ``D`` or multiplied
+by ``1 / D``. Each has a NumPy oracle (``NUMPY``), the bundled kernel it is a phrasing of
+(``BUNDLED``, where there is one) and the sizes the bench times it at (``BENCH_SIZES``).
+``tests/test_phrasings.py`` checks them; ``bench/phrasings.py`` times them beside the
+bundled phrasing and PyTorch eager.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import polydyn as pd
+from polydyn import f32, out, temp
+
+N, M, K, D, L, H = pd.sym("N M K D L H")
+
+# --- softmax ----------------------------------------------------------------------------------
+
+
+@pd.operator(assume="M >= 1")
+def softmax_temps(X: f32[N, M], Y: out(f32[N, M])):
+    """Row max and sum in temporaries."""
+    mx = temp(f32[N])
+    sm = temp(f32[N])
+    for i in range(N):
+        mx[i] = X[i, 0]
+        for j in range(M):
+            mx[i] = max(mx[i], X[i, j])
+        sm[i] = 0.0
+        for j in range(M):
+            Y[i, j] = pd.exp(X[i, j] - mx[i])
+            sm[i] += Y[i, j]
+        for j in range(M):
+            Y[i, j] = Y[i, j] / sm[i]
+
+
+@pd.operator(assume="M >= 1")
+def softmax_if(X: f32[N, M], Y: out(f32[N, M])):
+    """Scalars; the max by a conditional expression; division in the last loop."""
+    for i in range(N):
+        m = X[i, 0]
+        for j in range(1, M):
+            m = X[i, j] if X[i, j] > m else m
+        s = 0.0
+        for j in range(M):
+            s += pd.exp(X[i, j] - m)
+        for j in range(M):
+            Y[i, j] = pd.exp(X[i, j] - m) / s
+
+
+# --- layernorm and rmsnorm --------------------------------------------------------------------
+
+
+@pd.operator(assume="D >= 1")
+def layernorm_temps(X: f32[N, D], g: f32[D], b: f32[D], Y: out(f32[N, D])):
+    """Mean and variance in temporaries, ``/ D``."""
+    mu = temp(f32[N])
+    var = temp(f32[N])
+    for i in range(N):
+        mu[i] = 0.0
+        for d in range(D):
+            mu[i] += X[i, d]
+        mu[i] = mu[i] / D
+        var[i] = 0.0
+        for d in range(D):
+            var[i] += (X[i, d] - mu[i]) * (X[i, d] - mu[i])
+        var[i] = var[i] / D
+        for d in range(D):
+            Y[i, d] = (X[i, d] - mu[i]) / pd.sqrt(var[i] + 1e-5) * g[d] + b[d]
+
+
+@pd.operator(assume="D >= 1")
+def layernorm_scalars(X: f32[N, D], g: f32[D], b: f32[D], Y: out(f32[N, D])):
+    """One pass of sums (E[x^2] - E[x]^2), ``* (1 / D)``."""
+    for i in range(N):
+        s = 0.0
+        q = 0.0
+        for d in range(D):
+            s += X[i, d]
+            q += X[i, d] * X[i, d]
+        mean = s * (1.0 / D)
+        var = q * (1.0 / D) - mean * mean
+        r = 1.0 / pd.sqrt(var + 1e-5)
+        for d in range(D):
+            Y[i, d] = (X[i, d] - mean) * r * g[d] + b[d]
+
+
+@pd.operator(assume="D >= 1")
+def rmsnorm_temp(X: f32[N, D], g: f32[D], Y: out(f32[N, D])):
+    ss = temp(f32[N])
+    for i in range(N):
+        ss[i] = 0.0
+        for d in range(D):
+            ss[i] += X[i, d] * X[i, d]
+        for d in range(D):
+            Y[i, d] = X[i, d] / pd.sqrt(ss[i] / D + 1e-6) * g[d]
+
+
+# --- products ---------------------------------------------------------------------------------
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def matmul_scalar(A: f32[N, K], B: f32[K, M], C: out(f32[N, M])):
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def matmul_bt(A: f32[N, K], Bt: f32[M, K], C: out(f32[N, M])):
+    """B stored transposed."""
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+            for k in range(K):
+                C[i, j] += A[i, k] * Bt[j, k]
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def matmul_ikj(A: f32[N, K], B: f32[K, M], C: out(f32[N, M])):
+    """The i, k, j order, the init in its own nest."""
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+    for i in range(N):
+        for k in range(K):
+            for j in range(M):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def linear_cell(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
+    """nn.Linear: the weight output-major, the bias first, the sum in the cell."""
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = b[o]
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[o, k]
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def linear_scalar_gelu(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
+    """nn.Linear then GELU (erf form), the sum in a scalar."""
+    for n in range(N):
+        for o in range(M):
+            s = 0.0
+            for k in range(K):
+                s += X[n, k] * W[o, k]
+            v = s + b[o]
+            Y[n, o] = 0.5 * v * (1.0 + pd.erf(v * 0.7071067811865476))
+
+
+# --- masks and attention ----------------------------------------------------------------------
+
+
+@pd.operator(assume="L >= 1")
+def causal_softmax(S: f32[H, L, L], P: out(f32[H, L, L])):
+    """Triangular loops; the masked part set to 0 by an ``if``."""
+    for h in range(H):
+        for i in range(L):
+            m = S[h, i, 0]
+            for j in range(i + 1):
+                m = max(m, S[h, i, j])
+            s = 0.0
+            for j in range(i + 1):
+                P[h, i, j] = pd.exp(S[h, i, j] - m)
+                s += P[h, i, j]
+            for j in range(L):
+                if j <= i:
+                    P[h, i, j] = P[h, i, j] / s
+                else:
+                    P[h, i, j] = 0.0
+
+
+@pd.operator(assume="L >= 1 and D >= 1")
+def attention(Q: f32[L, D], Kt: f32[L, D], V: f32[L, D], Out: out(f32[L, D])):  # noqa: C901
+    """Scores into a temporary, softmax over them, a second product."""
+    S = temp(f32[L, L])
+    for i in range(L):
+        for j in range(L):
+            S[i, j] = 0.0
+            for d in range(D):
+                S[i, j] += Q[i, d] * Kt[j, d]
+    for i in range(L):
+        m = S[i, 0]
+        for j in range(L):
+            m = max(m, S[i, j])
+        s = 0.0
+        for j in range(L):
+            S[i, j] = pd.exp((S[i, j] - m) * 0.125)
+            s += S[i, j]
+        for j in range(L):
+            S[i, j] = S[i, j] / s
+    for i in range(L):
+        for d in range(D):
+            Out[i, d] = 0.0
+            for j in range(L):
+                Out[i, d] += S[i, j] * V[j, d]
+
+
+@pd.operator()
+def gelu_tanh(X: f32[N, M], Y: out(f32[N, M])):
+    for i in range(N):
+        for j in range(M):
+            x = X[i, j]
+            Y[i, j] = 0.5 * x * (1.0 + pd.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+# --- oracles ----------------------------------------------------------------------------------
+
+
+def _softmax(X):
+    e = np.exp(X - X.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _layernorm(X, g, b):
+    mean = X.mean(axis=1, keepdims=True)
+    var = ((X - mean) ** 2).mean(axis=1, keepdims=True)
+    return (X - mean) / np.sqrt(var + 1e-5) * g + b
+
+
+def _erf(x):
+    from math import erf
+
+    return np.vectorize(erf)(x)
+
+
+def _causal(S):
+    L = S.shape[-1]
+    mask = np.tril(np.ones((L, L), bool))
+    masked = np.where(mask, S, -np.inf)
+    return np.where(mask, _softmax(masked), 0.0)
+
+
+def _attention(Q, Kt, V):
+    return _softmax(Q @ Kt.T * 0.125) @ V
+
+
+def _gelu(X):
+    return 0.5 * X * (1.0 + np.tanh(0.7978845608 * (X + 0.044715 * X ** 3)))
+
+
+NUMPY = {
+    softmax_temps: _softmax,
+    softmax_if: _softmax,
+    layernorm_temps: _layernorm,
+    layernorm_scalars: _layernorm,
+    rmsnorm_temp: lambda X, g: X / np.sqrt((X * X).mean(axis=1, keepdims=True) + 1e-6) * g,
+    matmul_scalar: lambda A, B: A @ B,
+    matmul_bt: lambda A, Bt: A @ Bt.T,
+    matmul_ikj: lambda A, B: A @ B,
+    linear_cell: lambda X, W, b: X @ W.T + b,
+    linear_scalar_gelu: lambda X, W, b: (lambda v: 0.5 * v * (1 + _erf(v / np.sqrt(2))))(
+        X @ W.T + b),
+    causal_softmax: _causal,
+    attention: _attention,
+    gelu_tanh: _gelu,
+}
+
+# the bundled kernel each is a phrasing of, and how to call it with the phrasing's inputs
+BUNDLED = {
+    softmax_temps: ("softmax", lambda X: (X,)),
+    softmax_if: ("softmax", lambda X: (X,)),
+    layernorm_temps: ("layernorm", lambda X, g, b: (X, g, b)),
+    layernorm_scalars: ("layernorm", lambda X, g, b: (X, g, b)),
+    matmul_scalar: ("matmul", lambda A, B: (A, B)),
+    matmul_bt: ("matmul", lambda A, Bt: (A, np.ascontiguousarray(Bt.T))),
+    matmul_ikj: ("matmul", lambda A, B: (A, B)),
+}
+
+# sizes timed by bench/phrasings.py
+BENCH_SIZES = {
+    softmax_temps: [{"N": 64, "M": 2048}, {"N": 512, "M": 4096}],
+    softmax_if: [{"N": 64, "M": 2048}, {"N": 512, "M": 4096}],
+    layernorm_temps: [{"N": 128, "D": 768}, {"N": 512, "D": 1024}],
+    layernorm_scalars: [{"N": 128, "D": 768}, {"N": 512, "D": 1024}],
+    rmsnorm_temp: [{"N": 512, "D": 4096}],
+    matmul_scalar: [{"N": 512, "M": 512, "K": 512}],
+    matmul_bt: [{"N": 512, "M": 512, "K": 512}],
+    matmul_ikj: [{"N": 512, "M": 512, "K": 512}],
+    linear_cell: [{"N": 1, "M": 768, "K": 768}, {"N": 128, "M": 768, "K": 768}],
+    linear_scalar_gelu: [{"N": 128, "M": 3072, "K": 768}],
+    causal_softmax: [{"H": 8, "L": 512}],
+    attention: [{"L": 512, "D": 64}],
+    gelu_tanh: [{"N": 1024, "M": 4096}],
+}
+
+# what PyTorch eager runs for each (built lazily: torch is optional)
+TORCH = {
+    softmax_temps: lambda t, X: t.softmax(X, -1),
+    softmax_if: lambda t, X: t.softmax(X, -1),
+    layernorm_temps: lambda t, X, g, b: t.nn.functional.layer_norm(X, X.shape[-1:], g, b),
+    layernorm_scalars: lambda t, X, g, b: t.nn.functional.layer_norm(X, X.shape[-1:], g, b),
+    rmsnorm_temp: lambda t, X, g: X * t.rsqrt((X * X).mean(-1, keepdim=True) + 1e-6) * g,
+    matmul_scalar: lambda t, A, B: A @ B,
+    matmul_bt: lambda t, A, Bt: A @ Bt.T,
+    matmul_ikj: lambda t, A, B: A @ B,
+    linear_cell: lambda t, X, W, b: t.nn.functional.linear(X, W, b),
+    linear_scalar_gelu: lambda t, X, W, b: t.nn.functional.gelu(
+        t.nn.functional.linear(X, W, b)),
+    causal_softmax: lambda t, S: t.softmax(S.masked_fill(t.triu(t.ones(
+        S.shape[-1], S.shape[-1], dtype=t.bool), 1), float("-inf")), -1),
+    attention: lambda t, Q, Kt, V: t.softmax(Q @ Kt.T * 0.125, -1) @ V,
+    gelu_tanh: lambda t, X: t.nn.functional.gelu(X, approximate="tanh"),
+}
+
+ALL = list(NUMPY)

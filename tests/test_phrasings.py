@@ -1,0 +1,73 @@
+"""The phrasings of tests/phrasings.py (operators written as users write them), compiled and
+checked against their NumPy oracle at sizes around the tile edges and against the reference
+in every variant's region (sizes 0 and 1, primes, region edges); the rewrites each one should
+get (temporaries contracted, cells held in scalars, scalars forwarded) are named in its
+notes. Their speed is bench/phrasings.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polydyn as pd
+from polydyn.runtime.opencl import opencl_available
+from polydyn.testing import check_kernel, make_inputs, region_points
+from tests import phrasings as ph
+
+# the rewrite notes each phrasing's compile gives (a prefix of each note, in order)
+NOTES = {
+    ph.softmax_temps: ("mx: the temporary", "sm: the temporary"),
+    ph.layernorm_temps: ("mu: the temporary", "var: the temporary"),
+    ph.rmsnorm_temp: ("ss: the temporary",),
+    ph.matmul_scalar: ("acc: the sum is kept in C[i, j]",),
+    ph.matmul_bt: ("C[i, j]: the sum over k is kept in the local scalar",),
+    ph.linear_cell: ("Y[n, o]: the sum over k is kept in the local scalar",),
+    ph.linear_scalar_gelu: ("v: the value is kept in Y[n, o]",),
+    ph.attention: ("S[i, j]: the sum over d is kept in the local scalar",),
+    ph.gelu_tanh: ("x: the value is kept in Y[i, j]",),
+}
+
+# per phrasing, sizes against NumPy: 1, primes, tile edges (48, 256 for products)
+SIZES = {
+    "softmax": [{"N": 1, "M": 1}, {"N": 3, "M": 257}, {"N": 17, "M": 1025}],
+    "layernorm": [{"N": 1, "D": 1}, {"N": 5, "D": 767}, {"N": 49, "D": 1024}],
+    "rmsnorm": [{"N": 1, "D": 1}, {"N": 7, "D": 4097}],
+    "matmul": [{"N": 1, "M": 1, "K": 1}, {"N": 47, "M": 257, "K": 31},
+               {"N": 49, "M": 33, "K": 257}, {"N": 97, "M": 255, "K": 129}],
+    "linear": [{"N": 1, "M": 1, "K": 1}, {"N": 1, "M": 768, "K": 768},
+               {"N": 13, "M": 97, "K": 65}, {"N": 49, "M": 257, "K": 33}],
+    "causal": [{"H": 1, "L": 1}, {"H": 2, "L": 67}],
+    "attention": [{"L": 1, "D": 1}, {"L": 67, "D": 64}, {"L": 130, "D": 7}],
+    "gelu": [{"N": 0, "M": 3}, {"N": 3, "M": 1031}],
+}
+
+
+def _family(op: pd.Operator) -> str:
+    return next(f for f in SIZES if op.scop.name.startswith(f))
+
+
+
+TARGETS = ["c", pytest.param("opencl", marks=[
+    pytest.mark.opencl,
+    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", ph.ALL, ids=lambda op: op.scop.name)
+def test_phrasing_against_numpy_and_reference(op: pd.Operator, target: str) -> None:
+    kernel = pd.compile(op, target=target)
+    want_notes = NOTES.get(op, ())
+    assert len(kernel.notes) == len(want_notes) and all(
+        n.startswith(w) for n, w in zip(kernel.notes, want_notes, strict=True)), kernel.notes
+    sizes_list = SIZES[_family(op)] if target == "c" else SIZES[_family(op)][:2]
+    for sizes in sizes_list:
+        inputs = make_inputs(op, sizes, seed=3)
+        args = [inputs[a.name] for a in op.scop.arg_arrays if a.kind == "in"]
+        got = kernel(*args)
+        want = ph.NUMPY[op](*[a.astype(np.float64) for a in args])
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4,
+                                   err_msg=f"{op.scop.name} at {sizes}")
+    for index, v in enumerate(kernel.variants):
+        for sizes in region_points(kernel.scop, v.region, hi=24 if target == "c" else 12,
+                                   limit=3):
+            check_kernel(kernel, sizes, variant=index)
