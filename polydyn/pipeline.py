@@ -32,6 +32,7 @@ from .scop.deps import compute_deps, zero_init_arrays
 from .scop.forward import forward_accumulators
 from .scop.hold import hold_cells
 from .scop.ir import Scop
+from .scop.selects import canonical_selects
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
 
@@ -86,11 +87,12 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     cpu = isinstance(machine, CpuTarget)
     # the automatic CPU schedule: a temporary copied back each time step becomes the other
     # half of a double buffer
-    scop, contracted = contract_temporaries(own_scop)  # per-iteration temporaries: scalars
+    scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
+    scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
     scop, held = hold_cells(scop)  # dot products in scalars, not in their cells
     scop, forwarded = forward_accumulators(scop)  # sums kept in their cells, not scalars
     scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-    notes = contracted + held + forwarded + buffers
+    notes = selects + contracted + held + forwarded + buffers
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 

@@ -17,6 +17,7 @@ from tests import phrasings as ph
 # the rewrite notes each phrasing's compile gives (a prefix of each note, in order)
 NOTES = {
     ph.softmax_temps: ("mx: the temporary", "sm: the temporary"),
+    ph.softmax_if: ("S1: a conditional expression is a max or a min",),
     ph.layernorm_temps: ("mu: the temporary", "var: the temporary"),
     ph.rmsnorm_temp: ("ss: the temporary",),
     ph.matmul_scalar: ("acc: the sum is kept in C[i, j]",),
