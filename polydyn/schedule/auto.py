@@ -291,7 +291,10 @@ def _min_extents(node: isl.ScheduleNode, scop: Scop, sizes: tuple[int, ...],
 def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.Schedule:
     """Take statements with fewer loops than their band (matmul's ``C[i, j] = 0`` inside the
     ``i, j, k`` band) out of it, in front, when that is legal: their guards then leave the
-    inner loops."""
+    inner loops. A statement is such when it has fewer iterators than the band has members,
+    or when a member that moves other statements keeps it at one value (with sizes fixed,
+    isl drops the members of loops of one iteration, ``b`` of a batch of 1, and the count
+    alone no longer tells)."""
     for node in outermost_bands(schedule):
         path = node_path(node)
         try:
@@ -301,7 +304,11 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
         if not is_band(node):
             continue
         depth = node.band_n_member()
-        low = [s for s in scop.statements if len(s.iters) < depth]
+        deps_of = member_dependence(node, scop)
+        moves = [any(m[k] for m in deps_of.values()) for k in range(depth)]
+        low = [s for s in scop.statements if s.name in deps_of and (
+            len(s.iters) < depth or any(moves[k] and not deps_of[s.name][k]
+                                        for k in range(depth)))]
         if not low or len(low) == len(scop.statements):
             continue
         names = "; ".join(f"{s.name}[{', '.join(s.iters)}]" for s in low)
