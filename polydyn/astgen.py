@@ -10,8 +10,8 @@ from typing import Any
 import islpy as isl
 
 from .errors import InternalError
-from .schedule.reductions import loop_kind
-from .schedule.tree import PROMOTE, packed_arrays, parse_mark
+from .schedule.reductions import SEQUENTIAL_CARRY, loop_kind
+from .schedule.tree import PROMOTE, LoopMark, PackMark, mark_of
 from .scop.checks import array_bounds
 from .scop.deps import Deps, local_flow
 from .scop.ir import Scop
@@ -107,16 +107,16 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
         # every promote and pack mark is annotated, its box None or () where none is
         # bounded: reading a missing annotation raises inside islpy, which a
         # sanitizer-preloaded process cannot unwind
-        name = node.mark_get_id().get_name()
-        arrays = packed_arrays(name)
-        if arrays is None:
-            if parse_mark(name)[1] != PROMOTE:
+        mark = mark_of(node)
+        if not isinstance(mark, PackMark):
+            if not isinstance(mark, LoopMark) or mark.role != PROMOTE:
                 return node
             try:
                 box = _instance_box(build, region, scop)
             except isl.Error:  # an exception must not leave the callback (isl aborts)
                 box = None
             return node.set_annotation(isl.Id(PROMOTE, user=box))
+        arrays = mark.arrays
         if not arrays:
             return node
         if not reads:
@@ -140,10 +140,10 @@ def loop_annotator(scop: Scop, deps: Deps) -> Any:
 
     def before_each_for(build: isl.AstBuild) -> isl.Id:
         sched = _flat_schedule(build)
-        kind = loop_kind(scop, deps.all, sched)
-        if kind == "parallel" and _crosses(flow_through_locals, sched):
-            kind = "sequential"
-        return isl.Id(kind)
+        carry = loop_kind(scop, deps.all, sched)
+        if carry.parallel and _crosses(flow_through_locals, sched):
+            carry = SEQUENTIAL_CARRY
+        return isl.Id(str(carry), user=carry)
 
     return before_each_for
 

@@ -9,7 +9,8 @@ from typing import Any
 import islpy as isl
 
 from ..astgen import expr_ids
-from ..schedule.tree import parse_mark
+from ..schedule.reductions import LoopCarry
+from ..schedule.tree import loop_mark
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
 # more than they save (an OpenMP fork/join is about a microsecond here). Measured from
@@ -131,13 +132,17 @@ def mark_box(n: isl.AstNode) -> Any:
     return ann.get_user() if ann is not None else None
 
 
-def loop_annotation(n: isl.AstNode) -> str:
-    """What the loop carries (astgen's annotation), or "" when the AST has none."""
+def loop_annotation(n: isl.AstNode) -> LoopCarry:
+    """What the loop carries (astgen's annotation); ``NO_CARRY`` when the AST has none."""
     try:
         ann = n.get_annotation()
     except isl.Error:  # an AST built without annotations
-        return ""
-    return ann.get_name() if ann is not None else ""
+        return NO_CARRY
+    carry = ann.get_user() if ann is not None else None
+    return carry if isinstance(carry, LoopCarry) else NO_CARRY
+
+
+NO_CARRY = LoopCarry("")  # not known: neither parallel nor a reduction
 
 
 def role_loops(n: isl.AstNode, role: str, through_ifs: bool) -> list[isl.AstNode | None]:
@@ -145,7 +150,7 @@ def role_loops(n: isl.AstNode, role: str, through_ifs: bool) -> list[isl.AstNode
     child is not a for node), looking into ifs only when ``through_ifs``."""
     t = n.get_type()
     if t == isl.ast_node_type.mark:
-        if parse_mark(n.mark_get_id().get_name())[1] == role:
+        if getattr(loop_mark(n), "role", "") == role:
             child = n.mark_get_node()
             return [child if child.get_type() == isl.ast_node_type.for_ else None]
         return role_loops(n.mark_get_node(), role, through_ifs)

@@ -17,7 +17,7 @@ import islpy as isl
 from ..astgen import InstanceBox, ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
-from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, packed_arrays, parse_mark
+from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, LoopMark, PackMark, mark_of
 from ..scop.exprs import (
     C_TYPE,
     Load,
@@ -159,9 +159,11 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             return [self.statement(stmt, args)]
         if t == isl.ast_node_type.mark:
             child = n.mark_get_node()
-            if packed_arrays(n.mark_get_id().get_name()) is not None:
+            mark = mark_of(n)
+            if isinstance(mark, PackMark):
                 return self.pack(n, st)
-            is_par, role = parse_mark(n.mark_get_id().get_name())
+            is_par, role = (mark.parallel, mark.role) if isinstance(mark, LoopMark) else \
+                (False, "")
             return self.marked(child, st, is_par, role,
                                mark_box(n) if role == PROMOTE else None)
         raise InternalError(f"unexpected isl AST node type {t}")

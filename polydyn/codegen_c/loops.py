@@ -9,8 +9,8 @@ from collections import Counter
 import cgen
 import islpy as isl
 
-from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import PROMOTE, RROW, RVEC, parse_mark
+from ..schedule.reductions import SEQUENTIAL_LOOP
+from ..schedule.tree import PROMOTE, RROW, RVEC, loop_mark
 from ..scop.exprs import (
     Load,
 )
@@ -65,11 +65,10 @@ class LoopEmitter:
         # instance of the statements touching them) is inside it. One also used outside
         # keeps a single value across the iterations: then the loop gets no pragma, unless
         # that local is a reduction of the loop (reduction clause).
-        kind = loop_annotation(n)
-        if kind == "sequential" and role != "vector":  # a carried dependence the band's
-            return [loop]  # coincidence misses: a local scalar's value crosses iterations
-        reductions = {name for _, name in parse_reduce_role(kind)} \
-            if kind.startswith("reduce(") else set()
+        carry = loop_annotation(n)
+        if carry.kind == SEQUENTIAL_LOOP and role != "vector":  # a carried dependence the
+            return [loop]  # band's coincidence misses: a local scalar's value crosses iterations
+        reductions = {name for _, name in carry.reductions}
         under = Counter(u.name for u in ast_users(n.for_get_body(), self))
         owned = {v for v in inner.used_locals
                  if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
@@ -82,10 +81,10 @@ class LoopEmitter:
             # (coincident), with its accumulators and operands along it contiguous
             return [cgen.Pragma(self.simd_pragma + clause), loop]
         innermost = not has_loop(n.for_get_body())
-        if not parallel and kind == "parallel" and innermost and self._unit_stride(n, it):
+        if not parallel and carry.parallel and innermost and self._unit_stride(n, it):
             return [cgen.Pragma(self.simd_pragma + clause), loop]
         if reductions and innermost and self._unit_stride(n, it):
-            clauses = " ".join(f"reduction({op}:{name})" for op, name in parse_reduce_role(kind))
+            clauses = " ".join(f"reduction({op}:{name})" for op, name in carry.reductions)
             return [cgen.Pragma(f"{self.simd_pragma}{clause} {clauses}"), loop]
         pragma = self.loop_pragma(n, it, parallel, st, owned, trips)
         if pragma is None:
@@ -108,12 +107,13 @@ class LoopEmitter:
             return self._team_body(n.if_get_then_node(), role) and (
                 not n.if_has_else_node() or self._team_body(n.if_get_else_node(), role))
         if t == isl.ast_node_type.mark:
-            is_par, mark_role = parse_mark(n.mark_get_id().get_name())
-            return is_par and mark_role == "" and self._team_body(n.mark_get_node(), "")
+            mark = loop_mark(n)
+            return mark is not None and mark.parallel and mark.role == "" and \
+                self._team_body(n.mark_get_node(), "")
         if t == isl.ast_node_type.for_ and role is not None:
             if n.for_is_degenerate():
                 return False
-            return loop_annotation(n) == "parallel" and has_loop(n.for_get_body())
+            return loop_annotation(n).parallel and has_loop(n.for_get_body())
         return False
 
     def region_loop(self, n: isl.AstNode, parallel: bool, it: str, init: str, cond: str,
@@ -121,7 +121,7 @@ class LoopEmitter:
         """A parallel loop (with loops inside) that shares its iterations among the threads
         of the region around it: a team loop without a fork, or an ``omp for``; then a
         barrier, as the end of a region of its own had."""
-        if not (parallel and loop_annotation(n) == "parallel" and has_loop(n.for_get_body())):
+        if not (parallel and loop_annotation(n).parallel and has_loop(n.for_get_body())):
             raise UnsharedWorkError(it)
         inner = LoopState()
         if trips is not None and self._team_body(n.for_get_body()):

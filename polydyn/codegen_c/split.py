@@ -19,7 +19,7 @@ import islpy as isl
 
 from ..errors import InternalError
 from ..schedule.reductions import sum_targets
-from ..schedule.tree import SPLIT, parse_mark
+from ..schedule.tree import SPLIT, loop_mark
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
 from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
@@ -197,7 +197,7 @@ class SplitSums:
                 if n.if_has_else_node() else None
             return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
         if t == isl.ast_node_type.mark:
-            role = parse_mark(n.mark_get_id().get_name())[1]
+            role = getattr(loop_mark(n), "role", "")
             if role == SPLIT:
                 return self._shared(n.mark_get_node())
             if role:

@@ -13,7 +13,7 @@ import islpy as isl
 
 from ..astgen import InstanceBox, ast_expr_c, expr_ids, iterator_depth
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
-from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, parse_mark
+from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, InitMark, LoopMark, mark_of
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Expr, Index, Load, Scalar, Select
 from ..scop.ir import Statement
@@ -508,12 +508,13 @@ def _mentions_inner(uses: frozenset[str], n: isl.AstNode, row_it: str, vec_it: s
 
 
 def mark_role(n: isl.AstNode) -> str | None:
-    """The role of a loop mark (``parse_mark``), "init" for an init's mark, None for other
-    nodes."""
+    """The role of a loop mark, "init" for an init's mark, None for other nodes."""
     if n.get_type() != isl.ast_node_type.mark:
         return None
-    name = n.mark_get_id().get_name()
-    return INIT if name == INIT else parse_mark(name)[1]
+    mark = mark_of(n)
+    if isinstance(mark, InitMark):
+        return INIT
+    return mark.role if isinstance(mark, LoopMark) else ""
 
 
 def loops_below(n: isl.AstNode) -> int:

@@ -16,12 +16,11 @@ import math
 import cgen
 import islpy as isl
 
-from ..codegen_c.astnodes import LoopState, strip_parens
+from ..codegen_c.astnodes import LoopState, loop_annotation, strip_parens
 from ..codegen_c.emit import CEmitter
 from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..errors import UnsupportedError
-from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import PARALLEL
+from ..schedule.tree import loop_mark
 from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
 from ..scop.ir import Array, Expr, Load, Scalar, Scop
 from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
@@ -100,8 +99,8 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
             child = n.mark_get_node()
             if child.get_type() == isl.ast_node_type.for_:
-                kind = n.mark_get_id().get_name().partition(":")[0]
-                return self.loop(child, st, parallel=kind == PARALLEL)
+                mark = loop_mark(n)
+                return self.loop(child, st, parallel=mark is not None and mark.parallel)
             return self.node(child, st)
         if n.get_type() == isl.ast_node_type.user and self._spec is not None:
             return self.user_node(n, st)
@@ -179,8 +178,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         reduces its own iterations into its copy of the scalar (a ``+`` starts from 0 except
         in lane 0: every lane holds the scalar's value from before the loop), the copies are
         combined, and a barrier lets the next loop read what any lane wrote."""
-        role = n.get_annotation().get_name()
-        reductions = parse_reduce_role(role) if role.startswith("reduce(") else []
+        reductions = list(loop_annotation(n).reductions)
         it = n.for_get_iterator().get_id().get_name()
         init = self.ast_expr(n.for_get_init())
         cond = strip_parens(self.ast_expr(n.for_get_cond()))

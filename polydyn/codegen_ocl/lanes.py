@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..schedule.reductions import parse_reduce_role
-from ..schedule.tree import PARALLEL
+from ..codegen_c.astnodes import loop_annotation
+from ..schedule.reductions import REDUCE_LOOP
 from ..scop.ir import Scop
 from .scalars import scalar_users
 
@@ -36,10 +36,10 @@ def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
         if kind == _AT.for_ and n.for_is_degenerate():  # one value: a block, not a loop
             return fits(n.for_get_body())
         if kind == _AT.for_:
-            role = n.get_annotation().get_name()
-            loops.append(role)
-            return role == PARALLEL or (role.startswith("reduce(") and all(
-                scop.array(name).dtype in LANE_TYPES for _, name in parse_reduce_role(role)))
+            carry = loop_annotation(n)
+            loops.append(carry)
+            return carry.parallel or (carry.kind == REDUCE_LOOP and all(
+                scop.array(name).dtype in LANE_TYPES for _, name in carry.reductions))
         return kind == _AT.user
 
     if not fits(ast) or not loops:

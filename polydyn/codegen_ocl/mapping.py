@@ -46,7 +46,7 @@ from ..astgen import annotated_ast, atomic_where_strides_differ
 from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
-from ..schedule.tree import PARALLEL, is_band, mark_loops, statement_names
+from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .lanes import lane_body
@@ -513,8 +513,10 @@ def _build_context(kctx: isl.Set) -> isl.Set:
 
 
 def mark_kind(node: isl.ScheduleNode) -> str:
-    """``parallel`` or ``sequential`` for a loop mark (roles after ``:`` are the CPU's)."""
-    return node.mark_get_id().get_name().partition(":")[0]
+    """``parallel`` or ``sequential`` for a loop mark (its role is the CPU's), "" for
+    another mark."""
+    mark = loop_mark(node)
+    return "" if mark is None else PARALLEL if mark.parallel else SEQUENTIAL
 
 
 def _parallel_chain(mark: isl.ScheduleNode) -> list[isl.ScheduleNode]:

@@ -36,7 +36,7 @@ from typing import Any
 
 import islpy as isl
 
-from ..schedule.tree import SEQUENTIAL, is_band, node_at, node_path
+from ..schedule.tree import is_band, is_sequential_mark, node_at, node_path
 from ..scop.checks import array_bounds
 from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
@@ -120,7 +120,7 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
         return None  # a single-valued member after the mapped ones: keep it simple
     below = mapped[-1].child(0)
     hoist = below.get_type() == isl.schedule_node_type.mark and \
-        below.mark_get_id().get_name().partition(":")[0] == SEQUENTIAL and \
+        is_sequential_mark(below) and \
         is_band(below.child(0))
     prefix = below.get_prefix_schedule_union_map().intersect_domain(domain)
     group = prefix.intersect_range(isl.UnionSet.from_set(

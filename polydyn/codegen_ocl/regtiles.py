@@ -39,7 +39,7 @@ from typing import Any
 import islpy as isl
 
 from ..errors import UnsupportedError
-from ..schedule.tree import SEQUENTIAL, is_band
+from ..schedule.tree import is_band, is_sequential_mark
 from ..scop.ir import Scop
 from .promotion import (
     LOCAL_BUDGET,
@@ -386,7 +386,7 @@ def _extent(rng: isl.Set, ctx: isl.Set) -> float:
 
 def _sequential_band(node: isl.ScheduleNode) -> isl.ScheduleNode | None:
     if node.get_type() == _NT.mark and \
-            node.mark_get_id().get_name().partition(":")[0] == SEQUENTIAL and \
+            is_sequential_mark(node) and \
             node.n_children() and is_band(node.child(0)) and \
             node.child(0).band_n_member() == 1:
         return node.child(0)

@@ -21,7 +21,7 @@ from .legality import describe_violation, violated
 from .recipe import COMMON_DIRECTIVES, Schedule
 from .reductions import _carried
 from .transforms import tile_band
-from .tree import is_band, mark_name, split_and_mark, statement_names
+from .tree import LoopMark, is_band, split_and_mark, statement_names
 
 # --------------------------------------------------------------------------------------------
 # Loop-tree edits
@@ -312,7 +312,7 @@ def _mark(schedule: isl.Schedule, scop: Scop, deps: Deps, parallel: set[str],
                 refused.append(f"{'parallel' if var in parallel else 'vectorize'}({var!r}): "
                                f"loop {var} of {scop.name} carries a dependence, so its "
                                "iterations cannot run at once")
-            names.append(mark_name(var in parallel, roles.get(var, "")))
+            names.append(LoopMark(var in parallel, roles.get(var, "")))
         return split_and_mark(node, names)
 
     marked = schedule.map_schedule_node_bottom_up(visit)

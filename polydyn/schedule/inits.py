@@ -19,7 +19,16 @@ from ..scop.deps import Deps
 from ..scop.exprs import Load
 from ..scop.ir import Scop
 from .legality import is_legal
-from .tree import INIT, PROMOTE, is_band, node_at, node_path, parse_mark, statement_names
+from .tree import (
+    PROMOTE,
+    InitMark,
+    is_band,
+    loop_mark,
+    mark_id,
+    node_at,
+    node_path,
+    statement_names,
+)
 
 _MARK = isl.schedule_node_type.mark
 _FILTER = isl.schedule_node_type.filter
@@ -44,7 +53,7 @@ def _promote_marks(schedule: isl.Schedule) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = []
 
     def visit(node: isl.ScheduleNode) -> bool:
-        if node.get_type() == _MARK and parse_mark(node.mark_get_id().get_name())[1] == PROMOTE:
+        if node.get_type() == _MARK and getattr(loop_mark(node), "role", "") == PROMOTE:
             out.append(node_path(node))
         return True
 
@@ -160,7 +169,7 @@ def _init_loops(leaf: isl.ScheduleNode, moved: isl.UnionSet, n: int) -> isl.Sche
     node = node.insert_partial_schedule(_identity(moved)).band_set_permutable(1)
     for k in range(n):
         node = node.band_member_set_coincident(k, 1)
-    node = node.insert_mark(isl.Id(INIT))
+    node = node.insert_mark(mark_id(InitMark()))
     return node.parent().parent().child(1).child(0)
 
 

@@ -28,12 +28,13 @@ from .tree import (
     RROW,
     RVEC,
     SPLIT,
+    LoopMark,
+    PackMark,
     chain_below,
     is_band,
-    mark_name,
+    mark_id,
     node_at,
     node_path,
-    pack_mark,
     split_and_mark,
 )
 
@@ -126,7 +127,7 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
             for k in range(len(sizes) - 1):
                 if sizes[k] > 1:
                     node = node.band_member_set_coincident(k, 0)
-            node = node.child(0).insert_mark(isl.Id(pack_mark(packed)))
+            node = node.child(0).insert_mark(mark_id(PackMark(tuple(packed))))
         schedule = node.get_schedule()
     return schedule
 
@@ -261,7 +262,7 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
             moved = _reductions_innermost(node, vec + 1, scop, deps)
     depth = node.get_tree_depth()
     node = _mark_tile_loops(node if moved is None else moved, coincident, vec, moved is not None)
-    node = split_and_mark(node, [mark_name(coincident[k], RROW if k == row else
+    node = split_and_mark(node, [LoopMark(coincident[k], RROW if k == row else
                                            RVEC if k == vec else "") for k in range(n)])
     while node.get_tree_depth() > depth:
         node = node.parent()
@@ -275,17 +276,17 @@ def _mark_tile_loops(node: isl.ScheduleNode, coincident: list[bool], vec: int, m
     reductions went under the bands below). Returns the point band."""
     n = len(coincident)
     if not moved:
-        node = split_and_mark(node, [mark_name(coincident[k], PROMOTE if k == vec + 1 else
+        node = split_and_mark(node, [LoopMark(coincident[k], PROMOTE if k == vec + 1 else
                                                "") for k in range(n)])
         for _ in range(2 * n):
             node = node.child(0)
         while not (is_band(node) and node.band_n_member() == n):  # down to the point band
             node = node.child(0)
         return node
-    node = split_and_mark(node, [mark_name(coincident[k]) for k in range(vec + 1)])
+    node = split_and_mark(node, [LoopMark(coincident[k]) for k in range(vec + 1)])
     for _ in range(2 * (vec + 1)):
         node = node.child(0)
-    node = split_and_mark(node, [mark_name(bool(node.band_member_get_coincident(k)),
+    node = split_and_mark(node, [LoopMark(bool(node.band_member_get_coincident(k)),
                                            PROMOTE if k == 0 else "")
                                  for k in range(node.band_n_member())])
     while node.child(0).get_type() != isl.schedule_node_type.leaf:
@@ -421,18 +422,18 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     # last, partial strip in the threads' loop with the others
     node = tile_band(node, sizes, full_along=[order.index(jam)])
     if split:
-        node = split_and_mark(node, [mark_name(True, RFACTOR) if k == vec else
-                                     mark_name(False, SPLIT) if k == live[0] else
-                                     mark_name(coincident[k]) for k in order])
+        node = split_and_mark(node, [LoopMark(True, RFACTOR) if k == vec else
+                                     LoopMark(False, SPLIT) if k == live[0] else
+                                     LoopMark(coincident[k]) for k in order])
         for _ in range(2 * n - 1):
             node = node.child(0)
     # ... over the strip's points: the vector loop around the reduction's steps
     point = [k for k in order if k not in (vec, jam)] + [vec, jam]
     node = reorder_band(node.child(0), [order.index(k) for k in point])
     depth = node.get_tree_depth()
-    node = split_and_mark(node, [mark_name(True, "vector") if k == vec else
-                                 mark_name(False, f"unroll{JAM_STEPS}") if k == jam else
-                                 mark_name(coincident[k]) for k in point])
+    node = split_and_mark(node, [LoopMark(True, "vector") if k == vec else
+                                 LoopMark(False, f"unroll{JAM_STEPS}") if k == jam else
+                                 LoopMark(coincident[k]) for k in point])
     while node.get_tree_depth() > depth - (2 * n if split else 1):
         node = node.parent()
     return node

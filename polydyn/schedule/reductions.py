@@ -7,6 +7,7 @@ reorder the updates of one cell among themselves (conv's reduction loops interch
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeGuard
 
 import islpy as isl
@@ -148,23 +149,47 @@ def _carried(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
     return False
 
 
-def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> str:
-    """``parallel``, ``reduce(op:scalar ...)`` or ``sequential`` for the loop whose schedule,
-    outer loops first, is ``sched`` (``{ S[i] -> [outer..., this] }``, flat)."""
+@dataclass(frozen=True)
+class LoopCarry:
+    """What a loop carries, given the loops around it (astgen annotates every for node with
+    one, as PPCG does): ``parallel`` (nothing), ``reduce`` (only reductions into local
+    scalars: ``reductions``, (op, scalar) pairs) or ``sequential``. Printed as
+    ``reduce(+:s max:m)`` in the AST dumps."""
+
+    kind: str
+    reductions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def parallel(self) -> bool:
+        return self.kind == PARALLEL_LOOP
+
+    def __str__(self) -> str:
+        if self.kind != REDUCE_LOOP:
+            return self.kind
+        return "reduce(" + " ".join(f"{op}:{name}" for op, name in self.reductions) + ")"
+
+
+PARALLEL_LOOP, REDUCE_LOOP, SEQUENTIAL_LOOP = "parallel", "reduce", "sequential"
+PARALLEL_CARRY, SEQUENTIAL_CARRY = LoopCarry(PARALLEL_LOOP), LoopCarry(SEQUENTIAL_LOOP)
+
+
+def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> LoopCarry:
+    """What the loop whose schedule, outer loops first, is ``sched`` (``{ S[i] -> [outer...,
+    this] }``, flat) carries."""
     domain = sched.domain()
     deps = all_deps.intersect_domain(domain).intersect_range(domain)
     if not _carried(deps, sched):
-        return "parallel"
+        return PARALLEL_CARRY
     stmts = [scop.statement(n) for n in statement_names(domain)]
     found: dict[str, str] = {}
     for s in stmts:
         red = reduction_of(scop, s)
         if red is not None:
             if found.get(red[0], red[1]) != red[1]:
-                return "sequential"
+                return SEQUENTIAL_CARRY
             found[red[0]] = red[1]
     if not found:
-        return "sequential"
+        return SEQUENTIAL_CARRY
     for s in stmts:  # no statement in the loop may see or set a partial value but its own
         red = reduction_of(scop, s)
         touched = {x.name for x in s.value.walk() if isinstance(x, Scalar)}
@@ -173,20 +198,11 @@ def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> str:
         if red is not None:  # `s2 += s1` reads the partial s1 of each iteration
             touched.discard(red[0])
         if touched & set(found):
-            return "sequential"
+            return SEQUENTIAL_CARRY
     reads = _drop_arrays(scop.accesses("read").intersect_domain(domain), set(found))
     writes = _drop_arrays(scop.accesses("write").intersect_domain(domain), set(found))
     order = scop.original_schedule().intersect_domain(domain)
     flow, _ = _flow(reads, writes, order)
     rest = flow.union(_anti(reads, writes, order)).union(_output(writes, order))
-    return "sequential" if _carried(rest, sched) else reduce_role(found)
-
-
-def reduce_role(found: dict[str, str]) -> str:
-    return "reduce(" + " ".join(f"{op}:{name}" for name, op in sorted(found.items())) + ")"
-
-
-def parse_reduce_role(role: str) -> list[tuple[str, str]]:
-    """``reduce(+:s max:m)`` -> ``[("+", "s"), ("max", "m")]``."""
-    inner = role[len("reduce("):-1]
-    return [tuple(part.split(":", 1)) for part in inner.split()]  # type: ignore[misc]
+    return SEQUENTIAL_CARRY if _carried(rest, sched) else \
+        LoopCarry(REDUCE_LOOP, tuple((op, name) for name, op in sorted(found.items())))

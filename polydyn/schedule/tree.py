@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import islpy as isl
 
@@ -27,24 +28,62 @@ INIT = "init"
 PACK = "pack"
 
 
-def pack_mark(arrays: list[str]) -> str:
-    return f"{PACK}:{','.join(arrays)}"
+@dataclass(frozen=True)
+class LoopMark:
+    """The mark above a one-member band: whether its iterations may run at once, and the
+    job a transformation gave the loop (``role``: one of the names above, ``vector``,
+    ``unrollN``, or none). Printed ``parallel:promote`` in dumps and AST comments."""
+
+    parallel: bool
+    role: str = ""
+
+    def __str__(self) -> str:
+        return (PARALLEL if self.parallel else SEQUENTIAL) + (f":{self.role}" if self.role
+                                                              else "")
 
 
-def packed_arrays(name: str) -> list[str] | None:
-    """The arrays of a pack mark, None for any other mark."""
-    kind, _, arrays = name.partition(":")
-    return arrays.split(",") if kind == PACK else None
+@dataclass(frozen=True)
+class PackMark:
+    """The mark above the register tiles of a cache tile whose ``arrays`` are packed."""
+
+    arrays: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{PACK}:{','.join(self.arrays)}"
 
 
-def mark_name(parallel: bool, role: str = "") -> str:
-    return (PARALLEL if parallel else SEQUENTIAL) + (f":{role}" if role else "")
+@dataclass(frozen=True)
+class InitMark:
+    """The mark above the loops of an init statement fused before a register tile."""
+
+    def __str__(self) -> str:
+        return INIT
 
 
-def parse_mark(name: str) -> tuple[bool, str]:
-    """``(is parallel, role)`` of a loop mark."""
-    kind, _, role = name.partition(":")
-    return kind == PARALLEL, role
+Mark = LoopMark | PackMark | InitMark
+
+
+def mark_id(mark: Mark) -> isl.Id:
+    """The isl id of a mark node: the mark's text, the mark itself as the id's user."""
+    return isl.Id(str(mark), user=mark)
+
+
+def mark_of(node: isl.ScheduleNode | isl.AstNode) -> Mark | None:
+    """The mark of a schedule-tree or AST mark node (None for one polydyn did not place)."""
+    mark = node.mark_get_id().get_user()
+    return mark if isinstance(mark, LoopMark | PackMark | InitMark) else None
+
+
+def loop_mark(node: isl.ScheduleNode | isl.AstNode) -> LoopMark | None:
+    """The loop mark of a mark node, None for a pack or init mark."""
+    mark = mark_of(node)
+    return mark if isinstance(mark, LoopMark) else None
+
+
+def is_sequential_mark(node: isl.ScheduleNode) -> bool:
+    """A mark node whose loop runs its iterations in order."""
+    mark = loop_mark(node)
+    return mark is not None and not mark.parallel
 
 
 def node_at(schedule: isl.Schedule, path: tuple[int, ...]) -> isl.ScheduleNode:
@@ -97,16 +136,16 @@ def map_bands(schedule: isl.Schedule,
     return schedule.map_schedule_node_bottom_up(visit)
 
 
-def split_and_mark(node: isl.ScheduleNode, names: list[str]) -> isl.ScheduleNode:
-    """Split a band into one-member bands, each under a mark with the given name. Returns the
-    node at the band's place (the first mark)."""
+def split_and_mark(node: isl.ScheduleNode, marks: list[LoopMark]) -> isl.ScheduleNode:
+    """Split a band into one-member bands, each under its mark. Returns the node at the
+    band's place (the first mark)."""
     n = node.band_n_member()
     for _ in range(n - 1):
         node = node.band_split(1).child(0)
     for _ in range(n - 1):
         node = node.parent()
     for k in range(n):
-        node = node.insert_mark(isl.Id(names[k])).child(0)
+        node = node.insert_mark(mark_id(marks[k])).child(0)
         if k < n - 1:
             node = node.child(0)
     for _ in range(2 * n - 1):
@@ -117,10 +156,10 @@ def split_and_mark(node: isl.ScheduleNode, names: list[str]) -> isl.ScheduleNode
 def _mark_band(node: isl.ScheduleNode) -> isl.ScheduleNode:
     """Mark every member parallel (coincident) or sequential, unless already marked."""
     if node.has_parent() and node.parent().get_type() == isl.schedule_node_type.mark and \
-            packed_arrays(node.parent().mark_get_id().get_name()) is None:
+            not isinstance(mark_of(node.parent()), PackMark):
         return node
     n = node.band_n_member()
-    return split_and_mark(node, [mark_name(bool(node.band_member_get_coincident(i)))
+    return split_and_mark(node, [LoopMark(bool(node.band_member_get_coincident(i)))
                                  for i in range(n)])
 
 
