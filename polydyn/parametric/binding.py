@@ -6,8 +6,8 @@ the same ShapeError. The plan is computed once per Scop; ``bind`` does only the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,16 +17,28 @@ from ..scop.affine import Aff
 from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Array, Scop
 from ..scop.names import user_text
+from .dlpack import as_numpy, result_kind
 
 
 @dataclass(frozen=True)
 class Bound:
-    """A checked call: sym values, every argument array by name, value scalars, given outputs."""
+    """A checked call: sym values, every argument array by name (as NumPy), value scalars,
+    given outputs; the caller's own output buffers and how allocated outputs are returned (the
+    first array argument's kind: torch tensors for torch tensors)."""
 
     syms: dict[str, int]
     arrays: dict[str, Any]
     values: dict[str, Any]
     given_outputs: frozenset[str]
+    buffers: dict[str, Any] = field(default_factory=dict)
+    returned_as: Callable[[np.ndarray], Any] | None = None
+
+    def result(self, name: str, allocated: Any) -> Any:
+        """What the call returns for output ``name``: the caller's buffer, or the array the
+        kernel allocated, as the first argument's kind."""
+        if name in self.given_outputs:
+            return self.buffers.get(name, self.arrays[name])
+        return allocated if self.returned_as is None else self.returned_as(allocated)
 
 
 def _solve_plan(known_syms: set[str], arrays: list[Array]) -> list[tuple[str, str, int, Aff]]:
@@ -152,7 +164,13 @@ class Binder:
             if not buf.flags.writeable:
                 raise ShapeError(f"output {name!r} is read-only")
             arrays[name] = buf
-        return Bound(syms, arrays, values, frozenset(buffers))
+        kept = {name: given[name] for name in buffers if given[name] is not buffers[name]}
+        return Bound(syms, arrays, values, frozenset(buffers), kept, self._returned_as(given))
+
+    def _returned_as(self, given: Mapping[str, Any]) -> Callable[[np.ndarray], Any] | None:
+        """Allocated outputs take the kind of the first array argument (None: NumPy)."""
+        first = next((given[a.name] for a in self.positional if a.kind != "value"), None)
+        return None if isinstance(first, np.ndarray) else result_kind(first)
 
     def _syms(self, given: Mapping[str, Any], arrays: Mapping[str, Any]
               ) -> tuple[dict[str, int], dict[str, str]]:
@@ -192,11 +210,15 @@ class Binder:
 
     def _array(self, a: Array, x: Any) -> Any:
         if not isinstance(x, np.ndarray):
-            if hasattr(x, "__array__") or isinstance(x, list | tuple):
+            view = as_numpy(a.name, self.np_dtype[a.name], x)  # torch, DLPack: no copy
+            if view is not None:
+                x = view
+            elif hasattr(x, "__array__") or isinstance(x, list | tuple):
                 x = np.asarray(x)
             else:
                 raise ShapeError(f"argument {a.name!r}: expected a NumPy array of "
-                                 f"{self.np_dtype[a.name]}, got {type(x).__name__}")
+                                 f"{self.np_dtype[a.name]} (or a CPU tensor or DLPack "
+                                 f"array), got {type(x).__name__}")
         if x.dtype != self.np_dtype[a.name]:
             raise ShapeError(f"argument {a.name!r}: expected dtype {self.np_dtype[a.name]}, "
                              f"got {x.dtype}")

@@ -185,8 +185,7 @@ class Kernel(KernelBase):
             self._fail(rc, syms)
         for view, dense in copy_back:  # results land in the caller's views
             view[...] = dense
-        outs = tuple(bound.arrays[a.name] if a.name in bound.given_outputs
-                     else call_arrays[a.name] for a in self._outputs)
+        outs = tuple(bound.result(a.name, call_arrays[a.name]) for a in self._outputs)
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs

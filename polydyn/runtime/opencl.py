@@ -588,11 +588,12 @@ class _Call:
         outs = []
         for a in self.k._outputs:
             if a.name in self.bound.given_outputs:
-                outs.append(self.on_device.get(a.name, self.bound.arrays[a.name]))
+                outs.append(self.on_device.get(a.name, self.bound.result(a.name, None)))
             elif device_results:
                 outs.append(self.buffers[a.name])
             else:
-                outs.append(self.buffers[a.name].get(queue=self.queue))
+                outs.append(self.bound.result(a.name, self.buffers[a.name].get(
+                    queue=self.queue)))
         if not outs:
             self.queue.finish()
             return None

@@ -174,7 +174,7 @@ def run_reference(scop: Scop, args: tuple[Any, ...], kwargs: Mapping[str, Any]) 
     call += [bound.values[a.name] for a in scop.arrays if a.kind == "value"]
     with np.errstate(all="ignore"):
         run(*call)
-    outs = tuple(arrays[a.name] for a in scop.outputs)
+    outs = tuple(bound.result(a.name, arrays[a.name]) for a in scop.outputs)
     if not outs:
         return None
     return outs[0] if len(outs) == 1 else outs
