@@ -3,17 +3,18 @@
 Conventions of the guide: each `## ` section is a test; its ```python blocks run in order in
 one namespace (each block from a file of its own: the frontend reads operator source). A
 block whose info string says ``raises=NAME`` must raise that class (a polydyn error or a
-builtin); ``opencl`` blocks are skipped without an OpenCL platform. ```sh blocks run in bash
-from a scratch directory holding the repository's ``kernels/``, with this Python's scripts
-first on PATH and this checkout first on PYTHONPATH. A ```text block right after a block is
-its expected output (for ``raises``: the error's message), matched line by line with ``...``
-standing for any text.
+builtin); ``opencl`` blocks are skipped without an OpenCL platform, ``torch`` blocks without
+PyTorch. ```sh blocks run in bash from a scratch directory holding the repository's
+``kernels/``, with this Python's scripts first on PATH and this checkout first on PYTHONPATH.
+A ```text block right after a block is its expected output (for ``raises``: the error's
+message), matched line by line with ``...`` standing for any text.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -103,6 +104,8 @@ def test_guide_section(title: str, tmp_path: Path) -> None:
     for n, block in enumerate(SECTIONS[title]):
         if "opencl" in block.flags and not opencl_available():
             pytest.skip("no OpenCL platform (install PoCL)")
+        if "torch" in block.flags and importlib.util.find_spec("torch") is None:
+            pytest.skip("no PyTorch (pip install polydyn[torch])")
         if block.lang == "python":
             got = run_python(block, tmp_path / f"block_{n}.py", ns)
         elif block.lang == "sh":
