@@ -135,8 +135,9 @@ def _fake_impl(name: str) -> Any:
         binder = Binder(_REGISTERED[name].kernel.scop)
         named, syms = _call_arguments(binder, args, kwargs)
         syms.update(_shape_syms(binder, named, syms))
-        like = next(x for x in named.values() if isinstance(x, torch.Tensor))
-        outs = tuple(like.new_empty(output_shape(a, syms), dtype=_DTYPES[a.dtype])
+        like = next((x for x in named.values() if isinstance(x, torch.Tensor)), None)
+        device = like.device if like is not None else torch.device("cpu")
+        outs = tuple(torch.empty(output_shape(a, syms), dtype=_DTYPES[a.dtype], device=device)
                      for a in binder.outputs)
         if not outs:
             return None

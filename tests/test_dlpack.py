@@ -113,3 +113,17 @@ def test_refusals_write_nothing(matmul: pd.Kernel, case: str, match: str) -> Non
     with pytest.raises(pd.ShapeError, match=match):
         matmul(*args, **kwargs)
     assert (out == -1).all()
+
+
+def test_tensor_fast_path(matmul: pd.Kernel) -> None:
+    """Contiguous CPU tensors take the generated fast path as NumPy views; anything it declines
+    (another dtype, grad, a view) goes to the checked path before anything is written."""
+    A, B = _inputs()
+    C = matmul._tensor_fast((A, B), {})
+    assert isinstance(C, torch.Tensor)
+    torch.testing.assert_close(C, A @ B, rtol=1e-5, atol=1e-5)
+    buf = torch.zeros(9, 7)
+    assert matmul._tensor_fast((A, B), {"C": buf}) is buf
+    torch.testing.assert_close(buf, A @ B, rtol=1e-5, atol=1e-5)
+    for args in [(A.double(), B), (A.clone().requires_grad_(), B), (A[:, ::2], B[::2])]:
+        assert matmul._tensor_fast(args, {}) is NotImplemented

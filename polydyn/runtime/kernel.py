@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ShapeError, user_facing
 from ..parametric.binding import Binder
+from ..parametric.dlpack import result_kind, torch_tensor_type
 from ..parametric.variants import Variant
 from ..scop.exprs import NUMPY_NAME
 from ..scop.interp import check_context
@@ -154,6 +155,7 @@ class Kernel(KernelBase):
         self._fns = CFunctions(load_library(library), scop)
         # the generated CPython fast path (None: every call takes the checked Python path)
         self._fast = load_extension(library, module).call if module else None
+        self._output_names = [scop.user_name(a.name) for a in self._outputs]
 
     # --- calling -------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -163,7 +165,32 @@ class Kernel(KernelBase):
             result = self._fast(*args, **kwargs)
             if result is not NotImplemented:
                 return result
+            if args and type(args[0]) is not np.ndarray:
+                result = self._tensor_fast(args, kwargs)
+                if result is not NotImplemented:
+                    return result
         return self._checked_call(args, kwargs)
+
+    def _tensor_fast(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        """Torch tensors through the fast path as their NumPy views (``Tensor.numpy()``, no
+        copy), allocated outputs back as tensors; NotImplemented (nothing written) whenever the
+        checked path must decide (another dtype or device, grad, a view the shim declines)."""
+        tensor = torch_tensor_type()
+        if tensor is None or not isinstance(args[0], tensor):
+            return NotImplemented
+        try:
+            views = [x.numpy() if isinstance(x, tensor) else x for x in args]
+            named = {k: x.numpy() if isinstance(x, tensor) else x for k, x in kwargs.items()}
+        except (RuntimeError, TypeError):
+            return NotImplemented
+        result = self._fast(*views, **named)
+        if result is NotImplemented or result is None:
+            return result
+        outs = result if isinstance(result, tuple) else (result,)
+        wrap = result_kind(args[0])
+        outs = tuple(kwargs[n] if n in kwargs else wrap(x)
+                     for n, x in zip(self._output_names, outs, strict=True))
+        return outs if isinstance(result, tuple) else outs[0]
 
     @user_facing
     def _checked_call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
