@@ -127,3 +127,19 @@ def test_tensor_fast_path(matmul: pd.Kernel) -> None:
     torch.testing.assert_close(buf, A @ B, rtol=1e-5, atol=1e-5)
     for args in [(A.double(), B), (A.clone().requires_grad_(), B), (A[:, ::2], B[::2])]:
         assert matmul._tensor_fast(args, {}) is NotImplemented
+
+
+@pytest.mark.opencl
+def test_opencl_kernel_takes_tensors() -> None:
+    from polydyn.runtime.opencl import opencl_available
+
+    if not opencl_available():
+        pytest.skip("no OpenCL platform (install PoCL)")
+    k = pd.compile(load("bias_relu")[0], target="opencl")
+    X, b = torch.randn(5, 7), torch.randn(7)
+    Y = k(X, b)
+    assert isinstance(Y, torch.Tensor)
+    torch.testing.assert_close(Y, (X + b).relu())
+    big = torch.zeros(5, 14)
+    k(X, b, Y=big[:, ::2])
+    torch.testing.assert_close(big[:, ::2], (X + b).relu())
