@@ -1,0 +1,30 @@
+"""bench/bert_layer.py: the encoder layer from polydyn operators agrees with torch's (slow: it
+compiles seven operators)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("polydyn.torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_bert_layer_agrees_with_torch() -> None:
+    import polydyn as pd
+
+    spec = importlib.util.spec_from_file_location("bert_layer", ROOT / "bench" / "bert_layer.py")
+    bl = importlib.util.module_from_spec(spec)
+    sys.modules["bert_layer"] = bl
+    spec.loader.exec_module(bl)
+    w = bl.weights()
+    layer = bl.polydyn_layer({n: pd.compile(op) for n, op in bl.OPERATORS.items()}, w)
+    for b, s in [(1, 5), (2, 7)]:
+        x = torch.randn(b, s, bl.HIDDEN)
+        want = bl.torch_layer(w, x)
+        got = layer(x)
+        assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
