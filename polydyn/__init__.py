@@ -43,3 +43,12 @@ __all__ = [
     "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64",
     "index", "inf", "inout", "log", "operator", "out", "sin", "sqrt", "sym", "tanh", "temp",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``pd.torch`` imports ``polydyn.torch`` (and so torch) on first use, not before."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'polydyn' has no attribute {name!r}")

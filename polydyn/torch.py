@@ -25,8 +25,9 @@ from .scop.ir import Array
 
 __all__ = ["custom_op"]
 
-_DTYPES = {"f32": torch.float32, "f64": torch.float64, "i32": torch.int32, "i64": torch.int64}
-_SCALARS = {"f32": "float", "f64": "float", "i32": "int", "i64": "int"}
+_DTYPES = {"f32": torch.float32, "f64": torch.float64, "i32": torch.int32, "i64": torch.int64,
+           "bool": torch.bool}
+_SCALARS = {"f32": "float", "f64": "float", "i32": "int", "i64": "int", "bool": "bool"}
 # sym arithmetic that SymInts trace without a guard (no comparison, no int())
 _SYM_EVAL = {
     "+": lambda x, y: x + y,

@@ -112,3 +112,4 @@ def test_registration(ops: dict) -> None:
         pt.custom_op(pd.compile(load("transpose")[0]), name="pdtest::matmul")
     with pytest.raises(pd.PolydynError, match="namespace::name"):
         pt.custom_op(pd.compile(load("transpose")[0]), name="transpose")
+    assert pd.torch is pt  # the attribute imports polydyn.torch on first use
