@@ -28,6 +28,19 @@ class DLPackOnly:
         return self._device or self._x.__dlpack_device__()
 
 
+class LegacyDLPack:
+    """A producer of the unversioned protocol only (``__dlpack__(stream=None)``)."""
+
+    def __init__(self, x):
+        self._x = x
+
+    def __dlpack__(self, stream=None):
+        return self._x.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._x.__dlpack_device__()
+
+
 @pytest.fixture(scope="module")
 def matmul() -> pd.Kernel:
     return pd.compile(load("matmul")[0])
@@ -86,6 +99,23 @@ def test_dlpack_only_producer(matmul: pd.Kernel) -> None:
     out = torch.zeros(9, 7)
     matmul(DLPackOnly(A), DLPackOnly(B), C=DLPackOnly(out))
     torch.testing.assert_close(out, A @ B, rtol=1e-5, atol=1e-5)
+
+
+def test_unversioned_dlpack_producer_written_in_place(matmul: pd.Kernel) -> None:
+    """NumPy marks every unversioned capsule read-only; outputs still land in its memory."""
+    A, B = _inputs()
+    big = torch.zeros(9, 14)
+    matmul(LegacyDLPack(A), LegacyDLPack(B), C=LegacyDLPack(big[:, ::2]))
+    torch.testing.assert_close(big[:, ::2], A @ B, rtol=1e-5, atol=1e-5)
+    assert (big[:, 1::2] == 0).all()
+
+
+def test_read_only_buffer_refused(matmul: pd.Kernel) -> None:
+    A, B = _inputs()
+    frozen = np.zeros((9, 7), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(pd.ShapeError, match="output 'C' is read-only"):
+        matmul(A, B, C=DLPackOnly(frozen))  # the versioned protocol says so
 
 
 def test_requires_grad_is_read_as_data(matmul: pd.Kernel) -> None:

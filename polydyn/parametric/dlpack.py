@@ -68,10 +68,29 @@ def _from_dlpack(name: str, want: np.dtype, x: Any) -> np.ndarray:
         raise ShapeError(f"argument {name!r}: expected an array in CPU memory, got one on "
                          f"DLPack device {kind} (device {device})")
     try:
-        return np.from_dlpack(x)
+        try:  # the versioned protocol: no copy, and an honest read-only flag
+            return np.from_dlpack(x, copy=False)
+        except TypeError:  # a producer of the unversioned protocol only (or NumPy < 2.1)
+            return _writable(np.from_dlpack(x))
     except (TypeError, ValueError, BufferError, RuntimeError) as err:
         raise ShapeError(f"argument {name!r}: expected a DLPack array of {want} that NumPy "
                          f"can view, got {type(x).__name__} ({err})") from None
+
+
+class _Memory:
+    """A view's memory offered as writable (``__array_interface__``); keeps the view, and so
+    the producer's capsule, alive as the new array's base."""
+
+    def __init__(self, view: np.ndarray):
+        self.view = view
+        self.__array_interface__ = dict(view.__array_interface__,
+                                        data=(view.__array_interface__["data"][0], False))
+
+
+def _writable(view: np.ndarray) -> np.ndarray:
+    """An unversioned DLPack capsule has no read-only flag, so NumPy marks every such view
+    read-only; the memory is the producer's to lend, and outputs must land in it."""
+    return view if view.flags.writeable else np.asarray(_Memory(view))
 
 
 def result_kind(x: Any) -> Callable[[np.ndarray], Any] | None:
