@@ -59,6 +59,8 @@ def test_eager(ops: dict) -> None:
     want = torch.from_numpy(load("jacobi2d")[1](G.numpy(), T=2))
     assert ops["jacobi2d"](G, T=2) is None
     torch.testing.assert_close(G, want)
+    with pytest.raises(pd.ShapeError, match="'B', dimension 0: expected K = 4"):
+        ops["matmul"](torch.randn(3, 4), torch.randn(5, 6))  # the kernel's own refusal
 
 
 def test_opcheck(ops: dict) -> None:
