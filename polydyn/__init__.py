@@ -1,6 +1,13 @@
-"""polydyn: polyhedral compilation of tensor operators whose sizes are known only at run time."""
+"""polydyn: polyhedral compilation of tensor operators whose sizes are known only at run time.
+
+``import polydyn`` needs no isl: the compiler (``compile``, ``operator``...) is imported on
+first use, so that ``pd.load`` runs an artifact where only numpy is installed.
+"""
+
+from typing import Any
 
 from .errors import (
+    ArtifactError,
     CompileError,
     FrontendError,
     InternalError,
@@ -10,8 +17,8 @@ from .errors import (
     UnsupportedError,
 )
 from .options import Options
-from .pipeline import compile, compile_c
 from .runtime.kernel import Kernel
+from .runtime.loader import load
 from .schedule.recipe import Schedule
 from .scop.dsl import (
     abs,
@@ -34,12 +41,28 @@ from .scop.dsl import (
     tanh,
     temp,
 )
-from .scop.operator import Operator, operator
 from .version import __version__
 
+# names whose modules need isl: imported when first used
+_LAZY = {"compile": "pipeline", "compile_c": "pipeline", "Operator": "scop.operator",
+         "operator": "scop.operator"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'polydyn' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
-    "CompileError", "FrontendError", "InternalError", "Kernel", "Operator", "Options",
-    "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError", "__version__",
-    "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64",
-    "index", "inf", "inout", "log", "operator", "out", "sin", "sqrt", "sym", "tanh", "temp",
+    "ArtifactError", "CompileError", "FrontendError", "InternalError", "Kernel", "Operator",
+    "Options", "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError",
+    "__version__", "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid",
+    "i32", "i64", "index", "inf", "inout", "load", "log", "operator", "out", "sin", "sqrt",
+    "sym", "tanh", "temp",
 ]

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from .errors import PolydynError, UsageError
 from .operator_files import pick_operator, with_assume
@@ -26,45 +23,24 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def manifest(kernel: Any) -> dict[str, Any]:
-    scop = kernel.scop
-    return {
-        "operator": scop.name,
-        "target": kernel.target,
-        "syms": list(scop.syms),
-        "index_syms": list(scop.index_syms),
-        "context": str(scop.context),
-        "arguments": [{"name": a.name, "kind": a.kind, "dtype": a.dtype,
-                       "shape": [str(d) for d in a.shape]} for a in scop.arg_arrays],
-        "variants": [{"index": k, "name": v.name, "region": str(v.region),
-                      "schedule": v.summary, "recipe": v.recipe.to_json()}
-                     for k, v in enumerate(kernel.variants)],
-        **({"launch_plan": kernel.launch_plan()} if hasattr(kernel, "launch_plan") else {}),
-    }
-
-
 def cmd_compile(args: argparse.Namespace) -> int:
     from .codegen_c.toolchain import build_shared
     from .pipeline import compile as pd_compile
+    from .runtime import bundle
 
     op = pick_operator(args.file, args.op)
     scop = with_assume(op, args.assume)
     kernel = pd_compile(scop, target=args.target)
     out = Path(args.output or ".")
-    out.mkdir(parents=True, exist_ok=True)
     name = scop.name
-    written = []
     if args.target == "c":
-        (out / f"{name}.c").write_text(kernel.source)
-        (out / f"{name}.h").write_text(kernel.header)
         # the plain C library (no CPython shim), usable from C with the header
-        shutil.copyfile(build_shared(kernel.source, name, Options()), out / f"lib{name}.so")
-        written += [f"{name}.c", f"{name}.h", f"lib{name}.so"]
+        plain = build_shared(kernel.source, name, Options())
+        written = bundle.write(kernel, out, plain, Options().all_cflags, kernel.module)
     else:
-        (out / f"{name}.cl").write_text(kernel.source)
-        written.append(f"{name}.cl")
-    (out / "manifest.json").write_text(json.dumps(manifest(kernel), indent=2) + "\n")
-    written.append("manifest.json")
+        from .runtime.bundle_ocl import write_opencl
+
+        written = write_opencl(kernel, out)
     print(f"{name}: {len(kernel.variants)} variant(s), wrote {', '.join(written)} to {out}")
     for k, v in enumerate(kernel.variants):
         print(f"  [{k}] {v.name:12} {v.region}  |  {v.summary}")

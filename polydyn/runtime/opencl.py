@@ -25,7 +25,6 @@ import numpy as np
 
 from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
 from ..scop.exprs import NUMPY_NAME
-from ..scop.interp import check_context
 from ..scop.ir import Scop
 from . import ocl_launch
 from .kernel import KernelBase
@@ -405,7 +404,7 @@ class OpenCLKernel(KernelBase):
     def _select_index(self, syms: Mapping[str, int]) -> int:
         index = self._select(*[syms[s] for s in self.scop.syms])
         if index < 0:
-            check_context(self.scop, syms)  # outside assume: its own message
+            self._check_context(syms)  # outside assume: its own message
             raise ShapeError(f"no variant of {self.name} covers the sizes "
                              f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
         return index

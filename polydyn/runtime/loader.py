@@ -1,0 +1,47 @@
+"""``pd.load``: the Kernel of an artifact directory (format in ``runtime/bundle.py``), with
+no isl and no C compiler."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ArtifactError, user_facing
+from . import bundle
+from .bundle_ocl import load_opencl
+from .kernel import Kernel
+
+
+@user_facing
+def load(path: str | os.PathLike[str]) -> Any:
+    """The Kernel in the directory ``polydyn compile op.py -o DIR`` wrote (SPEC section 2);
+    needs numpy (and pyopencl for OpenCL), not isl or a C compiler."""
+    return _load(Path(path))
+
+
+def _load(path: Path) -> Any:
+    meta = bundle.read_manifest(path)
+    try:
+        scop, variants, tests = (bundle.scop_of(meta), bundle.variants_of(meta),
+                                  bundle.tests_of(meta))
+    except (KeyError, TypeError, ValueError, SyntaxError) as exc:
+        raise ArtifactError(f"{path / bundle.MANIFEST}: malformed ({exc!r})") from None
+    if meta.get("target") == "opencl":
+        return load_opencl(path, meta, scop, variants, tests)
+    files = meta["files"]
+    ext = meta.get("extension")
+    if ext and ext.get("python") == sys.implementation.cache_tag and "extension" in files:
+        library, module = path / files["extension"], ext["module"]
+    elif "library" in files:
+        library, module = path / files["library"], None
+    else:
+        raise ArtifactError(f"{path}: no library for this Python (built for "
+                            f"{ext and ext.get('python')})")
+    try:
+        return Kernel(scop, variants, (path / files["source"]).read_text(),
+                      (path / files["header"]).read_text(), library.resolve(), target="c",
+                      module=module, notes=tuple(meta.get("notes", ())), tests=tests)
+    except OSError as exc:
+        raise ArtifactError(f"{path}: the library does not load here ({exc})") from None
