@@ -83,15 +83,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
+    import time
+
     from .runtime import cache
 
     root = Options().cache_dir
     if args.action == "clear":
         print(f"removed {cache.clear(root)} cache entries from {root}")
+    elif args.action == "prune":
+        limit = cache.max_bytes() if args.max_bytes is None else args.max_bytes
+        removed, freed = cache.prune(root, limit)
+        print(f"removed {removed} least recently used cache entries ({freed} bytes) from "
+              f"{root}; {cache.total_bytes(root)} bytes remain (limit {limit})")
     else:
         stats = cache.info(root)
-        print(f"cache: {stats['path']}\n  entries: {stats['entries']}\n  bytes: {stats['bytes']}")
+        print(f"cache: {stats['path']}\n  entries: {stats['entries']}\n  bytes: "
+              f"{stats['bytes']}\n  limit: {stats['max_bytes']} (POLYDYN_CACHE_MAX_BYTES)")
+        for used, size, key, what in stats["list"]:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(used))
+            print(f"  {key[:16]}  {size:>10}  last used {stamp}  {what}")
     return 0
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size is >= 0")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,8 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_arguments(b)
     b.set_defaults(fn=cmd_bench)
-    k = sub.add_parser("cache", help="inspect or clear the on-disk artifact cache")
-    k.add_argument("action", choices=["info", "clear"])
+    k = sub.add_parser("cache", help="inspect, prune or clear the on-disk artifact cache")
+    k.add_argument("action", choices=["info", "prune", "clear"])
+    k.add_argument("--max-bytes", type=_size, help="prune: the size to prune down to "
+                   "(default: POLYDYN_CACHE_MAX_BYTES, else 2 GiB)")
     k.set_defaults(fn=cmd_cache)
     return p
 
