@@ -19,7 +19,7 @@ from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
-from .runtime import artifact
+from .runtime import artifact, cache
 from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
@@ -142,12 +142,7 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
     options = (options or Options()).replace(**option_kw)
     machine = resolve_target(target, options, device)
     if isinstance(machine, GpuTarget):
-        from .codegen_ocl.pipeline import build_opencl
-        from .runtime.opencl import resolve_device
-
-        gen = generate(op, machine, variants, options)
-        kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
-                              options, gen.notes)
+        kernel = _compile_opencl(op, machine, variants, device, options)
         kernel.machine = machine  # what the program was planned for (build_opencl: built for)
         return kernel
     scop = _scop_of(op)
@@ -167,6 +162,46 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                       library, module)
     return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
                   library, op=op, target="c", module=module, notes=gen.notes, machine=machine)
+
+
+def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]] | None,
+                    device: Any, options: Options) -> Any:
+    """The OpenCLKernel: from the cache entry keyed before scheduling (an artifact directory,
+    ``runtime/bundle_ocl.py``) when there is one, else generated, built and published."""
+    from .codegen_ocl.pipeline import build_opencl
+    from .errors import ArtifactError
+    from .runtime.bundle_ocl import write_opencl
+    from .runtime.loader import load_artifact
+    from .runtime.opencl import resolve_device
+
+    scop = _scop_of(op)
+    key = None if options.dump_dir else kernel_key(scop, variants,
+                                                    _ocl_settings(options, machine))
+    entry = key and cache.find(options.cache_dir, key)
+    if entry:
+        try:
+            return load_artifact(entry, device, own_scop=scop, op=op)
+        except ArtifactError:  # another CPU, a library gone: build again
+            pass
+    gen = generate(op, machine, variants, options)
+    kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
+                          options, gen.notes)
+    if key:
+        cache.get_or_build(options.cache_dir, key, lambda tmp: write_opencl(kernel, tmp),
+                           {"kernel": gen.scop.name})
+    return kernel
+
+
+def _ocl_settings(options: Options, machine: GpuTarget) -> list[str]:
+    """What besides the operator and its variants decides an OpenCL kernel: the device's
+    limits, the options (all but where files go) and the C compiler of the host library."""
+    import dataclasses
+    import shutil
+
+    kept = [f"{f.name}={getattr(options, f.name)!r}" for f in dataclasses.fields(options)
+            if f.name not in ("cache_dir", "dump_dir", "debug")]
+    cc = compiler_version(options.cc) if shutil.which(options.cc) else "no cc"
+    return ["opencl", repr(machine), cc, *kept]
 
 
 def _c_settings(options: Options, machine: CpuTarget) -> list[str]:

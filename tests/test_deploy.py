@@ -40,11 +40,16 @@ sys.meta_path.insert(0, _NoIsl())
 '''
 
 
-def run_blocked(code: str, tmp: Path) -> subprocess.CompletedProcess:
-    """Run ``code`` with islpy blocked and a PATH without cc or gcc."""
-    empty = tmp / "empty_bin"
-    empty.mkdir(exist_ok=True)
-    env = {**os.environ, "PATH": str(empty), "PYTHONPATH": str(ROOT)}
+def run_blocked(code: str, tmp: Path, tools: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run ``code`` with islpy blocked and a PATH without cc or gcc (only ``tools``)."""
+    import shutil
+
+    bin_dir = tmp / "bin_without_cc"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        if shutil.which(tool) and not (bin_dir / tool).exists():
+            (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {**os.environ, "PATH": str(bin_dir), "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", BLOCK + textwrap.dedent(code)], cwd=tmp,
                           env=env, capture_output=True, text=True, timeout=120)
 
@@ -158,3 +163,84 @@ def test_damaged_or_missing_is_refused(artifact, tmp_path) -> None:
         f.write(b"x")
     assert "libscaled_t.so is damaged" in _load_error(copy, tmp_path)
     assert "no manifest.json" in _load_error(tmp_path, tmp_path)
+
+
+# --- OpenCL ----------------------------------------------------------------------------------
+
+
+def _opencl() -> bool:
+    from polydyn.runtime.opencl import opencl_available
+
+    return opencl_available()
+
+
+@pytest.mark.opencl
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL platform (install PoCL)")
+def test_opencl_artifact_loads_without_isl_or_cc(tmp_path) -> None:
+    (tmp_path / "op.py").write_text(OP)
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "polydyn", "compile", str(tmp_path / "op.py"),
+                             "--target", "opencl", "-o", str(out)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (out / "scaled_t.cl").exists() and (out / "scaled_t.host.py").exists()
+    result = run_blocked(f'''
+        import numpy as np
+        import pyopencl.array as cla
+        import polydyn as pd
+        k = pd.load({str(out)!r})
+        assert type(k).__name__ == "OpenCLKernel", k
+        rng = np.random.default_rng(1)
+        for n, m in [(1, 2), (19, 3), (70, 130)]:
+            X, w = rng.random((m, n)), rng.random(m)
+            assert np.allclose(k(X, w), 2.0 * X.T + w)
+        dX, dw = cla.to_device(k.queue, X), cla.to_device(k.queue, w)
+        assert np.allclose(k(dX, dw).get(), 2.0 * X.T + w)
+        Y = np.full((4, 3), 7.0)
+        try:
+            k(rng.random((3, 4)), rng.random(5), Y=Y)
+        except pd.ShapeError as e:
+            print("refused:", e)
+        assert (Y == 7.0).all()
+        print(k.explain(N=5, M=6).splitlines()[0], k.host_path)
+        assert "islpy" not in sys.modules
+    ''', tmp_path, tools=("ld",))  # PoCL links the kernels it compiles with ld
+    assert result.returncode == 0, result.stderr
+    assert "refused: argument 'w'" in result.stdout, result.stdout
+    assert "scaled_t at M=6, N=5:" in result.stdout
+
+
+HIT = '''
+import importlib.util, sys, time
+import numpy as np
+import polydyn as pd
+import polydyn.pipeline
+spec = importlib.util.spec_from_file_location("op", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+if sys.argv[2] == "hit":  # a hit schedules nothing
+    def refuse(*a, **k):
+        raise AssertionError("a cache hit ran the compiler's stages")
+    polydyn.pipeline.generate = refuse
+start = time.perf_counter()
+k = pd.compile(mod.scaled_t, target="opencl")
+took = time.perf_counter() - start
+X, w = np.random.rand(5, 7), np.random.rand(5)
+assert np.allclose(k(X, w), 2.0 * X.T + w)
+print(type(k).__name__, took)
+'''
+
+
+@pytest.mark.opencl
+@pytest.mark.skipif(not _opencl(), reason="no OpenCL platform (install PoCL)")
+def test_opencl_compile_hits_the_cache_in_a_new_process(tmp_path) -> None:
+    (tmp_path / "op.py").write_text(OP.replace("2.0 *", "3.0 *").replace("3.0 * X", "2.0 * X"))
+    (tmp_path / "hit.py").write_text(HIT)
+    env = {**os.environ, "POLYDYN_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    for mode in ("cold", "hit"):
+        result = subprocess.run([sys.executable, str(tmp_path / "hit.py"),
+                                 str(tmp_path / "op.py"), mode], env=env, capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+    name, took = result.stdout.split()
+    assert name == "OpenCLKernel" and float(took) < 0.5, result.stdout

@@ -15,21 +15,25 @@ from .kernel import Kernel
 
 
 @user_facing
-def load(path: str | os.PathLike[str]) -> Any:
+def load(path: str | os.PathLike[str], device: Any = None) -> Any:
     """The Kernel in the directory ``polydyn compile op.py -o DIR`` wrote (SPEC section 2);
-    needs numpy (and pyopencl for OpenCL), not isl or a C compiler."""
-    return _load(Path(path))
+    needs numpy (and pyopencl for OpenCL), not isl or a C compiler. An OpenCL program is
+    built for ``device`` (a pyopencl Device, Context or CommandQueue; None: the default)."""
+    return load_artifact(Path(path), device)
 
 
-def _load(path: Path) -> Any:
+def load_artifact(path: Path, device: Any = None, own_scop: Any = None, op: Any = None) -> Any:
+    """``load``, with the operator's own Scop and Operator where the caller has them (a
+    cache hit of ``compile``)."""
     meta = bundle.read_manifest(path)
     try:
         scop, variants, tests = (bundle.scop_of(meta), bundle.variants_of(meta),
                                   bundle.tests_of(meta))
     except (KeyError, TypeError, ValueError, SyntaxError) as exc:
         raise ArtifactError(f"{path / bundle.MANIFEST}: malformed ({exc!r})") from None
+    scop = own_scop or scop
     if meta.get("target") == "opencl":
-        return load_opencl(path, meta, scop, variants, tests)
+        return load_opencl(path, meta, scop, variants, tests, device, op)
     files = meta["files"]
     ext = meta.get("extension")
     if ext and ext.get("python") == sys.implementation.cache_tag and "extension" in files:
@@ -42,6 +46,6 @@ def _load(path: Path) -> Any:
     try:
         return Kernel(scop, variants, (path / files["source"]).read_text(),
                       (path / files["header"]).read_text(), library.resolve(), target="c",
-                      module=module, notes=tuple(meta.get("notes", ())), tests=tests)
+                      op=op, module=module, notes=tuple(meta.get("notes", ())), tests=tests)
     except OSError as exc:
         raise ArtifactError(f"{path}: the library does not load here ({exc})") from None

@@ -27,6 +27,7 @@ from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
 from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
 from . import ocl_launch
+from .conditions import SizeTests
 from .kernel import KernelBase
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)
@@ -69,7 +70,7 @@ class DeviceContext:
     @property
     def local_limit(self) -> int:
         """Bytes of __local memory a work-group may use for buffers sized at launch."""
-        from ..codegen_ocl.promotion import LOCAL_BUDGET
+        from ..target import LOCAL_BUDGET
 
         return int(min(self.device.local_mem_size, LOCAL_BUDGET))
 
@@ -241,8 +242,9 @@ class OpenCLKernel(KernelBase):
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
                  op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = (),
                  host_c: str = "", host_library: Path | None = None,
-                 notes: tuple[str, ...] = ()):
-        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes)
+                 notes: tuple[str, ...] = (), tests: SizeTests | None = None):
+        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes,
+                         tests=tests)
         self.mappings = mappings
         self.header = ""
         self.library = None
@@ -270,6 +272,7 @@ class OpenCLKernel(KernelBase):
         # there is one, which runs every call short of INDEX32_LIMIT; the other when needed
         self._program(dc.context, narrow=self._index32)
         self.host_c = host_c
+        self.host_library = host_library  # the C host code's library (None: none)
         self._compiled = ocl_launch.load(self, host_library)
 
     @property
