@@ -180,9 +180,12 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
     entry = key and cache.find(options.cache_dir, key)
     if entry:
         try:
-            return load_artifact(entry, device, own_scop=scop, op=op)
+            kernel = load_artifact(entry, device, own_scop=scop, op=op)
         except ArtifactError:  # another CPU, a library gone: build again
-            pass
+            kernel = None
+        if kernel is not None:
+            kernel.regenerate = lambda: generate(op, machine, variants, options).program.mappings
+            return kernel
     gen = generate(op, machine, variants, options)
     kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
                           options, gen.notes)

@@ -103,11 +103,14 @@ class KernelBase(abc.ABC):
         """Whether the sizes (in the context) lie in the region of variant ``index``."""
         if self.tests is not None:
             return self.tests.in_region(index, syms)
+        return not self._point(syms).intersect(self.variants[index].region).is_empty()
+
+    def _point(self, syms: Mapping[str, int]) -> Any:
+        """The sizes as an isl set (a compiled kernel only: needs isl)."""
         import islpy as isl
 
         cons = " and ".join(f"{s} = {syms[s]}" for s in self.scop.syms)
-        point = isl.Set(f"{self.scop.param_space_text()} -> {{ : {cons or '1 = 1'} }}")
-        return not point.intersect(self.variants[index].region).is_empty()
+        return isl.Set(f"{self.scop.param_space_text()} -> {{ : {cons or '1 = 1'} }}")
 
     def _check_region(self, index: int, syms: Mapping[str, int]) -> None:
         key = (index, *(syms[s] for s in self.scop.syms))

@@ -31,7 +31,11 @@ def load_artifact(path: Path, device: Any = None, own_scop: Any = None, op: Any 
                                   bundle.tests_of(meta))
     except (KeyError, TypeError, ValueError, SyntaxError) as exc:
         raise ArtifactError(f"{path / bundle.MANIFEST}: malformed ({exc!r})") from None
-    scop = own_scop or scop
+    if own_scop is not None:  # isl is at hand: regions as isl sets, as compile gives them
+        import islpy as isl
+
+        scop, space = own_scop, own_scop.context.get_space()
+        variants = [v.replace(region=isl.Set(v.region).align_params(space)) for v in variants]
     if meta.get("target") == "opencl":
         return load_opencl(path, meta, scop, variants, tests, device, op)
     files = meta["files"]

@@ -245,7 +245,10 @@ class OpenCLKernel(KernelBase):
                  notes: tuple[str, ...] = (), tests: SizeTests | None = None):
         super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes,
                          tests=tests)
-        self.mappings = mappings
+        self._mappings = mappings
+        # a cache hit's mappings describe the launches only; this regenerates the compiler's
+        # own (KernelSpec, isl ASTs) when they are asked for
+        self.regenerate: Any = None
         self.header = ""
         self.library = None
         self.host_source = host_source
@@ -274,6 +277,13 @@ class OpenCLKernel(KernelBase):
         self.host_c = host_c
         self.host_library = host_library  # the C host code's library (None: none)
         self._compiled = ocl_launch.load(self, host_library)
+
+    @property
+    def mappings(self) -> list[Any]:
+        """The launches of each variant (``codegen_ocl.plan.VariantMapping``)."""
+        if self.regenerate is not None:
+            self._mappings, self.regenerate = list(self.regenerate()), None
+        return self._mappings
 
     @property
     def host_path(self) -> str:
@@ -445,7 +455,7 @@ class OpenCLKernel(KernelBase):
         """JSON-serializable launches of every variant (grid expressions in the syms)."""
         return {"device": self._dc.describe(),
                 "build_options": list(BUILD_OPTIONS),
-                "variants": [m.describe() for m in self.mappings]}
+                "variants": [m.describe() for m in self._mappings]}
 
 
 _STAND_INS: dict[tuple[Any, ...], np.ndarray] = {}
