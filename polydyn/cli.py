@@ -26,6 +26,7 @@ class _Parser(argparse.ArgumentParser):
 def cmd_compile(args: argparse.Namespace) -> int:
     from .codegen_c.toolchain import build_shared
     from .pipeline import compile as pd_compile
+    from .progress import reporting, stage
     from .runtime import bundle
 
     op = pick_operator(args.file, args.op)
@@ -35,7 +36,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     name = scop.name
     if args.target == "c":
         # the plain C library (no CPython shim), usable from C with the header
-        plain = build_shared(kernel.source, name, Options())
+        with reporting(f"compiling {name}"):
+            stage("C compiler (the plain library)")
+            plain = build_shared(kernel.source, name, Options())
         written = bundle.write(kernel, out, plain, Options().all_cflags, kernel.module)
     else:
         from .runtime.bundle_ocl import write_opencl

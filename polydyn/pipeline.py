@@ -19,6 +19,7 @@ from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
 from .parametric.regions import plan_variants
 from .parametric.variants import Variant
+from .progress import reporting, stage
 from .runtime import artifact, cache
 from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
@@ -90,21 +91,26 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 
+    stage("dependences")
     deps = compute_deps(scop)
     options.dump(name, "2-deps.txt", deps)
 
+    stage("isl scheduler")
     own = scheduler_schedule(scop, deps, scop.context)
     base = isl_schedule(scop, deps, scop.context, own)
     options.dump(name, "3-base-schedule.txt", base)
 
     plan = machine if cpu else AVX512  # OpenCL maps its own tiles
+    stage("regions")
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
                           target=plan, computed=own)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, base, p, plan,
-                                                 buffered=bool(buffers)) for p in plans]
+    scheduled: list[Variant] = []
+    for k, p in enumerate(plans):
+        stage(f"scheduling variant {k + 1}/{len(plans)} ({p.name})")
+        scheduled.append(schedule_variant(scop, deps, base, p, plan, buffered=bool(buffers)))
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
     zero_init = zero_init_arrays(scop, deps)
@@ -112,6 +118,7 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     if isinstance(machine, GpuTarget):  # maps each variant to kernels with their own ASTs
         from .codegen_ocl.pipeline import generate_opencl
 
+        stage("OpenCL mapping and code")
         program = generate_opencl(scop, deps, scheduled, options, machine.max_group,
                                   computed=own)
         sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
@@ -119,10 +126,12 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
             sources[f"{name}.host.c"] = program.host_c
         return Generated(own_scop, tuple(scheduled), sources, zero_init, notes, program)
 
+    stage("AST build")
     asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
     options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 
+    stage("C code")
     emitter = CEmitter(scop, zero_init, machine.describe())
     source = emitter.module(scheduled, asts)
     options.dump(name, "7-source.c", source)
@@ -140,6 +149,12 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
     pyopencl Device, Context or CommandQueue; None: the default), whose limits "opencl"
     plans for."""
     options = (options or Options()).replace(**option_kw)
+    with reporting(f"compiling {getattr(op, 'name', 'an operator')}"):
+        return _compile(op, target, variants, device, options)
+
+
+def _compile(op: Any, target: str | Target, variants: list[tuple[str, Any]] | None,
+             device: Any, options: Options) -> Kernel:
     machine = resolve_target(target, options, device)
     if isinstance(machine, GpuTarget):
         kernel = _compile_opencl(op, machine, variants, device, options)
@@ -155,6 +170,7 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                       module=hit["module"], notes=hit["notes"], machine=machine)
     gen = generate(op, machine, variants, options)
     name = gen.scop.name
+    stage("C compiler")
     library, module = build_c_module(gen.scop, gen.source, options,
                                      gen.sources.get(f"{name}.shim.c"))
     if key:
@@ -187,6 +203,7 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
             kernel.regenerate = lambda: generate(op, machine, variants, options).program.mappings
             return kernel
     gen = generate(op, machine, variants, options)
+    stage("OpenCL build")
     kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
                           options, gen.notes)
     if key:
