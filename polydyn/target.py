@@ -128,9 +128,6 @@ class CpuTarget:
 AVX512 = CpuTarget.of("avx512")
 
 
-LOCAL_BUDGET = 32 * 1024  # bytes of __local memory per kernel (GPUs have 32 KiB or more)
-
-
 @dataclass(frozen=True)
 class GpuTarget:
     """An OpenCL device as the mapping sees it: ``max_group`` work-items per work-group (the

@@ -40,7 +40,7 @@ from ..schedule.tree import SEQUENTIAL, is_band, node_at, node_path
 from ..scop.checks import array_bounds
 from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
-from ..target import LOCAL_BUDGET
+from .limits import LOCAL_BUDGET
 from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 
 R_TILE = 16  # points of the sequential member per copy

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 import warnings
 from collections.abc import Iterable, Mapping
@@ -29,6 +28,7 @@ from ..scop.ir import Scop
 from . import ocl_launch
 from .conditions import SizeTests
 from .kernel import KernelBase
+from .ocl_log import build_log, only_benign
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)
 # PoCL's CPU compiler gave wrong results for unrolled register tiles (codegen_ocl/regemit.py)
@@ -70,7 +70,7 @@ class DeviceContext:
     @property
     def local_limit(self) -> int:
         """Bytes of __local memory a work-group may use for buffers sized at launch."""
-        from ..target import LOCAL_BUDGET
+        from ..codegen_ocl.limits import LOCAL_BUDGET
 
         return int(min(self.device.local_mem_size, LOCAL_BUDGET))
 
@@ -186,32 +186,8 @@ def build_program(context: Any, source: str, name: str, defines: tuple[str, ...]
         return program
 
 
-# NVIDIA's OpenCL compiler (drivers since 550) says this of every kernel; it is harmless
-BENIGN = re.compile(r"\(\): Warning: Function \w+ is a kernel, so overriding noinline "
-                    r"attribute\. The function may be inlined when called\.")
-# pyopencl's own lines around a build log
-FRAMING = ("Non-empty compiler output", "From-source build succeeded", "Build on <",
-           "Built kernel retrieved from cache")
-
-
-def only_benign(text: str) -> bool:
-    """Whether a build's warning text and log say nothing but ``BENIGN`` (at least once)."""
-    lines = [x.strip() for x in text.splitlines() if x.strip()]
-    said = [x for x in lines if not x.startswith(FRAMING)]
-    return bool(said) and all(BENIGN.fullmatch(x) for x in said)
-
-
 def _build_log(program: Any, context: Any, exc: Exception | None) -> str:
-    cl = _cl()
-    logs = []
-    for dev in context.devices:
-        try:
-            log = program.get_build_info(dev, cl.program_build_info.LOG)
-        except cl.Error:
-            log = ""
-        if log and log.strip():
-            logs.append(log.strip())
-    return "\n".join(logs) or ("" if exc is None else str(exc))
+    return build_log(_cl(), program, context, exc)
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,9 +222,7 @@ class OpenCLKernel(KernelBase):
         super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes,
                          tests=tests)
         self._mappings = mappings
-        # a cache hit's mappings describe the launches only; this regenerates the compiler's
-        # own (KernelSpec, isl ASTs) when they are asked for
-        self.regenerate: Any = None
+        self.regenerate: Any = None  # a cache hit's: makes the compiler's own mappings
         self.header = ""
         self.library = None
         self.host_source = host_source
