@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .astgen import build_ast
-from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import (
     build_shared,
@@ -17,19 +15,12 @@ from .codegen_c.toolchain import (
 )
 from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
-from .parametric.regions import plan_variants
 from .parametric.variants import Variant
 from .progress import reporting, stage
 from .runtime import artifact, cache
 from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
-from .schedule.auto import isl_schedule, scheduler_schedule
-from .schedule.variant import code_region, schedule_variant
-from .schedule.wavefront import wavefront_plan
-from .scop.buffers import double_buffer
-from .scop.deps import compute_deps, zero_init_arrays
-from .scop.forward import forward_accumulators
 from .scop.ir import Scop
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
@@ -74,6 +65,17 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     """Every stage up to the generated text, for ``target``: "c" (the CPU of
     ``target.host_cpu``), "opencl" (the default device's limits) or a ``CpuTarget`` or
     ``GpuTarget`` to plan for; builds nothing."""
+    # the stages, imported on first use: a cache hit needs none of them
+    from .astgen import build_ast
+    from .codegen_c.emit import CEmitter
+    from .parametric.regions import plan_variants
+    from .schedule.auto import isl_schedule, scheduler_schedule
+    from .schedule.variant import code_region, schedule_variant
+    from .schedule.wavefront import wavefront_plan
+    from .scop.buffers import double_buffer
+    from .scop.deps import compute_deps, zero_init_arrays
+    from .scop.forward import forward_accumulators
+
     options = (options or Options()).replace(**option_kw)
     machine = resolve_target(target, options)
     options = options.replace(target=machine.kind)

@@ -24,8 +24,8 @@ def load(path: str | os.PathLike[str], device: Any = None) -> Any:
 
 def load_artifact(path: Path, device: Any = None, own_scop: Any = None, op: Any = None) -> Any:
     """``load``, with the operator's own Scop and Operator where the caller has them (a
-    cache hit of ``compile``)."""
-    meta = bundle.read_manifest(path)
+    cache hit of ``compile``: the cache checked the files' checksums)."""
+    meta = bundle.read_manifest(path, verify=own_scop is None)
     try:
         scop, variants, tests = (bundle.scop_of(meta), bundle.variants_of(meta),
                                   bundle.tests_of(meta))
