@@ -186,7 +186,6 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
                     device: Any, options: Options) -> Any:
     """The OpenCLKernel: from the cache entry keyed before scheduling (an artifact directory,
     ``runtime/bundle_ocl.py``) when there is one, else generated, built and published."""
-    from .codegen_ocl.pipeline import build_opencl
     from .errors import ArtifactError
     from .runtime.bundle_ocl import write_opencl
     from .runtime.loader import load_artifact
@@ -204,6 +203,8 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
         if kernel is not None:
             kernel.regenerate = lambda: generate(op, machine, variants, options).program.mappings
             return kernel
+    from .codegen_ocl.pipeline import build_opencl  # the OpenCL stages: a miss only
+
     gen = generate(op, machine, variants, options)
     stage("OpenCL build")
     kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
