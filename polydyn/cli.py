@@ -102,10 +102,17 @@ def cmd_cache(args: argparse.Namespace) -> int:
         stats = cache.info(root)
         print(f"cache: {stats['path']}\n  entries: {stats['entries']}\n  bytes: "
               f"{stats['bytes']}\n  limit: {stats['max_bytes']} (POLYDYN_CACHE_MAX_BYTES)")
-        for used, size, key, what in stats["list"]:
+        shown = stats["list"] if args.all else stats["list"][:SHOWN_ENTRIES]
+        for used, size, key, what in shown:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(used))
             print(f"  {key[:16]}  {size:>10}  last used {stamp}  {what}")
+        if len(shown) < len(stats["list"]):
+            print(f"  ... {len(stats['list']) - len(shown)} older entries (`polydyn cache "
+                  "info --all` lists them)")
     return 0
+
+
+SHOWN_ENTRIES = 40  # `cache info` lists the most recently used ones
 
 
 def _size(text: str) -> int:
@@ -143,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(fn=cmd_bench)
     k = sub.add_parser("cache", help="inspect, prune or clear the on-disk artifact cache")
     k.add_argument("action", choices=["info", "prune", "clear"])
+    k.add_argument("--all", action="store_true", help="info: list every entry")
     k.add_argument("--max-bytes", type=_size, help="prune: the size to prune down to "
                    "(default: POLYDYN_CACHE_MAX_BYTES, else 2 GiB)")
     k.set_defaults(fn=cmd_cache)
