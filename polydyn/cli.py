@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from .errors import PolydynError, UsageError
 from .operator_files import pick_operator, with_assume
@@ -26,45 +23,27 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def manifest(kernel: Any) -> dict[str, Any]:
-    scop = kernel.scop
-    return {
-        "operator": scop.name,
-        "target": kernel.target,
-        "syms": list(scop.syms),
-        "index_syms": list(scop.index_syms),
-        "context": str(scop.context),
-        "arguments": [{"name": a.name, "kind": a.kind, "dtype": a.dtype,
-                       "shape": [str(d) for d in a.shape]} for a in scop.arg_arrays],
-        "variants": [{"index": k, "name": v.name, "region": str(v.region),
-                      "schedule": v.summary, "recipe": v.recipe.to_json()}
-                     for k, v in enumerate(kernel.variants)],
-        **({"launch_plan": kernel.launch_plan()} if hasattr(kernel, "launch_plan") else {}),
-    }
-
-
 def cmd_compile(args: argparse.Namespace) -> int:
     from .codegen_c.toolchain import build_shared
     from .pipeline import compile as pd_compile
+    from .progress import reporting, stage
+    from .runtime import bundle
 
     op = pick_operator(args.file, args.op)
     scop = with_assume(op, args.assume)
     kernel = pd_compile(scop, target=args.target)
     out = Path(args.output or ".")
-    out.mkdir(parents=True, exist_ok=True)
     name = scop.name
-    written = []
     if args.target == "c":
-        (out / f"{name}.c").write_text(kernel.source)
-        (out / f"{name}.h").write_text(kernel.header)
         # the plain C library (no CPython shim), usable from C with the header
-        shutil.copyfile(build_shared(kernel.source, name, Options()), out / f"lib{name}.so")
-        written += [f"{name}.c", f"{name}.h", f"lib{name}.so"]
+        with reporting(f"compiling {name}"):
+            stage("C compiler (the plain library)")
+            plain = build_shared(kernel.source, name, Options())
+        written = bundle.write(kernel, out, plain, Options().all_cflags, kernel.module)
     else:
-        (out / f"{name}.cl").write_text(kernel.source)
-        written.append(f"{name}.cl")
-    (out / "manifest.json").write_text(json.dumps(manifest(kernel), indent=2) + "\n")
-    written.append("manifest.json")
+        from .runtime.bundle_ocl import write_opencl
+
+        written = write_opencl(kernel, out)
     print(f"{name}: {len(kernel.variants)} variant(s), wrote {', '.join(written)} to {out}")
     for k, v in enumerate(kernel.variants):
         print(f"  [{k}] {v.name:12} {v.region}  |  {v.summary}")
@@ -107,15 +86,43 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
+    import time
+
     from .runtime import cache
 
     root = Options().cache_dir
     if args.action == "clear":
         print(f"removed {cache.clear(root)} cache entries from {root}")
+    elif args.action == "prune":
+        limit = cache.max_bytes() if args.max_bytes is None else args.max_bytes
+        removed, freed = cache.prune(root, limit)
+        print(f"removed {removed} least recently used cache entries ({freed} bytes) from "
+              f"{root}; {cache.total_bytes(root)} bytes remain (limit {limit})")
     else:
         stats = cache.info(root)
-        print(f"cache: {stats['path']}\n  entries: {stats['entries']}\n  bytes: {stats['bytes']}")
+        print(f"cache: {stats['path']}\n  entries: {stats['entries']}\n  bytes: "
+              f"{stats['bytes']}\n  limit: {stats['max_bytes']} (POLYDYN_CACHE_MAX_BYTES)")
+        shown = stats["list"] if args.all else stats["list"][:SHOWN_ENTRIES]
+        for used, size, key, what in shown:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(used))
+            print(f"  {key[:16]}  {size:>10}  last used {stamp}  {what}")
+        if len(shown) < len(stats["list"]):
+            print(f"  ... {len(stats['list']) - len(shown)} older entries (`polydyn cache "
+                  "info --all` lists them)")
     return 0
+
+
+SHOWN_ENTRIES = 40  # `cache info` lists the most recently used ones
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size is >= 0")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,8 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_arguments(b)
     b.set_defaults(fn=cmd_bench)
-    k = sub.add_parser("cache", help="inspect or clear the on-disk artifact cache")
-    k.add_argument("action", choices=["info", "clear"])
+    k = sub.add_parser("cache", help="inspect, prune or clear the on-disk artifact cache")
+    k.add_argument("action", choices=["info", "prune", "clear"])
+    k.add_argument("--all", action="store_true", help="info: list every entry")
+    k.add_argument("--max-bytes", type=_size, help="prune: the size to prune down to "
+                   "(default: POLYDYN_CACHE_MAX_BYTES, else 2 GiB)")
     k.set_defaults(fn=cmd_cache)
     return p
 

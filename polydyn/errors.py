@@ -71,6 +71,11 @@ class CompileError(PolydynError):
         super().__init__(full)
 
 
+class ArtifactError(PolydynError):
+    """An artifact ``pd.load`` cannot run: missing or damaged files, another manifest format
+    or polydyn version, or a CPU without the instructions it was built for."""
+
+
 class UnsupportedError(PolydynError):
     """A well-formed request that polydyn does not handle (e.g. a missing OpenCL device)."""
 

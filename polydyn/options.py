@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+
+def default_cache_dir() -> Path:
+    """POLYDYN_CACHE_DIR, else the platform's cache directory: ``$XDG_CACHE_HOME/polydyn``
+    or ``~/.cache/polydyn`` on Linux (platformdirs elsewhere, where installed)."""
+    if os.environ.get("POLYDYN_CACHE_DIR"):
+        return Path(os.environ["POLYDYN_CACHE_DIR"])
+    if os.name == "posix" and not sys.platform.startswith("darwin"):
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+        return base / "polydyn"
+    try:
+        import platformdirs
+    except ImportError:
+        return Path.home() / ".cache" / "polydyn"
+    return Path(platformdirs.user_cache_dir("polydyn", appauthor=False))
 
 
 def _env_flags(name: str) -> tuple[str, ...]:
@@ -34,7 +51,8 @@ class Options:
     ``ocl_host``: what runs an OpenCL call's host code (POLYDYN_OCL_HOST): "c" (default: a
     compiled library built with ``cc``, for calls on device arrays; without ``cc``, Python)
     or "python"; it changes no generated text, only whether the host library is built;
-    ``cache_dir``: POLYDYN_CACHE_DIR (threads: OMP_NUM_THREADS, read by the OpenMP runtime).
+    ``cache_dir``: POLYDYN_CACHE_DIR, else ``default_cache_dir()`` (threads: OMP_NUM_THREADS,
+    read by the OpenMP runtime).
     """
 
     target: str = "c"  # the target's name: "c" or "opencl" (the pipeline sets it)
@@ -46,8 +64,7 @@ class Options:
     isa: str | None = field(default_factory=lambda: os.environ.get("POLYDYN_ISA") or None)
     l2_bytes: int | None = field(default_factory=lambda: int(os.environ["POLYDYN_L2_BYTES"])
                                  if os.environ.get("POLYDYN_L2_BYTES") else None)
-    cache_dir: Path = field(default_factory=lambda: Path(os.environ.get(
-        "POLYDYN_CACHE_DIR", Path.home() / ".cache" / "polydyn")))
+    cache_dir: Path = field(default_factory=default_cache_dir)
     dump_dir: Path | None = field(default_factory=lambda: Path(os.environ["POLYDYN_DUMP"])
                                   if os.environ.get("POLYDYN_DUMP") else None)
     # Upper bound on every tile size (POLYDYN_MAX_TILE): small tiles let tests reach every

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .astgen import build_ast
-from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import (
     build_shared,
@@ -17,22 +15,13 @@ from .codegen_c.toolchain import (
 )
 from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
-from .parametric.regions import plan_variants
 from .parametric.variants import Variant
-from .runtime import artifact
+from .progress import reporting, stage
+from .runtime import artifact, cache
 from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
-from .schedule.auto import isl_schedule, scheduler_schedule
-from .schedule.variant import code_region, schedule_variant
-from .schedule.wavefront import wavefront_plan
-from .scop.buffers import double_buffer
-from .scop.contract import contract_temporaries
-from .scop.deps import compute_deps, zero_init_arrays
-from .scop.forward import forward_accumulators
-from .scop.hold import hold_cells
 from .scop.ir import Scop
-from .scop.selects import canonical_selects
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
 
@@ -76,6 +65,20 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     """Every stage up to the generated text, for ``target``: "c" (the CPU of
     ``target.host_cpu``), "opencl" (the default device's limits) or a ``CpuTarget`` or
     ``GpuTarget`` to plan for; builds nothing."""
+    # the stages, imported on first use: a cache hit needs none of them
+    from .astgen import build_ast
+    from .codegen_c.emit import CEmitter
+    from .parametric.regions import plan_variants
+    from .schedule.auto import isl_schedule, scheduler_schedule
+    from .schedule.variant import code_region, schedule_variant
+    from .schedule.wavefront import wavefront_plan
+    from .scop.buffers import double_buffer
+    from .scop.contract import contract_temporaries
+    from .scop.deps import compute_deps, zero_init_arrays
+    from .scop.forward import forward_accumulators
+    from .scop.hold import hold_cells
+    from .scop.selects import canonical_selects
+
     options = (options or Options()).replace(**option_kw)
     machine = resolve_target(target, options)
     options = options.replace(target=machine.kind)
@@ -96,21 +99,26 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 
+    stage("dependences")
     deps = compute_deps(scop)
     options.dump(name, "2-deps.txt", deps)
 
+    stage("isl scheduler")
     own = scheduler_schedule(scop, deps, scop.context)
     base = isl_schedule(scop, deps, scop.context, own)
     options.dump(name, "3-base-schedule.txt", base)
 
     plan = machine if cpu else AVX512  # OpenCL maps its own tiles
+    stage("regions")
     wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
     plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
                           target=plan, computed=own)
     options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
 
-    scheduled: list[Variant] = [schedule_variant(scop, deps, base, p, plan,
-                                                 buffered=bool(buffers)) for p in plans]
+    scheduled: list[Variant] = []
+    for k, p in enumerate(plans):
+        stage(f"scheduling variant {k + 1}/{len(plans)} ({p.name})")
+        scheduled.append(schedule_variant(scop, deps, base, p, plan, buffered=bool(buffers)))
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
     zero_init = zero_init_arrays(scop, deps)
@@ -118,6 +126,7 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     if isinstance(machine, GpuTarget):  # maps each variant to kernels with their own ASTs
         from .codegen_ocl.pipeline import generate_opencl
 
+        stage("OpenCL mapping and code")
         program = generate_opencl(scop, deps, scheduled, options, machine.max_group,
                                   computed=own)
         sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
@@ -125,10 +134,12 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
             sources[f"{name}.host.c"] = program.host_c
         return Generated(own_scop, tuple(scheduled), sources, zero_init, notes, program)
 
+    stage("AST build")
     asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
     options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
 
+    stage("C code")
     emitter = CEmitter(scop, zero_init, machine.describe())
     source = emitter.module(scheduled, asts)
     options.dump(name, "7-source.c", source)
@@ -146,14 +157,15 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
     pyopencl Device, Context or CommandQueue; None: the default), whose limits "opencl"
     plans for."""
     options = (options or Options()).replace(**option_kw)
+    with reporting(f"compiling {getattr(op, 'name', 'an operator')}"):
+        return _compile(op, target, variants, device, options)
+
+
+def _compile(op: Any, target: str | Target, variants: list[tuple[str, Any]] | None,
+             device: Any, options: Options) -> Kernel:
     machine = resolve_target(target, options, device)
     if isinstance(machine, GpuTarget):
-        from .codegen_ocl.pipeline import build_opencl
-        from .runtime.opencl import resolve_device
-
-        gen = generate(op, machine, variants, options)
-        kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
-                              options, gen.notes)
+        kernel = _compile_opencl(op, machine, variants, device, options)
         kernel.machine = machine  # what the program was planned for (build_opencl: built for)
         return kernel
     scop = _scop_of(op)
@@ -166,6 +178,7 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                       module=hit["module"], notes=hit["notes"], machine=machine)
     gen = generate(op, machine, variants, options)
     name = gen.scop.name
+    stage("C compiler")
     library, module = build_c_module(gen.scop, gen.source, options,
                                      gen.sources.get(f"{name}.shim.c"))
     if key:
@@ -173,6 +186,51 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                       library, module)
     return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
                   library, op=op, target="c", module=module, notes=gen.notes, machine=machine)
+
+
+def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]] | None,
+                    device: Any, options: Options) -> Any:
+    """The OpenCLKernel: from the cache entry keyed before scheduling (an artifact directory,
+    ``runtime/bundle_ocl.py``) when there is one, else generated, built and published."""
+    from .errors import ArtifactError
+    from .runtime.bundle_ocl import write_opencl
+    from .runtime.loader import load_artifact
+    from .runtime.opencl import resolve_device
+
+    scop = _scop_of(op)
+    key = None if options.dump_dir else kernel_key(scop, variants,
+                                                    _ocl_settings(options, machine))
+    entry = key and cache.find(options.cache_dir, key)
+    if entry:
+        try:
+            kernel = load_artifact(entry, device, own_scop=scop, op=op)
+        except ArtifactError:  # another CPU, a library gone: build again
+            kernel = None
+        if kernel is not None:
+            kernel.regenerate = lambda: generate(op, machine, variants, options).program.mappings
+            return kernel
+    from .codegen_ocl.pipeline import build_opencl  # the OpenCL stages: a miss only
+
+    gen = generate(op, machine, variants, options)
+    stage("OpenCL build")
+    kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
+                          options, gen.notes)
+    if key:
+        cache.get_or_build(options.cache_dir, key, lambda tmp: write_opencl(kernel, tmp),
+                           {"kernel": gen.scop.name})
+    return kernel
+
+
+def _ocl_settings(options: Options, machine: GpuTarget) -> list[str]:
+    """What besides the operator and its variants decides an OpenCL kernel: the device's
+    limits, the options (all but where files go) and the C compiler of the host library."""
+    import dataclasses
+    import shutil
+
+    kept = [f"{f.name}={getattr(options, f.name)!r}" for f in dataclasses.fields(options)
+            if f.name not in ("cache_dir", "dump_dir", "debug")]
+    cc = compiler_version(options.cc) if shutil.which(options.cc) else "no cc"
+    return ["opencl", repr(machine), cc, *kept]
 
 
 def _c_settings(options: Options, machine: CpuTarget) -> list[str]:

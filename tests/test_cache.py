@@ -256,6 +256,7 @@ def test_default_cache_dir_is_under_home(monkeypatch, tmp_path):
     from polydyn.options import Options
 
     monkeypatch.delenv("POLYDYN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert Options().cache_dir == tmp_path / ".cache" / "polydyn"
     monkeypatch.setenv("POLYDYN_CACHE_DIR", str(tmp_path / "elsewhere"))

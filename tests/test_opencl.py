@@ -581,9 +581,11 @@ def test_build_failure_is_a_compile_error_with_the_log() -> None:
     assert "nope" in err.value.log and "nope" in str(err.value)
 
 
-def test_compile_raises_compile_error_for_bad_generated_code(monkeypatch) -> None:
+def test_compile_raises_compile_error_for_bad_generated_code(monkeypatch, tmp_path) -> None:
     from polydyn.codegen_ocl import pipeline
 
+    # the patched emitter is no part of the cache key: a fresh cache, so that nothing hits
+    monkeypatch.setenv("POLYDYN_CACHE_DIR", str(tmp_path))
     real = pipeline.OpenCLEmitter.module
     monkeypatch.setattr(pipeline.OpenCLEmitter, "module",
                         lambda self, m: real(self, m) + "\nthis is not OpenCL C;\n")

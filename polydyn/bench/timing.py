@@ -127,7 +127,7 @@ class Progress:
     once ``after`` seconds have passed (short sweeps stay quiet) and only on a terminal unless
     ``force`` (then one line per step, for logs)."""
 
-    def __init__(self, total: int, label: str = "", after: float = 3.0,
+    def __init__(self, total: int, label: str = "", after: float = 1.0,
                  enabled: bool = True, force: bool = False, stream: TextIO | None = None):
         self.total = max(1, total)
         self.label = label

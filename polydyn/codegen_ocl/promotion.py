@@ -40,10 +40,10 @@ from ..schedule.tree import is_band, is_sequential_mark, node_at, node_path
 from ..scop.checks import array_bounds
 from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
+from .limits import LOCAL_BUDGET
 from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 
 R_TILE = 16  # points of the sequential member per copy
-LOCAL_BUDGET = 32 * 1024  # bytes of __local memory per kernel (GPUs have 32 KiB or more)
 COPY = "PDCOPY_"
 # Promotion is an optimization: a footprint that is no single convex piece, or whose extent
 # is piecewise over more than a few pieces, is not promoted (its box and the bound of its

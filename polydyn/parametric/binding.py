@@ -279,3 +279,11 @@ def _unparenthesized(text: str) -> str:
         if depth == 0 and k < len(text) - 1:
             return text
     return text[1:-1] if text.startswith("(") else text
+
+
+def outside_assume(scop: Scop, syms: Mapping[str, int]) -> ShapeError:
+    """The error of sizes outside the operator's ``assume`` context."""
+    sizes = ", ".join(f"{scop.user_name(s)}={syms[s]}" for s in scop.syms)
+    assume = scop.assume or "every size >= 0"
+    return ShapeError(f"sizes {sizes} are outside the operator's assumptions "
+                      f"({assume}; sizes are >= 0)")

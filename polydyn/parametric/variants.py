@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import islpy as isl
+if TYPE_CHECKING:  # a loaded artifact's variants hold isl text: no isl at run time
+    import islpy as isl
 
 from ..schedule.recipe import Schedule
 

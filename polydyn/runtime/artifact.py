@@ -76,7 +76,7 @@ def save(root: Path, key: str, sources: dict[str, str], variants: list[Variant],
         (tmp / KERNEL_META).write_text(json.dumps(meta, indent=1))
         return [*sorted(sources), KERNEL_META]
 
-    cache.get_or_build(root, key, build)
+    cache.get_or_build(root, key, build, {"kernel": next(iter(sources)).split(".")[0]})
 
 
 def load(root: Path, key: str, scop: Scop) -> dict[str, Any] | None:
@@ -90,6 +90,7 @@ def load(root: Path, key: str, scop: Scop) -> dict[str, Any] | None:
         library = root / meta["library"]
         if meta.get("format") != FORMAT or not cache.is_valid(library.parent):
             return None
+        cache.touch(library.parent)  # a use of the library entry too
         sources = {name: (entry / name).read_text() for name in meta["sources"]}
         space = scop.context.get_space()
         variants = [Variant(v["name"], isl.Set(v["region"]).align_params(space), None,

@@ -5,10 +5,16 @@ An entry is a directory ``<root>/<key[:2]>/<key>/`` holding the artifact files a
 and published with one ``rename``: concurrent builders of the same key race harmlessly (the
 loser discards its copy). A damaged entry (a checksum that does not match, a missing file) is
 never loaded: it is moved aside and rebuilt.
+
+Size: past ``max_bytes()`` (POLYDYN_CACHE_MAX_BYTES, default 2 GiB) the least recently used
+entries are removed after each publication (``prune``). An entry's modification time is its
+last use: ``find`` and ``get_or_build`` touch it on every hit. Entries under construction
+(``.build-*``) and the one just published are never pruned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -18,6 +24,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 META = "meta.json"
+DEFAULT_MAX_BYTES = 2 << 30
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def content_key(parts: Iterable[str]) -> str:
@@ -45,10 +53,19 @@ def is_valid(entry: Path) -> bool:
         return False
 
 
+def touch(entry: Path) -> None:
+    """Record a use of ``entry`` (its modification time orders pruning)."""
+    with contextlib.suppress(OSError):  # a read-only cache still serves hits
+        os.utime(entry)
+
+
 def find(root: Path, key: str) -> Path | None:
-    """The directory of a valid entry for ``key``, or None."""
+    """The directory of a valid entry for ``key`` (its use recorded), or None."""
     entry = entry_dir(root, key)
-    return entry if entry.exists() and is_valid(entry) else None
+    if entry.exists() and is_valid(entry):
+        touch(entry)
+        return entry
+    return None
 
 
 def _discard(entry: Path) -> None:
@@ -68,6 +85,7 @@ def get_or_build(root: Path, key: str, build: Callable[[Path], list[str]],
     entry = entry_dir(root, key)
     if entry.exists():
         if is_valid(entry):
+            touch(entry)
             return entry
         _discard(entry)
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -85,20 +103,94 @@ def get_or_build(root: Path, key: str, build: Callable[[Path], list[str]],
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    limit = max_bytes()
+    if total_bytes(root) > limit:
+        prune(root, limit, keep=entry)
     return entry
 
 
+def max_bytes() -> int:
+    """The size limit: POLYDYN_CACHE_MAX_BYTES (bytes, or with a K, M, G or T suffix)."""
+    text = os.environ.get("POLYDYN_CACHE_MAX_BYTES", "").strip().upper().removesuffix("B")
+    if not text:
+        return DEFAULT_MAX_BYTES
+    unit = text[-1] if text[-1] in _UNITS else ""
+    number = text[:-1] if unit else text
+    if not number.isdigit():
+        from ..errors import UsageError
+
+        raise UsageError(f"POLYDYN_CACHE_MAX_BYTES={os.environ['POLYDYN_CACHE_MAX_BYTES']!r}: "
+                         "write a size in bytes, e.g. 2000000000 or 2G")
+    return int(number) * _UNITS[unit]
+
+
+def entries(root: Path) -> list[Path]:
+    """The published entries (not those under construction or being removed)."""
+    if not root.exists():
+        return []
+    return [p for p in root.glob("??/*") if p.is_dir() and not p.name.startswith(".")]
+
+
+def entry_bytes(entry: Path) -> int:
+    try:
+        return sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+    except OSError:  # removed meanwhile
+        return 0
+
+
+def total_bytes(root: Path) -> int:
+    return sum(entry_bytes(e) for e in entries(root))
+
+
+def last_use(entry: Path) -> float:
+    try:
+        return entry.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def prune(root: Path, limit: int, keep: Path | None = None) -> tuple[int, int]:
+    """Remove the least recently used entries until the cache holds at most ``limit`` bytes
+    (never ``keep``); returns (entries removed, bytes freed)."""
+    sized = [(last_use(e), entry_bytes(e), e) for e in entries(root)]
+    total = sum(size for _, size, _ in sized)
+    removed = freed = 0
+    for _, size, entry in sorted(sized, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        if entry == keep:
+            continue
+        _discard(entry)
+        total -= size
+        removed += 1
+        freed += size
+    return removed, freed
+
+
+def describe(entry: Path) -> str:
+    """What an entry holds, in a few words (its kernel's or library's name)."""
+    try:
+        meta = json.loads((entry / META).read_text())
+    except (OSError, ValueError):
+        return "?"
+    if "name" in meta:
+        return f"library {meta['name']}"
+    if "kernel" in meta:
+        return f"kernel {meta['kernel']}"
+    return ", ".join(sorted(meta.get("files", {}))) or "?"
+
+
 def info(root: Path) -> dict:
-    entries = [p for p in root.glob("??/*") if p.is_dir()] if root.exists() else []
-    size = sum(f.stat().st_size for e in entries for f in e.iterdir() if f.is_file())
-    return {"path": str(root), "entries": len(entries), "bytes": size}
+    found = entries(root)
+    return {"path": str(root), "entries": len(found),
+            "bytes": sum(entry_bytes(e) for e in found), "max_bytes": max_bytes(),
+            "list": sorted(((last_use(e), entry_bytes(e), e.name, describe(e)) for e in found),
+                           reverse=True)}
 
 
 def clear(root: Path) -> int:
     n = 0
-    if root.exists():
-        for p in root.glob("??/*"):
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-                n += 1
+    for p in entries(root):
+        _discard(p)
+        n += 1
     return n

@@ -7,18 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import islpy as isl
 import numpy as np
 
 from ..errors import ShapeError, user_facing
-from ..parametric.binding import Binder
+from ..parametric.binding import Binder, outside_assume
 from ..parametric.dlpack import result_kind, torch_tensor_type
 from ..parametric.variants import Variant
 from ..scop.exprs import NUMPY_NAME
-from ..scop.interp import check_context
 from ..scop.ir import Scop
 from ..scop.names import user_text
 from .c_library import CFunctions, load_extension, load_library
+from .conditions import SizeTests
 
 
 class KernelBase(abc.ABC):
@@ -27,8 +26,11 @@ class KernelBase(abc.ABC):
     ``_select_index`` (the dispatcher's choice for given sizes)."""
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, op: Any,
-                 target: str, notes: tuple[str, ...] = (), machine: Any = None):
+                 target: str, notes: tuple[str, ...] = (), machine: Any = None,
+                 tests: SizeTests | None = None):
         self.scop = scop
+        # sizes are tested with isl, or (a loaded artifact: no isl) with these conditions
+        self.tests = tests
         self.notes = notes  # how the compiler rewrote the program before scheduling it
         self.variants = variants
         self.source = source
@@ -69,7 +71,7 @@ class KernelBase(abc.ABC):
     def params(self, *args: Any, **kwargs: Any) -> dict[str, int]:
         """The sym values these arguments bind (``{"N": .., "M": ..}``), checked."""
         syms = self._bind(args, kwargs).syms
-        check_context(self.scop, syms)
+        self._check_context(syms)
         return {self.scop.user_name(s): v for s, v in syms.items()}
 
     def _sizes(self, syms: Mapping[str, int]) -> dict[str, int]:
@@ -89,7 +91,25 @@ class KernelBase(abc.ABC):
         raise ShapeError(f"no variant named {variant!r}; variants: "
                          f"{', '.join(v.name for v in self.variants)}")
 
-    def _point(self, syms: Mapping[str, int]) -> isl.Set:
+    def _check_context(self, syms: Mapping[str, int]) -> None:
+        """Raise ShapeError when the sizes lie outside the operator's ``assume`` context."""
+        if self.tests is None:
+            from ..scop.interp import check_context
+
+            check_context(self.scop, syms)
+        elif not self.tests.in_context(syms):
+            raise outside_assume(self.scop, syms)
+
+    def _in_region(self, index: int, syms: Mapping[str, int]) -> bool:
+        """Whether the sizes (in the context) lie in the region of variant ``index``."""
+        if self.tests is not None:
+            return self.tests.in_region(index, syms)
+        return not self._point(syms).intersect(self.variants[index].region).is_empty()
+
+    def _point(self, syms: Mapping[str, int]) -> Any:
+        """The sizes as an isl set (a compiled kernel only: needs isl)."""
+        import islpy as isl
+
         cons = " and ".join(f"{s} = {syms[s]}" for s in self.scop.syms)
         return isl.Set(f"{self.scop.param_space_text()} -> {{ : {cons or '1 = 1'} }}")
 
@@ -97,8 +117,8 @@ class KernelBase(abc.ABC):
         key = (index, *(syms[s] for s in self.scop.syms))
         if key in self._inside:  # isl's test costs ~0.1 ms: forced-variant benchmarks repeat
             return
-        check_context(self.scop, syms)
-        if self._point(syms).intersect(self.variants[index].region).is_empty():
+        self._check_context(syms)
+        if not self._in_region(index, syms):
             raise ShapeError(f"sizes {dict(syms)} are outside the region of variant "
                              f"{self.variants[index].name}: {self.variants[index].region}")
         if len(self._inside) < 4096:
@@ -111,7 +131,7 @@ class KernelBase(abc.ABC):
         missing = [self.scop.user_name(s) for s in self.scop.syms if s not in syms]
         if missing:
             raise ShapeError(f"explain/select needs every size: missing {', '.join(missing)}")
-        check_context(self.scop, syms)
+        self._check_context(syms)
         return self.variants[self._select_index(syms)]
 
     @user_facing
@@ -119,12 +139,11 @@ class KernelBase(abc.ABC):
         """Which variant runs for these sizes, and why the ones before it do not."""
         chosen = self.select(**syms)
         syms = self._sizes(syms)
-        point = self._point(syms)
         at = ", ".join(f"{self.scop.user_name(s)}={syms[s]}" for s in self.scop.syms)
         lines = [f"{self.name} at {at}:"]
         lines += [f"  rewritten: {note}" for note in self.notes]
-        for v in self.variants:
-            inside = not point.intersect(v.region).is_empty()
+        for k, v in enumerate(self.variants):
+            inside = self._in_region(k, syms)
             if v is chosen:
                 lines.append(f"  runs {v.name}: sizes satisfy {v.region}")
                 lines.append(f"    schedule: {v.summary}")
@@ -148,10 +167,12 @@ class Kernel(KernelBase):
 
     def __init__(self, scop: Scop, variants: list[Variant], source: str, header: str,
                  library: Path, op: Any = None, target: str = "c", module: str | None = None,
-                 notes: tuple[str, ...] = (), machine: Any = None):
-        super().__init__(scop, variants, source, op, target, notes, machine)
+                 notes: tuple[str, ...] = (), machine: Any = None,
+                 tests: SizeTests | None = None):
+        super().__init__(scop, variants, source, op, target, notes, machine, tests)
         self.header = header
         self.library = library
+        self.module = module  # the CPython extension module in ``library`` (None: none)
         self._fns = CFunctions(load_library(library), scop)
         # the generated CPython fast path (None: every call takes the checked Python path)
         self._fast = load_extension(library, module).call if module else None
@@ -246,7 +267,7 @@ class Kernel(KernelBase):
 
     def _fail(self, rc: int, syms: Mapping[str, int]) -> None:
         if rc == -1:
-            check_context(self.scop, syms)
+            self._check_context(syms)
             sizes = ", ".join(f"{self.scop.user_name(k)}={v}" for k, v in syms.items())
             raise ShapeError(f"no variant of {self.name} covers the sizes {sizes}")
         if rc == -2:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 import warnings
 from collections.abc import Iterable, Mapping
@@ -25,10 +24,11 @@ import numpy as np
 
 from ..errors import CompileError, ShapeError, UnsupportedError, user_facing
 from ..scop.exprs import NUMPY_NAME
-from ..scop.interp import check_context
 from ..scop.ir import Scop
 from . import ocl_launch
+from .conditions import SizeTests
 from .kernel import KernelBase
+from .ocl_log import build_log, only_benign
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)
 # PoCL's CPU compiler gave wrong results for unrolled register tiles (codegen_ocl/regemit.py)
@@ -70,7 +70,7 @@ class DeviceContext:
     @property
     def local_limit(self) -> int:
         """Bytes of __local memory a work-group may use for buffers sized at launch."""
-        from ..codegen_ocl.promotion import LOCAL_BUDGET
+        from ..codegen_ocl.limits import LOCAL_BUDGET
 
         return int(min(self.device.local_mem_size, LOCAL_BUDGET))
 
@@ -186,32 +186,8 @@ def build_program(context: Any, source: str, name: str, defines: tuple[str, ...]
         return program
 
 
-# NVIDIA's OpenCL compiler (drivers since 550) says this of every kernel; it is harmless
-BENIGN = re.compile(r"\(\): Warning: Function \w+ is a kernel, so overriding noinline "
-                    r"attribute\. The function may be inlined when called\.")
-# pyopencl's own lines around a build log
-FRAMING = ("Non-empty compiler output", "From-source build succeeded", "Build on <",
-           "Built kernel retrieved from cache")
-
-
-def only_benign(text: str) -> bool:
-    """Whether a build's warning text and log say nothing but ``BENIGN`` (at least once)."""
-    lines = [x.strip() for x in text.splitlines() if x.strip()]
-    said = [x for x in lines if not x.startswith(FRAMING)]
-    return bool(said) and all(BENIGN.fullmatch(x) for x in said)
-
-
 def _build_log(program: Any, context: Any, exc: Exception | None) -> str:
-    cl = _cl()
-    logs = []
-    for dev in context.devices:
-        try:
-            log = program.get_build_info(dev, cl.program_build_info.LOG)
-        except cl.Error:
-            log = ""
-        if log and log.strip():
-            logs.append(log.strip())
-    return "\n".join(logs) or ("" if exc is None else str(exc))
+    return build_log(_cl(), program, context, exc)
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,9 +218,12 @@ class OpenCLKernel(KernelBase):
                  kernels: list[KernelInfo], zero_init: frozenset[str], dc: DeviceContext,
                  op: Any = None, spilled: list[Any] = (), spills: list[frozenset[str]] = (),
                  host_c: str = "", host_library: Path | None = None,
-                 notes: tuple[str, ...] = (), temps: list[Any] = ()):
-        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes)
-        self.mappings = mappings
+                 notes: tuple[str, ...] = (), tests: SizeTests | None = None,
+                 temps: list[Any] = ()):
+        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes,
+                         tests=tests)
+        self._mappings = mappings
+        self.regenerate: Any = None  # a cache hit's: makes the compiler's own mappings
         self.header = ""
         self.library = None
         self.host_source = host_source
@@ -272,7 +251,15 @@ class OpenCLKernel(KernelBase):
         # there is one, which runs every call short of INDEX32_LIMIT; the other when needed
         self._program(dc.context, narrow=self._index32)
         self.host_c = host_c
+        self.host_library = host_library  # the C host code's library (None: none)
         self._compiled = ocl_launch.load(self, host_library)
+
+    @property
+    def mappings(self) -> list[Any]:
+        """The launches of each variant (``codegen_ocl.plan.VariantMapping``)."""
+        if self.regenerate is not None:
+            self._mappings, self.regenerate = list(self.regenerate()), None
+        return self._mappings
 
     @property
     def host_path(self) -> str:
@@ -406,7 +393,7 @@ class OpenCLKernel(KernelBase):
     def _select_index(self, syms: Mapping[str, int]) -> int:
         index = self._select(*[syms[s] for s in self.scop.syms])
         if index < 0:
-            check_context(self.scop, syms)  # outside assume: its own message
+            self._check_context(syms)  # outside assume: its own message
             raise ShapeError(f"no variant of {self.name} covers the sizes "
                              f"{', '.join(f'{k}={v}' for k, v in syms.items())}")
         return index
@@ -444,7 +431,7 @@ class OpenCLKernel(KernelBase):
         """JSON-serializable launches of every variant (grid expressions in the syms)."""
         return {"device": self._dc.describe(),
                 "build_options": list(BUILD_OPTIONS),
-                "variants": [m.describe() for m in self.mappings]}
+                "variants": [m.describe() for m in self._mappings]}
 
 
 _STAND_INS: dict[tuple[Any, ...], np.ndarray] = {}

@@ -14,7 +14,6 @@ from typing import Any
 import islpy as isl
 import numpy as np
 
-from ..errors import ShapeError
 from .exprs import (
     NUMPY_NAME,
     Bin,
@@ -149,10 +148,9 @@ def check_context(scop: Scop, syms: Mapping[str, int]) -> None:
                     " and ".join(f"{s} = {syms[s]}" for s in scop.syms) + " }"
                     if scop.syms else "{ : }")
     if point.intersect(scop.context).is_empty():
-        sizes = ", ".join(f"{scop.user_name(s)}={syms[s]}" for s in scop.syms)
-        assume = scop.assume or "every size >= 0"
-        raise ShapeError(f"sizes {sizes} are outside the operator's assumptions "
-                         f"({assume}; sizes are >= 0)")
+        from ..parametric.binding import outside_assume
+
+        raise outside_assume(scop, syms)
 
 
 def run_reference(scop: Scop, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:

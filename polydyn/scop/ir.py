@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import islpy as isl
+if TYPE_CHECKING:  # isl views are built on demand: a loaded artifact's Scop has none
+    import islpy as isl
 
 from ..errors import InternalError, SourceLoc
 from .affine import Aff, Cond
@@ -173,6 +174,8 @@ class Scop:
     # isl views --------------------------------------------------------------------------------
     def domain(self) -> isl.UnionSet:
         """``{ S[i,...] : ... }`` for every statement."""
+        import islpy as isl
+
         out = isl.UnionSet.empty(self.context.get_space())
         for s in self.statements:
             out = out.union(isl.UnionSet.from_set(s.domain))
@@ -184,6 +187,8 @@ class Scop:
         Local scalars are expanded over their scope (``{ S[i, j] -> acc[i] }``); with
         ``expand_locals=False`` they are single cells (``{ S[i, j] -> acc[] }``).
         """
+        import islpy as isl
+
         out = isl.UnionMap.empty(self.context.get_space())
         for s in self.statements:
             out = out.union(statement_accesses(self, s, kind, expand_locals))
@@ -204,6 +209,8 @@ class Scop:
 def statement_accesses(scop: Scop, stmt: Statement, kind: str,
                        expand_locals: bool = True) -> isl.UnionMap:
     """``{ S[i] -> A[f(i)] }`` for reads (kind="read") or writes (kind="write")."""
+    import islpy as isl
+
     refs: list[Load | Scalar] = []
     if kind == "write":
         refs.append(stmt.target)
@@ -231,6 +238,8 @@ def statement_accesses(scop: Scop, stmt: Statement, kind: str,
 
 def original_schedule(scop: Scop) -> isl.UnionMap:
     """``{ S[i,j] -> [b0, i, b1, j, b2, 0...] }``, padded to one length (program order)."""
+    import islpy as isl
+
     rows: dict[str, list[str]] = {}
 
     def walk(nodes: tuple[Node, ...], prefix: list[str]) -> None:
