@@ -37,7 +37,7 @@ def scaled_sum(A: f32[N, N], Y: out(f32[N])):
     for i in range(N):
         Y[i] = {const}
         for j in range(N):
-            Y[i] += A[i, j] * {const}
+            Y[i] += A[j, i] * {const}
 '''
 
 # Compile the operator of argv[1] and check it on a 13 x 13 input; print the library used.
@@ -58,7 +58,7 @@ WORKER = textwrap.dedent('''
     A = np.random.default_rng(0).uniform(-1, 1, (13, 13)).astype(np.float32)
     Y = k(A)
     const = float(mod.CONST)
-    want = (const + (A.astype(np.float64) * const).sum(axis=1)).astype(np.float32)
+    want = (const + (A.astype(np.float64) * const).sum(axis=0)).astype(np.float32)
     assert np.allclose(Y, want, rtol=1e-5, atol=1e-5), (Y, want)
     lib = Path(k.library)
     meta = json.loads((lib.parent / "meta.json").read_text())
@@ -319,7 +319,7 @@ HIT_WORKER = textwrap.dedent('''
     took = time.perf_counter() - start
     A = np.random.default_rng(1).uniform(-1, 1, (9, 9)).astype(np.float32)
     const = float(mod.CONST)
-    want = (const + (A.astype(np.float64) * const).sum(axis=1)).astype(np.float32)
+    want = (const + (A.astype(np.float64) * const).sum(axis=0)).astype(np.float32)
     assert np.allclose(k(A), want, rtol=1e-5, atol=1e-5)
     print(json.dumps({"source": k.source, "took": took,
                       "variants": [[v.name, str(v.region), repr(v.recipe), v.summary]
