@@ -11,6 +11,7 @@ from .errors import (
 )
 from .options import Options
 from .pipeline import compile, compile_c
+from .runtime.jagged import Jagged
 from .runtime.kernel import Kernel
 from .schedule.recipe import Schedule
 from .scop.dsl import (
@@ -28,6 +29,7 @@ from .scop.dsl import (
     inout,
     log,
     out,
+    ragged,
     sin,
     sqrt,
     sym,
@@ -38,8 +40,8 @@ from .scop.operator import Operator, operator
 from .version import __version__
 
 __all__ = [
-    "CompileError", "FrontendError", "InternalError", "Kernel", "Operator", "Options",
+    "CompileError", "FrontendError", "InternalError", "Jagged", "Kernel", "Operator", "Options",
     "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError", "__version__",
     "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64",
-    "index", "inf", "inout", "log", "operator", "out", "sin", "sqrt", "sym", "tanh", "temp",
+    "index", "inf", "inout", "log", "operator", "out", "ragged", "sin", "sqrt", "sym", "tanh", "temp",
 ]

@@ -48,5 +48,20 @@ class Operator:
 def operator(fn: Callable[..., Any] | None = None, *, assume: str | None = None) -> Any:
     """``@pd.operator`` or ``@pd.operator(assume="N >= 1")``: parse the body into a Scop."""
     if fn is not None:
-        return Operator(fn, assume)
-    return lambda f: Operator(f, assume)
+        return _make(fn, assume)
+    return lambda f: _make(f, assume)
+
+
+def _make(fn: Callable[..., Any], assume: str | None) -> Any:
+    """An Operator, or a RaggedOperator when the annotations use a ragged extent."""
+    from .ragged import RaggedOperator, ragged_syms
+
+    extents = ragged_syms(fn) if callable(fn) and not isinstance(fn, Operator) else {}
+    if extents:
+        return _ragged(fn, assume, extents, RaggedOperator)
+    return Operator(fn, assume)
+
+
+@user_facing
+def _ragged(fn: Callable[..., Any], assume: str | None, extents: dict, cls: type) -> Any:
+    return cls(fn, assume or "", extents)
