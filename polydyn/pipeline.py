@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .astgen import build_ast
+from .codegen_c.batch import batch_source
 from .codegen_c.emit import CEmitter
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import (
@@ -23,6 +24,7 @@ from .runtime import artifact
 from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
+from .runtime.ragged_kernel import RaggedKernel
 from .schedule.auto import isl_schedule, scheduler_schedule
 from .schedule.variant import code_region, schedule_variant
 from .schedule.wavefront import wavefront_plan
@@ -30,13 +32,14 @@ from .scop.buffers import double_buffer
 from .scop.deps import compute_deps, zero_init_arrays
 from .scop.forward import forward_accumulators
 from .scop.ir import Scop
+from .scop.ragged import RaggedOperator
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
 
 def _scop_of(op: Any) -> Scop:
     from .scop.operator import Operator
 
-    if isinstance(op, Operator):
+    if isinstance(op, Operator | RaggedOperator):
         return op.scop
     if isinstance(op, Scop):
         return op
@@ -141,6 +144,8 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
     plans for."""
     options = (options or Options()).replace(**option_kw)
     machine = resolve_target(target, options, device)
+    if isinstance(op, RaggedOperator):
+        return _compile_ragged(op, machine, variants, device, options)
     if isinstance(machine, GpuTarget):
         from .codegen_ocl.pipeline import build_opencl
         from .runtime.opencl import resolve_device
@@ -150,9 +155,17 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                               options, gen.notes)
         kernel.machine = machine  # what the program was planned for (build_opencl: built for)
         return kernel
+    return _compile_c(op, machine, variants, options)
+
+
+def _compile_c(op: Any, machine: CpuTarget, variants: list[tuple[str, Any]] | None,
+               options: Options, extra: str = "") -> Kernel:
+    """The C kernel, from the cache or built; ``extra``: C appended to the module (a ragged
+    operator's batch entry)."""
     scop = _scop_of(op)
+    settings = [*_c_settings(options, machine), extra]
     # keyed before scheduling: a hit skips every stage (not with POLYDYN_DUMP, which wants them)
-    key = None if options.dump_dir else kernel_key(scop, variants, _c_settings(options, machine))
+    key = None if options.dump_dir else kernel_key(scop, variants, settings)
     hit = key and artifact.load(options.cache_dir, key, scop)
     if hit:
         return Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
@@ -160,6 +173,11 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                       module=hit["module"], notes=hit["notes"], machine=machine)
     gen = generate(op, machine, variants, options)
     name = gen.scop.name
+    if extra:  # the shim's module is named after the source: named again
+        sources = {**gen.sources, f"{name}.c": gen.source + "\n" + extra}
+        if f"{name}.shim.c" in sources:
+            sources[f"{name}.shim.c"] = shim_source(scop, _module_name(scop, sources[f"{name}.c"]))
+        gen = replace(gen, sources=sources)
     library, module = build_c_module(gen.scop, gen.source, options,
                                      gen.sources.get(f"{name}.shim.c"))
     if key:
@@ -167,6 +185,17 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
                       library, module)
     return Kernel(gen.scop, list(gen.scheduled), gen.source, gen.sources[f"{name}.h"],
                   library, op=op, target="c", module=module, notes=gen.notes, machine=machine)
+
+
+def _compile_ragged(op: RaggedOperator, machine: Target,
+                    variants: list[tuple[str, Any]] | None, device: Any,
+                    options: Options) -> RaggedKernel:
+    """A ragged operator: its per-sequence operator compiled (C: with the batch entry)."""
+    if isinstance(machine, GpuTarget):  # the sequences run one after another (see guide)
+        return RaggedKernel(op, compile(op.scop, machine, variants, device, options))
+    info = op.info
+    extra = batch_source(op.scop, info.length, info.batched)
+    return RaggedKernel(op, _compile_c(op, machine, variants, options, extra))
 
 
 def _c_settings(options: Options, machine: CpuTarget) -> list[str]:

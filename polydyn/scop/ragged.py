@@ -81,7 +81,8 @@ class RaggedFrontend(PythonFrontend):
             if any(self.batch in d.vars() for d in rest):
                 self.error(node, f"`{name}`: {self.batch} may only be the first dimension")
             if kind and kind.kind not in ("out", "inout"):
-                self.error(node, f"`{name}`: {kind.kind} tensors are per sequence: drop {self.batch}")
+                self.error(node, f"`{name}`: {kind.kind} tensors are per sequence: "
+                                 f"drop {self.batch}")
             self.batched.add(name)
             t = dsl.TensorType(t.dtype, rest)
             return dsl.ArgKind(kind.kind, t) if kind else t
