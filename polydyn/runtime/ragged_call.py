@@ -44,7 +44,9 @@ class RaggedBinder:
         self.ragged = {a.name for a in arrays if a.name in batched and
                        any(length in d.vars() for d in a.shape)}
         self.rows = {n for n in self.ragged if self._row(scop.array(n))}
-        self._sizes: dict[tuple[Any, ...], int] = {}
+        # per-call work remembered across calls (bounded): blocks' shapes, checked sizes
+        self._shapes: dict[tuple[Any, ...], tuple[int, ...]] = {}
+        self._checked: set[tuple[int, ...]] = set()
 
     def _row(self, a: Array) -> bool:
         first = a.shape[0]
@@ -60,7 +62,7 @@ class RaggedBinder:
         if len(args) > len(self.positional):
             raise ShapeError(f"{op}() takes {len(self.positional)} positional argument(s), got "
                              f"{len(args)}; pass outputs and sizes by keyword")
-        given = {a.name: x for a, x in zip(self.positional, args)}
+        given = {a.name: x for a, x in zip(self.positional, args, strict=False)}
         by_user = {self.user(a.name): a.name for a in self.outputs}
         by_user.update({self.user(s): s for s in self.scop.index_syms})
         for k, v in kwargs.items():
@@ -173,26 +175,30 @@ class RaggedBinder:
         if missing:
             raise ShapeError(f"{self.scop.name}() cannot read the size(s) "
                              f"{', '.join(self.user(s) for s in missing)} from its arguments")
-        for length in np.unique(lengths):
-            check_context(self.scop, {**syms, self.length: int(length)})
+        for length in np.unique(lengths).tolist():
+            key = (length, *syms.values())
+            if key not in self._checked:  # isl's test costs ~40 us a length
+                check_context(self.scop, {**syms, self.length: length})
+                if len(self._checked) < 65536:
+                    self._checked.add(key)
 
     def _shape(self, a: Array, syms: Mapping[str, int], length: int) -> tuple[int, ...]:
+        key = (a.name, length, *syms.values())
+        shape = self._shapes.get(key)
+        if shape is not None:
+            return shape
         env = {**syms, self.length: int(length)}
         shape = tuple(d.eval(env) for d in a.shape)
         if any(e < 0 for e in shape):
             raise ShapeError(f"{self.user(a.name)!r}: a block's extent is negative at "
                              f"{self.user(self.length)} = {length}: {shape}")
+        if len(self._shapes) < 65536:
+            self._shapes[key] = shape
         return shape
 
     def block_shapes(self, a: Array, syms: Mapping[str, int], lengths: np.ndarray
                      ) -> list[tuple[int, ...]]:
-        memo: dict[int, tuple[int, ...]] = {}
-        out = []
-        for length in lengths.tolist():
-            if length not in memo:
-                memo[length] = self._shape(a, syms, length)
-            out.append(memo[length])
-        return out
+        return [self._shape(a, syms, length) for length in lengths.tolist()]
 
     def _block_sizes(self, a: Array, syms: Mapping[str, int], lengths: np.ndarray
                      ) -> np.ndarray:
@@ -233,7 +239,7 @@ class RaggedBinder:
                 continue
             if n not in call.data:
                 shape = self._alloc_shape(a, call)
-                call.data[n] = np.zeros(shape, self.np[n])
+                call.data[n] = np.empty(shape, self.np[n])  # the reference zeroes it
                 continue
             x = call.data[n]
             if a.kind != "in":
