@@ -27,7 +27,7 @@ import numpy as np
 import polydyn as pd
 from polydyn import f32, out
 
-B, N, D, O = pd.sym("B N D O")
+B, N, D, O = pd.sym("B N D O")  # noqa: E741
 L = pd.ragged("L", B)
 
 

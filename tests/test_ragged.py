@@ -12,7 +12,7 @@ import polydyn as pd
 from polydyn import f32, f64, out
 from polydyn.runtime.opencl import opencl_available
 
-B, D, O = pd.sym("B D O")
+B, D, O = pd.sym("B D O")  # noqa: E741
 L = pd.ragged("L", B)
 
 

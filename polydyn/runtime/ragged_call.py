@@ -155,22 +155,8 @@ class RaggedBinder:
             progress = False
             for n, x in data.items():
                 for axis, aff in self._dims(n):
-                    lin = aff.linear()
-                    if lin is None or axis >= x.ndim or self.length in aff.vars():
-                        continue
-                    coef, const = lin
-                    unknown = [s for s in coef if s not in syms]
-                    if len(unknown) != 1:
-                        continue
-                    s = unknown[0]
-                    rest = sum(c * syms[v] for v, c in coef.items() if v != s)
-                    num = x.shape[axis] - const - rest
-                    if num % coef[s]:
-                        raise ShapeError(f"argument {self.user(n)!r}, dimension {axis}: "
-                                         f"expected {aff} for an integer {s}, got "
-                                         f"{x.shape[axis]}")
-                    syms[s] = num // coef[s]
-                    progress = True
+                    if axis < x.ndim and self.length not in aff.vars():
+                        progress |= self._solve_dim(syms, n, axis, aff, x.shape[axis])
         missing = [s for s in self.scop.syms if s != self.length and s not in syms]
         if missing:
             raise ShapeError(f"{self.scop.name}() cannot read the size(s) "
@@ -181,6 +167,22 @@ class RaggedBinder:
                 check_context(self.scop, {**syms, self.length: length})
                 if len(self._checked) < 65536:
                     self._checked.add(key)
+
+    def _solve_dim(self, syms: dict[str, int], n: str, axis: int, aff: Any, extent: int
+                   ) -> bool:
+        """Bind the one unknown sym of ``aff`` (an affine dimension) from its extent."""
+        lin = aff.linear()
+        unknown = [s for s in lin[0] if s not in syms] if lin is not None else []
+        if len(unknown) != 1:
+            return False
+        coef, const = lin
+        s = unknown[0]
+        num = extent - const - sum(c * syms[v] for v, c in coef.items() if v != s)
+        if num % coef[s]:
+            raise ShapeError(f"argument {self.user(n)!r}, dimension {axis}: expected {aff} "
+                             f"for an integer {s}, got {extent}")
+        syms[s] = num // coef[s]
+        return True
 
     def _shape(self, a: Array, syms: Mapping[str, int], length: int) -> tuple[int, ...]:
         key = (a.name, length, *syms.values())
