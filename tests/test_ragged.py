@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import polydyn as pd
-from polydyn import f32, f64, out
+from polydyn import f32, f64, inout, out
 from polydyn.runtime.opencl import opencl_available
 
 B, D, O = pd.sym("B D O")  # noqa: E741
@@ -71,6 +71,33 @@ def seq_pool(X: f32[B, L, D], P: out(f32[B, D]), Z: out(f32[B, L, D])):
             for d in range(D):
                 P[b, d] += X[b, s, d] / L[b]
                 Z[b, s, d] = X[b, s, d] * (L[b] - s) if s < L[b] - 1 else 0.0
+
+
+@pd.operator(assume="D >= 1")
+def seq_trans(X: f32[B, D, L], alpha: f32, Y: out(f32[B, L, D])):
+    """The ragged extent last: 1-D values, flat blocks."""
+    for b in range(B):
+        for d in range(D):
+            for s in range(L[b]):
+                Y[b, s, d] = alpha * X[b, d, s]
+
+
+@pd.operator(assume="D >= 1")
+def seq_prefix(X: inout(f32[B, L, D]), T: pd.index):
+    for b in range(B):
+        for _t in range(T):
+            for s in range(1, L[b]):
+                for d in range(D):
+                    X[b, s, d] += X[b, s - 1, d]
+
+
+@pd.operator
+def seq_cumsum(X: f32[B, L], Y: out(f32[B, L])):
+    for b in range(B):
+        for s in range(L[b]):
+            Y[b, s] = X[b, s]
+            if s >= 1:
+                Y[b, s] += Y[b, s - 1]
 
 
 def _jagged(lengths, d, dtype=np.float32, seed=0):
@@ -286,3 +313,32 @@ def test_frontend_refusals(body, match):
     with pytest.raises(pd.FrontendError, match=match) as info:
         _define(body)
     assert "<ragged-" in str(info.value)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_flat_blocks_inout_index_and_empty_batch(target):
+    lengths = [2, 0, 3, 1, 5]
+    vals = np.random.default_rng(13).standard_normal(sum(n * 3 for n in lengths))
+    x = pd.Jagged(vals.astype(np.float32), lengths, [(3, n) for n in lengths])
+    k = _kernel(seq_trans, target)
+    y = k(x, 2.0)
+    for xb, yb in zip(x.blocks(), y.blocks(), strict=True):
+        np.testing.assert_allclose(yb, 2 * xb.T, rtol=1e-6)
+    y2 = k(pd.Jagged(x.values, lengths), 2.0, D=3)  # 1-D values: D as a keyword
+    np.testing.assert_allclose(y2.values, y.values)
+    with pytest.raises(pd.ShapeError, match="keyword"):
+        k(pd.Jagged(x.values, lengths), 2.0)
+    kp = _kernel(seq_prefix, target)
+    z = _jagged(lengths, 3, seed=14)
+    want = pd.Jagged(z.values.copy(), lengths)
+    assert kp(z, T=2) is None
+    seq_prefix.reference(want, T=2)
+    np.testing.assert_allclose(z.values, want.values, rtol=1e-5)
+    kc = _kernel(seq_cumsum, target)
+    c = pd.Jagged(np.arange(11, dtype=np.float32), lengths)
+    for cb, yb in zip(c.blocks(), kc(c).blocks(), strict=True):
+        np.testing.assert_allclose(yb, np.cumsum(cb))
+    with pytest.raises(pd.ShapeError):
+        kc(pd.Jagged(np.arange(12, dtype=np.float32), lengths))
+    empty = kc(pd.Jagged(np.zeros(0, np.float32), []))
+    assert empty.values.shape == (0,) and empty.lengths.tolist() == []

@@ -17,7 +17,9 @@ class Jagged:
     """``Jagged(values, lengths)``: the per-sequence blocks one after another in ``values``.
 
     Row layout (the default): block ``b`` is ``values[offsets[b]:offsets[b+1]]``, ``offsets``
-    the row offsets (``B + 1`` entries, PyTorch's jagged layout). With ``block_shapes`` (one
+    the row offsets (``B + 1`` entries, PyTorch's jagged layout). 1-D values without block
+    shapes may also hold flat blocks (``f32[B, L, L]``): kernels take them as their operator's
+    blocks (``.blocks()`` then needs ``block_shapes``). With ``block_shapes`` (one
     shape per sequence, e.g. ``(L[b], L[b])``), ``values`` is 1-D, block ``b`` is its
     ``offsets[b]:offsets[b+1]`` elements in C order, and ``offsets`` count elements.
     """
@@ -40,9 +42,12 @@ class Jagged:
             sizes = np.array([int(np.prod(s)) for s in self.block_shapes], np.int64)
         self.offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=self.offsets[1:])
+        # 1-D values with no block shapes may be rows or flat blocks (f32[B, L, L]): the
+        # kernel that takes them checks their size
+        flat = self.block_shapes is None and self.values.ndim == 1
         extent = self.values.shape[0] if self.block_shapes is None and self.values.ndim else \
             self.values.size
-        if self.values.ndim == 0 or extent != self.offsets[-1]:
+        if self.values.ndim == 0 or (extent != self.offsets[-1] and not flat):
             raise ShapeError(f"Jagged values: the blocks need {int(self.offsets[-1])} "
                              f"{'rows' if self.block_shapes is None else 'elements'}, values "
                              f"has shape {self.values.shape}")

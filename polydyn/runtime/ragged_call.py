@@ -57,14 +57,18 @@ class RaggedBinder:
         return self.scop.user_name(name)
 
     # --- binding -----------------------------------------------------------------------------
-    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RaggedCall:
+    def _given(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+               ) -> tuple[dict[str, Any], list[str]]:
+        """The arguments by name, and the syms that may come as keywords."""
         op = self.scop.name
         if len(args) > len(self.positional):
             raise ShapeError(f"{op}() takes {len(self.positional)} positional argument(s), got "
                              f"{len(args)}; pass outputs and sizes by keyword")
         given = {a.name: x for a, x in zip(self.positional, args, strict=False)}
         by_user = {self.user(a.name): a.name for a in self.outputs}
-        by_user.update({self.user(s): s for s in self.scop.index_syms})
+        # every size but the ragged extent may be given (one a 1-D values array hides)
+        sized = [s for s in self.scop.syms if s != self.length]
+        by_user.update({self.user(s): s for s in sized})
         for k, v in kwargs.items():
             if k not in by_user:
                 raise ShapeError(f"{op}() got an unexpected keyword argument {k!r}; it accepts "
@@ -73,12 +77,16 @@ class RaggedBinder:
         for a in self.positional:
             if a.name not in given:
                 raise ShapeError(f"{op}() missing argument {self.user(a.name)!r}")
+        return given, sized
+
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RaggedCall:
+        given, sized = self._given(args, kwargs)
         torch_in = any(is_nested_tensor(x) for x in given.values())
         jagged = {n: self._jagged(n, x) for n, x in given.items() if n in self.ragged}
         lengths = self._lengths(jagged)
-        syms = {s: self._int_size(s, given[s]) for s in self.scop.index_syms if s in given}
-        raw = {n: (j.values if n in jagged else given[n]) for n, j in
-               [(n, jagged.get(n)) for n in given if n not in self.scop.index_syms]}
+        syms = {s: self._int_size(s, given[s]) for s in sized if s in given}
+        raw = {n: (jagged[n].values if n in jagged else given[n]) for n in given
+               if n not in sized}
         data: dict[str, np.ndarray] = {}
         values: dict[str, Any] = {}
         for n, x in raw.items():
@@ -87,7 +95,13 @@ class RaggedBinder:
                 values[n] = self.np[n].type(x)
                 continue
             data[n] = self._array(n, x)
-        self._solve(syms, data, lengths)
+        self._solve(syms, data, lengths, self._shown(jagged))
+        for n, j in jagged.items():
+            if j.block_shapes is not None and n not in self.rows and \
+                    j.block_shapes != self.block_shapes(self.scop.array(n), syms, lengths):
+                raise ShapeError(f"argument {self.user(n)!r}: its blocks' shapes "
+                                 f"{j.block_shapes} are not {self.scop.array(n).shape} for "
+                                 f"lengths {lengths.tolist()}")
         sizes = {n: self._block_sizes(self.scop.array(n), syms, lengths)
                  for n in self.batched}
         for n, x in data.items():
@@ -147,20 +161,34 @@ class RaggedBinder:
             return [(d + 1, a.shape[d]) for d in range(a.rank)]
         return list(enumerate(a.shape))
 
+    def _shown(self, jagged: Mapping[str, Jagged]) -> list[tuple[str, int, Any, int]]:
+        """Dimensions a Jagged's block shapes show: ``(argument, axis, dimension, extent)``."""
+        out = []
+        for n, j in jagged.items():
+            if j.block_shapes and n not in self.rows:
+                shape = self.scop.array(n).shape
+                out += [(n, d, aff, j.block_shapes[0][d]) for d, aff in enumerate(shape)
+                        if d < len(j.block_shapes[0]) and self.length not in aff.vars()]
+        return out
+
     def _solve(self, syms: dict[str, int], data: Mapping[str, np.ndarray],
-               lengths: np.ndarray) -> None:
+               lengths: np.ndarray, shown: list[tuple[str, int, Any, int]]) -> None:
         """The syms other than the ragged extent, read from the dimensions that carry them."""
         progress = True
         while progress:
             progress = False
+            for n, axis, aff, extent in shown:
+                progress |= self._solve_dim(syms, n, axis, aff, extent)
             for n, x in data.items():
                 for axis, aff in self._dims(n):
                     if axis < x.ndim and self.length not in aff.vars():
                         progress |= self._solve_dim(syms, n, axis, aff, x.shape[axis])
         missing = [s for s in self.scop.syms if s != self.length and s not in syms]
         if missing:
-            raise ShapeError(f"{self.scop.name}() cannot read the size(s) "
-                             f"{', '.join(self.user(s) for s in missing)} from its arguments")
+            names = ", ".join(self.user(s) for s in missing)
+            raise ShapeError(f"{self.scop.name}() cannot read the size(s) {names} from its "
+                             f"arguments: give them as keywords ({names.split(',')[0]}=...) "
+                             "or pd.Jagged(values, lengths, block_shapes)")
         for length in np.unique(lengths).tolist():
             key = (length, *syms.values())
             if key not in self._checked:  # isl's test costs ~40 us a length
