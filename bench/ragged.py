@@ -197,6 +197,16 @@ def cases(lengths: np.ndarray, torch) -> list[tuple[str, float, dict]]:
     return out_cases
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     import torch
 
@@ -206,12 +216,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     lengths = skewed_lengths()
+    load_before = os.getloadavg()[0]
     names = ["polydyn ragged", "torch padded", "polydyn dense padded", "torch nested"]
     lines = [
         f"Batch: {len(lengths)} sequences, lengths log-normal clipped to 1..512 (sum "
         f"{int(lengths.sum())}, max {int(lengths.max())}, median {int(np.median(lengths))}; "
         f"padding does {len(lengths) * int(lengths.max()) / lengths.sum():.1f}x the rows). "
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+        f"Machine: {_cpu_name()}, {os.cpu_count()} cores; "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads). Medians of "
         f"{args.repeat} calls, in turns.", "",
         "| operator | " + " | ".join(f"{n} ms (useful GFLOP/s)" for n in names) +
@@ -227,6 +238,10 @@ def main() -> None:
                      f" | {t['torch padded'] / base:.2f}x | "
                      f"{t['polydyn dense padded'] / base:.2f}x |")
         print(lines[-1], flush=True)
+    lines += ["", f"Load average (1 min) {load_before:.1f} before the run and "
+              f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores: other processes "
+              "share the CPUs, so absolute times move between runs; the implementations are "
+              "timed in turns, so the ratios are the steadier figures."]
     text = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

@@ -66,6 +66,20 @@ the register tiles and cache tiles follow the machine the C compiler targets
 """
 
 
+RAGGED_SECTION = """
+## Ragged batches (issue 35)
+
+From `bench/ragged.py` (file `bench/results/ragged.md`, its own run): per-sequence operators
+over a skewed batch of 64 sequences, polydyn's ragged kernel (each sequence on the variant of
+its own length, sequences sharing the threads longest first) against padding the batch to
+the longest sequence (torch eager, and polydyn's dense kernel of the same operator) and
+torch's jagged nested tensors (n/a: torch 2.14 has no matmul of two jagged operands).
+Useful GFLOP/s count the real rows only; the speedups are the padded time over the ragged
+time. polydyn's dense scores kernel is slow on the padded batch (0.4 GFLOP/s: its variants
+for the guarded triangle are far from a tuned batched matmul), which inflates that column.
+
+"""
+
 C_VS_GCC_SECTION = """
 ## C input against gcc -O3 -march=native (issue 6)
 
@@ -161,6 +175,9 @@ def _results_text(out: Path, results_md: Path, render) -> str:
         if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
                                                                        "results-gpu"):
             text += _other_machine(other.parent, results_md, render)
+    ragged = HERE / "results" / "ragged.md"
+    if ragged.is_file():  # bench/ragged.py's table (issue 35)
+        text += RAGGED_SECTION + ragged.read_text()
     gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
     if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
         text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
