@@ -147,8 +147,9 @@ def test_causal_scores_blocks(target):
     np.testing.assert_allclose(s.values, ref.values, rtol=1e-4, atol=1e-5)
 
 
-def test_layernorm_and_lengths_as_values():
-    k = _kernel(seq_layernorm)
+@pytest.mark.parametrize("target", TARGETS)
+def test_layernorm_and_lengths_as_values(target):
+    k = _kernel(seq_layernorm, target)
     lengths = [1, 0, 11, 3]
     x = _jagged(lengths, 7, np.float64, seed=4)
     g = np.arange(1.0, 8.0)
@@ -157,7 +158,7 @@ def test_layernorm_and_lengths_as_values():
         mu = xb.mean(axis=1, keepdims=True)
         want = (xb - mu) / np.sqrt(xb.var(axis=1, keepdims=True) + 1e-5) * g
         np.testing.assert_allclose(yb, want, rtol=1e-9)
-    kp = _kernel(seq_pool)
+    kp = _kernel(seq_pool, target)
     lengths = [5, 1, 2, 0, 9]
     x = _jagged(lengths, 3, seed=5)
     p, z = kp(x)
@@ -232,9 +233,10 @@ def test_given_output_and_refusals_write_nothing():
            pd.Jagged(np.zeros((5, 2), np.float32), [3, 2]))
 
 
-def test_torch_nested_in_and_out():
+@pytest.mark.parametrize("target", TARGETS)
+def test_torch_nested_in_and_out(target):
     torch = pytest.importorskip("torch")
-    k = _kernel(seq_proj)
+    k = _kernel(seq_proj, target)
     lengths = [3, 1, 6]
     x = _jagged(lengths, 5, seed=11)
     w = np.random.default_rng(12).standard_normal((5, 4)).astype(np.float32)

@@ -91,8 +91,11 @@ class RaggedKernel:
             raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")
 
     def _run_each(self, call: RaggedCall) -> None:
-        """The per-sequence kernel on each sequence's blocks (targets with no batch entry)."""
+        """The per-sequence kernel on each sequence's blocks (targets with no batch entry).
+        OpenCL: every array goes to the device once, each sequence reads and writes its
+        blocks there, and the written arrays come back once."""
         scop = self.scop
+        device = self._on_device(call)
         for b, length in enumerate(call.lengths.tolist()):
             pos, kw = [], {}
             for a in scop.arg_arrays:
@@ -100,11 +103,12 @@ class RaggedKernel:
                 if a.kind == "value":
                     x = call.values[n]
                 elif n in self.info.batched:
-                    off, size = call.offsets[n][b], call.sizes[n][b]
-                    x = call.data[n].reshape(-1)[off:off + size].reshape(
-                        self.binder._shape(a, call.syms, length))
+                    off, size = int(call.offsets[n][b]), int(call.sizes[n][b])
+                    shape = self.binder._shape(a, call.syms, length)
+                    x = device[n][off:off + size].reshape(shape) if size else \
+                        np.empty(shape, call.data[n].dtype)
                 else:
-                    x = call.data[n]
+                    x = device[n]
                 if a.kind == "out":
                     kw[scop.user_name(n)] = x
                 else:
@@ -112,6 +116,24 @@ class RaggedKernel:
             for s in scop.index_syms:
                 kw[scop.user_name(s)] = call.syms[s]
             self.inner(*pos, **kw)
+        for a in scop.arg_arrays:  # the written arrays back from the device
+            x = device.get(a.name)
+            if a.kind in ("out", "inout") and x is not None and not isinstance(x, np.ndarray):
+                x.get(ary=call.data[a.name].reshape(-1))
+
+    def _on_device(self, call: RaggedCall) -> dict[str, Any]:
+        """Flat device copies of the arrays (OpenCL), or the host arrays themselves."""
+        queue = getattr(self.inner, "queue", None)
+        if queue is None:
+            return {n: x.reshape(-1) if n in self.info.batched else x
+                    for n, x in call.data.items()}
+        import pyopencl.array as cla
+
+        out = {}
+        for n, x in call.data.items():
+            flat = x.reshape(-1) if n in self.info.batched else x
+            out[n] = cla.to_device(queue, flat) if flat.size else flat
+        return out
 
     def work(self, lengths: np.ndarray, syms: Mapping[str, int]) -> np.ndarray:
         """Statement instances per sequence (isl's count of each domain at L = L[b])."""
