@@ -235,8 +235,10 @@ class RaggedBinder:
         if a.name not in self.ragged:
             size = int(np.prod(self._shape(a, syms, 0)))
             return np.full(len(lengths), size, np.int64)
-        return np.array([int(np.prod(s)) for s in self.block_shapes(a, syms, lengths)],
-                        np.int64)
+        distinct, inverse = np.unique(lengths, return_inverse=True)  # once per length
+        sizes = np.array([int(np.prod(self._shape(a, syms, n))) for n in distinct.tolist()],
+                         np.int64)
+        return sizes[inverse.reshape(-1)] if len(lengths) else np.zeros(0, np.int64)
 
     def _check(self, n: str, x: np.ndarray, syms: Mapping[str, int], lengths: np.ndarray,
                sizes: np.ndarray | None) -> None:

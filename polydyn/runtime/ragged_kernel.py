@@ -136,17 +136,20 @@ class RaggedKernel:
         return out
 
     def work(self, lengths: np.ndarray, syms: Mapping[str, int]) -> np.ndarray:
-        """Statement instances per sequence (isl's count of each domain at L = L[b])."""
-        out = np.empty(len(lengths), np.float64)
-        for b, length in enumerate(lengths.tolist()):
-            key = (length, *(syms[s] for s in self.scop.syms if s != self.info.length))
-            w = self._work_memo.get(key)
+        """Work per sequence: the statements' bounding boxes at L = L[b] (once per length)."""
+        if not len(lengths):
+            return np.zeros(0, np.float64)
+        distinct, inverse = np.unique(lengths, return_inverse=True)
+        out = np.empty(len(distinct), np.float64)
+        rest = tuple(syms[s] for s in self.scop.syms if s != self.info.length)
+        for k, length in enumerate(distinct.tolist()):
+            w = self._work_memo.get((length, *rest))
             if w is None:
                 w = self._count({**syms, self.info.length: length})
                 if len(self._work_memo) < 65536:
-                    self._work_memo[key] = w
-            out[b] = w
-        return out
+                    self._work_memo[(length, *rest)] = w
+            out[k] = w
+        return out[inverse.reshape(-1)]
 
     def _count(self, sizes: Mapping[str, int]) -> float:
         """The statements' bounding-box sizes at these sizes (a triangle counts as its box)."""
