@@ -100,6 +100,20 @@ def seq_cumsum(X: f32[B, L], Y: out(f32[B, L])):
                 Y[b, s] += Y[b, s - 1]
 
 
+@pd.operator
+def seq_causal_softmax(S: f32[B, L, L], P: out(f32[B, L, L])):
+    for b in range(B):
+        for i in range(L[b]):
+            m = -pd.inf
+            for j in range(i + 1):
+                m = max(m, S[b, i, j])
+            tot = 0.0
+            for j in range(i + 1):
+                tot += pd.exp(S[b, i, j] - m)
+            for j in range(L[b]):
+                P[b, i, j] = pd.exp(S[b, i, j] - m) / tot if j <= i else 0.0
+
+
 def _jagged(lengths, d, dtype=np.float32, seed=0):
     rng = np.random.default_rng(seed)
     return pd.Jagged(rng.standard_normal((int(sum(lengths)), d)).astype(dtype), lengths)
@@ -361,3 +375,20 @@ def test_batch_entry_in_generated_code_and_cli_refusal(tmp_path):
                     "            for d in range(D):\n                Y[b, s, d] = X[b, s, d]\n")
     with pytest.raises(UsageError, match="ragged"):
         load_operators(str(path))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_causal_softmax_flat_blocks_in_and_out(target):
+    k = _kernel(seq_causal_softmax, target)
+    lengths = [3, 0, 1, 6, 17]
+    rng = np.random.default_rng(15)
+    s = pd.Jagged(rng.standard_normal(sum(n * n for n in lengths)).astype(np.float32),
+                  lengths, [(n, n) for n in lengths])
+    p = k(s)
+    for sb, pb in zip(s.blocks(), p.blocks(), strict=True):
+        if not len(sb):
+            continue
+        mask = np.tri(len(sb), dtype=bool)
+        e = np.where(mask, np.exp(sb - np.where(mask, sb, -np.inf).max(1, keepdims=True)), 0)
+        np.testing.assert_allclose(pb, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p.values, seq_causal_softmax.reference(s).values, atol=1e-6)
