@@ -43,5 +43,6 @@ __all__ = [
     "CompileError", "FrontendError", "InternalError", "Jagged", "Kernel", "Operator", "Options",
     "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError", "__version__",
     "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid", "i32", "i64",
-    "index", "inf", "inout", "log", "operator", "out", "ragged", "sin", "sqrt", "sym", "tanh", "temp",
+    "index", "inf", "inout", "log", "operator", "out", "ragged", "sin", "sqrt", "sym", "tanh",
+    "temp",
 ]
