@@ -75,7 +75,11 @@ From `bench/bert_layer.py` (file `bench/results/bert_layer.md`): the post-norm e
 view of the fused QKV projection, the library's softmax and layernorm), called eagerly with
 tensors and as `polydyn.torch.custom_op` operators inside `torch.compile(dynamic=True,
 fullgraph=True)`, against the same weights in torch eager and `torch.compile(dynamic=True)`.
-Each point is checked against torch eager first (max |error| / max |output| under 1e-4). Run
+The projections read their weights input-major (`W[i, o]`, transposed once when the layer is
+built), not in nn.Linear's `[out, in]` layout: a product written in that layout runs as a dot
+product per output (`scop/hold.py`, 0.42-0.48x torch at 128-512 rows in
+`bench/phrasings.py`), which this table does not show. Each point is checked against torch
+eager first (max |error| / max |output| under 1e-4). Run
 with `OMP_NUM_THREADS=1` (polydyn and torch one thread each) on a machine whose 2 cores other
 jobs shared (load average below): the figures move by a third between runs, and a 2-thread
 run on the busy machine was too noisy to record. Both compiled versions compile twice over
@@ -86,6 +90,17 @@ the attention-score operator runs its plain-loop variant (`small`) at these size
 slower than torch's batched product (15.5 ms against 1.4 ms at 4x128, measured alone); GELU
 fused into the linear operator's epilogue made the whole operator 2-4x slower than the product
 alone, so the layer runs GELU as a separate in-place operator.
+RAGGED_SECTION = """
+## Ragged batches (issue 35)
+
+From `bench/ragged.py` (file `bench/results/ragged.md`, its own run): per-sequence operators
+over a skewed batch of 64 sequences, polydyn's ragged kernel (each sequence on the variant of
+its own length, sequences sharing the threads longest first) against padding the batch to
+the longest sequence (torch eager, and polydyn's dense kernel of the same operator) and
+torch's jagged nested tensors (n/a: torch 2.14 has no matmul of two jagged operands).
+Useful GFLOP/s count the real rows only; the speedups are the padded time over the ragged
+time. polydyn's dense scores kernel is slow on the padded batch (0.4 GFLOP/s: its variants
+for the guarded triangle are far from a tuned batched matmul), which inflates that column.
 
 """
 
@@ -187,6 +202,9 @@ def _results_text(out: Path, results_md: Path, render) -> str:
     bert = HERE / "results" / "bert_layer.md"
     if bert.is_file():  # bench/bert_layer.py's table (issue 34)
         text += BERT_SECTION + bert.read_text()
+    ragged = HERE / "results" / "ragged.md"
+    if ragged.is_file():  # bench/ragged.py's table (issue 35)
+        text += RAGGED_SECTION + ragged.read_text()
     gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
     if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
         text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)

@@ -17,6 +17,7 @@ from .errors import (
     UnsupportedError,
 )
 from .options import Options
+from .runtime.jagged import Jagged
 from .runtime.kernel import Kernel
 from .runtime.loader import load
 from .schedule.recipe import Schedule
@@ -35,6 +36,7 @@ from .scop.dsl import (
     inout,
     log,
     out,
+    ragged,
     sin,
     sqrt,
     sym,
@@ -64,9 +66,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ArtifactError", "CompileError", "FrontendError", "InternalError", "Kernel", "Operator",
-    "Options", "PolydynError", "Schedule", "ScheduleError", "ShapeError", "UnsupportedError",
-    "__version__", "abs", "compile", "compile_c", "cos", "erf", "exp", "f32", "f64", "grid",
-    "i32", "i64", "index", "inf", "inout", "load", "log", "operator", "out", "sin", "sqrt",
-    "sym", "tanh", "temp",
+    "ArtifactError", "CompileError", "FrontendError", "InternalError", "Jagged", "Kernel",
+    "Operator", "Options", "PolydynError", "Schedule", "ScheduleError", "ShapeError",
+    "UnsupportedError", "__version__", "abs", "compile", "compile_c", "cos", "erf", "exp", "f32",
+    "f64", "grid", "i32", "i64", "index", "inf", "inout", "load", "log", "operator", "out",
+    "ragged", "sin", "sqrt", "sym", "tanh", "temp",
 ]

@@ -40,7 +40,14 @@ def load_operators(path: str) -> dict[str, Any]:
                       if Path(f.filename).resolve() == file.resolve()), path)
         raise UsageError(f"{where}: error while loading {path}: "
                          f"{type(exc).__name__}: {exc}") from None
-    return {v.name: v for v in vars(module).values() if isinstance(v, Operator)}
+    from .scop.ragged import RaggedOperator
+
+    ragged = [v.name for v in vars(module).values() if isinstance(v, RaggedOperator)]
+    ops = {v.name: v for v in vars(module).values() if isinstance(v, Operator)}
+    if ragged and not ops:
+        raise UsageError(f"{path}: ragged operators ({', '.join(sorted(ragged))}) are not "
+                         "supported by the command line yet; compile them with pd.compile")
+    return ops
 
 
 def pick_operator(path: str, op_name: str | None) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,14 @@ from .runtime.artifact import kernel_key
 from .runtime.cache import content_key
 from .runtime.kernel import Kernel
 from .scop.ir import Scop
+from .scop.ragged import RaggedOperator
 from .target import AVX512, CpuTarget, GpuTarget, Target, resolve_target
 
 
 def _scop_of(op: Any) -> Scop:
     from .scop.operator import Operator
 
-    if isinstance(op, Operator):
+    if isinstance(op, Operator | RaggedOperator):
         return op.scop
     if isinstance(op, Scop):
         return op
@@ -164,13 +165,23 @@ def compile(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]]
 def _compile(op: Any, target: str | Target, variants: list[tuple[str, Any]] | None,
              device: Any, options: Options) -> Kernel:
     machine = resolve_target(target, options, device)
+    if isinstance(op, RaggedOperator):
+        return _compile_ragged(op, machine, variants, device, options)
     if isinstance(machine, GpuTarget):
         kernel = _compile_opencl(op, machine, variants, device, options)
         kernel.machine = machine  # what the program was planned for (build_opencl: built for)
         return kernel
+    return _compile_c(op, machine, variants, options)
+
+
+def _compile_c(op: Any, machine: CpuTarget, variants: list[tuple[str, Any]] | None,
+               options: Options, extra: str = "") -> Kernel:
+    """The C kernel, from the cache or built; ``extra``: C appended to the module (a ragged
+    operator's batch entry)."""
     scop = _scop_of(op)
+    settings = [*_c_settings(options, machine), extra]
     # keyed before scheduling: a hit skips every stage (not with POLYDYN_DUMP, which wants them)
-    key = None if options.dump_dir else kernel_key(scop, variants, _c_settings(options, machine))
+    key = None if options.dump_dir else kernel_key(scop, variants, settings)
     hit = key and artifact.load(options.cache_dir, key, scop)
     if hit:
         return Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
@@ -178,6 +189,11 @@ def _compile(op: Any, target: str | Target, variants: list[tuple[str, Any]] | No
                       module=hit["module"], notes=hit["notes"], machine=machine)
     gen = generate(op, machine, variants, options)
     name = gen.scop.name
+    if extra:  # the shim's module is named after the source: named again
+        sources = {**gen.sources, f"{name}.c": gen.source + "\n" + extra}
+        if f"{name}.shim.c" in sources:
+            sources[f"{name}.shim.c"] = shim_source(scop, _module_name(scop, sources[f"{name}.c"]))
+        gen = replace(gen, sources=sources)
     stage("C compiler")
     library, module = build_c_module(gen.scop, gen.source, options,
                                      gen.sources.get(f"{name}.shim.c"))
@@ -231,6 +247,20 @@ def _ocl_settings(options: Options, machine: GpuTarget) -> list[str]:
             if f.name not in ("cache_dir", "dump_dir", "debug")]
     cc = compiler_version(options.cc) if shutil.which(options.cc) else "no cc"
     return ["opencl", repr(machine), cc, *kept]
+
+
+def _compile_ragged(op: RaggedOperator, machine: Target,
+                    variants: list[tuple[str, Any]] | None, device: Any,
+                    options: Options) -> Any:
+    """The RaggedKernel of a ragged operator: its per-sequence operator compiled (C: with the batch entry)."""
+    from .codegen_c.batch import batch_source
+    from .runtime.ragged_kernel import RaggedKernel
+
+    if isinstance(machine, GpuTarget):  # the sequences run one after another (see guide)
+        return RaggedKernel(op, compile(op.scop, machine, variants, device, options))
+    info = op.info
+    extra = batch_source(op.scop, info.length, info.batched)
+    return RaggedKernel(op, _compile_c(op, machine, variants, options, extra))
 
 
 def _c_settings(options: Options, machine: CpuTarget) -> list[str]:

@@ -162,3 +162,30 @@ MATH_OBJECTS: dict[Any, str] = {
 ALLOWED_CALLS = ("pd.exp, pd.log, pd.sqrt, pd.tanh, pd.erf, pd.abs (or abs), pd.sin, pd.cos, "
                  "min, max and casts such as pd.f32(x); np.exp, np.sqrt, math.exp and the "
                  "like are accepted as the same functions")
+
+
+class Ragged(Sym):
+    """A ragged extent: ``L = pd.ragged("L", B)``; ``L[b]`` is the length of sequence ``b``.
+
+    In a tensor type it is the per-sequence extent (``f32[B, L, D]``); inside
+    ``for b in range(B)`` the frontend reads ``L[b]`` as the sym ``L``."""
+
+    def __init__(self, name: str, batch: Sym):
+        super().__init__(name)
+        object.__setattr__(self, "batch", batch)  # Aff is a frozen dataclass
+
+    def __getitem__(self, b: Any) -> Any:
+        raise TypeError(f"{self.name}[b] is read only inside an operator's `for b in "
+                        f"range({self.batch.name})` loop")
+
+    def __repr__(self) -> str:
+        return f"ragged({self.name!r}, {self.batch.name})"
+
+
+def ragged(name: str, batch: Sym) -> Ragged:
+    """``pd.ragged("L", B)``: per-sequence lengths of a batch of ``B`` sequences."""
+    if not name.isidentifier():
+        raise ValueError(f"a ragged extent's name must be an identifier, got {name!r}")
+    if not isinstance(batch, Sym) or isinstance(batch, Ragged):
+        raise ValueError(f"pd.ragged({name!r}, B): B must be a sym (pd.sym), got {batch!r}")
+    return Ragged(name, batch)

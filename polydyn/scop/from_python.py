@@ -79,10 +79,7 @@ class PythonFrontend(PyExprs):
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             self.error(fdef, "operator arguments must be plain annotated parameters "
                              "(no *args, **kwargs, keyword-only arguments or defaults)")
-        try:
-            annotations = inspect.get_annotations(self.fn, eval_str=True)
-        except Exception as exc:  # a string annotation that does not evaluate
-            self.error(fdef, f"cannot evaluate the argument annotations: {exc}")
+        annotations = self._annotations(fdef)
         shape_syms: list[str] = []
         input_syms: set[str] = set()  # carried by an input's shape: never pd.index
         for arg in a.args:
@@ -128,6 +125,12 @@ class PythonFrontend(PyExprs):
                 self.error(fdef, f"`{s}` is annotated pd.index but an input's shape carries "
                                  "it; remove the pd.index argument")
             self.syms[s] = None
+
+    def _annotations(self, fdef: ast.FunctionDef) -> dict[str, Any]:
+        try:
+            return inspect.get_annotations(self.fn, eval_str=True)
+        except Exception as exc:  # a string annotation that does not evaluate
+            self.error(fdef, f"cannot evaluate the argument annotations: {exc}")
 
     def _check_shape(self, node: ast.AST, name: str, t: dsl.TensorType) -> None:
         for dim in t.shape:

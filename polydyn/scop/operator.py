@@ -3,6 +3,7 @@ reference semantics (the original loop nest run on NumPy)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,16 @@ class Operator:
 
 def operator(fn: Callable[..., Any] | None = None, *, assume: str | None = None) -> Any:
     """``@pd.operator`` or ``@pd.operator(assume="N >= 1")``: parse the body into a Scop."""
-    if fn is not None:
-        return Operator(fn, assume)
-    return lambda f: Operator(f, assume)
+    if fn is None:
+        return functools.partial(operator, assume=assume)  # no frame of its own
+    from .ragged import RaggedOperator, ragged_syms
+
+    extents = ragged_syms(fn) if callable(fn) and not isinstance(fn, Operator) else {}
+    if extents:  # a ragged batch (SPEC section 7): lowered to a per-sequence operator
+        return _ragged(fn, assume, extents, RaggedOperator)
+    return Operator(fn, assume)
+
+
+@user_facing
+def _ragged(fn: Callable[..., Any], assume: str | None, extents: dict, cls: type) -> Any:
+    return cls(fn, assume or "", extents)
