@@ -90,6 +90,9 @@ the attention-score operator runs its plain-loop variant (`small`) at these size
 slower than torch's batched product (15.5 ms against 1.4 ms at 4x128, measured alone); GELU
 fused into the linear operator's epilogue made the whole operator 2-4x slower than the product
 alone, so the layer runs GELU as a separate in-place operator.
+
+"""
+
 RAGGED_SECTION = """
 ## Ragged batches (issue 35)
 
