@@ -93,6 +93,38 @@ alone, so the layer runs GELU as a separate in-place operator.
 
 """
 
+PHRASINGS_SECTION = """
+## Operators as users write them (issue 31)
+
+From `bench/phrasings.py` (file `bench/results/phrasings.md`): the operators of
+`tests/phrasings.py`, written with temporaries or local scalars as accumulators, the weight in
+nn.Linear's layout, the max as a conditional, masks as `if`, timed in turns in one process
+beside the bundled kernel each phrases and PyTorch eager (2 threads each, the machine quiet).
+"vs bundled" and "vs torch eager" are the other's time over the phrasing's (above 1: the
+phrasing is faster). What limits the rest: products whose operands both run along the
+reduction (`matmul_bt`, nn.Linear's layout, attention's scores) run as held dot products
+(`scop/hold.py`) at 90-100 GFLOP/s, not the register tiles of the bundled product (packing
+the weight transposed is not done); an element-wise epilogue after a dot product (GELU) runs
+per output, unvectorized; `softmax_if` computes `exp` twice, as written.
+
+"""
+
+FIXED_SECTION = """
+## Fixed sizes against dynamic ones (issue 31, point 7)
+
+From `bench/fixed_sizes.py` (file `bench/results/fixed_sizes.md`): every bundled kernel
+compiled dynamic and with its sizes fixed (`--assume "N = ..."`), timed in turns at those
+sizes. Below 0.95x: matmul 1531^3 (0.51x) and its skinny N = 8 (0.88x), maxpool with B = 1
+(0.86x: the fixed compile has no B=1 variant and runs the generic one); their causes are not
+found yet.
+
+"""
+
+COMPILE_SECTION = """
+## Compile time (issue 33, part 2: where a cold compile goes)
+
+"""
+
 RAGGED_SECTION = """
 ## Ragged batches (issue 35)
 
@@ -202,6 +234,11 @@ def _results_text(out: Path, results_md: Path, render) -> str:
         if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
                                                                        "results-gpu"):
             text += _other_machine(other.parent, results_md, render)
+    for name, section in (("phrasings", PHRASINGS_SECTION), ("fixed_sizes", FIXED_SECTION),
+                          ("compile_time", COMPILE_SECTION)):
+        table = HERE / "results" / f"{name}.md"
+        if table.is_file():  # bench/NAME.py's table, or the compile-time breakdown
+            text += section + table.read_text()
     bert = HERE / "results" / "bert_layer.md"
     if bert.is_file():  # bench/bert_layer.py's table (issue 34)
         text += BERT_SECTION + bert.read_text()

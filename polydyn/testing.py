@@ -108,6 +108,16 @@ def check_kernel(kernel: Any, sizes: Mapping[str, int], seed: int = 0,
     return worst
 
 
+def in_context(op: Any, sizes: Mapping[str, int]) -> bool:
+    """Whether the sizes satisfy the operator's context (its ``assume``)."""
+    import islpy as isl
+
+    scop = _scop(op)
+    point = " and ".join(f"{s} = {v}" for s, v in sizes.items())
+    return not scop.context.intersect(isl.Set(
+        f"{scop.param_space_text()} -> {{ : {point} }}")).is_empty()
+
+
 def region_points(scop: Scop, region: Any, hi: int = 30, limit: int = 8, seed: int = 0,
                   lo: int = 0) -> list[dict[str, int]]:
     """Up to ``limit`` sym assignments in ``region`` with every sym in [lo, hi]: points on

@@ -20,7 +20,7 @@ import torch
 from .errors import PolydynError
 from .parametric.binding import Binder
 from .runtime.kernel import KernelBase
-from .scop.affine import Aff
+from .scop.affine import EVAL_OPS, Aff
 from .scop.ir import Array
 
 __all__ = ["custom_op"]
@@ -30,12 +30,7 @@ _DTYPES = {"f32": torch.float32, "f64": torch.float64, "i32": torch.int32, "i64"
 _SCALARS = {"f32": "float", "f64": "float", "i32": "int", "i64": "int", "bool": "bool"}
 # sym arithmetic that SymInts trace without a guard (no comparison, no int())
 _SYM_EVAL = {
-    "+": lambda x, y: x + y,
-    "-": lambda x, y: x - y,
-    "*": lambda x, y: x * y,
-    "//": lambda x, y: x // y,
-    "%": lambda x, y: x % y,
-    "neg": lambda x: -x,
+    **EVAL_OPS,
     "min": lambda *xs: _fold(torch.sym_min, xs),
     "max": lambda *xs: _fold(torch.sym_max, xs),
 }

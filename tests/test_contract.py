@@ -21,7 +21,7 @@ from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.contract import contract_temporaries
 from polydyn.scop.interp import compiled_runner
 from polydyn.scop.ir import Load, Scop
-from polydyn.testing import check_kernel, make_inputs, region_points
+from polydyn.testing import check_kernel, in_context, make_inputs, region_points
 
 N, M, D = pd.sym("N M D")
 
@@ -219,17 +219,9 @@ def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     assert contracted == CONTRACTED.get(op, set()), kernel.notes
     for values in SHAPES:
         sizes = _sizes(op, values[:len(op.scop.syms)])
-        if _in_context(op, sizes):
+        if in_context(op, sizes):
             check_kernel(kernel, sizes)
     for index, v in enumerate(kernel.variants):
         for sizes in region_points(kernel.scop, v.region, hi=40 if target == "c" else 20,
                                    limit=4):
             check_kernel(kernel, sizes, variant=index)
-
-
-def _in_context(op: pd.Operator, sizes: dict[str, int]) -> bool:
-    import islpy as isl
-
-    point = " and ".join(f"{s} = {v}" for s, v in sizes.items())
-    return not op.scop.context.intersect(isl.Set(
-        f"{op.scop.param_space_text()} -> {{ : {point} }}")).is_empty()

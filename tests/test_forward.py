@@ -23,7 +23,7 @@ from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.forward import forward_accumulators
 from polydyn.scop.interp import compiled_runner
 from polydyn.scop.ir import Scalar, Scop
-from polydyn.testing import check_kernel, make_inputs, region_points
+from polydyn.testing import check_kernel, in_context, make_inputs, region_points
 
 N, M, K, D = pd.sym("N M K D")
 
@@ -287,19 +287,12 @@ SHAPES = [(0, 0, 0, 0), (1, 1, 1, 1), (0, 3, 5, 2), (3, 0, 2, 5), (7, 13, 5, 3),
 def _check_everywhere(kernel: pd.Kernel, op: pd.Operator, hi: int) -> None:
     for values in SHAPES:
         sizes = _sizes(op, values[:len(op.scop.syms)])
-        if _in_context(op, sizes):
+        if in_context(op, sizes):
             check_kernel(kernel, sizes)
     for index, v in enumerate(kernel.variants):
         for sizes in region_points(kernel.scop, v.region, hi=hi, limit=4):
             check_kernel(kernel, sizes, variant=index)
 
-
-def _in_context(op: pd.Operator, sizes: dict[str, int]) -> bool:
-    import islpy as isl
-
-    point = " and ".join(f"{s} = {v}" for s, v in sizes.items())
-    return not op.scop.context.intersect(isl.Set(
-        f"{op.scop.param_space_text()} -> {{ : {point} }}")).is_empty()
 
 
 TARGETS = ["c", pytest.param("opencl", marks=[

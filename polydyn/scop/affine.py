@@ -126,7 +126,7 @@ class Aff:
         if op == "const":
             return a[0]
         vals = [x.eval(env) for x in a]
-        return _EVAL[op](*vals)
+        return EVAL_OPS[op](*vals)
 
     def subst(self, env: Mapping[str, Aff]) -> Aff:
         if self.op == "var":
@@ -206,7 +206,8 @@ def _good_divisor(d: object) -> bool:
     return isinstance(d, int) and not isinstance(d, bool) and d > 0
 
 
-_EVAL = {
+# the operators of Aff trees as Python functions (min/max of any number of values)
+EVAL_OPS = {
     "+": lambda x, y: x + y,
     "-": lambda x, y: x - y,
     "*": lambda x, y: x * y,
