@@ -1,13 +1,17 @@
 """A BERT-base encoder layer (CPU inference) built from polydyn operators, against PyTorch.
 
-The layer is the usual post-norm one: fused QKV projection, scaled dot-product attention (no
-mask), output projection + residual, LayerNorm, FFN with erf GELU, projection + residual,
-LayerNorm; hidden 768, 12 heads, FFN 3072. polydyn runs it twice: calling the kernels with
-tensors (eager), and as custom operators inside torch.compile(dynamic=True, fullgraph=True).
+The layer is the usual post-norm one: fused QKV projection, scaled dot-product attention with
+the padding mask (an additive mask per key position, as Hugging Face's extended attention mask:
+0 where a token is real, -10000 where it is padding), output projection + residual, LayerNorm,
+FFN with erf GELU, projection + residual, LayerNorm; hidden 768, 12 heads, FFN 3072. Each
+batch's last sequence has its second half padded (every other one is full). polydyn runs it
+twice: calling the kernels with tensors (eager), and as custom operators inside
+torch.compile(dynamic=True, fullgraph=True).
 Torch runs the same weights eagerly and under torch.compile(dynamic=True). Every point is
 checked against torch eager (relative error 1e-4 of the output's scale), then timed.
 
     python bench/bert_layer.py [--points 1x16,1x64,...] [--repeats 5] [--out FILE.md]
+        [--plot FILE.png]
 """
 
 # the operators name tensors as the math does (X, W, QKV), as kernels/ do
@@ -32,7 +36,6 @@ sys.path.insert(0, str(ROOT))
 import polydyn as pd  # noqa: E402
 import polydyn.torch  # noqa: E402
 from kernels.layernorm import layernorm  # noqa: E402
-from kernels.softmax import softmax  # noqa: E402
 from polydyn import f32, inout, out  # noqa: E402
 
 HIDDEN, HEADS, FFN = 768, 12, 3072
@@ -63,13 +66,26 @@ def linear_residual(X: f32[N, IN], W: f32[IN, OUTF], bias: f32[OUTF], R: f32[N, 
 
 
 @pd.operator
-def attn_scores(QKV: f32[B, S, 3, H, DH], scale: f32, P: out(f32[B, H, S, S])):
+def attn_scores(QKV: f32[B, S, 3, H, DH], P: out(f32[B, H, S, S])):
     for b, h, i, j in pd.grid(B, H, S, S):
         P[b, h, i, j] = 0.0
         for d in range(DH):
             P[b, h, i, j] += QKV[b, i, 0, h, d] * QKV[b, j, 1, h, d]
-    for b, h, i, j in pd.grid(B, H, S, S):
-        P[b, h, i, j] *= scale
+
+
+@pd.operator(assume="S >= 1")
+def masked_softmax(P: inout(f32[B, H, S, S]), mask: f32[B, S], scale: f32):
+    """Scale, the padding mask and the softmax of each row of scores, in one operator."""
+    for b, h, i in pd.grid(B, H, S):
+        m = P[b, h, i, 0] * scale + mask[b, 0]
+        for j in range(S):
+            m = max(m, P[b, h, i, j] * scale + mask[b, j])
+        total = 0.0
+        for j in range(S):
+            P[b, h, i, j] = pd.exp(P[b, h, i, j] * scale + mask[b, j] - m)
+            total += P[b, h, i, j]
+        for j in range(S):
+            P[b, h, i, j] = P[b, h, i, j] / total
 
 
 @pd.operator
@@ -95,12 +111,21 @@ def weights(seed: int = 0) -> dict[str, torch.Tensor]:
             "g2": 1 + rand(HIDDEN, scale=0.1), "b2": rand(HIDDEN)}
 
 
-def torch_layer(w: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def padding_mask(b: int, s: int) -> torch.Tensor:
+    """The additive mask [b, s]: the last sequence's second half is padding."""
+    mask = torch.zeros(b, s)
+    mask[-1, (s + 1) // 2:] = -10000.0
+    return mask
+
+
+def torch_layer(w: dict[str, torch.Tensor], x: torch.Tensor, mask: torch.Tensor
+                ) -> torch.Tensor:
     """The reference: the layer in torch operations."""
     b, s, _ = x.shape
     qkv = F.linear(x, w["wqkv"], w["bqkv"]).view(b, s, 3, HEADS, HIDDEN // HEADS)
     q, k, v = (qkv[:, :, j].transpose(1, 2) for j in range(3))
-    p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(HIDDEN // HEADS), dim=-1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(HIDDEN // HEADS) + mask[:, None, None, :]
+    p = torch.softmax(scores, dim=-1)
     ctx = (p @ v).transpose(1, 2).reshape(b, s, HIDDEN)
     h = F.layer_norm(F.linear(ctx, w["wo"], w["bo"]) + x, (HIDDEN,), w["g1"], w["b1"], 1e-5)
     f = F.gelu(F.linear(h, w["wi"], w["bi"]))
@@ -112,12 +137,12 @@ def polydyn_layer(ops: dict, w: dict[str, torch.Tensor]):
     wt = {k: v.t().contiguous() if v.dim() == 2 else v for k, v in w.items()}  # [in, out]
     scale = 1.0 / math.sqrt(HIDDEN // HEADS)
 
-    def layer(x: torch.Tensor) -> torch.Tensor:
+    def layer(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, s, _ = x.shape
         x2 = x.reshape(b * s, HIDDEN)
         qkv = ops["linear"](x2, wt["wqkv"], wt["bqkv"]).view(b, s, 3, HEADS, HIDDEN // HEADS)
-        p = ops["attn_scores"](qkv, scale)
-        p = ops["softmax"](p.view(b * HEADS * s, s)).view(b, HEADS, s, s)
+        p = ops["attn_scores"](qkv)
+        ops["masked_softmax"](p, mask, scale)  # in place
         ctx = ops["attn_context"](p, qkv).view(b * s, HIDDEN)
         h = ops["layernorm"](ops["linear_residual"](ctx, wt["wo"], wt["bo"], x2),
                              wt["g1"], wt["b1"])
@@ -131,11 +156,12 @@ def polydyn_layer(ops: dict, w: dict[str, torch.Tensor]):
 
 
 OPERATORS = {"linear": linear, "gelu": gelu, "linear_residual": linear_residual,
-             "attn_scores": attn_scores, "attn_context": attn_context, "softmax": softmax,
-             "layernorm": layernorm}
+             "attn_scores": attn_scores, "masked_softmax": masked_softmax,
+             "attn_context": attn_context, "layernorm": layernorm}
 
 
-def timed_in_turns(fns: dict, x: torch.Tensor, repeats: int) -> dict[str, float]:
+def timed_in_turns(fns: dict, x: torch.Tensor, mask: torch.Tensor, repeats: int
+                   ) -> dict[str, float]:
     """Median milliseconds of each implementation, one call each in turn per round (the order
     rotated each round), so that a burst of outside load hits them alike."""
     names = list(fns)
@@ -143,17 +169,20 @@ def timed_in_turns(fns: dict, x: torch.Tensor, repeats: int) -> dict[str, float]
     for r in range(repeats):
         for name in names[r % len(names):] + names[:r % len(names)]:
             t0 = time.perf_counter()
-            fns[name](x)
+            fns[name](x, mask)
             times[name].append(time.perf_counter() - t0)
     return {n: sorted(t)[len(t) // 2] * 1e3 for n, t in times.items()}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", default="1x16,1x128,2x64,4x128,8x96",
+    parser.add_argument("--points",
+                        default="1x1,1x16,1x64,1x128,1x256,1x512,2x64,4x128,4x384,16x64",
                         help="batch x seqlen points, comma-separated")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "bert_layer.md")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="also plot latency against sequence length (batch 1 points)")
     args = parser.parse_args()
     points = [tuple(int(v) for v in p.split("x")) for p in args.points.split(",")]
     torch.manual_seed(0)
@@ -164,9 +193,10 @@ def main() -> int:
     pd_compile = time.perf_counter() - t0
     custom = {name: polydyn.torch.custom_op(k, name=f"bert::{name}")
               for name, k in kernels.items()}
-    impls = {"torch eager": lambda x: torch_layer(w, x),
+    impls = {"torch eager": lambda x, mask: torch_layer(w, x, mask),
              "polydyn eager": polydyn_layer(kernels, w)}
-    compiled = {"torch.compile": torch.compile(lambda x: torch_layer(w, x), dynamic=True),
+    compiled = {"torch.compile": torch.compile(lambda x, mask: torch_layer(w, x, mask),
+                                               dynamic=True),
                 "polydyn in torch.compile": torch.compile(polydyn_layer(custom, w),
                                                           dynamic=True, fullgraph=True)}
     compile_s = dict.fromkeys(compiled, 0.0)
@@ -175,12 +205,13 @@ def main() -> int:
     with torch.no_grad():
         for b, s in points:
             x = torch.randn(b, s, HIDDEN)
-            want = torch_layer(w, x)
+            mask = padding_mask(b, s)
+            want = torch_layer(w, x, mask)
             row = {"point": f"{b}x{s}"}
             for name, fn in {**impls, **compiled}.items():
                 frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
                 t = time.perf_counter()
-                got = fn(x)  # first call: the check, and for compiled ones any compile
+                got = fn(x, mask)  # first call: the check, and for compiled ones any compile
                 if name in compiled:
                     compile_s[name] += time.perf_counter() - t
                     frames_before[name] += (
@@ -189,15 +220,40 @@ def main() -> int:
                 if err > 1e-4:
                     raise SystemExit(f"{name} at {b}x{s}: relative error {err:.2e} > 1e-4")
                 row[name + " err"] = err
-            row.update(timed_in_turns({**impls, **compiled}, x, args.repeats))
+            row.update(timed_in_turns({**impls, **compiled}, x, mask, args.repeats))
             rows.append(row)
             print(row, flush=True)
     text = report(rows, list({**impls, **compiled}), compile_s, frames_before, pd_compile,
                   args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
+    if args.plot is not None:
+        plot(rows, list({**impls, **compiled}), args.plot)
     print(text)
     return 0
+
+
+def plot(rows: list[dict], names: list[str], path: Path) -> None:
+    """Latency against sequence length at batch 1, one line per implementation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ones = sorted((int(r["point"].split("x")[1]), r) for r in rows
+                  if r["point"].startswith("1x"))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in names:
+        ax.plot([s for s, _ in ones], [r[name] for _, r in ones], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length (batch 1)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("BERT-base encoder layer, CPU inference")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def cpu_name() -> str:
@@ -213,8 +269,7 @@ def cpu_name() -> str:
 def report(rows, names, compile_s, graphs, pd_compile, repeats) -> str:
     threads = torch.get_num_threads()
     lines = [
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores "
-        f"(shared with other work: figures move by up to a third between runs); "
+        f"Machine: {cpu_name()}, {os.cpu_count()} cores (load average at the end below); "
         f"torch {torch.__version__} ({threads} threads); OMP_NUM_THREADS="
         f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; Python {platform.python_version()}. "
         f"Median of {repeats} calls after a checked first call, the implementations timed "

@@ -69,27 +69,25 @@ the register tiles and cache tiles follow the machine the C compiler targets
 BERT_SECTION = """
 ## A BERT-base encoder layer against PyTorch (issue 34)
 
-From `bench/bert_layer.py` (file `bench/results/bert_layer.md`): the post-norm encoder layer
-(hidden 768, 12 heads, FFN 3072, erf GELU, no attention mask) written with `@pd.operator`
-(linear, linear + residual, in-place GELU, attention scores and context over a [B, S, 3, H, DH]
-view of the fused QKV projection, the library's softmax and layernorm), called eagerly with
-tensors and as `polydyn.torch.custom_op` operators inside `torch.compile(dynamic=True,
-fullgraph=True)`, against the same weights in torch eager and `torch.compile(dynamic=True)`.
-The projections read their weights input-major (`W[i, o]`, transposed once when the layer is
-built), not in nn.Linear's `[out, in]` layout: a product written in that layout runs as a dot
-product per output (`scop/hold.py`, 0.42-0.48x torch at 128-512 rows in
-`bench/phrasings.py`), which this table does not show. Each point is checked against torch
-eager first (max |error| / max |output| under 1e-4). Run
-with `OMP_NUM_THREADS=1` (polydyn and torch one thread each) on a machine whose 2 cores other
-jobs shared (load average below): the figures move by a third between runs, and a 2-thread
-run on the busy machine was too noisy to record. Both compiled versions compile twice over
-the 5 shapes: the second graph is Dynamo's specialization of size 1 (batch 1 first, then
-batch 2); no shape after it compiles again. Compiling the 7 operators with the cache empty
-took about 36 s (linear 11 s, linear + residual 16 s, attention context 6.5 s). What is weak:
-the attention-score operator runs its plain-loop variant (`small`) at these sizes, about 10x
-slower than torch's batched product (15.5 ms against 1.4 ms at 4x128, measured alone); GELU
-fused into the linear operator's epilogue made the whole operator 2-4x slower than the product
-alone, so the layer runs GELU as a separate in-place operator.
+From `bench/bert_layer.py` (files `bench/results/bert_layer.md` and `.png`): the post-norm
+encoder layer (hidden 768, 12 heads, FFN 3072, erf GELU, the padding mask: each batch's last
+sequence half padding) written with `@pd.operator`: linear, linear + residual, in-place GELU,
+attention scores over a [B, S, 3, H, DH] view of the fused QKV projection, scale + mask +
+softmax in one operator, attention context, the library's layernorm. polydyn runs it called
+eagerly with tensors and as `polydyn.torch.custom_op` operators inside
+`torch.compile(dynamic=True, fullgraph=True)`; torch runs the same weights in eager mode and
+under `torch.compile(dynamic=True)`; 2 threads each, the machine otherwise quiet. Each point is
+checked against torch eager first (max |error| / max |output| under 1e-4). The projections
+read their weights input-major (`W[i, o]`, transposed once when the layer is built), not in
+nn.Linear's `[out, in]` layout: a product written in that layout runs as a dot product per
+output (`scop/hold.py`, 0.49x torch at 128 rows in `bench/phrasings.py`), which this table
+does not show. Both compiled versions compile 3 graphs over the 10 shapes: Dynamo specializes
+sizes 1 (batch 1, then sequence length 1), for torch's own layer as for polydyn's operators;
+no other shape compiles again. What is weak: GELU fused into the linear operator's epilogue
+made that operator 2-4x slower than the product alone, so the layer runs GELU as a separate
+in-place operator; the attention scores run a plain-loop variant.
+
+![bert_layer](results/bert_layer.png)
 
 """
 

@@ -25,6 +25,7 @@ def test_bert_layer_agrees_with_torch() -> None:
     layer = bl.polydyn_layer({n: pd.compile(op) for n, op in bl.OPERATORS.items()}, w)
     for b, s in [(1, 5), (2, 7)]:
         x = torch.randn(b, s, bl.HIDDEN)
-        want = bl.torch_layer(w, x)
-        got = layer(x)
+        mask = bl.padding_mask(b, s)
+        want = bl.torch_layer(w, x, mask)
+        got = layer(x, mask)
         assert ((got - want).abs().max() / want.abs().max()).item() < 1e-4
