@@ -71,8 +71,8 @@ BERT_SECTION = """
 
 From `bench/bert_layer.py` (files `bench/results/bert_layer.md` and `.png`): the post-norm
 encoder layer (hidden 768, 12 heads, FFN 3072, erf GELU, the padding mask: each batch's last
-sequence half padding) written with `@pd.operator`: linear, linear + residual, in-place GELU,
-attention scores over a [B, S, 3, H, DH] view of the fused QKV projection, scale + mask +
+sequence half padding) written with `@pd.operator`: linear, linear with bias and GELU in its
+epilogue, linear + residual, attention scores over a [B, S, 3, H, DH] view of the fused QKV projection, scale + mask +
 softmax in one operator, attention context, the library's layernorm. polydyn runs it called
 eagerly with tensors and as `polydyn.torch.custom_op` operators inside
 `torch.compile(dynamic=True, fullgraph=True)`; torch runs the same weights in eager mode and
@@ -83,9 +83,9 @@ nn.Linear's `[out, in]` layout: a product written in that layout runs as a dot p
 output (`scop/hold.py`, 0.49x torch at 128 rows in `bench/phrasings.py`), which this table
 does not show. Both compiled versions compile 3 graphs over the 10 shapes: Dynamo specializes
 sizes 1 (batch 1, then sequence length 1), for torch's own layer as for polydyn's operators;
-no other shape compiles again. What is weak: GELU fused into the linear operator's epilogue
-made that operator 2-4x slower than the product alone, so the layer runs GELU as a separate
-in-place operator; the attention scores run a plain-loop variant.
+no other shape compiles again. The GELU written in the projection's epilogue runs as a vector
+pass of its own after the product's register tiles (`scop/epilogue.py`). What is weak: the
+attention scores run a plain-loop variant.
 
 ![bert_layer](results/bert_layer.png)
 

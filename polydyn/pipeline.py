@@ -76,6 +76,7 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     from .scop.buffers import double_buffer
     from .scop.contract import contract_temporaries
     from .scop.deps import compute_deps, zero_init_arrays
+    from .scop.epilogue import split_epilogues
     from .scop.forward import forward_accumulators
     from .scop.hold import hold_cells
     from .scop.selects import canonical_selects
@@ -95,8 +96,9 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
     scop, held = hold_cells(scop)  # dot products in scalars, not in their cells
     scop, forwarded = forward_accumulators(scop)  # sums kept in their cells, not scalars
+    scop, epilogues = split_epilogues(scop)  # math after a product: a vector pass of its own
     scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-    notes = selects + contracted + held + forwarded + buffers
+    notes = selects + contracted + held + forwarded + epilogues + buffers
     if notes:
         options.dump(name, "1b-buffers.txt", scop)
 

@@ -307,7 +307,8 @@ TARGETS = ["c", pytest.param("opencl", marks=[
 def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
     want = FORWARDED.get(op, ())
-    assert _notes_match(kernel.notes, want), kernel.notes
+    forwarded = tuple(n for n in kernel.notes if "epilogue" not in n)  # scop/epilogue.py's
+    assert _notes_match(forwarded, want), kernel.notes
     _check_everywhere(kernel, op, hi=40 if target == "c" else 24)
 
 

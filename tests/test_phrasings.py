@@ -23,7 +23,8 @@ NOTES = {
     ph.matmul_scalar: ("acc: the sum is kept in C[i, j]",),
     ph.matmul_bt: ("C[i, j]: the sum over k is kept in the local scalar",),
     ph.linear_cell: ("Y[n, o]: the sum over k is kept in the local scalar",),
-    ph.linear_scalar_gelu: ("v: the value is kept in Y[n, o]",),
+    ph.linear_scalar_gelu: ("v: the value is kept in Y[n, o]",
+                            "S3: the element-wise epilogue runs after the product's loops"),
     ph.attention: ("S[i, j]: the sum over d is kept in the local scalar",),
     ph.gelu_tanh: ("x: the value is kept in Y[i, j]",),
 }

@@ -37,6 +37,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..scop.deps import Deps
+from ..scop.epilogue import is_epilogue
 from ..scop.exprs import Load
 from ..scop.ir import Scop
 from ..target import AVX512, CpuTarget
@@ -77,11 +78,33 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
     proximity = deps.flow.union(deps.locals_order)
     for name in transposing_copies(scop):  # no reuse to gain from fusing with the readers
         proximity = proximity.subtract_domain(isl.UnionSet.from_set(scop.statement(name).domain))
+    for name in epilogues(scop):  # kept out of the product's band (scop/epilogue.py)
+        proximity = proximity.subtract_range(isl.UnionSet.from_set(scop.statement(name).domain))
     return (isl.ScheduleConstraints.on_domain(domain)
             .set_context(region)
             .set_validity(within(deps.validity))
             .set_proximity(within(proximity))
             .set_coincidence(within(deps.all)))
+
+
+def epilogues(scop: Scop) -> list[str]:
+    """The element-wise epilogues that ``scop/epilogue.py`` moved out of their product's
+    loops: proximity to the product would fuse them back into its band."""
+    return [s.name for s in scop.statements if len(s.iters) and is_epilogue(scop, s.name)
+            and any(s.name in n for n in _lone_nests(scop))]
+
+
+def _lone_nests(scop: Scop) -> list[set[str]]:
+    """The statements of each top-level nest that holds one statement."""
+    from ..scop.ir import Loop, StmtRef
+
+    out = []
+    for node in scop.tree:
+        while isinstance(node, Loop) and len(node.body) == 1:
+            node = node.body[0]
+        if isinstance(node, StmtRef):
+            out.append({node.name})
+    return out
 
 
 def transposing_copies(scop: Scop) -> list[str]:

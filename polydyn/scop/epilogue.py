@@ -1,0 +1,121 @@
+"""Element-wise epilogues moved out of the loops of their product: a statement that ends the
+innermost loop around a reduction and calls a math function on the cell it updates,
+
+    for n: for o:  Y[n, o] = b[o];  for k: Y[n, o] += X[n, k] * W[k, o];  Y[n, o] = gelu(Y[n, o])
+
+runs in a nest of its own after the product:
+
+    for n: for o:  Y[n, o] = b[o];  for k: Y[n, o] += X[n, k] * W[k, o]
+    for n: for o:  Y[n, o] = gelu(Y[n, o])
+
+Inside the product's loops the epilogue keeps the band from carrying register tiles (its
+statements no longer all accumulate into one target) and runs once per output between
+reductions, so its math call is not vectorized; in a nest of its own its innermost loop is
+stride 1 and calls the vector math library. It costs one more pass over the outputs.
+
+The move is made only where it keeps every dependence: the operator's program order with the
+epilogue moved is checked against the dependences of the order as written (isl).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .exprs import MATH_FUNCS, Call, Load
+from .ir import Guard, Loop, Node, Scop, StmtRef
+
+
+def split_epilogues(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
+    """``scop`` with every such epilogue in a nest of its own, and a sentence for each
+    (``scop`` itself and none when nothing moves)."""
+    notes = []
+    for name in _candidates(scop, scop.tree, ()):
+        moved = replace(scop, tree=_move(scop.tree, name))
+        if _keeps_dependences(scop, moved):
+            scop = moved
+            notes.append(f"{name}: the element-wise epilogue runs after the product's loops")
+    return scop, tuple(notes)
+
+
+def _candidates(scop: Scop, body: tuple[Node, ...], loops: tuple[Loop, ...]) -> list[str]:
+    out: list[str] = []
+    for k, node in enumerate(body):
+        if isinstance(node, Loop):
+            out += _candidates(scop, node.body, (*loops, node))
+        elif isinstance(node, Guard):
+            continue  # conditional code stays where it is
+        elif loops and k == len(body) - 1 and k > 0 and \
+                any(isinstance(n, Loop) for n in body[:k]) and is_epilogue(scop, node.name):
+            out.append(node.name)
+    return out
+
+
+def is_epilogue(scop: Scop, name: str) -> bool:
+    """``T[i...] = f(T[i...], ...)`` with ``f`` calling a math function, the subscripts the
+    statement's own loop variables, one each."""
+    stmt = scop.statement(name)
+    target = stmt.target
+    if not isinstance(target, Load) or stmt.op != "=":
+        return False
+    subs = [next(iter(a.vars())) if len(a.vars()) == 1 and a.linear() == ({v: 1}, 0) else None
+            for a in target.index for v in a.vars()]
+    if None in subs or sorted(subs) != sorted(set(subs)) or set(subs) != set(stmt.iters):
+        return False
+    return any(isinstance(e, Call) and e.fn in MATH_FUNCS for e in stmt.value.walk())
+
+
+def _move(tree: tuple[Node, ...], name: str) -> tuple[Node, ...]:
+    """The loop tree with statement ``name`` taken out of its loops and put, in copies of
+    those loops, right after the outermost of them."""
+    out: list[Node] = []
+    for node in tree:
+        if isinstance(node, Loop) and name in _names(node):
+            out += [_without(node, name), _chain(node, name)]
+        else:
+            out.append(node)
+    return tuple(out)
+
+
+def _without(loop: Loop, name: str) -> Loop:
+    body: list[Node] = []
+    for n in loop.body:
+        if isinstance(n, StmtRef) and n.name == name:
+            continue
+        body.append(_without(n, name) if isinstance(n, Loop) and name in _names(n) else n)
+    return replace(loop, body=tuple(body))
+
+
+def _chain(loop: Loop, name: str) -> Loop:
+    """Copies of the loops from ``loop`` down to statement ``name``, holding it alone."""
+    for n in loop.body:
+        if isinstance(n, StmtRef) and n.name == name:
+            return replace(loop, body=(n,))
+        if isinstance(n, Loop) and name in _names(n):
+            return replace(loop, body=(_chain(n, name),))
+    raise ValueError(name)
+
+
+def _names(node: Node) -> set[str]:
+    if isinstance(node, StmtRef):
+        return {node.name}
+    if isinstance(node, Loop):
+        return set().union(*(_names(n) for n in node.body))
+    return set().union(*(_names(n) for n in (*node.then, *node.orelse)))
+
+
+def _keeps_dependences(before: Scop, after: Scop) -> bool:
+    """Every dependence of ``before``'s program order holds in ``after``'s."""
+    import islpy as isl
+
+    from .deps import compute_deps
+
+    validity = compute_deps(before).validity
+    sched = after.original_schedule()
+    times = validity.apply_domain(sched).apply_range(sched)
+    maps: list[isl.Map] = []
+    times.foreach_map(maps.append)
+    for m in maps:
+        lex_ge = isl.Map.lex_ge(m.get_space().domain()).align_params(m.get_space())
+        if not m.intersect(lex_ge).is_empty():
+            return False
+    return True

@@ -1,0 +1,95 @@
+"""Element-wise epilogues after a product (scop/epilogue.py): a statement that ends the loop
+around a reduction and applies a math function to the cell it updates runs in a nest of its
+own after the product, where that keeps every dependence; its math then vectorizes and the
+product keeps its register tiles. Compiled for C and OpenCL, checked against the reference
+(which runs the operator as written) at sizes 0, 1, primes and every variant's region edges."""
+
+from __future__ import annotations
+
+import pytest
+
+import polydyn as pd
+from polydyn import f32, out
+from polydyn.runtime.opencl import opencl_available
+from polydyn.scop.epilogue import split_epilogues
+from polydyn.testing import check_kernel, in_context, region_points
+from tests import phrasings as ph
+
+N, M, K = pd.sym("N M K")
+
+
+@pd.operator()
+def linear_gelu(X: f32[N, K], W: f32[K, M], b: f32[M], Y: out(f32[N, M])):
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = b[o]
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[k, o]
+            Y[n, o] = 0.5 * Y[n, o] * (1.0 + pd.erf(Y[n, o] * 0.7071067811865476))
+
+
+@pd.operator(assume="M >= 1")
+def read_after(X: f32[N, K], W: f32[K, M], Y: out(f32[N, M]), R: out(f32[N])):
+    """A later statement of the outer loop reads an epilogued cell: the epilogue stays."""
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = 0.0
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[k, o]
+            Y[n, o] = pd.tanh(Y[n, o])
+        R[n] = Y[n, 0] * 2.0
+
+
+@pd.operator()
+def no_math(X: f32[N, K], W: f32[K, M], Y: out(f32[N, M])):
+    """A cheap epilogue (no math call) stays in the product's loops."""
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = 0.0
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[k, o]
+            Y[n, o] = max(Y[n, o], 0.0)
+
+
+# epilogues moved when compiled (linear_scalar_gelu's appears once its scalar is forwarded)
+MOVED = {linear_gelu: 1, read_after: 0, no_math: 0, ph.linear_scalar_gelu: 1}
+
+
+@pytest.mark.parametrize("op", [linear_gelu, read_after, no_math],
+                         ids=lambda op: op.scop.name)
+def test_which_epilogues_move(op: pd.Operator) -> None:
+    scop, notes = split_epilogues(op.scop)
+    assert len(notes) == MOVED[op], notes
+    assert (scop is op.scop) == (not notes)
+
+
+TARGETS = ["c", pytest.param("opencl", marks=[
+    pytest.mark.opencl,
+    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
+SHAPES = [(0, 0, 0), (1, 1, 1), (1, 7, 0), (3, 1, 2), (7, 13, 5), (17, 31, 33), (2, 67, 3),
+          (49, 257, 17)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", [linear_gelu, read_after, ph.linear_scalar_gelu],
+                         ids=lambda op: op.scop.name)
+def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
+    kernel = pd.compile(op, target=target)
+    moved = [n for n in kernel.notes if "epilogue" in n]
+    assert len(moved) == MOVED[op], kernel.notes
+    for values in SHAPES:
+        sizes = dict(zip(op.scop.syms, values, strict=False))
+        if in_context(op, sizes) and (target == "c" or max(values) < 60):
+            check_kernel(kernel, sizes)
+    for index, v in enumerate(kernel.variants):
+        for sizes in region_points(kernel.scop, v.region, hi=40 if target == "c" else 20,
+                                   limit=4):
+            check_kernel(kernel, sizes, variant=index)
+
+
+def test_the_product_keeps_its_register_tiles() -> None:
+    from polydyn.pipeline import generate
+
+    gen = generate(linear_gelu, "c")
+    tiled = next(v for v in gen.scheduled if v.name == "tiled")
+    assert "promote" in str(tiled.schedule)  # the register tiles' accumulators
