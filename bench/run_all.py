@@ -102,8 +102,7 @@ beside the bundled kernel each phrases and PyTorch eager (2 threads each, the ma
 phrasing is faster). What limits the rest: products whose operands both run along the
 reduction (`matmul_bt`, nn.Linear's layout, attention's scores) run as held dot products
 (`scop/hold.py`) at 90-100 GFLOP/s, not the register tiles of the bundled product (packing
-the weight transposed is not done); an element-wise epilogue after a dot product (GELU) runs
-per output, unvectorized; `softmax_if` computes `exp` twice, as written.
+the weight transposed is not done); `softmax_if` computes `exp` twice, as written.
 
 """
 
