@@ -37,6 +37,7 @@ import polydyn as pd  # noqa: E402
 import polydyn.torch  # noqa: E402
 from kernels.layernorm import layernorm  # noqa: E402
 from polydyn import f32, inout, out  # noqa: E402
+from polydyn.bench.report import cpu_model  # noqa: E402
 
 HIDDEN, HEADS, FFN = 768, 12, 3072
 N, IN, OUTF, B, S, H, DH = pd.sym("N IN OUTF B S H DH")
@@ -260,20 +261,11 @@ def plot(rows: list[dict], names: list[str], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 
 def report(rows, names, compile_s, graphs, pd_compile, repeats) -> str:
     threads = torch.get_num_threads()
     lines = [
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores (load average at the end below); "
+        f"Machine: {cpu_model()}, {os.cpu_count()} cores (load average at the end below); "
         f"torch {torch.__version__} ({threads} threads); OMP_NUM_THREADS="
         f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; Python {platform.python_version()}. "
         f"Median of {repeats} calls after a checked first call, the implementations timed "

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import polydyn as pd
 from kernels import load
+from polydyn.bench.report import cpu_model
 from polydyn.bench.timing import Budget, measure_interleaved, wait_quiet
 from polydyn.operator_files import with_assume
 from polydyn.testing import call_args, make_inputs
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--out", default="")
     opts = parser.parse_args()
     budget = Budget(seconds=1.0 if opts.quick else 3.0)
-    lines = [f"Machine: {platform.machine()}, {len(os.sched_getaffinity(0))} CPUs", "",
+    lines = [f"Machine: {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs", "",
              "| kernel | sizes | dynamic ms (variant) | fixed ms (variant) "
              "| fixed / dynamic speed |",
              "|---|---|---|---|---|"]

@@ -8,7 +8,6 @@ passed for the rest, and the ratios); ``--out`` also writes it to a file.
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 
 import polydyn as pd
 from kernels import load
+from polydyn.bench.report import cpu_model
 from polydyn.bench.timing import Budget, measure_interleaved, wait_quiet
 from polydyn.bench.work import work
 from polydyn.testing import make_inputs
@@ -81,7 +81,7 @@ def main() -> None:
     except ImportError:
         torch = None
     only = set(filter(None, opts.only.split(",")))
-    lines = [f"Machine: {platform.processor() or platform.machine()}, "
+    lines = [f"Machine: {cpu_model()}, "
              f"{len(__import__('os').sched_getaffinity(0))} CPUs; torch "
              f"{torch.__version__ if torch else 'not installed'}", "",
              "| phrasing | sizes | ms | rate | vs bundled | vs torch eager | variant |",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 
 import polydyn as pd
 from polydyn import f32, out
+from polydyn.bench.report import cpu_model
 
 B, N, D, O = pd.sym("B N D O")  # noqa: E741
 L = pd.ragged("L", B)
@@ -197,15 +197,6 @@ def cases(lengths: np.ndarray, torch) -> list[tuple[str, float, dict]]:
     return out_cases
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 
 def main() -> None:
     import torch
@@ -222,7 +213,7 @@ def main() -> None:
         f"Batch: {len(lengths)} sequences, lengths log-normal clipped to 1..512 (sum "
         f"{int(lengths.sum())}, max {int(lengths.max())}, median {int(np.median(lengths))}; "
         f"padding does {len(lengths) * int(lengths.max()) / lengths.sum():.1f}x the rows). "
-        f"Machine: {_cpu_name()}, {os.cpu_count()} cores; "
+        f"Machine: {cpu_model()}, {os.cpu_count()} cores; "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads). Medians of "
         f"{args.repeat} calls, in turns.", "",
         "| operator | " + " | ".join(f"{n} ms (useful GFLOP/s)" for n in names) +
