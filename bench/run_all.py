@@ -73,8 +73,9 @@ From `bench/bert_layer.py` (files `bench/results/bert_layer.md` and `.png`): the
 encoder layer (hidden 768, 12 heads, FFN 3072, erf GELU, the padding mask: each batch's last
 sequence half padding) written with `@pd.operator`: linear, linear with bias and GELU in its
 epilogue, linear + residual, attention scores over a [B, S, 3, H, DH] view of the fused QKV
-projection, scale + mask + softmax in one operator, attention context, the library's layernorm. polydyn runs it called
-eagerly with tensors and as `polydyn.torch.custom_op` operators inside
+projection, scale + mask + softmax in one operator, attention context, the library's
+layernorm. polydyn runs it called eagerly with tensors and as `polydyn.torch.custom_op`
+operators inside
 `torch.compile(dynamic=True, fullgraph=True)`; torch runs the same weights in eager mode and
 under `torch.compile(dynamic=True)`; 2 threads each, the machine otherwise quiet. Each point is
 checked against torch eager first (max |error| / max |output| under 1e-4). The projections
