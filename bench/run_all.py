@@ -112,9 +112,11 @@ FIXED_SECTION = """
 
 From `bench/fixed_sizes.py` (file `bench/results/fixed_sizes.md`): every bundled kernel
 compiled dynamic and with its sizes fixed (`--assume "N = ..."`), timed in turns at those
-sizes. Below 0.95x: matmul 1531^3 (0.51x) and its skinny N = 8 (0.88x), maxpool with B = 1
-(0.86x: the fixed compile has no B=1 variant and runs the generic one); their causes are not
-found yet.
+sizes. Two causes found and fixed this turn: conv2d's init stayed in its band once isl dropped
+the band member of B = 1 (0.01x before), and a thread test multiplying constant extents as
+int overflowed at 1531^3 and kept matmul on one thread (0.51x before). Below 0.95x still:
+matmul's skinny N = 8 (0.89x), conv2d with 3 input channels (0.93x), maxpool with B = 1
+(0.86x: the fixed compile has no B=1 variant and runs the generic one).
 
 """
 

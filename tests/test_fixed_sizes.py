@@ -35,3 +35,15 @@ def test_fixed_sizes_keep_the_dynamic_schedule(name: str, sizes: dict[str, int])
     for feature in ("register tiles", "set in", "packed", "transposed"):
         assert (feature in want) <= (feature in got), (want, got)
     check_kernel(known, sizes)
+
+
+def test_fixed_work_tests_multiply_as_int64() -> None:
+    """A thread test's work with every extent constant (1531^3 > 2^31) multiplies as int64_t:
+    as int it overflowed and kept matmul 1531^3 on one thread (0.51x the dynamic compile)."""
+    from polydyn.pipeline import generate
+
+    sizes = {"N": 1531, "M": 1531, "K": 1531}
+    scop = with_assume(load("matmul")[0], " and ".join(f"{k} = {v}" for k, v in sizes.items()))
+    source = generate(scop, "c").sources["matmul.c"]
+    assert "(int64_t)(1531) * (1531) * (1531)" in source
+    assert "if((1531) * (1531) * (1531)" not in source

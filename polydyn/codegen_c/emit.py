@@ -96,8 +96,12 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             domain = self.scop.statement(name).domain.intersect_params(self.region)
             if domain.is_empty():
                 continue
-            terms.append(" * ".join(f"({extent})" for _, extent in self.box_exprs(domain))
-                         or "1")
+            factors = [f"({extent})" for _, extent in self.box_exprs(domain)]
+            if factors and factors[0].strip("()").isdigit():
+                # constant extents (sizes fixed) multiply as int64_t: 1531 * 1531 * 1531
+                # overflows an int, and the test then kept every thread idle
+                factors[0] = f"(int64_t){factors[0]}"
+            terms.append(" * ".join(factors) or "1")
         return " + ".join(terms) if terms else "0"
 
     def box_exprs(self, s: isl.Set) -> list[tuple[str, str]]:

@@ -108,7 +108,7 @@ PD_VARIANT int batched_matmul_v0(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   if (((N >= 6) && (M >= 32)))
   {
-    #pragma omp parallel for schedule(static) if((1) * (N) * (M) + (1) * (N) * (M) * (K) >= 4194304 && ((((M - 31)) - (0) + (32) - 1) / (32)) >= pd_threads())
+    #pragma omp parallel for schedule(static) if((int64_t)(1) * (N) * (M) + (int64_t)(1) * (N) * (M) * (K) >= 4194304 && ((((M - 31)) - (0) + (32) - 1) / (32)) >= pd_threads())
     for (int64_t pd_c1 = 0; pd_c1 < (M - 31); pd_c1 += 32)
     {
       for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
@@ -238,7 +238,7 @@ PD_VARIANT int batched_matmul_v0(int64_t B, int64_t N, int64_t K, int64_t M, con
     }
     if (((M % 32) >= 1))
     {
-      #pragma omp parallel for schedule(static) if((1) * (N) * (M) + (1) * (N) * (M) * (K) >= 4194304 && (((N) - (0) + (6) - 1) / (6)) >= pd_threads())
+      #pragma omp parallel for schedule(static) if((int64_t)(1) * (N) * (M) + (int64_t)(1) * (N) * (M) * (K) >= 4194304 && (((N) - (0) + (6) - 1) / (6)) >= pd_threads())
       for (int64_t pd_c2 = 0; pd_c2 < N; pd_c2 += 6)
       {
         if (((((((N >= 6) && (M >= 32)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
@@ -407,7 +407,7 @@ PD_VARIANT int batched_matmul_v0(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     if ((N <= 5))
     {
-      #pragma omp parallel for schedule(static) if((1) * (N) * (M) + (1) * (N) * (M) * (K) >= 4194304 && (((M) - (0) + (32) - 1) / (32)) >= pd_threads())
+      #pragma omp parallel for schedule(static) if((int64_t)(1) * (N) * (M) + (int64_t)(1) * (N) * (M) * (K) >= 4194304 && (((M) - (0) + (32) - 1) / (32)) >= pd_threads())
       for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 32)
       {
         for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
@@ -567,7 +567,7 @@ PD_VARIANT int batched_matmul_v0(int64_t B, int64_t N, int64_t K, int64_t M, con
     }
     else
     {
-      #pragma omp parallel for schedule(static) if((1) * (N) * (M) + (1) * (N) * (M) * (K) >= 4194304 && (((N) - (0) + (6) - 1) / (6)) >= pd_threads())
+      #pragma omp parallel for schedule(static) if((int64_t)(1) * (N) * (M) + (int64_t)(1) * (N) * (M) * (K) >= 4194304 && (((N) - (0) + (6) - 1) / (6)) >= pd_threads())
       for (int64_t pd_c2 = 0; pd_c2 < N; pd_c2 += 6)
       {
         if ((((((N >= 6) && (M <= 31)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))

@@ -2526,8 +2526,8 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
 {
   const int64_t pd_rp1_n = ((F) + 15) / 16 * 16 + 16;
   static _Atomic(void *) pd_rp1_keep = NULL;
-  float *restrict pd_rp1 = ((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW)) >= 1024 * (F) * (C) * (KH) * (KW) ? (float *)pd_take(&pd_rp1_keep, sizeof(float) * (size_t)(pd_rp1_n * (C) * (KW) * (KH))) : NULL;
-  if ((((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW)) >= 1024 * (F) * (C) * (KH) * (KW) && !pd_rp1))
+  float *restrict pd_rp1 = ((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW)) >= 1024 * (F) * (C) * (KH) * (KW) ? (float *)pd_take(&pd_rp1_keep, sizeof(float) * (size_t)(pd_rp1_n * (C) * (KW) * (KH))) : NULL;
+  if ((((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW)) >= 1024 * (F) * (C) * (KH) * (KW) && !pd_rp1))
   {
     pd_give(&pd_rp1_keep, pd_rp1);
     return -2;
@@ -2569,7 +2569,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   }
   if ((C == 0))
   {
-    #pragma omp parallel if((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
+    #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
     {
       const int64_t pd_n9 = (((F) - (0) + (1) - 1) / (1));
       const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
@@ -2603,7 +2603,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     if (((F >= 14) && (W >= (KW + 31))))
     {
-      #pragma omp parallel if((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
+      #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
         const int64_t pd_n10 = ((((H - KH)) - (0) + (1)) / (1));
         const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
@@ -3250,7 +3250,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     }
     else
     {
-      #pragma omp parallel if((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
+      #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
         const int64_t pd_n11 = ((((H - KH)) - (0) + (1)) / (1));
         const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());

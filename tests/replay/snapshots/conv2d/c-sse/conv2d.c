@@ -1074,7 +1074,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
 {
   if ((C == 0))
   {
-    #pragma omp parallel if((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
+    #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
     {
       const int64_t pd_n5 = (((F) - (0) + (1) - 1) / (1));
       const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
@@ -1108,7 +1108,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     if (((F >= 6) && (W >= (KW + 7))))
     {
-      #pragma omp parallel if((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
+      #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
         const int64_t pd_n6 = ((((H - KH)) - (0) + (1)) / (1));
         const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
@@ -1438,7 +1438,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     }
     else
     {
-      #pragma omp parallel if((1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
+      #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
         const int64_t pd_n7 = ((((H - KH)) - (0) + (1)) / (1));
         const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());

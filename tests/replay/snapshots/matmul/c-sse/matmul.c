@@ -121,7 +121,7 @@ PD_VARIANT int matmul_v0(int64_t N, int64_t K, int64_t M, const float *restrict 
       const int64_t pd_rf1_0_n = (1) * (M);
       const int64_t pd_rf1_0_s = (pd_rf1_0_n + 15) / 16 * 16;
       void *pd_rf1_0_b = NULL;
-      float *pd_rf1_0 = pd_threads() > 1 && (1) * (M) * (K) >= 8192 && (1) * (M) * (K) >= 64 * pd_threads() * (pd_rf1_0_n) ? (float *)pd_alloc_like(sizeof(float) * (size_t)pd_threads() * (size_t)pd_rf1_0_s, 0, (const char *)B + 2048, &pd_rf1_0_b) : NULL;
+      float *pd_rf1_0 = pd_threads() > 1 && (int64_t)(1) * (M) * (K) >= 8192 && (int64_t)(1) * (M) * (K) >= 64 * pd_threads() * (pd_rf1_0_n) ? (float *)pd_alloc_like(sizeof(float) * (size_t)pd_threads() * (size_t)pd_rf1_0_s, 0, (const char *)B + 2048, &pd_rf1_0_b) : NULL;
       if (pd_rf1_0)
       {
         #pragma omp parallel
@@ -208,7 +208,7 @@ PD_VARIANT int matmul_v0(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       else
       {
-        #pragma omp parallel for schedule(static) if((1) * (M) * (K) >= 8192 && (((M) - (0) + (4096) - 1) / (4096)) >= pd_threads())
+        #pragma omp parallel for schedule(static) if((int64_t)(1) * (M) * (K) >= 8192 && (((M) - (0) + (4096) - 1) / (4096)) >= pd_threads())
         for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 4096)
         {
           for (int64_t pd_c2 = 0; pd_c2 < (K - 7); pd_c2 += 8)
@@ -264,7 +264,7 @@ PD_VARIANT int matmul_v0(int64_t N, int64_t K, int64_t M, const float *restrict 
   }
   else
   {
-    #pragma omp parallel for schedule(static) if((1) * (M) * (K) >= 8192 && (((M) - (0) + (4096) - 1) / (4096)) >= pd_threads())
+    #pragma omp parallel for schedule(static) if((int64_t)(1) * (M) * (K) >= 8192 && (((M) - (0) + (4096) - 1) / (4096)) >= pd_threads())
     for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 4096)
     {
       #pragma omp simd
