@@ -3,7 +3,7 @@ kernel against the operator's reference semantics (the loop nest run on NumPy)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -116,6 +116,21 @@ def in_context(op: Any, sizes: Mapping[str, int]) -> bool:
     point = " and ".join(f"{s} = {v}" for s, v in sizes.items())
     return not scop.context.intersect(isl.Set(
         f"{scop.param_space_text()} -> {{ : {point} }}")).is_empty()
+
+
+def check_everywhere(kernel: Any, shapes: Iterable[tuple[int, ...]], hi: int,
+                     limit: int = 4) -> None:
+    """``check_kernel`` at every size tuple of ``shapes`` (values of the operator's syms in
+    order, cut to their number) that its context allows, then with each variant forced at
+    up to ``limit`` points of its region, edges first, every sym at most ``hi``."""
+    scop = kernel.scop
+    for values in shapes:
+        sizes = dict(zip(scop.syms, values[:len(scop.syms)], strict=True))
+        if in_context(kernel, sizes):
+            check_kernel(kernel, sizes)
+    for index, v in enumerate(kernel.variants):
+        for sizes in region_points(scop, v.region, hi=hi, limit=limit):
+            check_kernel(kernel, sizes, variant=index)
 
 
 def region_points(scop: Scop, region: Any, hi: int = 30, limit: int = 8, seed: int = 0,

@@ -12,7 +12,7 @@ import polydyn as pd
 from polydyn import f32, out
 from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.epilogue import split_epilogues
-from polydyn.testing import check_kernel, in_context, region_points
+from polydyn.testing import check_everywhere
 from tests import phrasings as ph
 
 N, M, K = pd.sym("N M K")
@@ -77,14 +77,8 @@ def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
     moved = [n for n in kernel.notes if "epilogue" in n]
     assert len(moved) == MOVED[op], kernel.notes
-    for values in SHAPES:
-        sizes = dict(zip(op.scop.syms, values, strict=False))
-        if in_context(op, sizes) and (target == "c" or max(values) < 60):
-            check_kernel(kernel, sizes)
-    for index, v in enumerate(kernel.variants):
-        for sizes in region_points(kernel.scop, v.region, hi=40 if target == "c" else 20,
-                                   limit=4):
-            check_kernel(kernel, sizes, variant=index)
+    shapes = [v for v in SHAPES if target == "c" or max(v) < 60]
+    check_everywhere(kernel, shapes, hi=40 if target == "c" else 20)
 
 
 def test_the_product_keeps_its_register_tiles() -> None:

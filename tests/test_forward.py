@@ -23,7 +23,7 @@ from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.forward import forward_accumulators
 from polydyn.scop.interp import compiled_runner
 from polydyn.scop.ir import Scalar, Scop
-from polydyn.testing import check_kernel, in_context, make_inputs, region_points
+from polydyn.testing import check_everywhere, check_kernel, make_inputs, region_points
 
 N, M, K, D = pd.sym("N M K D")
 
@@ -284,16 +284,6 @@ SHAPES = [(0, 0, 0, 0), (1, 1, 1, 1), (0, 3, 5, 2), (3, 0, 2, 5), (7, 13, 5, 3),
           (17, 15, 33, 16), (31, 33, 1, 17)]
 
 
-def _check_everywhere(kernel: pd.Kernel, op: pd.Operator, hi: int) -> None:
-    for values in SHAPES:
-        sizes = _sizes(op, values[:len(op.scop.syms)])
-        if in_context(op, sizes):
-            check_kernel(kernel, sizes)
-    for index, v in enumerate(kernel.variants):
-        for sizes in region_points(kernel.scop, v.region, hi=hi, limit=4):
-            check_kernel(kernel, sizes, variant=index)
-
-
 
 TARGETS = ["c", pytest.param("opencl", marks=[
     pytest.mark.opencl,
@@ -309,7 +299,7 @@ def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     want = FORWARDED.get(op, ())
     forwarded = tuple(n for n in kernel.notes if "epilogue" not in n)  # scop/epilogue.py's
     assert _notes_match(forwarded, want), kernel.notes
-    _check_everywhere(kernel, op, hi=40 if target == "c" else 24)
+    check_everywhere(kernel, SHAPES, hi=40 if target == "c" else 24)
 
 
 def test_big_tiles_against_numpy() -> None:

@@ -20,7 +20,7 @@ from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.hold import hold_cells
 from polydyn.scop.interp import compiled_runner
 from polydyn.scop.ir import Scop
-from polydyn.testing import check_kernel, in_context, make_inputs, region_points
+from polydyn.testing import check_everywhere, make_inputs
 
 N, M, K = pd.sym("N M K")
 
@@ -148,11 +148,4 @@ def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
     held = [n for n in kernel.notes if "local scalar" in n and "stored once" in n]
     assert len(held) == HELD.get(op, 0), kernel.notes
-    for values in SHAPES:
-        sizes = _sizes(op, values[:len(op.scop.syms)])
-        if in_context(op, sizes):
-            check_kernel(kernel, sizes)
-    for index, v in enumerate(kernel.variants):
-        for sizes in region_points(kernel.scop, v.region, hi=40 if target == "c" else 20,
-                                   limit=4):
-            check_kernel(kernel, sizes, variant=index)
+    check_everywhere(kernel, SHAPES, hi=40 if target == "c" else 20)

@@ -39,7 +39,7 @@ import islpy as isl
 from ..scop.deps import Deps
 from ..scop.epilogue import is_epilogue
 from ..scop.exprs import Load
-from ..scop.ir import Scop
+from ..scop.ir import Loop, Scop, StmtRef
 from ..target import AVX512, CpuTarget
 from .bands import (
     BandTiling,
@@ -96,8 +96,6 @@ def epilogues(scop: Scop) -> list[str]:
 
 def _lone_nests(scop: Scop) -> list[set[str]]:
     """The statements of each top-level nest that holds one statement."""
-    from ..scop.ir import Loop, StmtRef
-
     out = []
     for node in scop.tree:
         while isinstance(node, Loop) and len(node.body) == 1:

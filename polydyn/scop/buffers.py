@@ -91,7 +91,7 @@ def _match(scop: Scop, loop: Loop) -> _Pattern | None:
             for e in produce.value.walk()):
         return None
     others = [s for s in scop.statements if s.name not in (produce.name, copy.name)]
-    if any(_touches(s, temp) for s in others):
+    if any(s.touches(temp) for s in others):
         return None
     subscripts = [produce.target.index, copy.target.index] + \
         [e.index for e in loads if e.array == array]
@@ -127,10 +127,6 @@ def _tree_vars(node: Node) -> set[str]:
         out |= _tree_vars(c)
     return out
 
-
-def _touches(stmt: Statement, array: str) -> bool:
-    refs = [stmt.target, *stmt.value.walk()]
-    return any(isinstance(e, Load) and e.array == array for e in refs)
 
 
 def _same_cells_once(scop: Scop, produce: Statement, copy: Statement, time: str) -> bool:

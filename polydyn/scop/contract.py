@@ -23,8 +23,8 @@ not observable (temporaries are neither inputs nor outputs).
 
 from __future__ import annotations
 
-from .exprs import Expr, Load, Scalar, map_children
-from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef
+from .exprs import Expr, Load, Scalar, map_children, reads_array
+from .ir import Array, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
 def contract_temporaries(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
@@ -37,10 +37,11 @@ def contract_temporaries(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
     statements = list(scop.statements)
     arrays = list(scop.arrays)
     for a in chosen:
-        touching = [s for s in statements if _touches(s, a.name)]
-        first = next(s for s in _in_order(scop.tree, statements) if _touches(s, a.name))
+        touching = [s for s in statements if s.touches(a.name)]
+        by_name = {s.name: s for s in statements}
+        first = next(by_name[n] for n in statements_under(scop.tree) if by_name[n].touches(a.name))
         index = _index_of(touching[0], a.name)
-        statements = [_as_scalar(s, a) if _touches(s, a.name) else s for s in statements]
+        statements = [_as_scalar(s, a) if s.touches(a.name) else s for s in statements]
         arrays[arrays.index(a)] = Array(a.name, a.dtype, (), "local", first.iters)
         cell = ", ".join(str(i) for i in index)
         notes.append(f"{a.name}: the temporary is kept in a local scalar ({a.name}[{cell}] "
@@ -49,7 +50,7 @@ def contract_temporaries(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
 
 
 def _contractible(scop: Scop, array: str) -> bool:
-    touching = [s for s in scop.statements if _touches(s, array)]
+    touching = [s for s in scop.statements if s.touches(array)]
     if not touching:
         return False
     indexes = {_index_of(s, array) for s in touching}
@@ -57,13 +58,13 @@ def _contractible(scop: Scop, array: str) -> bool:
         return False
     names = {s.name for s in touching}
     body = _innermost_common(scop.tree, names)
-    first = next((n for n in body if _names_under(n) & names), None)
+    first = next((n for n in body if _names(n) & names), None)
     if not isinstance(first, StmtRef):
         return False
     stmt = scop.statement(first.name)
     (index,) = indexes
     return (isinstance(stmt.target, Load) and stmt.target.array == array and
-            stmt.op == "=" and not _reads(stmt.value, array) and
+            stmt.op == "=" and not reads_array(stmt.value, array) and
             all(aff.vars() <= set(stmt.iters) | set(scop.syms) for aff in index))
 
 
@@ -79,41 +80,19 @@ def _innermost_common(body: tuple[Node, ...], names: set[str]) -> tuple[Node, ..
     """The body of the innermost loop whose subtree holds every statement in ``names`` (the
     operator's body when no loop does); a guard holding them all stops the descent (the
     caller then finds no unconditional first write)."""
-    holders = [n for n in body if _names_under(n) & names]
+    holders = [n for n in body if _names(n) & names]
     if len(holders) == 1 and isinstance(holders[0], Loop) and \
-            _names_under(holders[0]) >= names:
+            _names(holders[0]) >= names:
         return _innermost_common(holders[0].body, names)
     return body
 
 
-def _names_under(node: Node) -> set[str]:
-    if isinstance(node, StmtRef):
-        return {node.name}
-    if isinstance(node, Loop):
-        return set().union(*(_names_under(n) for n in node.body))
-    return set().union(*(_names_under(n) for n in (*node.then, *node.orelse)))
 
 
-def _in_order(body: tuple[Node, ...], statements: list[Statement]) -> list[Statement]:
-    by_name = {s.name: s for s in statements}
-    out: list[Statement] = []
-    for n in body:
-        if isinstance(n, StmtRef):
-            out.append(by_name[n.name])
-        elif isinstance(n, Loop):
-            out += _in_order(n.body, statements)
-        elif isinstance(n, Guard):
-            out += _in_order((*n.then, *n.orelse), statements)
-    return out
 
 
-def _touches(stmt: Statement, array: str) -> bool:
-    written = isinstance(stmt.target, Load) and stmt.target.array == array
-    return written or _reads(stmt.value, array)
-
-
-def _reads(e: Expr, array: str) -> bool:
-    return any(isinstance(x, Load) and x.array == array for x in e.walk())
+def _names(node: Node) -> set[str]:
+    return set(statements_under(node))
 
 
 def _as_scalar(stmt: Statement, a: Array) -> Statement:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .exprs import MATH_FUNCS, Call, Load
-from .ir import Guard, Loop, Node, Scop, StmtRef
+from .ir import Guard, Loop, Node, Scop, StmtRef, statements_under
 
 
 def split_epilogues(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
@@ -69,7 +69,7 @@ def _move(tree: tuple[Node, ...], name: str) -> tuple[Node, ...]:
     those loops, right after the outermost of them."""
     out: list[Node] = []
     for node in tree:
-        if isinstance(node, Loop) and name in _names(node):
+        if isinstance(node, Loop) and name in statements_under(node):
             out += [_without(node, name), _chain(node, name)]
         else:
             out.append(node)
@@ -81,7 +81,7 @@ def _without(loop: Loop, name: str) -> Loop:
     for n in loop.body:
         if isinstance(n, StmtRef) and n.name == name:
             continue
-        body.append(_without(n, name) if isinstance(n, Loop) and name in _names(n) else n)
+        body.append(_without(n, name) if isinstance(n, Loop) and name in statements_under(n) else n)
     return replace(loop, body=tuple(body))
 
 
@@ -90,17 +90,10 @@ def _chain(loop: Loop, name: str) -> Loop:
     for n in loop.body:
         if isinstance(n, StmtRef) and n.name == name:
             return replace(loop, body=(n,))
-        if isinstance(n, Loop) and name in _names(n):
+        if isinstance(n, Loop) and name in statements_under(n):
             return replace(loop, body=(_chain(n, name),))
     raise ValueError(name)
 
-
-def _names(node: Node) -> set[str]:
-    if isinstance(node, StmtRef):
-        return {node.name}
-    if isinstance(node, Loop):
-        return set().union(*(_names(n) for n in node.body))
-    return set().union(*(_names(n) for n in (*node.then, *node.orelse)))
 
 
 def _keeps_dependences(before: Scop, after: Scop) -> bool:

@@ -153,6 +153,11 @@ ARITH_OPS = ("+", "-", "*", "/", "//", "%", "min", "max", "pow")
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 
+def reads_array(e: Expr, array: str) -> bool:
+    """Whether ``e`` loads from ``array``."""
+    return any(isinstance(x, Load) and x.array == array for x in e.walk())
+
+
 def binary(op: str, a: Expr, b: Expr) -> Bin:
     """A typed binary node: arithmetic joins types, ``/`` of integers is f64 (Python)."""
     if op in CMP_OPS or op in ("and", "or"):

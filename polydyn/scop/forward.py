@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .exprs import Bin, Expr, Load, Scalar, map_children
-from .ir import Guard, Loop, Node, Scop, Statement, StmtRef
+from .exprs import Bin, Expr, Load, Scalar, map_children, reads_array
+from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 from .printer import format_expr
 
 _WORDS = {"+": "sum", "-": "sum", "*": "product", "max": "max", "min": "min"}
@@ -130,14 +130,14 @@ def _match_store(scop: Scop, init: Statement, between: tuple[Node, ...],
     if not (isinstance(cell, Load) and store.op == "=" and
             scop.array(cell.array).kind in ("out", "inout", "temp") and
             scop.array(cell.array).dtype == scop.array(s).dtype and
-            not _reads_array(store.value, cell.array) and
+            not reads_array(store.value, cell.array) and
             all(aff.vars() <= set(store.iters) | set(scop.syms) for aff in cell.index)):
         return None
     updates = []
-    names = _statements_under(between)
+    names = statements_under(between)
     for name in names:
         stmt = scop.statement(name)
-        if _touches(stmt, cell.array):
+        if stmt.touches(cell.array):
             return None  # another access would see the partial values (or change them)
         if s in _scalars_named(stmt):
             forwarded = _forward_update(stmt, s, cell)
@@ -193,17 +193,6 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load]) -> bool:
     return True
 
 
-def _statements_under(nodes: tuple[Node, ...]) -> list[str]:
-    out: list[str] = []
-    for n in nodes:
-        if isinstance(n, StmtRef):
-            out.append(n.name)
-        elif isinstance(n, Loop):
-            out += _statements_under(n.body)
-        else:
-            out += _statements_under(n.then + n.orelse)
-    return out
-
 
 def _scalars_named(stmt: Statement) -> set[str]:
     return {e.name for e in (stmt.target, *stmt.value.walk()) if isinstance(e, Scalar)}
@@ -213,13 +202,6 @@ def _reads_scalar(e: Expr, s: str) -> bool:
     return any(isinstance(x, Scalar) and x.name == s for x in e.walk())
 
 
-def _reads_array(e: Expr, array: str) -> bool:
-    return any(isinstance(x, Load) and x.array == array for x in e.walk())
-
-
-def _touches(stmt: Statement, array: str) -> bool:
-    written = isinstance(stmt.target, Load) and stmt.target.array == array
-    return written or _reads_array(stmt.value, array)
 
 
 # --- the rewrite ------------------------------------------------------------------------------

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .exprs import Bin, Expr, Load, Scalar, map_children
+from .exprs import Bin, Expr, Load, Scalar, map_children, reads_array
 from .forward import along_cells
-from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef
+from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
 def hold_cells(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
@@ -60,7 +60,7 @@ def hold_cells(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
                                domain=init.domain.set_tuple_name(new_name))
             last = max(statements.index(changed[r.name]) for r in loop.body)
             statements.insert(last + 1, new)
-            tree = _insert_after(tree, _names(loop.body), StmtRef(new.name))
+            tree = _insert_after(tree, set(statements_under(loop.body)), StmtRef(new.name))
         notes.append(f"{_text(cell)}: the sum over {loop.var} is kept in the local scalar "
                      f"{name}, stored once")
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
@@ -87,7 +87,7 @@ def _match(scop: Scop, body: tuple[Node, ...], pos: int
     cell, loop = init.target, body[pos + 1]
     if not (isinstance(cell, Load) and init.op == "=" and
             scop.array(cell.array).kind in ("out", "inout", "temp") and
-            not _reads(init.value, cell.array) and
+            not reads_array(init.value, cell.array) and
             all(aff.vars() <= set(init.iters) | set(scop.syms) for aff in cell.index)):
         return None
     if not loop.body or not all(isinstance(n, StmtRef) and _is_update(
@@ -112,13 +112,13 @@ def _is_update(stmt: Statement, cell: Load) -> bool:
     if stmt.target != cell:
         return False
     if stmt.op in ("+=", "-=", "*="):
-        return not _reads(stmt.value, cell.array)
+        return not reads_array(stmt.value, cell.array)
     value = stmt.value
     if stmt.op != "=" or not isinstance(value, Bin) or value.op not in ("+", "*", "max", "min"):
         return False
     mine = [x == cell for x in (value.a, value.b)]
     other = value.b if mine[0] else value.a
-    return mine.count(True) == 1 and not _reads(other, cell.array)
+    return mine.count(True) == 1 and not reads_array(other, cell.array)
 
 
 def _along_reduction(reads: list[Load], var: str) -> bool:
@@ -141,25 +141,7 @@ def _only_cell(e: Expr, cell: Load) -> bool:
     return all(x == cell for x in e.walk() if isinstance(x, Load) and x.array == cell.array)
 
 
-def _reads(e: Expr, array: str) -> bool:
-    return any(isinstance(x, Load) and x.array == array for x in e.walk())
 
-
-def _touches(stmt: Statement, array: str) -> bool:
-    return (isinstance(stmt.target, Load) and stmt.target.array == array) or \
-        _reads(stmt.value, array)
-
-
-def _names(nodes: tuple[Node, ...]) -> set[str]:
-    out: set[str] = set()
-    for n in nodes:
-        if isinstance(n, StmtRef):
-            out.add(n.name)
-        elif isinstance(n, Loop):
-            out |= _names(n.body)
-        else:
-            out |= _names((*n.then, *n.orelse))
-    return out
 
 
 def _substitute(e: Expr, cell: Load, s: Scalar) -> Expr:
@@ -172,7 +154,7 @@ def _insert_after(nodes: tuple[Node, ...], body: set[str], new: StmtRef) -> tupl
     """The loop tree with ``new`` after the loop whose body holds the statements ``body``."""
     out: list[Node] = []
     for n in nodes:
-        if isinstance(n, Loop) and _names(n.body) == body:
+        if isinstance(n, Loop) and set(statements_under(n.body)) == body:
             out += [n, new]
         elif isinstance(n, Loop):
             out.append(replace(n, body=_insert_after(n.body, body, new)))

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # isl views are built on demand: a loaded artifact's Scop has
 
 from ..errors import InternalError, SourceLoc
 from .affine import Aff, Cond
-from .exprs import Expr, Load, Scalar, binary
+from .exprs import Expr, Load, Scalar, binary, reads_array
 from .printer import format_expr
 
 # --------------------------------------------------------------------------------------------
@@ -62,6 +62,11 @@ class Statement:
     def replace(self, **kw: Any) -> Statement:
         return replace(self, **kw)
 
+    def touches(self, array: str) -> bool:
+        """Whether the statement writes or reads ``array``."""
+        return (isinstance(self.target, Load) and self.target.array == array) or \
+            reads_array(self.value, array)
+
     def rhs(self) -> Expr:
         """The value stored, with a compound assignment expanded (``x += e`` -> ``x + e``)."""
         if self.op == "=":
@@ -93,6 +98,19 @@ class StmtRef:
 
 
 Node = Loop | Guard | StmtRef
+
+
+def statements_under(nodes: Node | tuple[Node, ...]) -> list[str]:
+    """The names of the statements under loop-tree nodes, in program order."""
+    out: list[str] = []
+    for n in nodes if isinstance(nodes, tuple) else (nodes,):
+        if isinstance(n, StmtRef):
+            out.append(n.name)
+        elif isinstance(n, Loop):
+            out += statements_under(n.body)
+        else:
+            out += statements_under((*n.then, *n.orelse))
+    return out
 
 
 def rename_statements(nodes: tuple[Node, ...], rename: Mapping[str, str]) -> tuple[Node, ...]:
