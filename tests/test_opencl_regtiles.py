@@ -93,7 +93,8 @@ def conv_loops(X: f32[B, C_, H, W], Wt: f32[F, C_, KH, KW],
 
 # sizes: 0, 1, primes, 63/64/65 (the block), 3/4/5 (the register tile), 15/16/17 (BK)
 MM_SHAPES = [(1, 1, 1), (0, 5, 3), (3, 0, 5), (5, 7, 0), (7, 13, 31), (63, 64, 65),
-             (64, 64, 16), (65, 63, 17), (17, 65, 15), (3, 5, 4), (1, 129, 2), (130, 1, 33)]
+             (64, 64, 16), (65, 63, 17), (17, 65, 15), (3, 5, 4), (1, 129, 2), (130, 1, 33),
+             (128, 192, 48), (129, 130, 33)]
 SHAPES = {
     mm_update: ("N M K", MM_SHAPES),
     mm_scalar: ("N M K", MM_SHAPES),
@@ -160,6 +161,22 @@ def test_kernel_text_has_private_accumulators_and_unrolled_fmas() -> None:
     assert "C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb]" in generic  # written back
     scalar = compiled(mm_scalar).source.split("---- variant")[-1]
     assert "float s[4][4];" in scalar and "s[pd_ra][pd_rb] = (s[pd_ra][pd_rb] + " in scalar
+
+
+def test_whole_tiles_run_without_guards() -> None:
+    """A whole block's register loops have no guard, and a whole reduction tile's loop runs
+    exactly ``bk`` points (isl's bounds without min/max); partial ones keep both."""
+    generic = compiled(mm_update).source.split("---- variant")[-1]
+    lines = [line.strip() for line in generic.splitlines()]
+    points = [k for k, line in enumerate(lines) if line.startswith("const int64_t pd_c") and
+              "+ 16 * pd_rb + pd_l1" in line]
+    guarded = [k for k in points if lines[k + 1].startswith("if (")]
+    assert guarded and len(guarded) < len(points)
+    whole = [line for line in lines if line.startswith("for (int64_t pd_c") and
+             "+ 15); " in line and "pd_min" not in line]
+    assert whole
+    assert any(line.startswith("for (int64_t pd_c") and "< K; " in line and "+= 1)" in line
+               for line in lines)  # the last, partial reduction tile
 
 
 def test_explain_names_the_register_tiles() -> None:

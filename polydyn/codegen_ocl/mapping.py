@@ -364,7 +364,8 @@ class _Mapper:
         return KernelSpec(name, depth, replace(grid, tiles=blocks), when_py,
                           tuple(sorted(statement_names(domain))), code.ast, code.copies,
                           code.threads, placement=placement, regtiles=tiles,
-                          accumulators=code.accumulators, full=code.full, order=code.order)
+                          accumulators=code.accumulators, full=code.full, free=code.free,
+                          order=code.order)
 
     def whole_statements(self, domain: isl.UnionSet) -> bool:
         """Whether ``domain`` holds every instance of each of its statements (no other

@@ -58,6 +58,8 @@ class KernelSpec:
     # blocks are always full (their register loops need no guard)
     accumulators: tuple[Accumulator, ...] = ()
     full: tuple[int, ...] = ()
+    # the iterators of the register loops of whole tiles (regtiles.py): no guard either
+    free: tuple[str, ...] = ()
     # { instance -> [flat schedule] }: the order of a register-tiled kernel's instances in a
     # work-item (the race check verifies that it keeps every dependence)
     order: Any = field(default=None, compare=False, repr=False)  # isl.UnionMap

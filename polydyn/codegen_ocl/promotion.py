@@ -327,11 +327,12 @@ def pw_to_params(pa: isl.PwAff, names: list[str]) -> isl.PwAff:
     return pa.project_domain_on_params()
 
 
-def threads_enclose_statements(ast: isl.AstNode, threads: set[str]) -> bool:
+def threads_enclose_statements(ast: isl.AstNode, threads: set[str], *more: set[str]) -> bool:
     """Every statement of the kernel (not the copies) lies inside a loop over each mapped
-    member of tile size > 1: isl replaces a loop by its value when that value is fixed, and
-    then the work-item guard would be missing."""
-    return all(name.startswith(COPY) or threads <= around
+    member of tile size > 1 (the iterators ``threads``, or those of one of ``more``): isl
+    replaces a loop by its value when that value is fixed, and then the work-item guard
+    would be missing."""
+    return all(name.startswith(COPY) or any(t <= around for t in (threads, *more))
                for name, around, _ in _statement_places(ast))
 
 

@@ -49,7 +49,8 @@ class RegisterLoops:
         body = self.node(n.for_get_body(), st)
         point = cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {block} * {GROUP}{k} + "
                                f"{block // per} * {var} + {LOCAL}{k}")
-        inner = [point, *body] if k in spec.full else [point, cgen.If(guard, cgen.Block(body))]
+        free = k in spec.full or it in spec.free
+        inner = [point, *body] if free else [point, cgen.If(guard, cgen.Block(body))]
         return [cgen.Line(UNROLL),
                 cgen.For(f"int {var} = 0", f"{var} < {per}", f"{var} += 1", cgen.Block(inner))]
 

@@ -20,11 +20,13 @@ promotion.py), from the flat schedule
     [outer, 1, seq, kt, 1, r, below r .., m_r, m_c] the statements (kt = BK floor(r / BK))
     [outer, 2, .., m_r, m_c]                        PDACCSTORE_<C>: cells to the output
 
-with the statements of a sequence around the band at their positions (``seq``). ``m_r`` and
-``m_c`` come innermost: that is legal because they are coincident (every dependence inside
-the launch keeps them), and the race check (legality.py) verifies it on the flat schedule.
-The emitter prints the loops over ``m_r`` and ``m_c`` as loops over the register tile,
-``#pragma unroll``, guarded by isl's bounds (left out where isl shows full blocks); the
+with the statements of a sequence around the band at their positions (``seq``), then widened
+(``_Layout.widen``) so that whole reduction tiles and whole blocks get loops of their own,
+with constant trip counts and no guards. ``m_r`` and ``m_c`` come innermost: that is legal
+because they are coincident (every dependence inside the launch keeps them), and the race
+check (legality.py) verifies it on the flat schedule. The emitter prints the loops over
+``m_r`` and ``m_c`` as loops over the register tile, ``#pragma unroll``, guarded by isl's
+bounds (left out in whole blocks, and where isl shows that every block is whole); the
 cells live in private arrays ``pd_acc_<C>[TM][TN]`` and local scalars in ``s[TM][TN]``. The
 copies are promotion.py's, their footprint per group now BM x BK etc.; an array whose box
 grows with the syms (conv's window) is read in place instead.
@@ -117,6 +119,7 @@ class RegisterCode:
     accumulators: tuple[Accumulator, ...]
     full: tuple[int, ...]
     order: Any  # isl.UnionMap
+    free: tuple[str, ...] = ()  # the iterators of full tiles' register loops: no guard
 
 
 def parse_override(text: str) -> tuple[int, int] | None:
@@ -222,18 +225,21 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
     for copy, fp in copies:
         parts = parts.union(isl.UnionMap.from_map(
             lay.copy_statement(fp.set_tuple_name(copy.statement))))
-    ast = ast_build(kctx).node_from_schedule_map(parts)
-    n_flat = lay.n_dims
     k_r, k_c = len(mapped) - 2, len(mapped) - 1
-    threads = ((f"{ITERATOR}{n_flat - 2}", k_r), (f"{ITERATOR}{n_flat - 1}", k_c))
-    if not threads_enclose_statements(ast, {name for name, _ in threads}) or \
-            not copies_unconditional(ast):
+    statements = flat.intersect_domain(group)  # not empty: the group has instances
+    widen = lay.widen(statements, k_r, k_c, blocks[k_r], blocks[k_c])
+    ast = lay.build(kctx).node_from_schedule_map(parts.apply_range(widen))
+    n_flat = lay.n_dims
+    threads = ((f"{ITERATOR}{n_flat}", k_r), (f"{ITERATOR}{n_flat + 1}", k_c),
+               (f"{ITERATOR}{n_flat + 2}", k_r), (f"{ITERATOR}{n_flat + 3}", k_c))
+    slow, fast = ({name for name, _ in threads[:2]}, {name for name, _ in threads[2:]})
+    if not threads_enclose_statements(ast, slow, fast) or not copies_unconditional(ast):
         return None
-    image = isl.Set.from_union_set(flat.intersect_domain(group).range())
+    image = isl.Set.from_union_set(statements.range())
     full = tuple(k for k, dim in ((k_r, n_flat - 2), (k_c, n_flat - 1))
                  if _full_block(image, dim, k, blocks[k], kctx))
     return RegisterCode(ast, tuple(c for c, _ in copies), threads, tuple(acc_exprs), full,
-                        flat)
+                        flat, tuple(sorted(fast)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,6 +281,70 @@ class _Layout:
         text = self._map(p, p[:-2], phase, ["0"] * self.d, "0", 0,
                          ["0"] * (self.n_sub - self.d), p[-2:])
         return isl.Map("{ " + cells.get_tuple_name() + text + " }").intersect_domain(cells)
+
+    def build(self, kctx: isl.Set) -> isl.AstBuild:
+        """isl's AST build for the wide schedule: one loop over the reduction tiles (atomic:
+        isl would otherwise peel the last, partial tile, and the copies' barriers would
+        stand under its condition)."""
+        xs = [f"x{j}" for j in range(self.n_dims + 4)]
+        tile = self.n_pre + self.d - 1
+        return ast_build(kctx).set_options(isl.UnionMap(
+            f"{{ [{', '.join(xs)}] -> atomic[{tile}] }}"))
+
+    def widen(self, statements: isl.UnionMap, k_r: int, k_c: int, bm: int, bn: int
+              ) -> isl.UnionMap:
+        """``{ flat -> wide }``: the flat schedule with two scalar dimensions after the slot,
+        ``whole_r`` (0 where the reduction tile ends at or before its last value) and
+        ``whole_b`` (0 where the group's block is whole for every statement of the tile),
+        and the rows and columns twice: a statement instance with both 0 has them in the last
+        two dimensions (``free``: the emitter prints no guard), every other instance (the
+        copies, the cells) in the two before them. Both are functions of the tile (``outer,
+        phase, seq, tile``; ``whole_r`` is monotone in it), so the wide schedule orders the
+        instances as the flat one does, and isl gives each whole tile's loops bounds
+        without ``min``/``max``: a reduction loop of ``bk`` points, register loops over the
+        whole block (PPCG's full/partial tile separation, here as a schedule, not an AST
+        option, so that no barrier falls under a condition). ``statements``: ``{ S -> flat
+        }`` of the group's instances."""
+        n, key_n = self.n_dims, self.n_pre + self.d
+        xs = [f"x{j}" for j in range(n)]
+        key = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[:key_n])}] }}")
+        kr, kc = f"pd_o{k_r} + {bm} * pd_g{k_r}", f"pd_o{k_c} + {bn} * pd_g{k_c}"
+        box = isl.Set(f"[pd_o{k_r}, pd_g{k_r}, pd_o{k_c}, pd_g{k_c}] -> {{ [{', '.join(xs)}] : "
+                      f"{kr} <= {xs[-2]} < {kr} + {bm} and {kc} <= {xs[-1]} < {kc} + {bn} }}")
+        images: list[isl.Set] = [m.range() for m in _maps(statements)]
+        every = images[0]
+        for image in images[1:]:
+            every = every.union(image)
+        keys = every.apply(key)
+        holes = keys.subtract(keys)
+        for image in images:
+            near = image.project_out(isl.dim_type.set, n - 2, 2).insert_dims(
+                isl.dim_type.set, n - 2, 2)
+            near = near.intersect(box.align_params(near.get_space()))
+            holes = holes.union(near.subtract(image.align_params(near.get_space())).apply(key))
+        whole_block = keys.subtract(holes)
+        # tiles that end at or before the last reduction value of their (outer, seq)
+        r = xs[key_n + 1]
+        ends = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[:key_n - 1])}, t] : "
+                       f"exists e : t = {self.bk} e and t + {self.bk - 1} <= {r} }}")
+        whole_r = keys.intersect(every.apply(ends))
+        slot = isl.Set(f"{{ [{', '.join(xs)}] : {xs[key_n]} = 1 }}")
+        out = None
+        for full_r, rows in ((0, whole_r), (1, keys.subtract(whole_r))):
+            for full_b, block in ((0, whole_block), (1, keys.subtract(whole_block))):
+                cells = ["0", "0", *xs[-2:]] if full_r == full_b == 0 else [*xs[-2:], "0", "0"]
+                wide = [*xs[:key_n + 1], str(full_r), str(full_b), *xs[key_n + 1:-2], *cells]
+                m = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(wide)}] }}")
+                where = key.intersect_range(rows.intersect(block)).domain().intersect(slot)
+                m = m.align_params(where.get_space()).intersect_domain(where)
+                out = m if out is None else out.union(m)
+        # the copies (slot 0) and the cells (other phases): in place, the cells guarded
+        rest = key.intersect_range(keys).domain().intersect(slot)
+        rest = isl.Set.universe(rest.get_space()).subtract(rest)
+        wide = [*xs[:key_n + 1], "0", "0", *xs[key_n + 1:-2], *xs[-2:], "0", "0"]
+        m = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(wide)}] }}")
+        m = m.align_params(rest.get_space()).intersect_domain(rest)
+        return isl.UnionMap.from_map(out).union(isl.UnionMap.from_map(m))
 
     def copy_statement(self, tiles: isl.Set) -> isl.Map:
         """``{ PDCOPY_A[outer.., kt] -> flat }``: first in each reduction tile."""

@@ -57,18 +57,18 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             pd_acc_C[pd_ra][pd_rb] = C[((0) * (N) + pd_u0) * (M) + pd_u1];
           }
         }
@@ -117,49 +117,337 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     if (pd_c1 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (K >= 16)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        if (((64 * pd_g0) + 63) >= N)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = 0;
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g1) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t b = 0;
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((64 * pd_g0) + 63) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g1) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    if (K >= (pd_c1 + 16))
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((64 * pd_g0) + 63) >= N)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = 0;
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                const int64_t k = pd_c3;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g1) + 64))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t b = 0;
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((64 * pd_g0) + 63) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g1) + 64))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
               }
             }
           }
@@ -170,18 +458,18 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             C[((0) * (N) + pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
@@ -210,17 +498,17 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
         {
           const int64_t pd_u0 = pd_g0;
-          const int64_t pd_u1 = pd_c6;
-          const int64_t pd_u2 = pd_c7;
+          const int64_t pd_u1 = pd_c8;
+          const int64_t pd_u2 = pd_c9;
           pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
         }
       }
@@ -228,26 +516,6 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
   for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = ((64 * pd_g2) + 63) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_g0;
       const int64_t pd_u1 = pd_c2;
@@ -268,46 +536,114 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = ((64 * pd_g2) + 63) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (pd_c2 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (N >= ((64 * pd_g1) + 64))
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
               const int64_t b = pd_g0;
-              const int64_t i = pd_c6;
-              const int64_t j = pd_c7;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
               pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
-    }
-    for (int64_t pd_c4 = pd_c2; pd_c4 <= (pd_c2 + 15); pd_c4 += 1)
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      else
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c8;
+                const int64_t j = pd_c9;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    if (N >= ((64 * pd_g1) + 64))
+    {
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
               const int64_t b = pd_g0;
-              const int64_t i = pd_c6;
-              const int64_t j = pd_c7;
-              const int64_t k = pd_c4;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
               pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c8;
+                const int64_t j = pd_c9;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
@@ -317,17 +653,17 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
         {
           const int64_t pd_u0 = pd_g0;
-          const int64_t pd_u1 = pd_c6;
-          const int64_t pd_u2 = pd_c7;
+          const int64_t pd_u1 = pd_c8;
+          const int64_t pd_u2 = pd_c9;
           C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
         }
       }
@@ -355,19 +691,19 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c6;
-            const int64_t pd_u2 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
             pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
           }
         }
@@ -376,26 +712,6 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
   for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_g0;
       const int64_t pd_u1 = pd_c2;
@@ -416,51 +732,359 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (pd_c2 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (K >= 16)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        if (((64 * pd_g1) + 63) >= N)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c6;
-                const int64_t j = pd_c7;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g2) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((64 * pd_g1) + 63) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g2) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((K - 1), (pd_c2 + 15)); pd_c4 += 1)
+    if (K >= (pd_c2 + 16))
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((64 * pd_g1) + 63) >= N)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c6;
-                const int64_t j = pd_c7;
-                const int64_t k = pd_c4;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g2) + 64))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  const int64_t k = pd_c6;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((64 * pd_g1) + 63) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g2) + 64))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
               }
             }
           }
@@ -471,19 +1095,19 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c6;
-            const int64_t pd_u2 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
             C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
           }
         }
@@ -512,19 +1136,19 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c6;
-            const int64_t pd_u2 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
             pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
           }
         }
@@ -533,26 +1157,6 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
   for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = (((M >= 64) && (pd_g2 == 0)) ? 63 : (M - 1)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_g0;
       const int64_t pd_u1 = pd_c2;
@@ -573,51 +1177,293 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (pd_c2 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = (((M >= 64) && (pd_g2 == 0)) ? 63 : (M - 1)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if ((K <= 15) && (pd_c2 == 0))
+    {
+      if (N >= ((64 * pd_g1) + 64))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
+              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
               {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c6;
-                const int64_t j = pd_c7;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c8;
+                  const int64_t j = pd_c9;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+              {
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c8;
+                  const int64_t j = pd_c9;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((K - 1), (pd_c2 + 15)); pd_c4 += 1)
+    else
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((K >= 16) && (((64 * pd_g1) + 63) >= N)) && (pd_c2 == 0))
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+              {
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c8;
+                  const int64_t j = pd_c9;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (((64 * pd_g1) + 63) >= N)
+    {
+      if (K >= (pd_c2 + 16))
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c6;
-                const int64_t j = pd_c7;
-                const int64_t k = pd_c4;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if ((pd_c2 + 15) >= K)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if ((((64 * pd_g2) + 63) >= M) && (pd_c2 == 0))
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        if (((64 * pd_g2) + 63) >= M)
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (pd_c2 == 0)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  const int64_t k = pd_c6;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                }
               }
             }
           }
@@ -628,19 +1474,19 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c6;
-            const int64_t pd_u2 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
             C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
           }
         }
@@ -669,19 +1515,19 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c6;
-            const int64_t pd_u2 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
             pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
           }
         }
@@ -690,26 +1536,6 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
   for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_g0;
       const int64_t pd_u1 = pd_c2;
@@ -730,51 +1556,359 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (64 * pd_g2);
+      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 64);
+        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (pd_c2 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (K >= 16)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        if (((64 * pd_g1) + 63) >= N)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c6;
-                const int64_t j = pd_c7;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g2) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((64 * pd_g1) + 63) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g2) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((K - 1), (pd_c2 + 15)); pd_c4 += 1)
+    if (K >= (pd_c2 + 16))
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((64 * pd_g1) + 63) >= N)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c6;
-                const int64_t j = pd_c7;
-                const int64_t k = pd_c4;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g2) + 64))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  const int64_t k = pd_c6;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((64 * pd_g1) + 63) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g2) + 64))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
               }
             }
           }
@@ -785,19 +1919,19 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
+    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c7 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c7 >= (64 * pd_g2) && (pd_c7 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
+        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c6;
-            const int64_t pd_u2 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
             C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
           }
         }

@@ -54,43 +54,182 @@ void conv2d_v0_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+    const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+        const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
+            const int64_t pd_u1 = pd_c10;
+            const int64_t pd_u2 = pd_c11;
             pd_acc_Y[pd_ra][pd_rb] = Y[(((0) * (F) + pd_u0) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u2];
           }
         }
       }
     }
   }
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  if (C >= 16)
   {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+    if (((KH + (64 * pd_g1)) + 62) >= H)
     {
       PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+        const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
         {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t b = 0;
-            const int64_t f = pd_g0;
-            const int64_t oy = pd_c8;
-            const int64_t ox = pd_c9;
-            pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = 0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c10;
+                const int64_t ox = pd_c11;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (W >= ((KW + (64 * pd_g2)) + 63))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c12 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c13 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = 0;
+              const int64_t f = pd_g0;
+              const int64_t oy = pd_c12;
+              const int64_t ox = pd_c13;
+              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= (W - KW)))
+              {
+                {
+                  const int64_t b = 0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c10;
+                  const int64_t ox = pd_c11;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    if (((KH + (64 * pd_g1)) + 62) >= H)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = 0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c10;
+                const int64_t ox = pd_c11;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (W >= ((KW + (64 * pd_g2)) + 63))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= ((64 * pd_g2) + 63)))
+              {
+                {
+                  const int64_t b = 0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c10;
+                  const int64_t ox = pd_c11;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= (W - KW)))
+              {
+                {
+                  const int64_t b = 0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c10;
+                  const int64_t ox = pd_c11;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
           }
         }
       }
@@ -98,33 +237,232 @@ void conv2d_v0_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   }
   for (int64_t pd_c2 = 0; pd_c2 < C; pd_c2 += 16)
   {
-    for (int64_t pd_c4 = pd_c2; pd_c4 <= pd_min((C - 1), (pd_c2 + 15)); pd_c4 += 1)
+    if (C >= (pd_c2 + 16))
     {
-      for (int64_t pd_c5 = 0; pd_c5 < KH; pd_c5 += 1)
+      if (((KH + (64 * pd_g1)) + 62) >= H)
       {
-        for (int64_t pd_c6 = 0; pd_c6 < KW; pd_c6 += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+            for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
             {
               PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
               {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
                 {
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                   {
-                    const int64_t b = 0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c8;
-                    const int64_t ox = pd_c9;
-                    const int64_t c = pd_c4;
-                    const int64_t ky = pd_c5;
-                    const int64_t kx = pd_c6;
-                    pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                    const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                    if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                    {
+                      {
+                        const int64_t b = 0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c10;
+                        const int64_t ox = pd_c11;
+                        const int64_t c = pd_c6;
+                        const int64_t ky = pd_c7;
+                        const int64_t kx = pd_c8;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (64 * pd_g2)) + 63))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c12 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                  {
+                    const int64_t pd_c13 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                    {
+                      const int64_t b = 0;
+                      const int64_t f = pd_g0;
+                      const int64_t oy = pd_c12;
+                      const int64_t ox = pd_c13;
+                      const int64_t c = pd_c6;
+                      const int64_t ky = pd_c7;
+                      const int64_t kx = pd_c8;
+                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= (W - KW)))
+                      {
+                        {
+                          const int64_t b = 0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c10;
+                          const int64_t ox = pd_c11;
+                          const int64_t c = pd_c6;
+                          const int64_t ky = pd_c7;
+                          const int64_t kx = pd_c8;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((KH + (64 * pd_g1)) + 62) >= H)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < C; pd_c6 += 1)
+        {
+          for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+            {
+              PD_UNROLL
+              for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
+                {
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                  {
+                    const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                    if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                    {
+                      {
+                        const int64_t b = 0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c10;
+                        const int64_t ox = pd_c11;
+                        const int64_t c = pd_c6;
+                        const int64_t ky = pd_c7;
+                        const int64_t kx = pd_c8;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (64 * pd_g2)) + 63))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < C; pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= ((64 * pd_g2) + 63)))
+                      {
+                        {
+                          const int64_t b = 0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c10;
+                          const int64_t ox = pd_c11;
+                          const int64_t c = pd_c6;
+                          const int64_t ky = pd_c7;
+                          const int64_t kx = pd_c8;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < C; pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= (W - KW)))
+                      {
+                        {
+                          const int64_t b = 0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c10;
+                          const int64_t ox = pd_c11;
+                          const int64_t c = pd_c6;
+                          const int64_t ky = pd_c7;
+                          const int64_t kx = pd_c8;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
                   }
                 }
               }
@@ -137,19 +475,19 @@ void conv2d_v0_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+    const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+        const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
         {
           {
             const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
+            const int64_t pd_u1 = pd_c10;
+            const int64_t pd_u2 = pd_c11;
             Y[(((0) * (F) + pd_u0) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u2] = pd_acc_Y[pd_ra][pd_rb];
           }
         }
@@ -170,83 +508,86 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_Y[4][4];
-  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  if (((KH + (64 * pd_g1)) + 62) >= H)
   {
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
+            const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
             {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c9;
-              const int64_t pd_u3 = pd_c10;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-    }
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-    {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
-      {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-        {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
-          {
-            {
-              const int64_t b = pd_c0;
-              const int64_t f = pd_g0;
-              const int64_t oy = pd_c9;
-              const int64_t ox = pd_c10;
-              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
-            }
-          }
-        }
-      }
-    }
-    for (int64_t pd_c3 = 0; pd_c3 < C; pd_c3 += 16)
-    {
-      for (int64_t pd_c5 = pd_c3; pd_c5 <= (pd_c3 + 15); pd_c5 += 1)
-      {
-        for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
-        {
-          for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
               {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                const int64_t pd_u0 = pd_c0;
+                const int64_t pd_u1 = pd_g0;
+                const int64_t pd_u2 = pd_c11;
+                const int64_t pd_u3 = pd_c12;
+                pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+              }
+            }
+          }
+        }
+      }
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = pd_c0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c11;
+                const int64_t ox = pd_c12;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+      for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
+      {
+        for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+        {
+          for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+          {
+            for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+            {
+              PD_UNROLL
+              for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+              {
+                const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
                 {
-                  const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                   {
+                    const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                    if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
                     {
-                      const int64_t b = pd_c0;
-                      const int64_t f = pd_g0;
-                      const int64_t oy = pd_c9;
-                      const int64_t ox = pd_c10;
-                      const int64_t c = pd_c5;
-                      const int64_t ky = pd_c6;
-                      const int64_t kx = pd_c7;
-                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      {
+                        const int64_t b = pd_c0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c11;
+                        const int64_t ox = pd_c12;
+                        const int64_t c = pd_c7;
+                        const int64_t ky = pd_c8;
+                        const int64_t kx = pd_c9;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
                     }
                   }
                 }
@@ -255,25 +596,242 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
           }
         }
       }
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t pd_u0 = pd_c0;
+                const int64_t pd_u1 = pd_g0;
+                const int64_t pd_u2 = pd_c11;
+                const int64_t pd_u3 = pd_c12;
+                Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+              }
+            }
+          }
+        }
+      }
     }
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+  }
+  else
+  {
+    if (W >= ((KW + (64 * pd_g2)) + 63))
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
       {
         PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
           {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c9;
-              const int64_t pd_u3 = pd_c10;
-              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
+              {
+                {
+                  const int64_t pd_u0 = pd_c0;
+                  const int64_t pd_u1 = pd_g0;
+                  const int64_t pd_u2 = pd_c11;
+                  const int64_t pd_u3 = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+                }
+              }
+            }
+          }
+        }
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = pd_g0;
+              const int64_t oy = pd_c13;
+              const int64_t ox = pd_c14;
+              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+        for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                  {
+                    const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                    {
+                      const int64_t b = pd_c0;
+                      const int64_t f = pd_g0;
+                      const int64_t oy = pd_c13;
+                      const int64_t ox = pd_c14;
+                      const int64_t c = pd_c7;
+                      const int64_t ky = pd_c8;
+                      const int64_t kx = pd_c9;
+                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
+              {
+                {
+                  const int64_t pd_u0 = pd_c0;
+                  const int64_t pd_u1 = pd_g0;
+                  const int64_t pd_u2 = pd_c11;
+                  const int64_t pd_u3 = pd_c12;
+                  Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+              {
+                {
+                  const int64_t pd_u0 = pd_c0;
+                  const int64_t pd_u1 = pd_g0;
+                  const int64_t pd_u2 = pd_c11;
+                  const int64_t pd_u3 = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+                }
+              }
+            }
+          }
+        }
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+        for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+              {
+                {
+                  const int64_t pd_u0 = pd_c0;
+                  const int64_t pd_u1 = pd_g0;
+                  const int64_t pd_u2 = pd_c11;
+                  const int64_t pd_u3 = pd_c12;
+                  Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                }
+              }
             }
           }
         }
@@ -299,44 +857,96 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     PD_UNROLL
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
           {
             {
               const int64_t pd_u0 = pd_c0;
               const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c9;
-              const int64_t pd_u3 = pd_c10;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
               pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
             }
           }
         }
       }
     }
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+    if (((KH + (64 * pd_g1)) + 62) >= H)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            {
+              {
+                const int64_t b = pd_c0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c11;
+                const int64_t ox = pd_c12;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (W >= ((KW + (64 * pd_g2)) + 63))
       {
         PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
+            const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
               const int64_t b = pd_c0;
               const int64_t f = pd_g0;
-              const int64_t oy = pd_c9;
-              const int64_t ox = pd_c10;
+              const int64_t oy = pd_c13;
+              const int64_t ox = pd_c14;
               pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
             }
           }
         }
@@ -344,33 +954,232 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     }
     for (int64_t pd_c3 = 0; pd_c3 < C; pd_c3 += 16)
     {
-      for (int64_t pd_c5 = pd_c3; pd_c5 <= pd_min((C - 1), (pd_c3 + 15)); pd_c5 += 1)
+      if (C >= (pd_c3 + 16))
       {
-        for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
+        if (((KH + (64 * pd_g1)) + 62) >= H)
         {
-          for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
+          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
           {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
             {
-              const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
                 PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
-                  const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                  const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
                   {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
-                      const int64_t b = pd_c0;
-                      const int64_t f = pd_g0;
-                      const int64_t oy = pd_c9;
-                      const int64_t ox = pd_c10;
-                      const int64_t c = pd_c5;
-                      const int64_t ky = pd_c6;
-                      const int64_t kx = pd_c7;
-                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (64 * pd_g2)) + 63))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      {
+                        const int64_t b = pd_c0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c13;
+                        const int64_t ox = pd_c14;
+                        const int64_t c = pd_c7;
+                        const int64_t ky = pd_c8;
+                        const int64_t kx = pd_c9;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((KH + (64 * pd_g1)) + 62) >= H)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (64 * pd_g2)) + 63))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
                     }
                   }
                 }
@@ -383,20 +1192,20 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     PD_UNROLL
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
           {
             {
               const int64_t pd_u0 = pd_c0;
               const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c9;
-              const int64_t pd_u3 = pd_c10;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
               Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
             }
           }
@@ -423,44 +1232,183 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     PD_UNROLL
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
           {
             {
               const int64_t pd_u0 = pd_c0;
               const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c9;
-              const int64_t pd_u3 = pd_c10;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
               pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
             }
           }
         }
       }
     }
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+    if (C >= 16)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      if (((KH + (64 * pd_g1)) + 62) >= H)
       {
         PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
           {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t b = pd_c0;
-              const int64_t f = pd_g0;
-              const int64_t oy = pd_c9;
-              const int64_t ox = pd_c10;
-              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (64 * pd_g2)) + 63))
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_c0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c13;
+                const int64_t ox = pd_c14;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+        else
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c11;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((KH + (64 * pd_g1)) + 62) >= H)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (64 * pd_g2)) + 63))
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c11;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c11;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
             }
           }
         }
@@ -468,33 +1416,232 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     }
     for (int64_t pd_c3 = 0; pd_c3 < C; pd_c3 += 16)
     {
-      for (int64_t pd_c5 = pd_c3; pd_c5 <= pd_min((C - 1), (pd_c3 + 15)); pd_c5 += 1)
+      if (C >= (pd_c3 + 16))
       {
-        for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
+        if (((KH + (64 * pd_g1)) + 62) >= H)
         {
-          for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
+          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
           {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
             {
-              const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
                 PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
-                  const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                  const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
                   {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
-                      const int64_t b = pd_c0;
-                      const int64_t f = pd_g0;
-                      const int64_t oy = pd_c9;
-                      const int64_t ox = pd_c10;
-                      const int64_t c = pd_c5;
-                      const int64_t ky = pd_c6;
-                      const int64_t kx = pd_c7;
-                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (64 * pd_g2)) + 63))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      {
+                        const int64_t b = pd_c0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c13;
+                        const int64_t ox = pd_c14;
+                        const int64_t c = pd_c7;
+                        const int64_t ky = pd_c8;
+                        const int64_t kx = pd_c9;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((KH + (64 * pd_g1)) + 62) >= H)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (64 * pd_g2)) + 63))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
                     }
                   }
                 }
@@ -507,20 +1654,20 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     PD_UNROLL
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
-      const int64_t pd_c9 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c9 >= (64 * pd_g1) && (pd_c9 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c10 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c10 >= (64 * pd_g2) && (pd_c10 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+          const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
           {
             {
               const int64_t pd_u0 = pd_c0;
               const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c9;
-              const int64_t pd_u3 = pd_c10;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
               Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
             }
           }

@@ -111,16 +111,16 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
         {
-          const int64_t pd_u0 = pd_c5;
-          const int64_t pd_u1 = pd_c6;
+          const int64_t pd_u0 = pd_c7;
+          const int64_t pd_u1 = pd_c8;
           pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
         }
       }
@@ -128,22 +128,6 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
   for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((64 * pd_g1) + 63) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -160,44 +144,106 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((64 * pd_g1) + 63) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (pd_c1 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (N >= ((64 * pd_g0) + 64))
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              const int64_t i = pd_c5;
-              const int64_t j = pd_c6;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
               pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
-    }
-    for (int64_t pd_c3 = pd_c1; pd_c3 <= (pd_c1 + 15); pd_c3 += 1)
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      else
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c7;
+                const int64_t j = pd_c8;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    if (N >= ((64 * pd_g0) + 64))
+    {
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              const int64_t i = pd_c5;
-              const int64_t j = pd_c6;
-              const int64_t k = pd_c3;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
               pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c7;
+                const int64_t j = pd_c8;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
@@ -207,16 +253,16 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
         {
-          const int64_t pd_u0 = pd_c5;
-          const int64_t pd_u1 = pd_c6;
+          const int64_t pd_u0 = pd_c7;
+          const int64_t pd_u1 = pd_c8;
           C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
         }
       }
@@ -242,18 +288,18 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
           }
         }
@@ -262,22 +308,6 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
   for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -294,49 +324,343 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (pd_c1 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (K >= 16)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        if (((64 * pd_g0) + 63) >= N)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g1) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((64 * pd_g0) + 63) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g1) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    if (K >= (pd_c1 + 16))
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((64 * pd_g0) + 63) >= N)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                const int64_t k = pd_c3;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g1) + 64))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((64 * pd_g0) + 63) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g1) + 64))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
               }
             }
           }
@@ -347,18 +671,18 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
@@ -385,18 +709,18 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
           }
         }
@@ -405,22 +729,6 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
   for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = (((M >= 64) && (pd_g1 == 0)) ? 63 : (M - 1)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -437,49 +745,279 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (pd_c1 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = (((M >= 64) && (pd_g1 == 0)) ? 63 : (M - 1)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if ((K <= 15) && (pd_c1 == 0))
+    {
+      if (N >= ((64 * pd_g0) + 64))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
               {
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                {
+                  const int64_t i = pd_c7;
+                  const int64_t j = pd_c8;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+              {
+                {
+                  const int64_t i = pd_c7;
+                  const int64_t j = pd_c8;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    else
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((K >= 16) && (((64 * pd_g0) + 63) >= N)) && (pd_c1 == 0))
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+              {
+                {
+                  const int64_t i = pd_c7;
+                  const int64_t j = pd_c8;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (((64 * pd_g0) + 63) >= N)
+    {
+      if (K >= (pd_c1 + 16))
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                const int64_t k = pd_c3;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if ((pd_c1 + 15) >= K)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if ((((64 * pd_g1) + 63) >= M) && (pd_c1 == 0))
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        if (((64 * pd_g1) + 63) >= M)
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (pd_c1 == 0)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                }
               }
             }
           }
@@ -490,18 +1028,18 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }
@@ -528,18 +1066,18 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
           }
         }
@@ -548,22 +1086,6 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
   for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
   {
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     {
       const int64_t pd_u0 = pd_c1;
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -580,49 +1102,343 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (64 * pd_g1);
+      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (64);
+        const int64_t pd_e1 = (pd_e) % (64);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (pd_c1 == 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (K >= 16)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        if (((64 * pd_g0) + 63) >= N)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g1) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((64 * pd_g0) + 63) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((64 * pd_g1) + 64))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
               }
             }
           }
         }
       }
     }
-    for (int64_t pd_c3 = pd_c1; pd_c3 <= pd_min((K - 1), (pd_c1 + 15)); pd_c3 += 1)
+    if (K >= (pd_c1 + 16))
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      if (((64 * pd_g0) + 63) >= N)
       {
-        const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
             {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
-                const int64_t i = pd_c5;
-                const int64_t j = pd_c6;
-                const int64_t k = pd_c3;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g1) + 64))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((64 * pd_g0) + 63) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((64 * pd_g1) + 64))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
               }
             }
           }
@@ -633,18 +1449,18 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
-    const int64_t pd_c5 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c5 >= (64 * pd_g0) && (pd_c5 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
+    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
       PD_UNROLL
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
-        const int64_t pd_c6 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c6 >= (64 * pd_g1) && (pd_c6 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
+        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
         {
           {
-            const int64_t pd_u0 = pd_c5;
-            const int64_t pd_u1 = pd_c6;
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
             C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
           }
         }

@@ -1,0 +1,142 @@
+"""What limits the OpenCL target on a GPU, in one short run: matmul as polydyn compiles it for
+any size against the same product compiled with its sizes fixed (``--assume``: full blocks,
+no guards, constant reduction tiles), by register-tile shape; and the row reductions
+(softmax, layernorm) at the GPU issue's sizes. torch-cuda runs each beside it.
+
+Run from the repository root on a machine whose default OpenCL device is the GPU:
+``python bench/gpu_probe.py``. Prints one line per measurement and NVIDIA's register report
+for the matmul kernels where the device is NVIDIA's.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import polydyn as pd
+from kernels.layernorm import layernorm
+from kernels.matmul import matmul
+from kernels.softmax import softmax
+from polydyn.operator_files import with_assume
+
+
+def timed(call, sync, seconds: float = 0.3) -> float:
+    """The median time of ``call()`` with ``sync()`` after each."""
+    call()
+    sync()
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(times) < 5:
+        start = time.perf_counter()
+        call()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def torch_time(fn, *arrays):
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = [torch.from_numpy(a).cuda() for a in arrays]
+    return timed(lambda: fn(*dev), torch.cuda.synchronize)
+
+
+def fixed(op, sizes):
+    return with_assume(op, " and ".join(f"{k} = {v}" for k, v in sizes.items()))
+
+
+def run_matmul(n: int) -> None:
+    import pyopencl.array as cla
+    import torch
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    want = a.astype(np.float64) @ b
+    flop = 2 * n**3
+    t = torch_time(torch.mm, a, b)
+    line = [f"torch {flop / t / 1e12:.2f}" if t else "torch -"]
+    for label, op, regtile in (("dyn 4x4", matmul, ""), ("fixed 4x4", None, ""),
+                               ("dyn 8x8", matmul, "8x8"), ("fixed 8x8", None, "8x8"),
+                               ("fixed 8x4", None, "8x4"), ("fixed 4x8", None, "4x8")):
+        src = op if op is not None else fixed(matmul, {"N": n, "K": n, "M": n})
+        try:
+            k = pd.compile(src, target="opencl", ocl_regtile=regtile)
+            dev = [cla.to_device(k.queue, x) for x in (a, b)]
+            out = cla.empty(k.queue, (n, n), np.float32)
+            k(*dev, C=out)
+            err = float(np.abs(out.get() - want).max())
+            s = timed(lambda k=k, dev=dev, out=out: k(*dev, C=out), k.queue.finish)
+            line.append(f"{label} {flop / s / 1e12:.2f} (err {err:.0e})")
+        except Exception as exc:  # a probe reports and goes on
+            line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:120]}")
+    print(f"matmul {n}^3 TFLOP/s: " + "; ".join(line), flush=True)
+
+
+def run_rows(scale: int = 1) -> None:
+    import pyopencl.array as cla
+    import torch
+
+    rng = np.random.default_rng(0)
+    for name, op, shape in (("softmax", softmax, (512, 4096)), ("softmax", softmax, (64, 4096)),
+                            ("layernorm", layernorm, (512, 768)),
+                            ("layernorm", layernorm, (2048, 4096))):
+        shape = (max(1, shape[0] // scale), max(1, shape[1] // scale))
+        x = rng.standard_normal(shape, dtype=np.float32)
+        moved = 2 * x.nbytes
+        k = pd.compile(op, target="opencl")
+        if name == "softmax":
+            args = (x,)
+            tfn = lambda t: torch.softmax(t, dim=1)  # noqa: E731
+        else:
+            g = rng.standard_normal(shape[1], dtype=np.float32)
+            bb = rng.standard_normal(shape[1], dtype=np.float32)
+            args = (x, g, bb)
+            tfn = lambda t, g, bb, d=shape[1]: torch.nn.functional.layer_norm(  # noqa: E731
+                t, (d,), g, bb, 1e-5)
+        dev = [cla.to_device(k.queue, v) for v in args]
+        out = cla.empty(k.queue, shape, np.float32)
+        k(*dev, Y=out)
+        err = float(np.abs(out.get() - op.reference(*args)).max())
+        s = timed(lambda k=k, dev=dev, out=out: k(*dev, Y=out), k.queue.finish)
+        t = torch_time(tfn, *args)
+        ratio = f"{t / s:.2f}x torch" if t else "no torch"
+        print(f"{name} {shape}: polydyn {moved / s / 1e9:.0f} GB/s, "
+              f"torch {moved / t / 1e9 if t else 0:.0f} GB/s, {ratio} (err {err:.0e})",
+              flush=True)
+
+
+def register_report() -> None:
+    k = pd.compile(fixed(matmul, {"N": 2048, "K": 2048, "M": 2048}), target="opencl",
+                   ocl_regtile="8x8")
+    if "NVIDIA" not in k.device.platform.name:
+        return
+    import pyopencl as cl
+
+    prg = cl.Program(k.context, k.source).build(options=["-cl-nv-verbose", "-DPD_INDEX32"])
+    log = prg.get_build_info(k.device, cl.program_build_info.LOG)
+    print("\n".join(line for line in log.splitlines()
+                    if "registers" in line or "spill" in line or "Function" in line))
+
+
+def main() -> None:
+    print(f"probe at {os.environ.get('PROBE_REV', '?')}", flush=True)
+    run_rows(int(os.environ.get("PROBE_ROW_SCALE", "1")))
+    sizes = os.environ.get("PROBE_SIZES", "1024 2048 1000")
+    for n in map(int, sizes.split()):
+        run_matmul(n)
+    register_report()
+
+
+if __name__ == "__main__":
+    main()
