@@ -9,14 +9,17 @@
 #    and stops if polydyn's default device is not a GPU;
 # 3. runs the OpenCL tests on it (tests.log);
 # 4. runs the OpenCL sweep against numpy and torch-cuda into bench/results-gpu/ (sweep.log);
-# 5. renders bench/RESULTS.md (its GPU section: shares of torch-cuda and of the roofline);
-# 6. with OUT set, leaves in $OUT: summary.txt, tests.log, sweep.log, suite.md and
+# 5. runs bench/gpu_probe.py (probe.log): matmul compiled for any size against fixed sizes,
+#    the row reductions in 32- and 64-bit index builds;
+# 6. renders bench/RESULTS.md (its GPU section: shares of torch-cuda and of the roofline);
+# 7. with OUT set, leaves in $OUT: summary.txt, tests.log, sweep.log, probe.log, suite.md and
 #    results-gpu.tar.gz (the run's files of bench/results-gpu/ and RESULTS.md).
 #
 # Each phase has a time limit and prints its time; a failed phase is reported and the next
 # one runs. Settings (environment): PYTHON (default python3), OUT, GPU_CHECK_BUDGET_S (the
-# whole run, default 510), GPU_CHECK_TESTS_S (default 150), GPU_CHECK_SWEEP_S (default 330),
-# GPU_CHECK_WORKERS (pytest-xdist workers, default half the cores, at most 8).
+# whole run, default 540), GPU_CHECK_TESTS_S (default 130), GPU_CHECK_SWEEP_S (default 310),
+# GPU_CHECK_PROBE_S (default 60; 0: no probe), GPU_CHECK_WORKERS (pytest-xdist workers,
+# default half the cores, at most 8).
 #
 # Dry run without a GPU (PoCL's CPU device, the quick suite, everything under a temporary
 # folder, bench/ untouched):
@@ -28,10 +31,11 @@ cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 PYTHON=${PYTHON:-python3}
 DRY=${GPU_CHECK_ALLOW_CPU:-0}
-BUDGET=${GPU_CHECK_BUDGET_S:-510}
-TESTS_S=${GPU_CHECK_TESTS_S:-150}
-SWEEP_S=${GPU_CHECK_SWEEP_S:-330}
-RESERVE_S=40  # kept for rendering and packing after the sweep
+BUDGET=${GPU_CHECK_BUDGET_S:-540}
+TESTS_S=${GPU_CHECK_TESTS_S:-130}
+SWEEP_S=${GPU_CHECK_SWEEP_S:-310}
+PROBE_S=${GPU_CHECK_PROBE_S:-60}
+RESERVE_S=40  # kept for rendering and packing after the sweep and the probe
 START=$SECONDS
 
 WORK=$(mktemp -d /tmp/gpu-check.XXXXXX)  # logs, the compile cache, a dry run's results
@@ -246,6 +250,8 @@ run_sweep() {
 if [ "$device_rc" = 0 ]; then
   phase "sweep"
   limit=$(cap "$SWEEP_S")
+  room=$(($(left) - RESERVE_S - PROBE_S))  # the probe's time kept too
+  [ "$room" -lt "$limit" ] && limit=$room
   if [ "$limit" -lt 60 ]; then
     end_phase sweep "not run: $limit s left"
   else
@@ -253,7 +259,26 @@ if [ "$device_rc" = 0 ]; then
   fi
 fi
 
-# --- 5. RESULTS.md ---------------------------------------------------------------------------
+# --- 5. the probe -----------------------------------------------------------------------------
+PROBE_LOG=$WORK/probe.log
+: >"$PROBE_LOG"
+if [ "$device_rc" = 0 ] && [ "$PROBE_S" -gt 0 ]; then
+  phase "probe"
+  limit=$(cap "$PROBE_S")
+  if [ "$limit" -lt 20 ]; then
+    end_phase probe "not run: $limit s left"
+  else
+    probe_env=()
+    [ "$DRY" = 1 ] && probe_env=(PROBE_SIZES=67 PROBE_ROW_SCALE=16)
+    env "${probe_env[@]}" PROBE_REV="$(git rev-parse --short HEAD 2>/dev/null)" \
+      timeout -k 5 "$limit" "$PYTHON" bench/gpu_probe.py >"$PROBE_LOG" 2>&1
+    rc=$?
+    grep -E '^(matmul|softmax|layernorm|ptxas info)' "$PROBE_LOG" | tee -a "$SUMMARY"
+    end_phase probe "$([ "$rc" = 0 ] && echo ok || echo "rc $rc") (probe.log)"
+  fi
+fi
+
+# --- 6. RESULTS.md ---------------------------------------------------------------------------
 phase "render"
 if timeout 30 "$PYTHON" bench/run_all.py --render-only --results-md "$RENDER_MD" \
     >"$WORK/render.log" 2>&1; then
@@ -262,9 +287,9 @@ else
   end_phase render "FAILED: $(tail -1 "$WORK/render.log")"
 fi
 
-# --- 6. what comes back ----------------------------------------------------------------------
+# --- 7. what comes back ----------------------------------------------------------------------
 phase "pack"
-cp "$TESTS_LOG" "$SWEEP_LOG" "$DEST/" 2>/dev/null
+cp "$TESTS_LOG" "$SWEEP_LOG" "$PROBE_LOG" "$DEST/" 2>/dev/null
 if [ -n "${OUT:-}" ] || [ "$DRY" = 1 ]; then
   [ -f "$RESULTS/suite.md" ] && [ "$RESULTS/suite.md" -nt "$STAMP" ] && \
     cp "$RESULTS/suite.md" "$DEST/suite.md"

@@ -66,9 +66,9 @@ def run_matmul(n: int) -> None:
     flop = 2 * n**3
     t = torch_time(torch.mm, a, b)
     line = [f"torch {flop / t / 1e12:.2f}" if t else "torch -"]
-    for label, op, regtile in (("dyn 4x4", matmul, ""), ("fixed 4x4", None, ""),
-                               ("dyn 8x8", matmul, "8x8"), ("fixed 8x8", None, "8x8"),
-                               ("fixed 8x4", None, "8x4"), ("fixed 4x8", None, "4x8")):
+    configs = [("dyn 4x4", matmul, ""), ("dyn 2x2", matmul, "2x2")] if n < 1000 else \
+        [("dyn 4x4", matmul, ""), ("fixed 4x4", None, ""), ("dyn 8x4", matmul, "8x4")]
+    for label, op, regtile in configs:
         src = op if op is not None else fixed(matmul, {"N": n, "K": n, "M": n})
         try:
             k = pd.compile(src, target="opencl", ocl_regtile=regtile)
@@ -106,24 +106,28 @@ def run_rows(scale: int = 1) -> None:
                 t, (d,), g, bb, 1e-5)
         dev = [cla.to_device(k.queue, v) for v in args]
         out = cla.empty(k.queue, shape, np.float32)
-        k(*dev, Y=out)
-        err = float(np.abs(out.get() - op.reference(*args)).max())
-        s = timed(lambda k=k, dev=dev, out=out: k(*dev, Y=out), k.queue.finish)
         t = torch_time(tfn, *args)
-        ratio = f"{t / s:.2f}x torch" if t else "no torch"
-        print(f"{name} {shape}: polydyn {moved / s / 1e9:.0f} GB/s, "
-              f"torch {moved / t / 1e9 if t else 0:.0f} GB/s, {ratio} (err {err:.0e})",
-              flush=True)
+        line = [f"torch {moved / t / 1e9 if t else 0:.0f} GB/s"]
+        for label, narrow in (("32-bit", k._index32), ("64-bit", False)):
+            k._index32 = narrow  # the index build the call runs (OpenCLKernel.narrow_ok)
+            k(*dev, Y=out)
+            err = float(np.abs(out.get() - op.reference(*args)).max())
+            s = timed(lambda k=k, dev=dev, out=out: k(*dev, Y=out), k.queue.finish)
+            ratio = f"{t / s:.2f}x torch" if t else "no torch"
+            line.append(f"{label} {moved / s / 1e9:.0f} GB/s {ratio} (err {err:.0e})")
+        print(f"{name} {shape}: " + "; ".join(line), flush=True)
 
 
 def register_report() -> None:
-    k = pd.compile(fixed(matmul, {"N": 2048, "K": 2048, "M": 2048}), target="opencl",
-                   ocl_regtile="8x8")
+    k = pd.compile(matmul, target="opencl")
     if "NVIDIA" not in k.device.platform.name:
         return
     import pyopencl as cl
 
-    prg = cl.Program(k.context, k.source).build(options=["-cl-nv-verbose", "-DPD_INDEX32"])
+    from polydyn.runtime.opencl import BUILD_OPTIONS, INDEX32_DEFINES
+
+    options = ["-cl-nv-verbose", *BUILD_OPTIONS, *INDEX32_DEFINES]
+    prg = cl.Program(k.context, k.source).build(options=options)
     log = prg.get_build_info(k.device, cl.program_build_info.LOG)
     print("\n".join(line for line in log.splitlines()
                     if "registers" in line or "spill" in line or "Function" in line))
@@ -132,7 +136,7 @@ def register_report() -> None:
 def main() -> None:
     print(f"probe at {os.environ.get('PROBE_REV', '?')}", flush=True)
     run_rows(int(os.environ.get("PROBE_ROW_SCALE", "1")))
-    sizes = os.environ.get("PROBE_SIZES", "1024 2048 1000")
+    sizes = os.environ.get("PROBE_SIZES", "1024 2048 1000 512 256")
     for n in map(int, sizes.split()):
         run_matmul(n)
     register_report()
