@@ -198,8 +198,15 @@ def test_launch_plan_is_json_and_names_every_kernel() -> None:
 
 def test_explain_shows_variant_and_launches() -> None:
     k = compiled("matmul")
-    text = k.explain(N=40, M=33, K=17)
-    assert "runs" in text and "launch matmul_v" in text and "groups 1x1 of 16x16" in text
+    text = k.explain(N=40, M=33, K=17)  # a 64x64 block: fewer groups than compute units
+    assert "runs" in text and "launch matmul_v" in text and "groups 2x2 of 16x16" in text
+    assert "register tiles 2x2 per work-item, 32x32x16 blocks" in text
+    old, k.compute_units = k.compute_units, 1
+    try:
+        text = k.explain(N=40, M=33, K=17)
+    finally:
+        k.compute_units = old
+    assert "groups 1x1 of 16x16" in text
     assert "register tiles 4x4 per work-item, 64x64x16 blocks" in text
     assert k.select(N=40, M=33, K=17).name in text
     with pytest.raises(pd.ShapeError, match="missing"):

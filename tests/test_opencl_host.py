@@ -137,6 +137,50 @@ def test_compiled_host_at_region_edges(name: str) -> None:
         _compare(name, sizes, reference=small)
 
 
+@pytest.mark.parametrize("units", [1, 16, 10**9])
+@pytest.mark.parametrize(("name", "shape"), [("matmul", (129, 130, 33)),
+                                             ("batched_matmul", (2, 65, 70, 17)),
+                                             ("conv2d", (1, 2, 3, 20, 70, 3, 3))])
+def test_both_paths_pick_the_same_alternative(name: str, shape: tuple, units: int) -> None:
+    """The launch's choice among a kernel's alternatives (register tiles 4x4, 2x2, one point
+    per work-item) by the device's compute units, on both host paths."""
+    fast, slow = compiled(name, "c"), compiled(name, "python")
+    old = fast.compute_units, slow.compute_units
+    fast.compute_units = slow.compute_units = units
+    try:
+        _compare(name, dict(zip(SYMS[name].split(), shape, strict=True)))
+    finally:
+        fast.compute_units, slow.compute_units = old
+
+
+def test_the_compiled_path_launches_the_chosen_alternative() -> None:
+    """Every kernel handle but the one the choice must launch is replaced by a kernel that
+    takes no argument (setting one fails): the call succeeds only on the right kernel."""
+    import pyopencl as cl
+
+    k = pd.compile(load("matmul")[0], target="opencl", ocl_host="c")
+    sizes = {"N": 129, "M": 130, "K": 33}  # groups: 3x3 (4x4 tiles), 5x5 (2x2), 9x9 (1x1)
+    inputs = make_inputs(k, sizes, seed=3)
+    _run_on_device(k, inputs, sizes)
+    spec = k.mappings[k._select(*(sizes[s] for s in k.scop.syms))].kernels[0]
+    ids = {x.name: n for n, x in enumerate(
+        y for m in k.mappings for x in m.kernels for y in x.family())}
+    choices = [spec, *spec.alternatives]
+    assert len(choices) == 3
+    idle = cl.Kernel(cl.Program(k.context, "__kernel void pd_idle(void) {}").build(),
+                     "pd_idle")
+    for units, want in ((1, 0), (16, 1), (10**9, 2)):
+        k.compute_units = units
+        for (_, narrow), (queue, handles, _) in k._compiled._queues.items():
+            built = k._program(queue.context, narrow)
+            for n, x in enumerate(choices):
+                handles[ids[x.name]] = built[ids[x.name]].int_ptr if n == want else \
+                    idle.int_ptr
+        before = k.host_calls
+        _run_on_device(k, inputs, sizes)
+        assert k.host_calls == before + 1, units
+
+
 @pytest.mark.parametrize("name", list(ALL))
 def test_compiled_host_with_work_items_reversed(name: str) -> None:
     for shape in SHAPES[name][-2:]:

@@ -135,6 +135,44 @@ def test_matches_reference(op, sizes: dict[str, int], permute: str) -> None:
     check_kernel(k, sizes, seed=seed)
 
 
+@pytest.mark.parametrize("units", [16, 10**9])
+@pytest.mark.parametrize(("op", "sizes"), [c.values[:2] for c in CASES if not c.values[2]],
+                         ids=[c.id for c in CASES if not c.values[2]])
+def test_alternatives_match_reference(op, sizes: dict[str, int], units: int) -> None:
+    """A launch runs the first of its kernels (4x4, 2x2 register tiles, one point per
+    work-item) whose groups reach the device's compute units: 16 picks the 2x2 kernel at
+    129x130 and 128x192, 10**9 always the last."""
+    k = compiled(op)
+    seed = zlib.crc32(repr(sorted(sizes.items())).encode())
+    old = k.compute_units
+    k.compute_units = units
+    try:
+        check_kernel(k, sizes, seed=seed)
+    finally:
+        k.compute_units = old
+
+
+def test_launch_picks_the_kernel_that_fills_the_device() -> None:
+    k = compiled(mm_update)
+    ids = {spec.name: n for n, spec in enumerate(
+        x for m in k.mappings for spec in m.kernels for x in spec.family())}
+    generic = k.mappings[-1].kernels[0]
+    names = [generic.name, *(alt.name for alt in generic.alternatives)]
+    assert [x.regtiles.tm if x.regtiles else 1 for x in (generic, *generic.alternatives)] == \
+        [4, 2, 1]
+    launched = []
+    old = k.compute_units
+    try:
+        for units, want in ((1, 0), (9, 0), (10, 1), (25, 1), (26, 2)):
+            k.compute_units = units
+            launched.clear()
+            k._host[f"variant_{len(k.mappings) - 1}"](
+                lambda kid, *rest: launched.append(kid), N=129, M=130, K=33)
+            assert launched == [ids[names[want]]], units  # groups: 3x3, 5x5, 9x9
+    finally:
+        k.compute_units = old
+
+
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
 def test_generic_variant_is_register_tiled(op) -> None:
     k = compiled(op)

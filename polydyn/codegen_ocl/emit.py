@@ -422,7 +422,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         for m in mappings:
             kernels.append(f"/* ---- variant {m.variant.name}: {m.variant.region} */")
             kernels.extend(self.kernel_function(k) for k in m.kernels)
-            kernels.extend(self.kernel_function(k.fallback) for k in m.kernels if k.fallback)
+            kernels.extend(self.kernel_function(x) for k in m.kernels for x in k.family()[1:])
         text = "\n".join(kernels)
         index = INDEX_32_OR_64 if self.scop.narrow_indices else INDEX_64
         prelude = index + PRELUDE + (PRELUDE_F64 if uses_double(self.scop, text) else "")

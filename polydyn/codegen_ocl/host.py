@@ -77,22 +77,38 @@ def _launch(spec: KernelSpec, pad: str, kernel_ids: dict[str, int]) -> list[str]
     if spec.grid is None:
         out.append(f"{pad}    _launch({kid}, ({hosts}), (), (1,))")
         return out
-    g = spec.grid
-    offsets = "".join(f"{lo}, " for lo in g.lo)
-    groups = "".join(f"({hi} - _o[{k}]) // {t} + 1, "
-                     for k, (hi, t) in enumerate(zip(g.hi, g.tiles, strict=True)))
+    offsets = "".join(f"{lo}, " for lo in spec.grid.lo)
     out.append(f"{pad}    _o = ({offsets})")
+    choices = [spec, *spec.alternatives]
+    for n, choice in enumerate(choices):  # the first whose groups fill the device
+        if n + 1 < len(choices):
+            count = " * ".join(f"({e})" for e in _groups(choice))
+            out.append(f"{pad}    {'if' if n == 0 else 'elif'} {count} >= _UNITS:")
+        elif n:
+            out.append(f"{pad}    else:")
+        out += _enqueue(choice, pad + "    " * (2 if len(choices) > 1 else 1), hosts,
+                        kernel_ids)
+    return out
+
+
+def _groups(spec: KernelSpec) -> list[str]:
+    """Python expressions: the launch's work-groups along each mapped member."""
+    g = spec.grid
+    return [f"({hi} - _o[{k}]) // {t} + 1"
+            for k, (hi, t) in enumerate(zip(g.hi, g.tiles, strict=True))]
+
+
+def _enqueue(spec: KernelSpec, pad: str, hosts: str, kernel_ids: dict[str, int]) -> list[str]:
+    kid = kernel_ids[spec.name]
+    groups = "".join(f"{e}, " for e in _groups(spec))
     if spec.fallback is None:
-        out.append(f"{pad}    _launch({kid}, ({hosts}), _o, ({groups}))")
-        return out
+        return [f"{pad}_launch({kid}, ({hosts}), _o, ({groups}))"]
     # __local buffers sized at launch; the plain kernel when they do not fit
     sizes = "".join(f"{c.bytes_py()}, " for c in spec.dynamic_local)
-    out.append(f"{pad}    if {spec.local_bytes_py()} <= _LOCAL_LIMIT:")
-    out.append(f"{pad}        _launch({kid}, ({hosts}), _o, ({groups}), ({sizes}))")
-    out.append(f"{pad}    else:")
-    out.append(f"{pad}        _launch({kernel_ids[spec.fallback.name]}, ({hosts}), _o, "
-               f"({groups}))")
-    return out
+    return [f"{pad}if {spec.local_bytes_py()} <= _LOCAL_LIMIT:",
+            f"{pad}    _launch({kid}, ({hosts}), _o, ({groups}), ({sizes}))",
+            f"{pad}else:",
+            f"{pad}    _launch({kernel_ids[spec.fallback.name]}, ({hosts}), _o, ({groups}))"]
 
 
 def host_source(scop: Scop, mappings: list[VariantMapping],
@@ -110,5 +126,5 @@ def host_source(scop: Scop, mappings: list[VariantMapping],
 
 
 def all_kernels(mappings: list[VariantMapping]) -> list[KernelSpec]:
-    """Every kernel of the program, fallbacks included, in emission order."""
-    return [x for m in mappings for k in m.kernels for x in (k, k.fallback) if x is not None]
+    """Every kernel of the program, fallbacks and alternatives included, in id order."""
+    return [x for m in mappings for k in m.kernels for x in k.family()]

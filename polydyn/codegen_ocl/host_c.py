@@ -6,7 +6,7 @@ the kernel's arguments and enqueue it through the OpenCL API. The entry ``pd_lau
 one buffer of 8-byte argument slots that the runtime packs per call (``runtime/ocl_launch.py``):
 
     [queue, kernels, variant (-1: select), local limit, finish, error call, kernel, argument,
-     syms..., arguments after the syms (buffers and values in kernel order)...,
+     compute units, syms..., arguments after the syms (buffers and values in kernel order)...,
      bytes to zero first in each of those buffers (0: none)...]
 
 and returns 0, 1 when it declines (no variant covers the sizes, or an input shares a buffer
@@ -245,7 +245,8 @@ def _function_c(fn: ast.FunctionDef, syms: Sequence[str]) -> tuple[str, list[str
     is_select = fn.name == "select"
     if params != ([] if is_select else ["_launch"]) + list(syms):
         raise Untranslatable(f"parameters of {fn.name}")
-    extra = {} if is_select else {"_LOCAL_LIMIT": "pd_c->slot[PD_LOCAL_LIMIT]"}
+    extra = {} if is_select else {"_LOCAL_LIMIT": "pd_c->slot[PD_LOCAL_LIMIT]",
+                                  "_UNITS": "pd_c->slot[PD_UNITS]"}
     f = _Function(syms, extra)
     body = f.block(fn.body, 1)
     head = [f"  const int64_t pd_v_{s} = pd_s[{k}];" for k, s in enumerate(syms)]
@@ -360,7 +361,7 @@ static inline int64_t pd_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* the slots of a call (module docstring of codegen_ocl/host_c.py) */
 enum { PD_QUEUE, PD_KERNELS, PD_VARIANT, PD_LOCAL_LIMIT, PD_FINISH, PD_ERR_CALL,
-       PD_ERR_KERNEL, PD_ERR_ARG, PD_HEAD };
+       PD_ERR_KERNEL, PD_ERR_ARG, PD_UNITS, PD_HEAD };
 /* the failing call, in PD_ERR_CALL */
 enum { PD_SET_ARG = 1, PD_ENQUEUE = 2, PD_FILL = 3, PD_FINISH_CALL = 4 };
 typedef struct { int64_t *slot; void *queue; void *const *kernels; } pd_call;

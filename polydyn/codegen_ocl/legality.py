@@ -60,11 +60,11 @@ def out_of_order(dependences: isl.UnionMap, order: isl.UnionMap) -> isl.UnionMap
 
 
 def check_launches(kernels: list[Any], dependences: isl.UnionMap, name: str) -> None:
-    """Raise InternalError when some kernel of ``kernels`` (KernelSpec, fallbacks included)
-    has a dependence between two of its work-items."""
+    """Raise InternalError when some kernel of ``kernels`` (KernelSpec, fallbacks and
+    alternatives included) has a dependence between two of its work-items."""
     for spec in kernels:
-        for k in (spec, spec.fallback):
-            if k is None or k.placement is None:
+        for k in spec.family():
+            if k.placement is None:
                 continue
             found = races(dependences, k.placement, k.n_host)
             if not found.is_empty():

@@ -53,7 +53,7 @@ from .lanes import lane_body
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
-from .regtiles import choose_register_tiles, register_kernel
+from .regtiles import choose_register_tiles, register_kernel, smaller_tiles
 
 # Tile (work-group) sizes by number of mapped members, outermost member first; the innermost
 # member varies fastest (OpenCL dimension 0), so neighbouring work-items touch neighbouring
@@ -178,11 +178,16 @@ def _summary(kernels: list[KernelSpec]) -> str:
         elif k.lanes:
             parts.append(f"1-D grid, a group of {k.lanes} lanes per value")
         else:
-            text = "x".join(str(t) for t in k.grid.tiles)
-            parts.append(f"{len(k.grid.tiles)}-D grid, groups {text}" +
-                         (f", {k.regtiles.describe()}" if k.regtiles else "") +
-                         (f", local {'+'.join(c.array for c in k.local)}" if k.local else ""))
+            parts.append(_grid_summary(k) + "".join(
+                f" (else, to fill the device: {_grid_summary(alt)})" for alt in k.alternatives))
     return f"opencl: {len(kernels)} kernel(s): " + "; ".join(parts)
+
+
+def _grid_summary(k: KernelSpec) -> str:
+    text = "x".join(str(t) for t in k.grid.tiles)
+    return (f"{len(k.grid.tiles)}-D grid, groups {text}" +
+            (f", {k.regtiles.describe()}" if k.regtiles else "") +
+            (f", local {'+'.join(c.array for c in k.local)}" if k.local else ""))
 
 
 def _count_launch_sites(items: tuple[Any, ...]) -> int:
@@ -323,49 +328,52 @@ class _Mapper:
                 return [spec]
         tiled = self.register_tiled(name, domain, depth, chain or mapped, mapped, ranges,
                                     (ctx, when, params, when_py), grid, placement) \
-            if len(mapped) >= 2 and self.local_memory else None
-        if tiled is not None:
-            self.kernels.append(tiled)
-            return [tiled]
+            if len(mapped) >= 2 and self.local_memory else []
+        one = name if not tiled else f"{name}_1"
         promoted = promote(self.scop, self.schedule, domain, depth, chain or mapped, mapped,
                            tiles, params, kctx) if mapped and self.local_memory else None
         plain = None
         if promoted is None or any(c.dynamic for c in promoted.copies):
-            plain = KernelSpec(name if promoted is None else f"{name}_plain", depth, grid,
+            plain = KernelSpec(one if promoted is None else f"{one}_plain", depth, grid,
                                when_py, statements, ast_build(kctx).node_from_schedule(
                                    self.schedule.intersect_domain(kdomain)),
                                placement=placement)
         if promoted is None:
             spec = plain
         else:  # with local memory sized at launch, the plain kernel is the fallback
-            spec = KernelSpec(name, depth, grid, when_py, statements, promoted.ast,
+            spec = KernelSpec(one, depth, grid, when_py, statements, promoted.ast,
                               promoted.copies, promoted.threads, fallback=plain,
                               placement=placement)
+        if tiled:  # register tiles, and smaller work-groups' work where they fill the device
+            spec = replace(tiled[0], alternatives=(*tiled[1:], spec))
         self.kernels.append(spec)
         return [spec]
 
     def register_tiled(self, name: str, domain: isl.UnionSet, depth: int,
                        chain: list[isl.ScheduleNode], mapped: list[isl.ScheduleNode],
                        ranges: list[isl.Set], where: tuple[Any, ...], grid: Grid,
-                       placement: isl.UnionMap) -> KernelSpec | None:
-        """The kernel with register tiles on its work-items (regtiles.py), or None.
-        ``where``: the launch's context, its condition (isl, Python) and the parameters."""
+                       placement: isl.UnionMap) -> list[KernelSpec]:
+        """The kernels with register tiles on their work-items (regtiles.py), largest tiles
+        first (``smaller_tiles``), or none. ``where``: the launch's context, its condition
+        (isl, Python) and the parameters."""
         ctx, when, params, when_py = where
         tiles = choose_register_tiles(mapped, ranges, ctx, self.max_group, self.regtile)
-        if tiles is None:
-            return None
-        blocks = tiles.blocks(len(mapped))
-        kctx = _build_context(self.region.intersect(when).intersect(
-            _grid_context(params, ranges, blocks)))
-        code = register_kernel(self.scop, self.schedule, domain, depth, chain, mapped, tiles,
-                               params, kctx)
-        if code is None:
-            return None
-        return KernelSpec(name, depth, replace(grid, tiles=blocks), when_py,
-                          tuple(sorted(statement_names(domain))), code.ast, code.copies,
-                          code.threads, placement=placement, regtiles=tiles,
-                          accumulators=code.accumulators, full=code.full, free=code.free,
-                          order=code.order)
+        out: list[KernelSpec] = []
+        for k, t in enumerate(smaller_tiles(tiles, forced=bool(self.regtile.strip()))):
+            blocks = t.blocks(len(mapped))
+            kctx = _build_context(self.region.intersect(when).intersect(
+                _grid_context(params, ranges, blocks)))
+            code = register_kernel(self.scop, self.schedule, domain, depth, chain, mapped, t,
+                                   params, kctx)
+            if code is None:
+                break
+            out.append(KernelSpec(name if k == 0 else f"{name}_{t.tm}x{t.tn}", depth,
+                                  replace(grid, tiles=blocks), when_py,
+                                  tuple(sorted(statement_names(domain))), code.ast,
+                                  code.copies, code.threads, placement=placement, regtiles=t,
+                                  accumulators=code.accumulators, full=code.full,
+                                  free=code.free, order=code.order))
+        return out
 
     def whole_statements(self, domain: isl.UnionSet) -> bool:
         """Whether ``domain`` holds every instance of each of its statements (no other

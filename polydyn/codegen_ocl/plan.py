@@ -63,6 +63,18 @@ class KernelSpec:
     # { instance -> [flat schedule] }: the order of a register-tiled kernel's instances in a
     # work-item (the race check verifies that it keeps every dependence)
     order: Any = field(default=None, compare=False, repr=False)  # isl.UnionMap
+    # the same work in smaller work-groups (register tiles of half the size, one point per
+    # work-item): the launch runs the first of this kernel and these whose groups fill the
+    # device's compute units, else the last (host.py)
+    alternatives: tuple[KernelSpec, ...] = ()
+
+    def family(self) -> list[KernelSpec]:
+        """This kernel, its fallback and its alternatives (with theirs): every kernel the
+        program holds for this launch, in the order of the program's kernel ids."""
+        out = [self] + ([self.fallback] if self.fallback is not None else [])
+        for alt in self.alternatives:
+            out += alt.family()
+        return out
 
     @property
     def dynamic_local(self) -> tuple[LocalCopy, ...]:
@@ -111,6 +123,10 @@ class KernelSpec:
         if self.fallback is not None:
             out["local_bytes"] = self.local_bytes_py()
             out["fallback"] = f"{self.fallback.name} when local_bytes exceeds the device's limit"
+        if self.alternatives:
+            out["alternatives"] = [alt.describe() for alt in self.alternatives]
+            out["choice"] = ("the first of this kernel and its alternatives whose work-groups "
+                             "are at least the device's compute units, else the last")
         return out
 
 

@@ -161,6 +161,17 @@ def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
     return RegisterTiles(tm, tn, BK, wm, wn)
 
 
+def smaller_tiles(tiles: RegisterTiles | None, forced: bool = False) -> list[RegisterTiles]:
+    """``tiles`` and the register tiles of half its size along each member while both stay
+    at least 2 (4x4, 2x2): the kernels a launch chooses from by how many work-groups fill
+    the device (host.py); ``forced`` (POLYDYN_OCL_REGTILE) keeps ``tiles`` alone."""
+    out = [] if tiles is None else [tiles]
+    while out and not forced and min(out[-1].tm, out[-1].tn) >= 4:
+        last = out[-1]
+        out.append(RegisterTiles(last.tm // 2, last.tn // 2, last.bk, last.wm, last.wn))
+    return out
+
+
 def reduction_band(below: isl.ScheduleNode) -> tuple[isl.ScheduleNode, int, int] | None:
     """``(band, d, position)``: the sequential single-member band right below the mapped
     members (``d = 0``), or the one band of a sequence there (``d = 1``, its ``position``
@@ -492,4 +503,4 @@ def _maps(umap: isl.UnionMap) -> list[isl.Map]:
 
 
 __all__ = ["Accumulator", "RegisterCode", "RegisterTiles", "choose_register_tiles",
-           "parse_override", "reduction_band", "register_kernel"]
+           "parse_override", "reduction_band", "register_kernel", "smaller_tiles"]

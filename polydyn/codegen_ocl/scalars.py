@@ -86,7 +86,7 @@ def spills_of_variants(scop: Scop, kernels: list[list[KernelSpec]],
     users = scalar_users(scop)
     out = []
     for variant in kernels:
-        specs = [k for k in variant if not k.lanes] + [k.fallback for k in variant if k.fallback]
+        specs = [x for k in variant for x in k.family() if not x.lanes]
         out.append(frozenset(sc.name for sc in spilled
                              if any(users[sc.name] & set(k.statements) for k in specs)))
     return out

@@ -32,7 +32,7 @@ from ..scop.affine import Aff
 from ..scop.exprs import NUMPY_NAME
 from .c_library import load_library
 
-HEAD = 8  # slots before the syms: queue, kernels, variant, local limit, finish, error x3
+HEAD = 9  # slots before the syms: queue, kernels, variant, local limit, finish, error x3, units
 ERR_CALL, ERR_KERNEL, ERR_ARG = 5, 6, 7
 _CALLS = {1: "clSetKernelArg", 2: "clEnqueueNDRangeKernel", 3: "clEnqueueFillBuffer",
           4: "clFinish"}
@@ -126,7 +126,7 @@ class CompiledHost:
         # outputs and temporaries read before written are zeroed first (in C)
         self.zeroed = [k for k, a in enumerate([*arrays, *temps])
                        if a.kind in ("out", "temp") and a.name in kernel._zero_init]
-        fmt = ["=2Q3q24x", "q" * len(syms)]
+        fmt = ["=2Q3q24xq", "q" * len(syms)]
         fmt += [_VALUE_FORMAT[a.dtype] if a.kind == "value" else "Q" for a in scop.arg_arrays]
         fmt += ["Q" * len(temps), "q" * len(self.tail)]
         self.pack = struct.Struct("".join(fmt))
@@ -240,7 +240,8 @@ class CompiledHost:
         with self.k._lock:
             try:
                 self.pack.pack_into(self.slots, 0, queue.int_ptr, kernels, variant,
-                                    self.k.local_limit, self.finish, *sym_vals, *tail, *zero)
+                                    self.k.local_limit, self.finish, self.k.compute_units,
+                                    *sym_vals, *tail, *zero)
             except (struct.error, OverflowError):  # a value the C path cannot take
                 return NotImplemented
             rc = self._launch(self.address)

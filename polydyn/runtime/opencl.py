@@ -242,7 +242,8 @@ class OpenCLKernel(KernelBase):
         self._cl_kernels: dict[Any, list[Any]] = {}
         self._index32 = scop.narrow_indices  # a 32-bit index build exists (narrow_ok)
         self._pools: dict[Any, Any] = {}  # device memory pools, per queue
-        namespace: dict[str, Any] = {"_LOCAL_LIMIT": dc.local_limit}
+        namespace: dict[str, Any] = {"_LOCAL_LIMIT": dc.local_limit,
+                                     "_UNITS": int(dc.device.max_compute_units)}
         exec(compile(host_source, f"<polydyn host code for {scop.name}>", "exec"), namespace)
         self._host = namespace
         self._select = namespace["select"]
@@ -278,6 +279,18 @@ class OpenCLKernel(KernelBase):
     @local_limit.setter
     def local_limit(self, value: int) -> None:
         self._host["_LOCAL_LIMIT"] = int(value)
+
+    @property
+    def compute_units(self) -> int:
+        """The work-groups that fill the device: a launch with alternatives (smaller register
+        tiles, one point per work-item) runs the first whose groups reach it
+        (``codegen_ocl/host.py``). The device's compute units; settable (tests force each
+        choice)."""
+        return int(self._host["_UNITS"])
+
+    @compute_units.setter
+    def compute_units(self, value: int) -> None:
+        self._host["_UNITS"] = int(value)
 
     @property
     def context(self) -> Any:

@@ -478,6 +478,531 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
 }
 
+/* batched_matmul_v0_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void batched_matmul_v0_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            pd_acc_C[pd_ra][pd_rb] = C[((0) * (N) + pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (32 * pd_g0);
+      const int64_t pd_n1 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u0;
+      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32 * 16);
+        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (32 * pd_g1);
+      const int64_t pd_n2 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 32);
+        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c1 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t b = 0;
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c1 + 16))
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t b = 0;
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t b = 0;
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            C[((0) * (N) + pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v0_k0_1: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void batched_matmul_v0_k0_1(long B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[256];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (16 * pd_g1);
+      const int64_t pd_n2 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 16);
+        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (16 * pd_g0);
+      const int64_t pd_n1 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u0;
+      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 16);
+        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
+      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
+          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          {
+            if (pd_c0 == 0)
+            {
+              {
+                const int64_t b = 0;
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                C[((b) * N + i) * M + j] = 0.0f;
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+            {
+              {
+                const int64_t b = 0;
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                const int64_t k = (pd_c0 + pd_c3);
+                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 16 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ---- variant full: [B, N, K, M] -> {  : (N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and B > 0 and N > 0 and K > 0 and M >= 96 } */
 /* batched_matmul_v1_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -665,6 +1190,101 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
           const int64_t pd_u1 = pd_c8;
           const int64_t pd_u2 = pd_c9;
           C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v1_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (16 * pd_g2);
+      const int64_t pd_n2 = ((16 * pd_g2) + 15) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 16);
+        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (8 * pd_g1);
+      const int64_t pd_n1 = ((8 * pd_g1) + 7) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u0;
+      const int64_t pd_n2 = (pd_u0 + 15) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (8 * 16);
+        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
+      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
+          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= ((8 * pd_g1) + 7)))
+          {
+            {
+              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
+              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= ((16 * pd_g2) + 15)))
+              {
+                if (pd_c0 == 0)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    C[((b) * N + i) * M + j] = 0.0f;
+                  }
+                }
+                for (int64_t pd_c4 = 0; pd_c4 <= 15; pd_c4 += 1)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    const int64_t k = (pd_c0 + pd_c4);
+                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
         }
       }
     }
@@ -1116,6 +1736,545 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
 }
 
+/* batched_matmul_v2_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
+            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32 * 16);
+        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (32 * pd_g2);
+      const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 32);
+        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c2 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g1) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g2) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g1) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g2) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c2 + 16))
+    {
+      if (((32 * pd_g1) + 31) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g2) + 32))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  const int64_t k = pd_c6;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g1) + 31) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g2) + 32))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
+            C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v2_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (16 * pd_g2);
+      const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 16);
+        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (8 * pd_g1);
+      const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u0;
+      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (8 * 16);
+        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
+      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
+          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((N - 1), ((8 * pd_g1) + 7))))
+          {
+            {
+              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
+              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((M - 1), ((16 * pd_g2) + 15))))
+              {
+                if (pd_c0 == 0)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    C[((b) * N + i) * M + j] = 0.0f;
+                  }
+                }
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((K - pd_c0) - 1)); pd_c4 += 1)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    const int64_t k = (pd_c0 + pd_c4);
+                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ---- variant small: [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and M <= 95) or B = 0) } */
 /* batched_matmul_v3_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -1488,6 +2647,545 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
             const int64_t pd_u1 = pd_c8;
             const int64_t pd_u2 = pd_c9;
             C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v3_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
+            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32 * 16);
+        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (32 * pd_g2);
+      const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 32);
+        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c2 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g1) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g2) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g1) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g2) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c2 + 16))
+    {
+      if (((32 * pd_g1) + 31) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g2) + 32))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  const int64_t k = pd_c6;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g1) + 31) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g2) + 32))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
+            C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v3_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (16 * pd_g2);
+      const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 16);
+        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (8 * pd_g1);
+      const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u0;
+      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (8 * 16);
+        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
+      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
+          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((N - 1), ((8 * pd_g1) + 7))))
+          {
+            {
+              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
+              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((M - 1), ((16 * pd_g2) + 15))))
+              {
+                if (pd_c0 == 0)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    C[((b) * N + i) * M + j] = 0.0f;
+                  }
+                }
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((K - pd_c0) - 1)); pd_c4 += 1)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    const int64_t k = (pd_c0 + pd_c4);
+                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
           }
         }
       }
@@ -1933,6 +3631,545 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
             const int64_t pd_u1 = pd_c8;
             const int64_t pd_u2 = pd_c9;
             C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v4_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
+            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32 * 16);
+        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (32 * pd_g2);
+      const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 32);
+        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c2 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g1) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g2) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g1) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g2) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c2 + 16))
+    {
+      if (((32 * pd_g1) + 31) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g2) + 32))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                {
+                  const int64_t b = pd_g0;
+                  const int64_t i = pd_c10;
+                  const int64_t j = pd_c11;
+                  const int64_t k = pd_c6;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g1) + 31) >= N)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+                {
+                  {
+                    const int64_t b = pd_g0;
+                    const int64_t i = pd_c8;
+                    const int64_t j = pd_c9;
+                    const int64_t k = pd_c6;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g2) + 32))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
+                  {
+                    {
+                      const int64_t b = pd_g0;
+                      const int64_t i = pd_c8;
+                      const int64_t j = pd_c9;
+                      const int64_t k = pd_c6;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c8;
+            const int64_t pd_u2 = pd_c9;
+            C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v4_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (16 * pd_g2);
+      const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 16);
+        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == B) ? (B - 1) : ((2 * pd_g0) + 1)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (8 * pd_g1);
+      const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u0;
+      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (8 * 16);
+        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
+      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((B - 1), ((2 * pd_g0) + 1))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
+          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((N - 1), ((8 * pd_g1) + 7))))
+          {
+            {
+              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
+              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((M - 1), ((16 * pd_g2) + 15))))
+              {
+                if (pd_c0 == 0)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    C[((b) * N + i) * M + j] = 0.0f;
+                  }
+                }
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((K - pd_c0) - 1)); pd_c4 += 1)
+                {
+                  {
+                    const int64_t b = pd_c1;
+                    const int64_t i = pd_c2;
+                    const int64_t j = pd_c3;
+                    const int64_t k = (pd_c0 + pd_c4);
+                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 8 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 16 + ((j) - pd_loc_Bm_lo2)]));
+                  }
+                }
+              }
+            }
           }
         }
       }

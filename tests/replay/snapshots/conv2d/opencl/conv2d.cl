@@ -496,6 +496,695 @@ void conv2d_v0_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   }
 }
 
+/* conv2d_v0_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void conv2d_v0_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_Y[2][2];
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c10;
+            const int64_t pd_u2 = pd_c11;
+            pd_acc_Y[pd_ra][pd_rb] = Y[(((0) * (F) + pd_u0) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u2];
+          }
+        }
+      }
+    }
+  }
+  if (C >= 16)
+  {
+    if (((KH + (32 * pd_g1)) + 30) >= H)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+            {
+              {
+                const int64_t b = 0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c10;
+                const int64_t ox = pd_c11;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (W >= ((KW + (32 * pd_g2)) + 31))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c12 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c13 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = 0;
+              const int64_t f = pd_g0;
+              const int64_t oy = pd_c12;
+              const int64_t ox = pd_c13;
+              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= (W - KW)))
+              {
+                {
+                  const int64_t b = 0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c10;
+                  const int64_t ox = pd_c11;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    if (((KH + (32 * pd_g1)) + 30) >= H)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+            {
+              {
+                const int64_t b = 0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c10;
+                const int64_t ox = pd_c11;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (W >= ((KW + (32 * pd_g2)) + 31))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= ((32 * pd_g2) + 31)))
+              {
+                {
+                  const int64_t b = 0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c10;
+                  const int64_t ox = pd_c11;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= (W - KW)))
+              {
+                {
+                  const int64_t b = 0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c10;
+                  const int64_t ox = pd_c11;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < C; pd_c2 += 16)
+  {
+    if (C >= (pd_c2 + 16))
+    {
+      if (((KH + (32 * pd_g1)) + 30) >= H)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+            {
+              PD_UNROLL
+              for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
+                {
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                  {
+                    const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                    if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+                    {
+                      {
+                        const int64_t b = 0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c10;
+                        const int64_t ox = pd_c11;
+                        const int64_t c = pd_c6;
+                        const int64_t ky = pd_c7;
+                        const int64_t kx = pd_c8;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (32 * pd_g2)) + 31))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c12 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                  {
+                    const int64_t pd_c13 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                    {
+                      const int64_t b = 0;
+                      const int64_t f = pd_g0;
+                      const int64_t oy = pd_c12;
+                      const int64_t ox = pd_c13;
+                      const int64_t c = pd_c6;
+                      const int64_t ky = pd_c7;
+                      const int64_t kx = pd_c8;
+                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= (W - KW)))
+                      {
+                        {
+                          const int64_t b = 0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c10;
+                          const int64_t ox = pd_c11;
+                          const int64_t c = pd_c6;
+                          const int64_t ky = pd_c7;
+                          const int64_t kx = pd_c8;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((KH + (32 * pd_g1)) + 30) >= H)
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 < C; pd_c6 += 1)
+        {
+          for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+            {
+              PD_UNROLL
+              for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
+                {
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                  {
+                    const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                    if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+                    {
+                      {
+                        const int64_t b = 0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c10;
+                        const int64_t ox = pd_c11;
+                        const int64_t c = pd_c6;
+                        const int64_t ky = pd_c7;
+                        const int64_t kx = pd_c8;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (32 * pd_g2)) + 31))
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < C; pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= ((32 * pd_g2) + 31)))
+                      {
+                        {
+                          const int64_t b = 0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c10;
+                          const int64_t ox = pd_c11;
+                          const int64_t c = pd_c6;
+                          const int64_t ky = pd_c7;
+                          const int64_t kx = pd_c8;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c6 = pd_c2; pd_c6 < C; pd_c6 += 1)
+          {
+            for (int64_t pd_c7 = 0; pd_c7 < KH; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= (W - KW)))
+                      {
+                        {
+                          const int64_t b = 0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c10;
+                          const int64_t ox = pd_c11;
+                          const int64_t c = pd_c6;
+                          const int64_t ky = pd_c7;
+                          const int64_t kx = pd_c8;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_g0;
+            const int64_t pd_u1 = pd_c10;
+            const int64_t pd_u2 = pd_c11;
+            Y[(((0) * (F) + pd_u0) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u2] = pd_acc_Y[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v0_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v0_k0_1(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n3 = pd_max(1, (((KW + 15) >= W) ? W : (KW + 15)));
+  int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
+  const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
+  const int64_t pd_loc_Wt_n3 = pd_max(1, KW);
+  int64_t pd_loc_Wt_lo0, pd_loc_Wt_lo1, pd_loc_Wt_lo2, pd_loc_Wt_lo3;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (C >= 1)
+  {
+    {
+      const int64_t pd_u0 = 0;
+      pd_loc_Wt_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+      pd_loc_Wt_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= C) ? (C - 1) : (pd_u0 + 15)) - pd_loc_Wt_lo1 + 1;
+      pd_loc_Wt_lo2 = 0;
+      const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
+      pd_loc_Wt_lo3 = 0;
+      const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
+        const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
+        const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n3);
+        const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n3);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+          pd_loc_Wt[pd_e] = Wt[(((pd_loc_Wt_lo0 + pd_e0) * (C) + pd_loc_Wt_lo1 + pd_e1) * (KH) + pd_loc_Wt_lo2 + pd_e2) * (KW) + pd_loc_Wt_lo3 + pd_e3];
+      }
+    }
+    {
+      const int64_t pd_u0 = 0;
+      pd_loc_X_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_X_lo0 + 1;
+      pd_loc_X_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= C) ? (C - 1) : (pd_u0 + 15)) - pd_loc_X_lo1 + 1;
+      pd_loc_X_lo2 = (8 * pd_g1);
+      const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+      pd_loc_X_lo3 = (16 * pd_g2);
+      const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * pd_loc_X_n2 * pd_loc_X_n3);
+        const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n2 * pd_loc_X_n3);
+        const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n3);
+        const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n3);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+          pd_loc_X[pd_e] = X[(((pd_loc_X_lo0 + pd_e0) * (C) + pd_loc_X_lo1 + pd_e1) * (H) + pd_loc_X_lo2 + pd_e2) * (W) + pd_loc_X_lo3 + pd_e3];
+      }
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  {
+    const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
+    if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+    {
+      {
+        const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
+        if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+        {
+          {
+            const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
+            if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((W - KW), ((16 * pd_g2) + 15))))
+            {
+              {
+                const int64_t b = 0;
+                const int64_t f = pd_c1;
+                const int64_t oy = pd_c2;
+                const int64_t ox = pd_c3;
+                Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+              }
+              for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, (C - 1)); pd_c4 += 1)
+              {
+                for (int64_t pd_c5 = 0; pd_c5 < KH; pd_c5 += 1)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < KW; pd_c6 += 1)
+                  {
+                    {
+                      const int64_t b = 0;
+                      const int64_t f = pd_c1;
+                      const int64_t oy = pd_c2;
+                      const int64_t ox = pd_c3;
+                      const int64_t c = pd_c4;
+                      const int64_t ky = pd_c5;
+                      const int64_t kx = pd_c6;
+                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (pd_loc_X[(((((b) - pd_loc_X_lo0)) * 16 + ((c) - pd_loc_X_lo1)) * pd_loc_X_n2 + (((oy + ky)) - pd_loc_X_lo2)) * pd_loc_X_n3 + (((ox + kx)) - pd_loc_X_lo3)] * pd_loc_Wt[(((((f) - pd_loc_Wt_lo0)) * 16 + ((c) - pd_loc_Wt_lo1)) * pd_loc_Wt_n2 + ((ky) - pd_loc_Wt_lo2)) * pd_loc_Wt_n3 + ((kx) - pd_loc_Wt_lo3)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c0 = 16; pd_c0 < C; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Wt_lo0 = (2 * pd_g0);
+      const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+      pd_loc_Wt_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= C) ? (C - 1) : (pd_u0 + 15)) - pd_loc_Wt_lo1 + 1;
+      pd_loc_Wt_lo2 = 0;
+      const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
+      pd_loc_Wt_lo3 = 0;
+      const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
+        const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
+        const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n3);
+        const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n3);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+          pd_loc_Wt[pd_e] = Wt[(((pd_loc_Wt_lo0 + pd_e0) * (C) + pd_loc_Wt_lo1 + pd_e1) * (KH) + pd_loc_Wt_lo2 + pd_e2) * (KW) + pd_loc_Wt_lo3 + pd_e3];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_X_lo0 = 0;
+      const int64_t pd_n0 = 0 - pd_loc_X_lo0 + 1;
+      pd_loc_X_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= C) ? (C - 1) : (pd_u0 + 15)) - pd_loc_X_lo1 + 1;
+      pd_loc_X_lo2 = (8 * pd_g1);
+      const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+      pd_loc_X_lo3 = (16 * pd_g2);
+      const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * pd_loc_X_n2 * pd_loc_X_n3);
+        const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n2 * pd_loc_X_n3);
+        const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n3);
+        const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n3);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+          pd_loc_X[pd_e] = X[(((pd_loc_X_lo0 + pd_e0) * (C) + pd_loc_X_lo1 + pd_e1) * (H) + pd_loc_X_lo2 + pd_e2) * (W) + pd_loc_X_lo3 + pd_e3];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 2 * pd_g0 + pd_l0;
+      if (pd_c1 >= (2 * pd_g0) && (pd_c1 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 8 * pd_g1 + pd_l1;
+          if (pd_c2 >= (8 * pd_g1) && (pd_c2 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+          {
+            {
+              const int64_t pd_c3 = pd_o2 + 16 * pd_g2 + pd_l2;
+              if (pd_c3 >= (16 * pd_g2) && (pd_c3 <= pd_min((W - KW), ((16 * pd_g2) + 15))))
+              {
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(15, ((C - pd_c0) - 1)); pd_c4 += 1)
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 < KH; pd_c5 += 1)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < KW; pd_c6 += 1)
+                    {
+                      {
+                        const int64_t b = 0;
+                        const int64_t f = pd_c1;
+                        const int64_t oy = pd_c2;
+                        const int64_t ox = pd_c3;
+                        const int64_t c = (pd_c0 + pd_c4);
+                        const int64_t ky = pd_c5;
+                        const int64_t kx = pd_c6;
+                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (pd_loc_X[(((((b) - pd_loc_X_lo0)) * 16 + ((c) - pd_loc_X_lo1)) * pd_loc_X_n2 + (((oy + ky)) - pd_loc_X_lo2)) * pd_loc_X_n3 + (((ox + kx)) - pd_loc_X_lo3)] * pd_loc_Wt[(((((f) - pd_loc_Wt_lo0)) * 16 + ((c) - pd_loc_Wt_lo1)) * pd_loc_Wt_n2 + ((ky) - pd_loc_Wt_lo2)) * pd_loc_Wt_n3 + ((kx) - pd_loc_Wt_lo3)]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v0_k0_1_plain: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v0_k0_1_plain(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  if (((F >= (((2 * pd_g0) + pd_l0) + 1)) && (H >= ((KH + (8 * pd_g1)) + pd_l1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
+  {
+    {
+      const int64_t b = 0;
+      const int64_t f = ((2 * pd_g0) + pd_l0);
+      const int64_t oy = ((8 * pd_g1) + pd_l1);
+      const int64_t ox = ((16 * pd_g2) + pd_l2);
+      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+    }
+    for (int64_t pd_c3 = 0; pd_c3 < C; pd_c3 += 1)
+    {
+      for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
+      {
+        for (int64_t pd_c5 = 0; pd_c5 < KW; pd_c5 += 1)
+        {
+          {
+            const int64_t b = 0;
+            const int64_t f = ((2 * pd_g0) + pd_l0);
+            const int64_t oy = ((8 * pd_g1) + pd_l1);
+            const int64_t ox = ((16 * pd_g2) + pd_l2);
+            const int64_t c = pd_c3;
+            const int64_t ky = pd_c4;
+            const int64_t kx = pd_c5;
+            Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ---- variant full: [B, C, H, W, F, KH, KW] -> {  : (C) mod 64 = 0 and (F) mod 112 = 0 and (-1 - W + KW) mod 32 = 0 and B > 0 and C >= 64 and F >= 112 and 0 < KH <= H and 0 < KW <= -31 + W } */
 /* conv2d_v1_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c1, pd_c2, pd_c3; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -832,6 +1521,337 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                   Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
                 }
               }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v1_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c1, pd_c2, pd_c3; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_Y[2][2];
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  {
+    PD_UNROLL
+    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    {
+      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      {
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          {
+            const int64_t pd_u0 = pd_c0;
+            const int64_t pd_u1 = pd_g0;
+            const int64_t pd_u2 = pd_c11;
+            const int64_t pd_u3 = pd_c12;
+            pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+          }
+        }
+      }
+    }
+    if (H >= ((KH + (32 * pd_g1)) + 31))
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          {
+            const int64_t b = pd_c0;
+            const int64_t f = pd_g0;
+            const int64_t oy = pd_c13;
+            const int64_t ox = pd_c14;
+            pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+          }
+        }
+      }
+    }
+    else
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = pd_g0;
+              const int64_t oy = pd_c11;
+              const int64_t ox = pd_c12;
+              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
+    {
+      if (H >= ((KH + (32 * pd_g1)) + 31))
+      {
+        for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+        {
+          for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+          {
+            for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+            {
+              PD_UNROLL
+              for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+              {
+                const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c13;
+                    const int64_t ox = pd_c14;
+                    const int64_t c = pd_c7;
+                    const int64_t ky = pd_c8;
+                    const int64_t kx = pd_c9;
+                    pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+        {
+          for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+          {
+            for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+            {
+              PD_UNROLL
+              for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+              {
+                const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                {
+                  PD_UNROLL
+                  for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                  {
+                    const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                    {
+                      const int64_t b = pd_c0;
+                      const int64_t f = pd_g0;
+                      const int64_t oy = pd_c11;
+                      const int64_t ox = pd_c12;
+                      const int64_t c = pd_c7;
+                      const int64_t ky = pd_c8;
+                      const int64_t kx = pd_c9;
+                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    PD_UNROLL
+    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    {
+      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      {
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          {
+            const int64_t pd_u0 = pd_c0;
+            const int64_t pd_u1 = pd_g0;
+            const int64_t pd_u2 = pd_c11;
+            const int64_t pd_u3 = pd_c12;
+            Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v1_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c1, pd_c2, pd_c3; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n3 = pd_max(1, (KW + 15));
+  int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
+  const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
+  const int64_t pd_loc_Wt_n3 = pd_max(1, KW);
+  int64_t pd_loc_Wt_lo0, pd_loc_Wt_lo1, pd_loc_Wt_lo2, pd_loc_Wt_lo3;
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  {
+    for (int64_t pd_c1 = 0; pd_c1 < C; pd_c1 += 16)
+    {
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = pd_c1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pd_loc_Wt_lo0 = (2 * pd_g0);
+        const int64_t pd_n0 = ((2 * pd_g0) + 1) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo1 = pd_u1;
+        const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Wt_lo1 + 1;
+        pd_loc_Wt_lo2 = 0;
+        const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
+        pd_loc_Wt_lo3 = 0;
+        const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_Wt[pd_e] = Wt[(((pd_loc_Wt_lo0 + pd_e0) * (C) + pd_loc_Wt_lo1 + pd_e1) * (KH) + pd_loc_Wt_lo2 + pd_e2) * (KW) + pd_loc_Wt_lo3 + pd_e3];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = pd_c1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pd_loc_X_lo0 = pd_u0;
+        const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
+        pd_loc_X_lo1 = pd_u1;
+        const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_X_lo1 + 1;
+        pd_loc_X_lo2 = (8 * pd_g1);
+        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo3 = (16 * pd_g2);
+        const int64_t pd_n3 = ((KW + (16 * pd_g2)) + 14) - pd_loc_X_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_X[pd_e] = X[(((pd_loc_X_lo0 + pd_e0) * (C) + pd_loc_X_lo1 + pd_e1) * (H) + pd_loc_X_lo2 + pd_e2) * (W) + pd_loc_X_lo3 + pd_e3];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      {
+        const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
+        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= ((2 * pd_g0) + 1)))
+        {
+          {
+            const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
+            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+            {
+              {
+                const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
+                if (pd_c4 >= (16 * pd_g2) && (pd_c4 <= ((16 * pd_g2) + 15)))
+                {
+                  if (pd_c1 == 0)
+                  {
+                    {
+                      const int64_t b = pd_c0;
+                      const int64_t f = pd_c2;
+                      const int64_t oy = pd_c3;
+                      const int64_t ox = pd_c4;
+                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= 15; pd_c5 += 1)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_c2;
+                          const int64_t oy = pd_c3;
+                          const int64_t ox = pd_c4;
+                          const int64_t c = (pd_c1 + pd_c5);
+                          const int64_t ky = pd_c6;
+                          const int64_t kx = pd_c7;
+                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (pd_loc_X[(((((b) - pd_loc_X_lo0)) * 16 + ((c) - pd_loc_X_lo1)) * pd_loc_X_n2 + (((oy + ky)) - pd_loc_X_lo2)) * pd_loc_X_n3 + (((ox + kx)) - pd_loc_X_lo3)] * pd_loc_Wt[(((((f) - pd_loc_Wt_lo0)) * 16 + ((c) - pd_loc_Wt_lo1)) * pd_loc_Wt_n2 + ((ky) - pd_loc_Wt_lo2)) * pd_loc_Wt_n3 + ((kx) - pd_loc_Wt_lo3)]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v1_k0_1_plain: 3-D grid of 2x8x16 work-groups over schedule dims pd_c1, pd_c2, pd_c3; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v1_k0_1_plain(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  if (H >= ((KH + (8 * pd_g1)) + pd_l1))
+  {
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    {
+      {
+        const int64_t b = pd_c0;
+        const int64_t f = ((2 * pd_g0) + pd_l0);
+        const int64_t oy = ((8 * pd_g1) + pd_l1);
+        const int64_t ox = ((16 * pd_g2) + pd_l2);
+        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+      }
+      for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 1)
+      {
+        for (int64_t pd_c5 = 0; pd_c5 < KH; pd_c5 += 1)
+        {
+          for (int64_t pd_c6 = 0; pd_c6 < KW; pd_c6 += 1)
+          {
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = ((2 * pd_g0) + pd_l0);
+              const int64_t oy = ((8 * pd_g1) + pd_l1);
+              const int64_t ox = ((16 * pd_g2) + pd_l2);
+              const int64_t c = pd_c4;
+              const int64_t ky = pd_c5;
+              const int64_t kx = pd_c6;
+              Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
             }
           }
         }
@@ -1207,6 +2227,542 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
               Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v2_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c1, pd_c2, pd_c3; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_Y[2][2];
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  {
+    PD_UNROLL
+    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    {
+      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      {
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+          {
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+            }
+          }
+        }
+      }
+    }
+    if (((KH + (32 * pd_g1)) + 30) >= H)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+            {
+              {
+                const int64_t b = pd_c0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c11;
+                const int64_t ox = pd_c12;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (W >= ((KW + (32 * pd_g2)) + 31))
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = pd_g0;
+              const int64_t oy = pd_c13;
+              const int64_t ox = pd_c14;
+              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+      else
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = 0; pd_c3 < C; pd_c3 += 16)
+    {
+      if (C >= (pd_c3 + 16))
+      {
+        if (((KH + (32 * pd_g1)) + 30) >= H)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (32 * pd_g2)) + 31))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      {
+                        const int64_t b = pd_c0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c13;
+                        const int64_t ox = pd_c14;
+                        const int64_t c = pd_c7;
+                        const int64_t ky = pd_c8;
+                        const int64_t kx = pd_c9;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((KH + (32 * pd_g1)) + 30) >= H)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (32 * pd_g2)) + 31))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= ((32 * pd_g2) + 31)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    PD_UNROLL
+    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    {
+      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      {
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+          {
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v2_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c1, pd_c2, pd_c3; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n3 = pd_max(1, (KW + 15));
+  int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
+  const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
+  const int64_t pd_loc_Wt_n3 = pd_max(1, KW);
+  int64_t pd_loc_Wt_lo0, pd_loc_Wt_lo1, pd_loc_Wt_lo2, pd_loc_Wt_lo3;
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  {
+    for (int64_t pd_c1 = 0; pd_c1 < C; pd_c1 += 16)
+    {
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = pd_c1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pd_loc_Wt_lo0 = (2 * pd_g0);
+        const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_Wt_lo1 + 1;
+        pd_loc_Wt_lo2 = 0;
+        const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
+        pd_loc_Wt_lo3 = 0;
+        const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_Wt[pd_e] = Wt[(((pd_loc_Wt_lo0 + pd_e0) * (C) + pd_loc_Wt_lo1 + pd_e1) * (KH) + pd_loc_Wt_lo2 + pd_e2) * (KW) + pd_loc_Wt_lo3 + pd_e3];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = pd_c1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pd_loc_X_lo0 = pd_u0;
+        const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
+        pd_loc_X_lo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_X_lo1 + 1;
+        pd_loc_X_lo2 = (8 * pd_g1);
+        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo3 = (16 * pd_g2);
+        const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_X[pd_e] = X[(((pd_loc_X_lo0 + pd_e0) * (C) + pd_loc_X_lo1 + pd_e1) * (H) + pd_loc_X_lo2 + pd_e2) * (W) + pd_loc_X_lo3 + pd_e3];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      {
+        const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
+        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+        {
+          {
+            const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
+            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+            {
+              {
+                const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
+                if (pd_c4 >= (16 * pd_g2) && (pd_c4 <= pd_min((W - KW), ((16 * pd_g2) + 15))))
+                {
+                  if (pd_c1 == 0)
+                  {
+                    {
+                      const int64_t b = pd_c0;
+                      const int64_t f = pd_c2;
+                      const int64_t oy = pd_c3;
+                      const int64_t ox = pd_c4;
+                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(15, ((C - pd_c1) - 1)); pd_c5 += 1)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_c2;
+                          const int64_t oy = pd_c3;
+                          const int64_t ox = pd_c4;
+                          const int64_t c = (pd_c1 + pd_c5);
+                          const int64_t ky = pd_c6;
+                          const int64_t kx = pd_c7;
+                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (pd_loc_X[(((((b) - pd_loc_X_lo0)) * 16 + ((c) - pd_loc_X_lo1)) * pd_loc_X_n2 + (((oy + ky)) - pd_loc_X_lo2)) * pd_loc_X_n3 + (((ox + kx)) - pd_loc_X_lo3)] * pd_loc_Wt[(((((f) - pd_loc_Wt_lo0)) * 16 + ((c) - pd_loc_Wt_lo1)) * pd_loc_Wt_n2 + ((ky) - pd_loc_Wt_lo2)) * pd_loc_Wt_n3 + ((kx) - pd_loc_Wt_lo3)]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v2_k0_1_plain: 3-D grid of 2x8x16 work-groups over schedule dims pd_c1, pd_c2, pd_c3; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v2_k0_1_plain(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  if (((F >= (((2 * pd_g0) + pd_l0) + 1)) && (H >= ((KH + (8 * pd_g1)) + pd_l1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
+  {
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    {
+      {
+        const int64_t b = pd_c0;
+        const int64_t f = ((2 * pd_g0) + pd_l0);
+        const int64_t oy = ((8 * pd_g1) + pd_l1);
+        const int64_t ox = ((16 * pd_g2) + pd_l2);
+        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+      }
+      for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 1)
+      {
+        for (int64_t pd_c5 = 0; pd_c5 < KH; pd_c5 += 1)
+        {
+          for (int64_t pd_c6 = 0; pd_c6 < KW; pd_c6 += 1)
+          {
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = ((2 * pd_g0) + pd_l0);
+              const int64_t oy = ((8 * pd_g1) + pd_l1);
+              const int64_t ox = ((16 * pd_g2) + pd_l2);
+              const int64_t c = pd_c4;
+              const int64_t ky = pd_c5;
+              const int64_t kx = pd_c6;
+              Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
             }
           }
         }
@@ -1669,6 +3225,710 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
               Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v3_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c1, pd_c2, pd_c3; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_Y[2][2];
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  {
+    PD_UNROLL
+    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    {
+      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      {
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+          {
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+            }
+          }
+        }
+      }
+    }
+    if (C >= 16)
+    {
+      if (((KH + (32 * pd_g1)) + 30) >= H)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (32 * pd_g2)) + 31))
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_c0;
+                const int64_t f = pd_g0;
+                const int64_t oy = pd_c13;
+                const int64_t ox = pd_c14;
+                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+        else
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c11;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((KH + (32 * pd_g1)) + 30) >= H)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_g0;
+                  const int64_t oy = pd_c11;
+                  const int64_t ox = pd_c12;
+                  pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (W >= ((KW + (32 * pd_g2)) + 31))
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= ((32 * pd_g2) + 31)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c11;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_g0;
+                    const int64_t oy = pd_c11;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c3 = 0; pd_c3 < C; pd_c3 += 16)
+    {
+      if (C >= (pd_c3 + 16))
+      {
+        if (((KH + (32 * pd_g1)) + 30) >= H)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (32 * pd_g2)) + 31))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      {
+                        const int64_t b = pd_c0;
+                        const int64_t f = pd_g0;
+                        const int64_t oy = pd_c13;
+                        const int64_t ox = pd_c14;
+                        const int64_t c = pd_c7;
+                        const int64_t ky = pd_c8;
+                        const int64_t kx = pd_c9;
+                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((KH + (32 * pd_g1)) + 30) >= H)
+        {
+          for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+          {
+            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+            {
+              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+              {
+                PD_UNROLL
+                for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                {
+                  const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  {
+                    PD_UNROLL
+                    for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                    {
+                      const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                      if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_g0;
+                          const int64_t oy = pd_c11;
+                          const int64_t ox = pd_c12;
+                          const int64_t c = pd_c7;
+                          const int64_t ky = pd_c8;
+                          const int64_t kx = pd_c9;
+                          pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (W >= ((KW + (32 * pd_g2)) + 31))
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= ((32 * pd_g2) + 31)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_g0;
+                            const int64_t oy = pd_c11;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    PD_UNROLL
+    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    {
+      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      {
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
+          {
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v3_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c1, pd_c2, pd_c3; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n3 = pd_max(1, (((KW + 15) >= W) ? W : (KW + 15)));
+  int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
+  const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
+  const int64_t pd_loc_Wt_n3 = pd_max(1, KW);
+  int64_t pd_loc_Wt_lo0, pd_loc_Wt_lo1, pd_loc_Wt_lo2, pd_loc_Wt_lo3;
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (C >= 1)
+    {
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = 0;
+        pd_loc_Wt_lo0 = (2 * pd_g0);
+        const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_Wt_lo1 + 1;
+        pd_loc_Wt_lo2 = 0;
+        const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
+        pd_loc_Wt_lo3 = 0;
+        const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_Wt[pd_e] = Wt[(((pd_loc_Wt_lo0 + pd_e0) * (C) + pd_loc_Wt_lo1 + pd_e1) * (KH) + pd_loc_Wt_lo2 + pd_e2) * (KW) + pd_loc_Wt_lo3 + pd_e3];
+        }
+      }
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = 0;
+        pd_loc_X_lo0 = pd_u0;
+        const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
+        pd_loc_X_lo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_X_lo1 + 1;
+        pd_loc_X_lo2 = (8 * pd_g1);
+        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo3 = (16 * pd_g2);
+        const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_X[pd_e] = X[(((pd_loc_X_lo0 + pd_e0) * (C) + pd_loc_X_lo1 + pd_e1) * (H) + pd_loc_X_lo2 + pd_e2) * (W) + pd_loc_X_lo3 + pd_e3];
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
+      const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
+      if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+      {
+        {
+          const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
+          if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+          {
+            {
+              const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
+              if (pd_c4 >= (16 * pd_g2) && (pd_c4 <= pd_min((W - KW), ((16 * pd_g2) + 15))))
+              {
+                {
+                  const int64_t b = pd_c0;
+                  const int64_t f = pd_c2;
+                  const int64_t oy = pd_c3;
+                  const int64_t ox = pd_c4;
+                  Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+                }
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(15, (C - 1)); pd_c5 += 1)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
+                  {
+                    for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
+                    {
+                      {
+                        const int64_t b = pd_c0;
+                        const int64_t f = pd_c2;
+                        const int64_t oy = pd_c3;
+                        const int64_t ox = pd_c4;
+                        const int64_t c = pd_c5;
+                        const int64_t ky = pd_c6;
+                        const int64_t kx = pd_c7;
+                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (pd_loc_X[(((((b) - pd_loc_X_lo0)) * 16 + ((c) - pd_loc_X_lo1)) * pd_loc_X_n2 + (((oy + ky)) - pd_loc_X_lo2)) * pd_loc_X_n3 + (((ox + kx)) - pd_loc_X_lo3)] * pd_loc_Wt[(((((f) - pd_loc_Wt_lo0)) * 16 + ((c) - pd_loc_Wt_lo1)) * pd_loc_Wt_n2 + ((ky) - pd_loc_Wt_lo2)) * pd_loc_Wt_n3 + ((kx) - pd_loc_Wt_lo3)]));
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t pd_c1 = 16; pd_c1 < C; pd_c1 += 16)
+    {
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = pd_c1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pd_loc_Wt_lo0 = (2 * pd_g0);
+        const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_Wt_lo1 + 1;
+        pd_loc_Wt_lo2 = 0;
+        const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
+        pd_loc_Wt_lo3 = 0;
+        const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n2 * pd_loc_Wt_n3)) % (pd_loc_Wt_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_Wt[pd_e] = Wt[(((pd_loc_Wt_lo0 + pd_e0) * (C) + pd_loc_Wt_lo1 + pd_e1) * (KH) + pd_loc_Wt_lo2 + pd_e2) * (KW) + pd_loc_Wt_lo3 + pd_e3];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      {
+        const int64_t pd_u0 = pd_c0;
+        const int64_t pd_u1 = pd_c1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        pd_loc_X_lo0 = pd_u0;
+        const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
+        pd_loc_X_lo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_X_lo1 + 1;
+        pd_loc_X_lo2 = (8 * pd_g1);
+        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo3 = (16 * pd_g2);
+        const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n2 * pd_loc_X_n3);
+          const int64_t pd_e2 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) / (pd_loc_X_n3);
+          const int64_t pd_e3 = (((pd_e) % (16 * pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n2 * pd_loc_X_n3)) % (pd_loc_X_n3);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2 && pd_e3 < pd_n3)
+            pd_loc_X[pd_e] = X[(((pd_loc_X_lo0 + pd_e0) * (C) + pd_loc_X_lo1 + pd_e1) * (H) + pd_loc_X_lo2 + pd_e2) * (W) + pd_loc_X_lo3 + pd_e3];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      {
+        const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
+        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+        {
+          {
+            const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
+            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+            {
+              {
+                const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
+                if (pd_c4 >= (16 * pd_g2) && (pd_c4 <= pd_min((W - KW), ((16 * pd_g2) + 15))))
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(15, ((C - pd_c1) - 1)); pd_c5 += 1)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < KH; pd_c6 += 1)
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 < KW; pd_c7 += 1)
+                      {
+                        {
+                          const int64_t b = pd_c0;
+                          const int64_t f = pd_c2;
+                          const int64_t oy = pd_c3;
+                          const int64_t ox = pd_c4;
+                          const int64_t c = (pd_c1 + pd_c5);
+                          const int64_t ky = pd_c6;
+                          const int64_t kx = pd_c7;
+                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (pd_loc_X[(((((b) - pd_loc_X_lo0)) * 16 + ((c) - pd_loc_X_lo1)) * pd_loc_X_n2 + (((oy + ky)) - pd_loc_X_lo2)) * pd_loc_X_n3 + (((ox + kx)) - pd_loc_X_lo3)] * pd_loc_Wt[(((((f) - pd_loc_Wt_lo0)) * 16 + ((c) - pd_loc_Wt_lo1)) * pd_loc_Wt_n2 + ((ky) - pd_loc_Wt_lo2)) * pd_loc_Wt_n3 + ((kx) - pd_loc_Wt_lo3)]));
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* conv2d_v3_k0_1_plain: 3-D grid of 2x8x16 work-groups over schedule dims pd_c1, pd_c2, pd_c3; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 8, 2)))
+void conv2d_v3_k0_1_plain(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  if (((F >= (((2 * pd_g0) + pd_l0) + 1)) && (H >= ((KH + (8 * pd_g1)) + pd_l1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
+  {
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    {
+      {
+        const int64_t b = pd_c0;
+        const int64_t f = ((2 * pd_g0) + pd_l0);
+        const int64_t oy = ((8 * pd_g1) + pd_l1);
+        const int64_t ox = ((16 * pd_g2) + pd_l2);
+        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
+      }
+      for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 1)
+      {
+        for (int64_t pd_c5 = 0; pd_c5 < KH; pd_c5 += 1)
+        {
+          for (int64_t pd_c6 = 0; pd_c6 < KW; pd_c6 += 1)
+          {
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = ((2 * pd_g0) + pd_l0);
+              const int64_t oy = ((8 * pd_g1) + pd_l1);
+              const int64_t ox = ((16 * pd_g2) + pd_l2);
+              const int64_t c = pd_c4;
+              const int64_t ky = pd_c5;
+              const int64_t kx = pd_c6;
+              Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
             }
           }
         }

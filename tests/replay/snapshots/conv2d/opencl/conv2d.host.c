@@ -35,7 +35,7 @@ static inline int64_t pd_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* the slots of a call (module docstring of codegen_ocl/host_c.py) */
 enum { PD_QUEUE, PD_KERNELS, PD_VARIANT, PD_LOCAL_LIMIT, PD_FINISH, PD_ERR_CALL,
-       PD_ERR_KERNEL, PD_ERR_ARG, PD_HEAD };
+       PD_ERR_KERNEL, PD_ERR_ARG, PD_UNITS, PD_HEAD };
 /* the failing call, in PD_ERR_CALL */
 enum { PD_SET_ARG = 1, PD_ENQUEUE = 2, PD_FILL = 3, PD_FINISH_CALL = 4 };
 typedef struct { int64_t *slot; void *queue; void *const *kernels; } pd_call;
@@ -55,7 +55,7 @@ static int pd_fail(const pd_call *c, int call, int kernel, int arg, int32_t rc) 
 static const unsigned char pd_tail_bytes[] = {0, 0, 0};
 static const unsigned char pd_tail_written[] = {0, 0, 1};
 /* each kernel's work-group size, dimension 0 first */
-static const size_t pd_local_size[][3] = {{16, 16, 1}, {16, 16, 1}, {16, 16, 1}, {16, 16, 1}};
+static const size_t pd_local_size[][3] = {{16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 8, 2}};
 
 /* One launch (the Python host code's _launch): nothing when a dimension has no group; the
    kernel's arguments are the syms, the host loop values, the offsets, the call's buffers
@@ -129,10 +129,35 @@ static int pd_variant_0(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    {
-      const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
-      int pd_rc = pd_enqueue(pd_c, 0, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
-      if (pd_rc) return pd_rc;
+    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 0, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
+    } else {
+      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 1, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      } else {
+        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            int pd_rc = pd_enqueue(pd_c, 2, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
+            if (pd_rc) return pd_rc;
+          }
+        } else {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            int pd_rc = pd_enqueue(pd_c, 3, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+            if (pd_rc) return pd_rc;
+          }
+        }
+      }
     }
   }
   return 0;
@@ -150,10 +175,35 @@ static int pd_variant_1(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    {
-      const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
-      int pd_rc = pd_enqueue(pd_c, 1, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
-      if (pd_rc) return pd_rc;
+    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 4, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
+    } else {
+      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 5, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      } else {
+        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            int pd_rc = pd_enqueue(pd_c, 6, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
+            if (pd_rc) return pd_rc;
+          }
+        } else {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            int pd_rc = pd_enqueue(pd_c, 7, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+            if (pd_rc) return pd_rc;
+          }
+        }
+      }
     }
   }
   return 0;
@@ -171,10 +221,35 @@ static int pd_variant_2(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    {
-      const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
-      int pd_rc = pd_enqueue(pd_c, 2, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
-      if (pd_rc) return pd_rc;
+    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 8, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
+    } else {
+      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 9, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      } else {
+        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            int pd_rc = pd_enqueue(pd_c, 10, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
+            if (pd_rc) return pd_rc;
+          }
+        } else {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            int pd_rc = pd_enqueue(pd_c, 11, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+            if (pd_rc) return pd_rc;
+          }
+        }
+      }
     }
   }
   return 0;
@@ -192,10 +267,35 @@ static int pd_variant_3(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    {
-      const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
-      int pd_rc = pd_enqueue(pd_c, 3, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
-      if (pd_rc) return pd_rc;
+    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 12, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
+    } else {
+      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 13, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      } else {
+        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            int pd_rc = pd_enqueue(pd_c, 14, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
+            if (pd_rc) return pd_rc;
+          }
+        } else {
+          {
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            int pd_rc = pd_enqueue(pd_c, 15, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+            if (pd_rc) return pd_rc;
+          }
+        }
+      }
     }
   }
   return 0;

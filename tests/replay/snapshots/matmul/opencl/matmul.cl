@@ -270,6 +270,258 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
 }
 
+/* matmul_v1_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[512];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        {
+          const int64_t pd_u0 = pd_c7;
+          const int64_t pd_u1 = pd_c8;
+          pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (32 * pd_g0);
+      const int64_t pd_n0 = ((((32 * pd_g0) + 16) == N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((32 * pd_g1) + 31) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32);
+        const int64_t pd_e1 = (pd_e) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if ((N >= ((32 * pd_g0) + 32)) && (pd_c1 == 0))
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+          {
+            const int64_t i = pd_c9;
+            const int64_t j = pd_c10;
+            pd_acc_C[pd_ra][pd_rb] = 0.0f;
+          }
+        }
+      }
+    }
+    if (N >= ((32 * pd_g0) + 32))
+    {
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+            {
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (pd_c1 == 0)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (N - 16) && (pd_c7 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c7;
+                const int64_t j = pd_c8;
+                pd_acc_C[pd_ra][pd_rb] = 0.0f;
+              }
+            }
+          }
+        }
+      }
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+          if (pd_c7 >= (N - 16) && (pd_c7 < N))
+          {
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c7;
+                const int64_t j = pd_c8;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        {
+          const int64_t pd_u0 = pd_c7;
+          const int64_t pd_u1 = pd_c8;
+          C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+        }
+      }
+    }
+  }
+}
+
+/* matmul_v1_k0_1: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[256];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (16 * pd_g1);
+      const int64_t pd_n1 = ((16 * pd_g1) + 15) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (16 * pd_g0);
+      const int64_t pd_n0 = ((16 * pd_g0) + 15) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
+      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= ((16 * pd_g0) + 15)))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
+          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= ((16 * pd_g1) + 15)))
+          {
+            if (pd_c0 == 0)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                C[(i) * M + j] = 0.0f;
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 <= 15; pd_c3 += 1)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                const int64_t k = (pd_c0 + pd_c3);
+                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ---- variant tiled: [N, K, M] -> {  : N > 0 and K > 0 and M >= 96 } */
 /* matmul_v2_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -691,6 +943,505 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
 }
 
+/* matmul_v2_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[512];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (32 * pd_g0);
+      const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32);
+        const int64_t pd_e1 = (pd_e) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c1 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c1 + 16))
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* matmul_v2_k0_1: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[256];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (16 * pd_g1);
+      const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (16 * pd_g0);
+      const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
+      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
+          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          {
+            if (pd_c0 == 0)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                C[(i) * M + j] = 0.0f;
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                const int64_t k = (pd_c0 + pd_c3);
+                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 /* ---- variant small: [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 95 } */
 /* matmul_v3_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
@@ -1041,6 +1792,505 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
             const int64_t pd_u0 = pd_c7;
             const int64_t pd_u1 = pd_c8;
             C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* matmul_v3_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[512];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (32 * pd_g0);
+      const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32);
+        const int64_t pd_e1 = (pd_e) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c1 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c1 + 16))
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* matmul_v3_k0_1: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[256];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (16 * pd_g1);
+      const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (16 * pd_g0);
+      const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
+      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
+          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          {
+            if (pd_c0 == 0)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                C[(i) * M + j] = 0.0f;
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                const int64_t k = (pd_c0 + pd_c3);
+                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
           }
         }
       }
@@ -1462,6 +2712,505 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
             const int64_t pd_u0 = pd_c7;
             const int64_t pd_u1 = pd_c8;
             C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* matmul_v4_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[512];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
+          }
+        }
+      }
+    }
+  }
+  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (32 * pd_g0);
+      const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32);
+        const int64_t pd_e1 = (pd_e) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c1 == 0)
+    {
+      if (K >= 16)
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (((32 * pd_g0) + 31) >= N)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          if (M >= ((32 * pd_g1) + 32))
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+          else
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c1 + 16))
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                {
+                  const int64_t i = pd_c9;
+                  const int64_t j = pd_c10;
+                  const int64_t k = pd_c5;
+                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (((32 * pd_g0) + 31) >= N)
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+              {
+                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+                {
+                  {
+                    const int64_t i = pd_c7;
+                    const int64_t j = pd_c8;
+                    const int64_t k = pd_c5;
+                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        if (M >= ((32 * pd_g1) + 32))
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+          {
+            PD_UNROLL
+            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+            {
+              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
+              {
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+                {
+                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
+                  {
+                    {
+                      const int64_t i = pd_c7;
+                      const int64_t j = pd_c8;
+                      const int64_t k = pd_c5;
+                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
+        {
+          {
+            const int64_t pd_u0 = pd_c7;
+            const int64_t pd_u1 = pd_c8;
+            C[(pd_u0) * (M) + pd_u1] = pd_acc_C[pd_ra][pd_rb];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* matmul_v4_k0_1: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(1);
+  const int64_t pd_l0 = get_local_id(1);
+  const int64_t pd_g1 = get_group_id(0);
+  const int64_t pd_l1 = get_local_id(0);
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
+  __local float pd_loc_A[256];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
+  __local float pd_loc_B[256];
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_B_lo0 = pd_u0;
+      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
+      pd_loc_B_lo1 = (16 * pd_g1);
+      const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_c0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = (16 * pd_g0);
+      const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = pd_u0;
+      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16);
+        const int64_t pd_e1 = (pd_e) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_c1 = pd_o0 + 16 * pd_g0 + pd_l0;
+      if (pd_c1 >= (16 * pd_g0) && (pd_c1 <= pd_min((N - 1), ((16 * pd_g0) + 15))))
+      {
+        {
+          const int64_t pd_c2 = pd_o1 + 16 * pd_g1 + pd_l1;
+          if (pd_c2 >= (16 * pd_g1) && (pd_c2 <= pd_min((M - 1), ((16 * pd_g1) + 15))))
+          {
+            if (pd_c0 == 0)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                C[(i) * M + j] = 0.0f;
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((K - pd_c0) - 1)); pd_c3 += 1)
+            {
+              {
+                const int64_t i = pd_c1;
+                const int64_t j = pd_c2;
+                const int64_t k = (pd_c0 + pd_c3);
+                C[(i) * M + j] = (C[(i) * M + j] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 16 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
           }
         }
       }

@@ -35,7 +35,7 @@ static inline int64_t pd_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* the slots of a call (module docstring of codegen_ocl/host_c.py) */
 enum { PD_QUEUE, PD_KERNELS, PD_VARIANT, PD_LOCAL_LIMIT, PD_FINISH, PD_ERR_CALL,
-       PD_ERR_KERNEL, PD_ERR_ARG, PD_HEAD };
+       PD_ERR_KERNEL, PD_ERR_ARG, PD_UNITS, PD_HEAD };
 /* the failing call, in PD_ERR_CALL */
 enum { PD_SET_ARG = 1, PD_ENQUEUE = 2, PD_FILL = 3, PD_FINISH_CALL = 4 };
 typedef struct { int64_t *slot; void *queue; void *const *kernels; } pd_call;
