@@ -1,7 +1,8 @@
 """What limits the OpenCL target on a GPU, in one short run: matmul as polydyn compiles it for
 any size against the same product compiled with its sizes fixed (``--assume``: full blocks,
-no guards, constant reduction tiles), by register-tile shape; and the row reductions
-(softmax, layernorm) at the GPU issue's sizes. torch-cuda runs each beside it.
+no guards, constant reduction tiles) and by register-tile shape; the row reductions (softmax,
+layernorm) at the GPU issue's sizes, in the 32- and the 64-bit index build. torch-cuda runs
+each beside it.
 
 Run from the repository root on a machine whose default OpenCL device is the GPU:
 ``python bench/gpu_probe.py``. Prints one line per measurement and NVIDIA's register report
@@ -66,8 +67,11 @@ def run_matmul(n: int) -> None:
     flop = 2 * n**3
     t = torch_time(torch.mm, a, b)
     line = [f"torch {flop / t / 1e12:.2f}" if t else "torch -"]
-    configs = [("dyn 4x4", matmul, ""), ("dyn 2x2", matmul, "2x2")] if n < 1000 else \
-        [("dyn 4x4", matmul, ""), ("fixed 4x4", None, ""), ("dyn 8x4", matmul, "8x4")]
+    # "auto": polydyn's own choice (4x4 or the alternative whose groups fill the device);
+    # "4x4" etc.: those register tiles alone (POLYDYN_OCL_REGTILE)
+    configs = [("auto", matmul, ""), ("4x4", matmul, "4x4"), ("2x2", matmul, "2x2")] \
+        if n < 1000 else [("auto", matmul, ""), ("fixed auto", None, ""),
+                          ("8x4", matmul, "8x4")]
     for label, op, regtile in configs:
         src = op if op is not None else fixed(matmul, {"N": n, "K": n, "M": n})
         try:
