@@ -62,6 +62,7 @@ DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
 MAX_MAPPED = 3
 MAX_CONTEXT_PIECES = 8  # disjuncts of a kernel's AST build context (see _build_context)
 LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
+WIDE_LANES = 1024  # the same, where fewer rows than compute units leave the device idle
 _NT = isl.schedule_node_type
 
 
@@ -324,6 +325,9 @@ class _Mapper:
             if lane is not None:
                 spec = KernelSpec(name, depth, lane[0], when_py, statements, lane[1],
                                   placement=placement, lanes=self.lanes)
+                if self.wide_lanes > self.lanes:  # few rows: wider groups fill the device
+                    spec = replace(spec, alternatives=(replace(
+                        spec, name=f"{name}_w", lanes=self.wide_lanes),))
                 self.kernels.append(spec)
                 return [spec]
         tiled = self.register_tiled(name, domain, depth, chain or mapped, mapped, ranges,
@@ -389,6 +393,12 @@ class _Mapper:
         """Lanes of a lane kernel on this device: ``LANES``, or the largest power of two
         its work-groups allow."""
         return 1 << (min(LANES, self.max_group).bit_length() - 1)
+
+    @property
+    def wide_lanes(self) -> int:
+        """Lanes of a lane kernel's alternative for launches of fewer rows than the device
+        has compute units: ``WIDE_LANES``, or the largest power of two allowed."""
+        return 1 << (min(WIDE_LANES, self.max_group).bit_length() - 1)
 
     def whole_lane_kernel(self) -> KernelSpec | None:
         """The whole variant as one work-group of lanes (``lane_body``), for a variant that

@@ -37,6 +37,9 @@ BUILD_OPTIONS = ("-cl-std=CL1.2",)
 # were never computed, as if its guard were taken for the whole group); the same kernel
 # with the register loops rolled gave the right ones. On PoCL the loops stay rolled.
 POCL_OPTIONS = ("-DPD_ROLLED_REGISTERS",)
+# NVIDIA's compiler takes inline PTX: lane kernels combine within a warp by shuffles
+# (codegen_ocl/emit.py, SHUFFLE_PRELUDE)
+NVIDIA_OPTIONS = ("-DPD_NV_SHUFFLE",)
 # The 32-bit index build (codegen_ocl.emit, INDEX_32_OR_64) runs calls whose arrays have fewer
 # elements than this and whose sizes are smaller: a margin of 2^30 below int's range covers
 # the tile bounds past an array's end that index arithmetic reaches.
@@ -162,8 +165,10 @@ def build_program(context: Any, source: str, name: str, defines: tuple[str, ...]
     once per process (pyopencl also keeps the binaries on disk); a build failure raises
     CompileError with the build log."""
     cl = _cl()
-    options = BUILD_OPTIONS + defines + (POCL_OPTIONS if any(
-        "Portable Computing Language" in d.platform.name for d in context.devices) else ())
+    platforms = [d.platform.name for d in context.devices]
+    options = BUILD_OPTIONS + defines + \
+        (POCL_OPTIONS if any("Portable Computing Language" in p for p in platforms) else ()) + \
+        (NVIDIA_OPTIONS if platforms and all("NVIDIA" in p for p in platforms) else ())
     key = (source, context.int_ptr, tuple(d.int_ptr for d in context.devices), options)
     with _LOCK:
         hit = _PROGRAMS.get(key)

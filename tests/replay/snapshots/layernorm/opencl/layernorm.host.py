@@ -20,4 +20,7 @@ def variant_0(_launch, N, D):
 def variant_1(_launch, N, D):
     if (N >= 1):
         _o = (0, )
-        _launch(1, (), _o, (((N - 1) - _o[0]) // 1 + 1, ))
+        if (((N - 1) - _o[0]) // 1 + 1) >= _UNITS:
+            _launch(1, (), _o, (((N - 1) - _o[0]) // 1 + 1, ))
+        else:
+            _launch(2, (), _o, (((N - 1) - _o[0]) // 1 + 1, ))

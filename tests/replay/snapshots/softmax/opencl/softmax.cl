@@ -39,6 +39,19 @@ static inline double pd_fmod_f64(double a, double b) {
   double r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+#ifdef PD_NV_SHUFFLE
+static inline uint pd_shfl_xor_u32(uint v, int mask) {
+  uint r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
+  return r;
+}
+static inline float pd_shfl_xor_f32(float v, int mask) {
+  return as_float(pd_shfl_xor_u32(as_uint(v), mask));
+}
+static inline int pd_shfl_xor_i32(int v, int mask) {
+  return as_int(pd_shfl_xor_u32(as_uint(v), mask));
+}
+#endif
 
 /* ---- variant N=1: [N, L] -> {  : N = 1 and L > 0 } */
 /* softmax_v0_k0: one work-group of 256 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
@@ -66,6 +79,24 @@ void softmax_v0_k0(long N, long L, __global const float *restrict X, __global fl
       m = pd_max_f32(m, X[(i) * L + j]);
     }
   }
+  #ifdef PD_NV_SHUFFLE
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 16));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 8));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 4));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 2));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 1));
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  #else
   pd_red_f32[pd_lane] = m;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 128)
@@ -93,6 +124,7 @@ void softmax_v0_k0(long N, long L, __global const float *restrict X, __global fl
     pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 1]);
   barrier(CLK_LOCAL_MEM_FENCE);
   m = pd_red_f32[0];
+  #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (pd_lane != 0)
     s = 0;
@@ -109,6 +141,24 @@ void softmax_v0_k0(long N, long L, __global const float *restrict X, __global fl
       s = (s + Y[(i) * L + j]);
     }
   }
+  #ifdef PD_NV_SHUFFLE
+  s = s + pd_shfl_xor_f32(s, 16);
+  s = s + pd_shfl_xor_f32(s, 8);
+  s = s + pd_shfl_xor_f32(s, 4);
+  s = s + pd_shfl_xor_f32(s, 2);
+  s = s + pd_shfl_xor_f32(s, 1);
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  #else
   pd_red_f32[pd_lane] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 128)
@@ -136,6 +186,7 @@ void softmax_v0_k0(long N, long L, __global const float *restrict X, __global fl
     pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
   barrier(CLK_LOCAL_MEM_FENCE);
   s = pd_red_f32[0];
+  #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   {
     const int64_t i = 0;
@@ -180,6 +231,24 @@ void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X,
       m = pd_max_f32(m, X[(i) * L + j]);
     }
   }
+  #ifdef PD_NV_SHUFFLE
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 16));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 8));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 4));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 2));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 1));
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  #else
   pd_red_f32[pd_lane] = m;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 128)
@@ -207,6 +276,7 @@ void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X,
     pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 1]);
   barrier(CLK_LOCAL_MEM_FENCE);
   m = pd_red_f32[0];
+  #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (pd_lane != 0)
     s = 0;
@@ -223,6 +293,24 @@ void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X,
       s = (s + Y[(i) * L + j]);
     }
   }
+  #ifdef PD_NV_SHUFFLE
+  s = s + pd_shfl_xor_f32(s, 16);
+  s = s + pd_shfl_xor_f32(s, 8);
+  s = s + pd_shfl_xor_f32(s, 4);
+  s = s + pd_shfl_xor_f32(s, 2);
+  s = s + pd_shfl_xor_f32(s, 1);
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  #else
   pd_red_f32[pd_lane] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 128)
@@ -250,12 +338,224 @@ void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X,
     pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
   barrier(CLK_LOCAL_MEM_FENCE);
   s = pd_red_f32[0];
+  #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   {
     const int64_t i = pd_g0;
     inv = (1.0f / s);
   }
   for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      Y[(i) * L + j] = (Y[(i) * L + j] * inv);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* softmax_v1_k0_w: a work-group of 1024 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
+void softmax_v1_k0_w(long N, long L, long pd_o0, __global const float *restrict X, __global float *Y)
+{
+  const int64_t pd_g0 = get_group_id(0);
+  const int64_t pd_l0 = 0;
+  const int64_t pd_lane = get_local_id(0);
+  float m;
+  float s;
+  float inv;
+  __local float pd_red_f32[1024];
+  {
+    const int64_t i = pd_g0;
+    s = 0.0f;
+  }
+  {
+    const int64_t i = pd_g0;
+    m = ((float)(-((double)INFINITY)));
+  }
+  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 1024)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      m = pd_max_f32(m, X[(i) * L + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 16));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 8));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 4));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 2));
+  m = pd_max_f32(m, pd_shfl_xor_f32(m, 1));
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  m = pd_max_f32(m, pd_red_f32[8]);
+  m = pd_max_f32(m, pd_red_f32[9]);
+  m = pd_max_f32(m, pd_red_f32[10]);
+  m = pd_max_f32(m, pd_red_f32[11]);
+  m = pd_max_f32(m, pd_red_f32[12]);
+  m = pd_max_f32(m, pd_red_f32[13]);
+  m = pd_max_f32(m, pd_red_f32[14]);
+  m = pd_max_f32(m, pd_red_f32[15]);
+  m = pd_max_f32(m, pd_red_f32[16]);
+  m = pd_max_f32(m, pd_red_f32[17]);
+  m = pd_max_f32(m, pd_red_f32[18]);
+  m = pd_max_f32(m, pd_red_f32[19]);
+  m = pd_max_f32(m, pd_red_f32[20]);
+  m = pd_max_f32(m, pd_red_f32[21]);
+  m = pd_max_f32(m, pd_red_f32[22]);
+  m = pd_max_f32(m, pd_red_f32[23]);
+  m = pd_max_f32(m, pd_red_f32[24]);
+  m = pd_max_f32(m, pd_red_f32[25]);
+  m = pd_max_f32(m, pd_red_f32[26]);
+  m = pd_max_f32(m, pd_red_f32[27]);
+  m = pd_max_f32(m, pd_red_f32[28]);
+  m = pd_max_f32(m, pd_red_f32[29]);
+  m = pd_max_f32(m, pd_red_f32[30]);
+  m = pd_max_f32(m, pd_red_f32[31]);
+  #else
+  pd_red_f32[pd_lane] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 512)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 512]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 256)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 256]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 128)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 128]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 64)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 64]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 32)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 32]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 16)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 16]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 8)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 8]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 4)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 4]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 2)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 2]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 1)
+    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 1]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (pd_lane != 0)
+    s = 0;
+  for (int64_t pd_c1 = L + pd_lane; pd_c1 < (2 * L); pd_c1 += 1024)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = ((-L) + pd_c1);
+      Y[(i) * L + j] = exp((X[(i) * L + j] - m));
+    }
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = ((-L) + pd_c1);
+      s = (s + Y[(i) * L + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  s = s + pd_shfl_xor_f32(s, 16);
+  s = s + pd_shfl_xor_f32(s, 8);
+  s = s + pd_shfl_xor_f32(s, 4);
+  s = s + pd_shfl_xor_f32(s, 2);
+  s = s + pd_shfl_xor_f32(s, 1);
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
+  #else
+  pd_red_f32[pd_lane] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 512)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 512];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 256)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 256];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 128)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 64)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 32)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 16)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 8)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 4)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 2)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 1)
+    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = pd_g0;
+    inv = (1.0f / s);
+  }
+  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 1024)
   {
     {
       const int64_t i = pd_g0;

@@ -55,7 +55,7 @@ static int pd_fail(const pd_call *c, int call, int kernel, int arg, int32_t rc) 
 static const unsigned char pd_tail_bytes[] = {0, 0};
 static const unsigned char pd_tail_written[] = {0, 1};
 /* each kernel's work-group size, dimension 0 first */
-static const size_t pd_local_size[][3] = {{256}, {256}};
+static const size_t pd_local_size[][3] = {{256}, {256}, {1024}};
 
 /* One launch (the Python host code's _launch): nothing when a dimension has no group; the
    kernel's arguments are the syms, the host loop values, the offsets, the call's buffers
@@ -123,10 +123,18 @@ static int pd_variant_1(const pd_call *pd_c, const int64_t *pd_s) {
   int64_t pd_v__o[1];
   if ((pd_v_N >= 1)) {
     pd_v__o[0] = 0;
-    {
-      const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 1) + 1)};
-      int pd_rc = pd_enqueue(pd_c, 1, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
-      if (pd_rc) return pd_rc;
+    if (((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 1) + 1) >= pd_c->slot[PD_UNITS])) {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 1) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 1, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
+    } else {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 1) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 2, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
     }
   }
   return 0;
