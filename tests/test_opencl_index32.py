@@ -73,3 +73,18 @@ def test_64_bit_integer_data_has_no_32_bit_build() -> None:
     assert "PD_INDEX32" not in k.source and not k.narrow_ok([(4,)], [4])
     x = np.arange(5, dtype=np.int64)
     np.testing.assert_array_equal(k(x), x + 4294967296)
+
+
+def test_only_register_tiles_take_the_32_bit_build() -> None:
+    """A narrow call runs the register-tiled kernels from the 32-bit build and every other
+    kernel (lane kernels, one point per work-item) from the 64-bit one; an operator with no
+    register tiles builds no 32-bit program."""
+    mm = pd.compile(load("matmul")[0], target="opencl")
+    narrow, wide = mm._program(mm.context, True), mm._program(mm.context, False)
+    tiled = [info.index32 for info in mm._kernels]
+    assert any(tiled) and not all(tiled)
+    for n, w, t in zip(narrow, wide, tiled, strict=True):
+        assert (n is not w) == t
+    sm = pd.compile(load("softmax")[0], target="opencl")
+    assert not any(info.index32 for info in sm._kernels)
+    assert sm._program(sm.context, True) is sm._program(sm.context, False)

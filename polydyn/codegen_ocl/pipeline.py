@@ -120,7 +120,7 @@ def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
     for a in scop.arg_arrays:
         dtypes.append(np.dtype(NUMPY_NAME[a.dtype]) if a.kind == "value" else None)
     dtypes += [None] * (len(temporaries(scop)) + n_spilled + len(spec.dynamic_local))
-    return KernelInfo(spec.name, spec.local_size, tuple(dtypes))
+    return KernelInfo(spec.name, spec.local_size, tuple(dtypes), spec.regtiles is not None)
 
 
 HOST_PATHS = ("c", "python")

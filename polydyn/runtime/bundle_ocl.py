@@ -64,7 +64,8 @@ def write_opencl(kernel: Any, out: Path) -> list[str]:
     meta["machine"] = {"arch": platform.machine(), "cpu_flags": []}  # built -O2
     meta["opencl"] = {
         "kernels": [{"name": k.name, "local_size": list(k.local_size),
-                     "arg_dtypes": [_dtype_name(d) for d in k.arg_dtypes]}
+                     "arg_dtypes": [_dtype_name(d) for d in k.arg_dtypes],
+                     "index32": k.index32}
                     for k in kernel._kernels],
         "zero_init": sorted(kernel._zero_init),
         "spilled": [{"name": sc.name, "dtype": sc.dtype} for sc in kernel._spilled],
@@ -85,7 +86,8 @@ def load_opencl(path: Path, meta: dict[str, Any], scop: Any, variants: list[Any]
     try:
         ocl = meta["opencl"]
         infos = [KernelInfo(k["name"], tuple(k["local_size"]),
-                            tuple(None if d is None else np.dtype(d) for d in k["arg_dtypes"]))
+                            tuple(None if d is None else np.dtype(d) for d in k["arg_dtypes"]),
+                            bool(k.get("index32", False)))
                  for k in ocl["kernels"]]
         plans = meta["launch_plan"]["variants"]
         mappings = [LoadedMapping(v, p) for v, p in zip(variants, plans, strict=True)]

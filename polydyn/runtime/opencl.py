@@ -207,6 +207,10 @@ class KernelInfo:
     name: str
     local_size: tuple[int, ...]
     arg_dtypes: tuple[Any, ...]
+    # the kernel runs the 32-bit index build where a call allows it: register tiles, whose
+    # index arithmetic it sped up by a fifth on an H100; the others run the 64-bit build, no
+    # slower for them there (bench/HISTORY.md, GPU), and need no second program
+    index32: bool = False
 
 
 class OpenCLKernel(KernelBase):
@@ -312,19 +316,28 @@ class OpenCLKernel(KernelBase):
     # --- programs ------------------------------------------------------------------------------
     def _program(self, context: Any, narrow: bool = False) -> list[Any]:
         """The kernel objects of this operator on ``context`` (built on first use); with
-        ``narrow``, of its build with 32-bit index arithmetic (``narrow_ok``)."""
+        ``narrow``, those of its kernels that take it (``KernelInfo.index32``) from its
+        build with 32-bit index arithmetic (``narrow_ok``), the others from the 64-bit one."""
         key = (context.int_ptr, narrow)
         hit = self._cl_kernels.get(key)
         if hit is not None:
             return hit
-        cl = _cl()
-        program = build_program(context, self.source, self.name,
-                                INDEX32_DEFINES if narrow else ())
-        objs = []
-        for info in self._kernels:
-            knl = cl.Kernel(program, info.name)
-            knl.set_scalar_arg_dtypes(list(info.arg_dtypes))
-            objs.append(knl)
+        if narrow and not any(info.index32 for info in self._kernels):
+            objs = self._program(context, False)
+        else:
+            cl = _cl()
+            program = build_program(context, self.source, self.name,
+                                    INDEX32_DEFINES if narrow else ())
+            wide = self._program(context, False) if narrow and not all(
+                info.index32 for info in self._kernels) else None
+            objs = []
+            for j, info in enumerate(self._kernels):
+                if wide is not None and not info.index32:
+                    objs.append(wide[j])
+                    continue
+                knl = cl.Kernel(program, info.name)
+                knl.set_scalar_arg_dtypes(list(info.arg_dtypes))
+                objs.append(knl)
         self._cl_kernels[key] = objs
         return objs
 
