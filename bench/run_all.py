@@ -41,14 +41,15 @@ GPU_SECTION = """
 ## OpenCL on a GPU: NVIDIA H100
 
 From `bench/results-gpu/`: one run of `bench/gpu_check.sh` on a machine lent for a session (an
-H100 80GB HBM3, driver 580.159.04, NVIDIA's OpenCL 3.0; a 16-core Xeon host) at be06bdd, with no
-OpenCL change since: the OpenCL tests first (360 passed on the GPU, and the 14 OpenCL fuzz
-regressions), then `python bench/run_all.py --target opencl --baseline numpy,torch-cuda
---no-costs --quiet 0 --budget 0.25` over every sweep but matmul-tiles. `polydyn-opencl` is
-timed on device arrays, each call waiting for the queue; `torch-cuda` is torch 2.11 eager on
+H100 80GB HBM3, driver 580.159.04, NVIDIA's OpenCL 3.0; a 16-core Xeon host) at 617745d; since
+then only the choice of index build per kernel changed (067c360: lane kernels run the 64-bit
+build). The OpenCL tests first (453 passed on the GPU, and the 14 OpenCL fuzz regressions),
+then `python bench/run_all.py --target opencl --baseline numpy,torch-cuda --no-costs --quiet 0
+--budget 0.25` over every sweep but matmul-tiles, then `bench/gpu_probe.py`. `polydyn-opencl`
+is timed on device arrays, each call waiting for the queue; `torch-cuda` is torch 2.11 eager on
 the same GPU, each call synchronized (`bench/README.md`); "of roofline" is the rate over the
 H100's 67 TFLOP/s FP32 or 3.35 TB/s. `generic-opencl` forces the last variant through the
-checked Python host path. The machine line's git name (4b0d33d+dirty) is the metadata of the
+checked Python host path. The machine line's git name (f94feb4+dirty) is the metadata of the
 copy the machine received, not its code. Plots in `bench/results-gpu/*.png`.
 
 """
