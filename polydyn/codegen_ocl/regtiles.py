@@ -238,7 +238,8 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
             lay.copy_statement(fp.set_tuple_name(copy.statement))))
     k_r, k_c = len(mapped) - 2, len(mapped) - 1
     statements = flat.intersect_domain(group)  # not empty: the group has instances
-    widen = lay.widen(statements, k_r, k_c, blocks[k_r], blocks[k_c])
+    speculate = _speculative(scop, statements, copies, accumulators, lay)
+    widen = lay.widen(statements, k_r, k_c, blocks[k_r], blocks[k_c], speculate)
     ast = lay.build(kctx).node_from_schedule_map(parts.apply_range(widen))
     n_flat = lay.n_dims
     threads = ((f"{ITERATOR}{n_flat}", k_r), (f"{ITERATOR}{n_flat + 1}", k_c),
@@ -302,8 +303,8 @@ class _Layout:
         return ast_build(kctx).set_options(isl.UnionMap(
             f"{{ [{', '.join(xs)}] -> atomic[{tile}] }}"))
 
-    def widen(self, statements: isl.UnionMap, k_r: int, k_c: int, bm: int, bn: int
-              ) -> isl.UnionMap:
+    def widen(self, statements: isl.UnionMap, k_r: int, k_c: int, bm: int, bn: int,
+              speculate: bool = False) -> isl.UnionMap:
         """``{ flat -> wide }``: the flat schedule with two scalar dimensions after the slot,
         ``whole_r`` (0 where the reduction tile ends at or before its last value) and
         ``whole_b`` (0 where the group's block is whole for every statement of the tile),
@@ -315,7 +316,9 @@ class _Layout:
         without ``min``/``max``: a reduction loop of ``bk`` points, register loops over the
         whole block (PPCG's full/partial tile separation, here as a schedule, not an AST
         option, so that no barrier falls under a condition). ``statements``: ``{ S -> flat
-        }`` of the group's instances."""
+        }`` of the group's instances. With ``speculate`` (``_speculative``) every block counts
+        as whole: its register loops run every point, those outside the domain on stale
+        local-memory values into registers that are never stored."""
         n, key_n = self.n_dims, self.n_pre + self.d
         xs = [f"x{j}" for j in range(n)]
         key = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[:key_n])}] }}")
@@ -328,7 +331,7 @@ class _Layout:
             every = every.union(image)
         keys = every.apply(key)
         holes = keys.subtract(keys)
-        for image in images:
+        for image in [] if speculate else images:
             near = image.project_out(isl.dim_type.set, n - 2, 2).insert_dims(
                 isl.dim_type.set, n - 2, 2)
             near = near.intersect(box.align_params(near.get_space()))
@@ -343,7 +346,8 @@ class _Layout:
         out = None
         for full_r, rows in ((0, whole_r), (1, keys.subtract(whole_r))):
             for full_b, block in ((0, whole_block), (1, keys.subtract(whole_block))):
-                cells = ["0", "0", *xs[-2:]] if full_r == full_b == 0 else [*xs[-2:], "0", "0"]
+                free = full_b == 0 and (full_r == 0 or speculate)
+                cells = ["0", "0", *xs[-2:]] if free else [*xs[-2:], "0", "0"]
                 wide = [*xs[:key_n + 1], str(full_r), str(full_b), *xs[key_n + 1:-2], *cells]
                 m = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(wide)}] }}")
                 where = key.intersect_range(rows.intersect(block)).domain().intersect(slot)
@@ -363,6 +367,33 @@ class _Layout:
         text = self._map(u, u[:-1], 1, [str(self.seq)] * self.d, u[-1], 0,
                          ["0"] * (self.n_sub - self.d), ["0", "0"])
         return isl.Map("{ " + tiles.get_tuple_name() + text + " }").intersect_domain(tiles)
+
+
+def _speculative(scop: Scop, statements: isl.UnionMap, copies: list[tuple[LocalCopy, isl.Set]],
+                 accumulators: list[tuple[str, isl.Map]], lay: _Layout) -> bool:
+    """Whether a partial block may run its register loops over every point, as a whole block
+    does, with a guard on the cells' loads and stores alone (as GEMM kernels guard their
+    stores only): the statements read nothing but local-memory copies, held cells and local
+    scalars (a point outside the domain then reads stale local memory, never global memory
+    beyond an array, and writes only its own registers), and each statement's points along
+    the rows and columns do not depend on the other dimensions of its tile (a point inside
+    the domain has every reduction value there: no triangle)."""
+    held = {c.array for c, _ in copies} | {name for name, _ in accumulators}
+    reads = scop.accesses("read").intersect_domain(statements.domain())
+    if any(m.get_tuple_name(isl.dim_type.out) not in held and
+           scop.array(m.get_tuple_name(isl.dim_type.out)).kind not in ("local", "value")
+           for m in _maps(reads)):
+        return False
+    n, key_n = lay.n_dims, lay.n_pre + lay.d
+    for m in _maps(statements):
+        image = m.range()
+        rest = image.project_out(isl.dim_type.set, n - 2, 2).insert_dims(
+            isl.dim_type.set, n - 2, 2)
+        cells = image.project_out(isl.dim_type.set, key_n, n - 2 - key_n).insert_dims(
+            isl.dim_type.set, key_n, n - 2 - key_n)
+        if not rest.intersect(cells).is_subset(image):
+            return False
+    return True
 
 
 def _accumulators(scop: Scop, domain: isl.UnionSet, band_domain: isl.UnionSet,

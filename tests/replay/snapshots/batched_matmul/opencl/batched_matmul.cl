@@ -119,156 +119,38 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     {
       if (K >= 16)
       {
-        if (((64 * pd_g0) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g1) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t b = 0;
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((64 * pd_g0) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g1) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -276,86 +158,22 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((64 * pd_g0) + 63) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g1) + 64))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t b = 0;
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -363,92 +181,22 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     else
     {
-      if (((64 * pd_g0) + 63) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g1) + 64))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -557,156 +305,38 @@ void batched_matmul_v0_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t b = 0;
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -714,86 +344,22 @@ void batched_matmul_v0_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t b = 0;
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -801,92 +367,22 @@ void batched_matmul_v0_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     else
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t b = 0;
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t b = 0;
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = 0;
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -1083,93 +579,39 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     if (pd_c2 == 0)
     {
-      if (N >= ((64 * pd_g1) + 64))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
         PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
           {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              pd_acc_C[pd_ra][pd_rb] = 0.0f;
-            }
-          }
-        }
-      }
-      else
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c8;
-                const int64_t j = pd_c9;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
-              }
-            }
+            const int64_t b = pd_g0;
+            const int64_t i = pd_c10;
+            const int64_t j = pd_c11;
+            pd_acc_C[pd_ra][pd_rb] = 0.0f;
           }
         }
       }
     }
-    if (N >= ((64 * pd_g1) + 64))
+    for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
         PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
           {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              {
-                const int64_t b = pd_g0;
-                const int64_t i = pd_c8;
-                const int64_t j = pd_c9;
-                const int64_t k = pd_c6;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-              }
-            }
+            const int64_t b = pd_g0;
+            const int64_t i = pd_c10;
+            const int64_t j = pd_c11;
+            const int64_t k = pd_c6;
+            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
           }
         }
       }
@@ -1185,6 +627,144 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+        {
+          const int64_t pd_u0 = pd_g0;
+          const int64_t pd_u1 = pd_c8;
+          const int64_t pd_u2 = pd_c9;
+          C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2] = pd_acc_C[pd_ra][pd_rb];
+        }
+      }
+    }
+  }
+}
+
+/* batched_matmul_v1_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+{
+  const int64_t pd_g0 = get_group_id(2);
+  const int64_t pd_l0 = get_local_id(2);
+  const int64_t pd_g1 = get_group_id(1);
+  const int64_t pd_l1 = get_local_id(1);
+  const int64_t pd_g2 = get_group_id(0);
+  const int64_t pd_l2 = get_local_id(0);
+  float pd_acc_C[2][2];
+  const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
+  __local float pd_loc_A[512];
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
+  __local float pd_loc_Bm[512];
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+        {
+          const int64_t pd_u0 = pd_g0;
+          const int64_t pd_u1 = pd_c8;
+          const int64_t pd_u2 = pd_c9;
+          pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
+        }
+      }
+    }
+  }
+  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  {
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_A_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
+      pd_loc_A_lo1 = (32 * pd_g1);
+      const int64_t pd_n1 = ((((32 * pd_g1) + 16) == N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
+      pd_loc_A_lo2 = pd_u1;
+      const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (32 * 16);
+        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    {
+      const int64_t pd_u0 = pd_g0;
+      const int64_t pd_u1 = pd_c2;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      pd_loc_Bm_lo0 = pd_g0;
+      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
+      pd_loc_Bm_lo1 = pd_u1;
+      const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_lo1 + 1;
+      pd_loc_Bm_lo2 = (32 * pd_g2);
+      const int64_t pd_n2 = ((32 * pd_g2) + 31) - pd_loc_Bm_lo2 + 1;
+      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+      {
+        const int64_t pd_e0 = (pd_e) / (16 * 32);
+        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (pd_c2 == 0)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          {
+            const int64_t b = pd_g0;
+            const int64_t i = pd_c10;
+            const int64_t j = pd_c11;
+            pd_acc_C[pd_ra][pd_rb] = 0.0f;
+          }
+        }
+      }
+    }
+    for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        {
+          const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          {
+            const int64_t b = pd_g0;
+            const int64_t i = pd_c10;
+            const int64_t j = pd_c11;
+            const int64_t k = pd_c6;
+            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+          }
+        }
+      }
+    }
+  }
+  PD_UNROLL
+  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+  {
+    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
+    {
+      PD_UNROLL
+      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+      {
+        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
         {
           const int64_t pd_u0 = pd_g0;
           const int64_t pd_u1 = pd_c8;
@@ -1376,156 +956,38 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     {
       if (K >= 16)
       {
-        if (((64 * pd_g1) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g2) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((64 * pd_g1) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g2) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -1533,86 +995,22 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     if (K >= (pd_c2 + 16))
     {
-      if (((64 * pd_g1) + 63) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g2) + 64))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  const int64_t k = pd_c6;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -1620,92 +1018,22 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     else
     {
-      if (((64 * pd_g1) + 63) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g2) + 64))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -1820,156 +1148,38 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        if (((32 * pd_g1) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g2) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g1) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g2) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -1977,86 +1187,22 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     if (K >= (pd_c2 + 16))
     {
-      if (((32 * pd_g1) + 31) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g2) + 32))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  const int64_t k = pd_c6;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -2064,92 +1210,22 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     else
     {
-      if (((32 * pd_g1) + 31) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g2) + 32))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -2356,29 +1432,23 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if ((K <= 15) && (pd_c2 == 0))
+    if (pd_c2 == 0)
     {
-      if (N >= ((64 * pd_g1) + 64))
+      if (K >= 16)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-              {
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c8;
-                  const int64_t j = pd_c9;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -2388,22 +1458,39 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-              {
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c8;
-                  const int64_t j = pd_c9;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c2 + 16))
+    {
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -2411,219 +1498,22 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     else
     {
-      if (((K >= 16) && (((64 * pd_g1) + 63) >= N)) && (pd_c2 == 0))
+      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-              {
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c8;
-                  const int64_t j = pd_c9;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-    if (((64 * pd_g1) + 63) >= N)
-    {
-      if (K >= (pd_c2 + 16))
-      {
-        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-        {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
-            {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-    else
-    {
-      if ((pd_c2 + 15) >= K)
-      {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-        {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-            {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((((64 * pd_g2) + 63) >= M) && (pd_c2 == 0))
-        {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-            {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        if (((64 * pd_g2) + 63) >= M)
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (pd_c2 == 0)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  const int64_t k = pd_c6;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -2738,156 +1628,38 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        if (((32 * pd_g1) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g2) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g1) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g2) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -2895,86 +1667,22 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     if (K >= (pd_c2 + 16))
     {
-      if (((32 * pd_g1) + 31) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g2) + 32))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  const int64_t k = pd_c6;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -2982,92 +1690,22 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     else
     {
-      if (((32 * pd_g1) + 31) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g2) + 32))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -3278,156 +1916,38 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     {
       if (K >= 16)
       {
-        if (((64 * pd_g1) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g2) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((64 * pd_g1) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g2) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -3435,86 +1955,22 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     if (K >= (pd_c2 + 16))
     {
-      if (((64 * pd_g1) + 63) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g2) + 64))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  const int64_t k = pd_c6;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -3522,92 +1978,22 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     }
     else
     {
-      if (((64 * pd_g1) + 63) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (64 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g2) + 64))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= ((64 * pd_g2) + 63)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (64 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -3722,156 +2108,38 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        if (((32 * pd_g1) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g2) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g1) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g2) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -3879,86 +2147,22 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     if (K >= (pd_c2 + 16))
     {
-      if (((32 * pd_g1) + 31) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g2) + 32))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                {
-                  const int64_t b = pd_g0;
-                  const int64_t i = pd_c10;
-                  const int64_t j = pd_c11;
-                  const int64_t k = pd_c6;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }
@@ -3966,92 +2170,22 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     }
     else
     {
-      if (((32 * pd_g1) + 31) >= N)
+      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
       {
-        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c8 >= (32 * pd_g1) && (pd_c8 < N))
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-                {
-                  {
-                    const int64_t b = pd_g0;
-                    const int64_t i = pd_c8;
-                    const int64_t j = pd_c9;
-                    const int64_t k = pd_c6;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g2) + 32))
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= ((32 * pd_g2) + 31)))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-              if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-                  if (pd_c9 >= (32 * pd_g2) && (pd_c9 < M))
-                  {
-                    {
-                      const int64_t b = pd_g0;
-                      const int64_t i = pd_c8;
-                      const int64_t j = pd_c9;
-                      const int64_t k = pd_c6;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-                    }
-                  }
-                }
-              }
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              const int64_t k = pd_c6;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
             }
           }
         }

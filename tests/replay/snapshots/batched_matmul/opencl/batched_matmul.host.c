@@ -55,7 +55,7 @@ static int pd_fail(const pd_call *c, int call, int kernel, int arg, int32_t rc) 
 static const unsigned char pd_tail_bytes[] = {0, 0, 0};
 static const unsigned char pd_tail_written[] = {0, 0, 1};
 /* each kernel's work-group size, dimension 0 first */
-static const size_t pd_local_size[][3] = {{16, 16}, {16, 16}, {16, 16}, {16, 16, 1}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}};
+static const size_t pd_local_size[][3] = {{16, 16}, {16, 16}, {16, 16}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}, {16, 16, 1}, {16, 16, 1}, {16, 8, 2}};
 
 /* One launch (the Python host code's _launch): nothing when a dimension has no group; the
    kernel's arguments are the syms, the host loop values, the offsets, the call's buffers
@@ -166,10 +166,18 @@ static int pd_variant_1(const pd_call *pd_c, const int64_t *pd_s) {
         if (pd_rc) return pd_rc;
       }
     } else {
-      {
-        const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 16) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 4, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
-        if (pd_rc) return pd_rc;
+      if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 4, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      } else {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 16) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 5, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
       }
     }
   }
@@ -188,20 +196,20 @@ static int pd_variant_2(const pd_call *pd_c, const int64_t *pd_s) {
     if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 5, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 6, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 6, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 7, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 7, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 8, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }
@@ -222,20 +230,20 @@ static int pd_variant_3(const pd_call *pd_c, const int64_t *pd_s) {
     if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 8, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 9, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 9, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 10, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 10, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 11, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }
@@ -256,20 +264,20 @@ static int pd_variant_4(const pd_call *pd_c, const int64_t *pd_s) {
     if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 11, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 12, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if (((((pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 12, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 13, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_B - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_N - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[2]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 13, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 14, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }

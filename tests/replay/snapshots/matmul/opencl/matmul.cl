@@ -162,89 +162,37 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     }
     if (pd_c1 == 0)
     {
-      if (N >= ((64 * pd_g0) + 64))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
         PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
           {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              pd_acc_C[pd_ra][pd_rb] = 0.0f;
-            }
-          }
-        }
-      }
-      else
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-              {
-                const int64_t i = pd_c7;
-                const int64_t j = pd_c8;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
-              }
-            }
+            const int64_t i = pd_c9;
+            const int64_t j = pd_c10;
+            pd_acc_C[pd_ra][pd_rb] = 0.0f;
           }
         }
       }
     }
-    if (N >= ((64 * pd_g0) + 64))
+    for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
+        const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
         PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
           {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-              {
-                const int64_t i = pd_c7;
-                const int64_t j = pd_c8;
-                const int64_t k = pd_c5;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-              }
-            }
+            const int64_t i = pd_c9;
+            const int64_t j = pd_c10;
+            const int64_t k = pd_c5;
+            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
           }
         }
       }
@@ -336,7 +284,7 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if ((N >= ((32 * pd_g0) + 32)) && (pd_c1 == 0))
+    if (pd_c1 == 0)
     {
       PD_UNROLL
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -354,70 +302,21 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         }
       }
     }
-    if (N >= ((32 * pd_g0) + 32))
+    for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
+        const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
         PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
           {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
-    else
-    {
-      if (pd_c1 == 0)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (N - 16) && (pd_c7 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-              {
-                const int64_t i = pd_c7;
-                const int64_t j = pd_c8;
-                pd_acc_C[pd_ra][pd_rb] = 0.0f;
-              }
-            }
-          }
-        }
-      }
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (N - 16) && (pd_c7 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-              {
-                const int64_t i = pd_c7;
-                const int64_t j = pd_c8;
-                const int64_t k = pd_c5;
-                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-              }
-            }
+            const int64_t i = pd_c9;
+            const int64_t j = pd_c10;
+            const int64_t k = pd_c5;
+            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
           }
         }
       }
@@ -596,150 +495,36 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     {
       if (K >= 16)
       {
-        if (((64 * pd_g0) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g1) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((64 * pd_g0) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g1) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -747,83 +532,21 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((64 * pd_g0) + 63) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g1) + 64))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -831,89 +554,21 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     }
     else
     {
-      if (((64 * pd_g0) + 63) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g1) + 64))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -1016,150 +671,36 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     {
       if (K >= 16)
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -1167,83 +708,21 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -1251,89 +730,21 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     }
     else
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -1512,28 +923,22 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if ((K <= 15) && (pd_c1 == 0))
+    if (pd_c1 == 0)
     {
-      if (N >= ((64 * pd_g0) + 64))
+      if (K >= 16)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-              {
-                {
-                  const int64_t i = pd_c7;
-                  const int64_t j = pd_c8;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -1543,21 +948,37 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-              {
-                {
-                  const int64_t i = pd_c7;
-                  const int64_t j = pd_c8;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+    }
+    if (K >= (pd_c1 + 16))
+    {
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            {
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -1565,211 +986,21 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     }
     else
     {
-      if (((K >= 16) && (((64 * pd_g0) + 63) >= N)) && (pd_c1 == 0))
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
-          const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-              if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-              {
-                {
-                  const int64_t i = pd_c7;
-                  const int64_t j = pd_c8;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-    if (((64 * pd_g0) + 63) >= N)
-    {
-      if (K >= (pd_c1 + 16))
-      {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-        {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-        {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
-            {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-    else
-    {
-      if ((pd_c1 + 15) >= K)
-      {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-        {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-            {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((((64 * pd_g1) + 63) >= M) && (pd_c1 == 0))
-        {
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-            {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        if (((64 * pd_g1) + 63) >= M)
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (pd_c1 == 0)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -1872,150 +1103,36 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     {
       if (K >= 16)
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -2023,83 +1140,21 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -2107,89 +1162,21 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     }
     else
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -2372,150 +1359,36 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     {
       if (K >= 16)
       {
-        if (((64 * pd_g0) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g1) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((64 * pd_g0) + 63) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((64 * pd_g1) + 64))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -2523,83 +1396,21 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((64 * pd_g0) + 63) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g1) + 64))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -2607,89 +1418,21 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     }
     else
     {
-      if (((64 * pd_g0) + 63) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (64 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((64 * pd_g1) + 64))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= ((64 * pd_g1) + 63)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= ((64 * pd_g0) + 63)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (64 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -2792,150 +1535,36 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     {
       if (K >= 16)
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
       }
       else
       {
-        if (((32 * pd_g0) + 31) >= N)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          if (M >= ((32 * pd_g1) + 32))
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      pd_acc_C[pd_ra][pd_rb] = 0.0f;
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
             }
           }
         }
@@ -2943,83 +1572,21 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     }
     if (K >= (pd_c1 + 16))
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                {
-                  const int64_t i = pd_c9;
-                  const int64_t j = pd_c10;
-                  const int64_t k = pd_c5;
-                  pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
@@ -3027,89 +1594,21 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     }
     else
     {
-      if (((32 * pd_g0) + 31) >= N)
+      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
       {
-        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            if (pd_c7 >= (32 * pd_g0) && (pd_c7 < N))
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-              {
-                const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-                {
-                  {
-                    const int64_t i = pd_c7;
-                    const int64_t j = pd_c8;
-                    const int64_t k = pd_c5;
-                    pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if (M >= ((32 * pd_g1) + 32))
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= ((32 * pd_g1) + 31)))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-          {
-            PD_UNROLL
-            for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-            {
-              const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-              if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= ((32 * pd_g0) + 31)))
-              {
-                PD_UNROLL
-                for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-                {
-                  const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-                  if (pd_c8 >= (32 * pd_g1) && (pd_c8 < M))
-                  {
-                    {
-                      const int64_t i = pd_c7;
-                      const int64_t j = pd_c8;
-                      const int64_t k = pd_c5;
-                      pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-                    }
-                  }
-                }
-              }
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              const int64_t k = pd_c5;
+              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
             }
           }
         }
