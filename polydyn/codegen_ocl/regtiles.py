@@ -374,16 +374,18 @@ def _speculative(scop: Scop, statements: isl.UnionMap, copies: list[tuple[LocalC
     """Whether a partial block may run its register loops over every point, as a whole block
     does, with a guard on the cells' loads and stores alone (as GEMM kernels guard their
     stores only): the statements read nothing but local-memory copies, held cells and local
-    scalars (a point outside the domain then reads stale local memory, never global memory
-    beyond an array, and writes only its own registers), and each statement's points along
+    scalars and write nothing but held cells and local scalars (a point outside the domain
+    then reads stale local memory, never global memory beyond an array, and writes only its
+    own registers), and each statement's points along
     the rows and columns do not depend on the other dimensions of its tile (a point inside
     the domain has every reduction value there: no triangle)."""
-    held = {c.array for c, _ in copies} | {name for name, _ in accumulators}
-    reads = scop.accesses("read").intersect_domain(statements.domain())
-    if any(m.get_tuple_name(isl.dim_type.out) not in held and
-           scop.array(m.get_tuple_name(isl.dim_type.out)).kind not in ("local", "value")
-           for m in _maps(reads)):
-        return False
+    cells = {name for name, _ in accumulators}
+    for kind, allowed in (("read", cells | {c.array for c, _ in copies}), ("write", cells)):
+        touched = scop.accesses(kind).intersect_domain(statements.domain())
+        if any(m.get_tuple_name(isl.dim_type.out) not in allowed and
+               scop.array(m.get_tuple_name(isl.dim_type.out)).kind not in ("local", "value")
+               for m in _maps(touched)):
+            return False
     n, key_n = lay.n_dims, lay.n_pre + lay.d
     for m in _maps(statements):
         image = m.range()
