@@ -38,7 +38,7 @@ BUILD_OPTIONS = ("-cl-std=CL1.2",)
 # with the register loops rolled gave the right ones. On PoCL the loops stay rolled.
 POCL_OPTIONS = ("-DPD_ROLLED_REGISTERS",)
 # NVIDIA's compiler takes inline PTX: lane kernels combine within a warp by shuffles
-# (codegen_ocl/emit.py, SHUFFLE_PRELUDE)
+# (codegen_ocl/combine.py); POLYDYN_OCL_SHUFFLE=local runs them through local memory (tests)
 NVIDIA_OPTIONS = ("-DPD_NV_SHUFFLE",)
 # The 32-bit index build (codegen_ocl.emit, INDEX_32_OR_64) runs calls whose arrays have fewer
 # elements than this and whose sizes are smaller: a margin of 2^30 below int's range covers
@@ -168,7 +168,9 @@ def build_program(context: Any, source: str, name: str, defines: tuple[str, ...]
     platforms = [d.platform.name for d in context.devices]
     options = BUILD_OPTIONS + defines + \
         (POCL_OPTIONS if any("Portable Computing Language" in p for p in platforms) else ()) + \
-        (NVIDIA_OPTIONS if platforms and all("NVIDIA" in p for p in platforms) else ())
+        (NVIDIA_OPTIONS if platforms and all("NVIDIA" in p for p in platforms) else ()) + \
+        (("-DPD_NV_SHUFFLE", "-DPD_SHUFFLE_LOCAL") if os.environ.get(
+            "POLYDYN_OCL_SHUFFLE") == "local" else ())
     key = (source, context.int_ptr, tuple(d.int_ptr for d in context.devices), options)
     with _LOCK:
         hit = _PROGRAMS.get(key)
