@@ -23,6 +23,7 @@ from ..errors import UnsupportedError
 from ..schedule.tree import loop_mark
 from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
 from ..scop.ir import Array, Expr, Load, Scalar, Scop
+from .combine import lane_combine, shuffle_prelude, shuffles
 from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
 from .promotion import OUTER, LocalCopy, only_copies
 from .pyexpr import ITERATOR
@@ -42,24 +43,6 @@ PRELUDE = "typedef int int32_t;\n\n" + INT_HELPERS + fmod_helper("float", "f32",
 INDEX_64 = "typedef long int64_t;\n"
 INDEX_32_OR_64 = "#ifdef PD_INDEX32\ntypedef int int64_t;\n#else\ntypedef long int64_t;\n#endif\n"
 
-# NVIDIA's OpenCL lists no sub-group extension but compiles inline PTX: lane kernels combine
-# 32-bit values within a warp by butterfly shuffles where the runtime defines PD_NV_SHUFFLE
-WARP = 32
-SHUFFLE_TYPES = ("f32", "i32")
-SHUFFLE_PRELUDE = """#ifdef PD_NV_SHUFFLE
-static inline uint pd_shfl_xor_u32(uint v, int mask) {
-  uint r;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
-  return r;
-}
-static inline float pd_shfl_xor_f32(float v, int mask) {
-  return as_float(pd_shfl_xor_u32(as_uint(v), mask));
-}
-static inline int pd_shfl_xor_i32(int v, int mask) {
-  return as_int(pd_shfl_xor_u32(as_uint(v), mask));
-}
-#endif
-"""
 PRELUDE_F64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nPD_MINMAX(double, f64)\n" + \
     fmod_helper("double", "f64", "fmod")
 
@@ -80,6 +63,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
                                    f"{', '.join(repr(p) for p in PERMUTATIONS)}")
         self.permute = permute
         self._lane_types: set[str] = set()  # the local scalar types a lane kernel combines
+        self._shuffle_types: set[str] = set()  # the types any kernel shuffles (the prelude's)
 
     # --- the overridden table ------------------------------------------------------------
     def param(self, a: Array, with_restrict: bool) -> str:
@@ -222,41 +206,13 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         return out
 
     def lane_combine(self, op: str, name: str) -> list[cgen.Generable]:
-        """The lanes' copies of ``name`` combined by ``op`` in a tree over ``__local``
-        memory (unrolled: no barrier inside a loop), the result in every lane's copy (a
-        barrier must follow before the buffer is written again)."""
+        """The lanes' copies of ``name`` combined by ``op`` (``combine.py``), the result in
+        every lane's copy (a barrier must follow before the buffer is written again)."""
         dtype = self.scop.array(name).dtype
         self._lane_types.add(dtype)
-        buf = f"pd_red_{dtype}"
         combine = {"+": "{} + {}", "max": f"pd_max_{dtype}({{}}, {{}})",
                    "min": f"pd_min_{dtype}({{}}, {{}})"}[op]
-        barrier = cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")
-        out: list[cgen.Generable] = [cgen.Statement(f"{buf}[pd_lane] = {name}"), barrier]
-        width = self._spec.lanes // 2
-        while width:
-            both = combine.format(f"{buf}[pd_lane]", f"{buf}[pd_lane + {width}]")
-            out += [cgen.If(f"pd_lane < {width}", cgen.Statement(f"{buf}[pd_lane] = {both}")),
-                    barrier]
-            width //= 2
-        tree = [*out, cgen.Statement(f"{name} = {buf}[0]")]
-        lanes = self._spec.lanes
-        if dtype not in SHUFFLE_TYPES or lanes < WARP or lanes // WARP > WARP:
-            return tree
-        # NVIDIA (PD_NV_SHUFFLE): a butterfly over each warp's 32 lanes, one barrier, then
-        # every lane combines the warps' results in the same order
-        shuffle: list[cgen.Generable] = []
-        width = WARP // 2
-        while width:
-            shuffle.append(cgen.Statement(
-                f"{name} = {combine.format(name, f'pd_shfl_xor_{dtype}({name}, {width})')}"))
-            width //= 2
-        shuffle += [cgen.If(f"(pd_lane & {WARP - 1}) == 0",
-                            cgen.Statement(f"{buf}[pd_lane >> {WARP.bit_length() - 1}] = {name}")),
-                    barrier, cgen.Statement(f"{name} = {buf}[0]")]
-        shuffle += [cgen.Statement(f"{name} = {combine.format(name, f'{buf}[{w}]')}")
-                    for w in range(1, lanes // WARP)]
-        return [cgen.Line("#ifdef PD_NV_SHUFFLE"), *shuffle, cgen.Line("#else"), *tree,
-                cgen.Line("#endif")]
+        return lane_combine(name, dtype, combine, self._spec.lanes)
 
     def plain_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """A loop inside a work-item: no pragma (parallel members are work-items already)."""
@@ -447,6 +403,9 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         decls += self.local_declarations(spec)
         decls += [cgen.Statement(f"__local {C_TYPE[t]} pd_red_{t}[{spec.lanes}]")
                   for t in sorted(self._lane_types)]
+        shuffled = sorted(t for t in self._lane_types if shuffles(t, spec.lanes))
+        decls += [cgen.Statement(f"{C_TYPE[t]} pd_sh_{t}") for t in shuffled]
+        self._shuffle_types.update(shuffled)
         size = ", ".join(str(s) for s in (*spec.local_size, 1, 1)[:3])
         head = (f"__kernel __attribute__((reqd_work_group_size({size})))\n"
                 f"void {spec.name}({', '.join(self.kernel_params(spec))})")
@@ -454,6 +413,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         return f"/* {_describe(spec)} */\n{head}\n{block}\n"
 
     def module(self, mappings: list[VariantMapping]) -> str:  # type: ignore[override]
+        self._shuffle_types = set()
         kernels = []
         for m in mappings:
             kernels.append(f"/* ---- variant {m.variant.name}: {m.variant.region} */")
@@ -464,8 +424,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         prelude = index + PRELUDE + (PRELUDE_F64 if uses_double(self.scop, text) else "")
         if any(k.regtiles for m in mappings for k in m.kernels):
             prelude += UNROLL_PRELUDE
-        if "pd_shfl_xor_" in text:
-            prelude += SHUFFLE_PRELUDE
+        prelude += shuffle_prelude(self._shuffle_types)
         return "\n".join([f"/* generated by polydyn for operator {self.scop.name} (OpenCL) */",
                           prelude, text])
 

@@ -403,7 +403,8 @@ class _Mapper:
     def whole_lane_kernel(self) -> KernelSpec | None:
         """The whole variant as one work-group of lanes (``lane_body``), for a variant that
         would otherwise run loops in a single work-item: a reduction with no parallel loop
-        around it (a sum over the whole array; softmax's rows when ``N = 1``)."""
+        around it (a sum over the whole array; softmax's rows when ``N = 1``). It has the wide
+        lane count: one group never fills a device."""
         domain = self.schedule.get_domain()
         if self.lanes < 2 or domain.is_empty():
             return None
@@ -414,7 +415,7 @@ class _Mapper:
             return None
         return KernelSpec(f"{self.prefix}_k0", 0, None, set_to_py(when, self.region),
                           tuple(sorted(statement_names(domain))), ast,
-                          placement=isl.UnionMap.from_domain(domain), lanes=self.lanes)
+                          placement=isl.UnionMap.from_domain(domain), lanes=self.wide_lanes)
 
     def lane_kernel(self, prefix: isl.UnionMap, ranges: list[isl.Set],
                     positions: tuple[int, ...], n_dims: int, when: isl.Set,

@@ -33,7 +33,11 @@ static inline float pd_fmod_f32(float a, float b) {
   float r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-#ifdef PD_NV_SHUFFLE
+#if defined(PD_NV_SHUFFLE) && defined(PD_SHUFFLE_LOCAL)
+#define PD_SHFL_XOR(T, out, v, mask) { pd_red_##T[pd_lane] = (v); barrier(CLK_LOCAL_MEM_FENCE); \
+  out = pd_red_##T[pd_lane ^ (mask)]; barrier(CLK_LOCAL_MEM_FENCE); }
+#elif defined(PD_NV_SHUFFLE)
+#define PD_SHFL_XOR(T, out, v, mask) out = pd_shfl_xor_##T(v, mask)
 static inline uint pd_shfl_xor_u32(uint v, int mask) {
   uint r;
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
@@ -42,14 +46,11 @@ static inline uint pd_shfl_xor_u32(uint v, int mask) {
 static inline float pd_shfl_xor_f32(float v, int mask) {
   return as_float(pd_shfl_xor_u32(as_uint(v), mask));
 }
-static inline int pd_shfl_xor_i32(int v, int mask) {
-  return as_int(pd_shfl_xor_u32(as_uint(v), mask));
-}
 #endif
 
 /* ---- variant N=1: [N, D] -> {  : N = 1 and D > 0 } */
-/* layernorm_v0_k0: one work-group of 256 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+/* layernorm_v0_k0: one work-group of 1024 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
 void layernorm_v0_k0(long N, long D, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
 {
   const int64_t pd_lane = get_local_id(0);
@@ -57,338 +58,33 @@ void layernorm_v0_k0(long N, long D, __global const float *restrict X, __global 
   float mean;
   float ss;
   float rstd;
-  __local float pd_red_f32[256];
-  {
-    const int64_t i = 0;
-    s = 0.0f;
-  }
-  if (pd_lane != 0)
-    s = 0;
-  for (int64_t pd_c0 = pd_lane; pd_c0 < D; pd_c0 += 256)
-  {
-    {
-      const int64_t i = 0;
-      const int64_t j = pd_c0;
-      s = (s + X[(i) * D + j]);
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  s = s + pd_shfl_xor_f32(s, 16);
-  s = s + pd_shfl_xor_f32(s, 8);
-  s = s + pd_shfl_xor_f32(s, 4);
-  s = s + pd_shfl_xor_f32(s, 2);
-  s = s + pd_shfl_xor_f32(s, 1);
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  s = s + pd_red_f32[1];
-  s = s + pd_red_f32[2];
-  s = s + pd_red_f32[3];
-  s = s + pd_red_f32[4];
-  s = s + pd_red_f32[5];
-  s = s + pd_red_f32[6];
-  s = s + pd_red_f32[7];
-  #else
-  pd_red_f32[pd_lane] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  {
-    const int64_t i = 0;
-    ss = 0.0f;
-  }
-  {
-    const int64_t i = 0;
-    mean = (s / ((float)(D)));
-  }
-  if (pd_lane != 0)
-    ss = 0;
-  for (int64_t pd_c0 = pd_lane; pd_c0 < D; pd_c0 += 256)
-  {
-    {
-      const int64_t i = 0;
-      const int64_t j = pd_c0;
-      ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  ss = ss + pd_shfl_xor_f32(ss, 16);
-  ss = ss + pd_shfl_xor_f32(ss, 8);
-  ss = ss + pd_shfl_xor_f32(ss, 4);
-  ss = ss + pd_shfl_xor_f32(ss, 2);
-  ss = ss + pd_shfl_xor_f32(ss, 1);
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = ss;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  ss = pd_red_f32[0];
-  ss = ss + pd_red_f32[1];
-  ss = ss + pd_red_f32[2];
-  ss = ss + pd_red_f32[3];
-  ss = ss + pd_red_f32[4];
-  ss = ss + pd_red_f32[5];
-  ss = ss + pd_red_f32[6];
-  ss = ss + pd_red_f32[7];
-  #else
-  pd_red_f32[pd_lane] = ss;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  ss = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  {
-    const int64_t i = 0;
-    rstd = (1.0f / sqrt(((ss / ((float)(D))) + 1e-05f)));
-  }
-  for (int64_t pd_c0 = pd_lane; pd_c0 < D; pd_c0 += 256)
-  {
-    {
-      const int64_t i = 0;
-      const int64_t j = pd_c0;
-      Y[(i) * D + j] = ((((X[(i) * D + j] - mean) * rstd) * gamma[j]) + beta[j]);
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-}
-
-/* ---- variant generic: [N, D] -> {  : N >= 0 and D > 0 } */
-/* layernorm_v1_k0: a work-group of 256 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void layernorm_v1_k0(long N, long D, long pd_o0, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
-{
-  const int64_t pd_g0 = get_group_id(0);
-  const int64_t pd_l0 = 0;
-  const int64_t pd_lane = get_local_id(0);
-  float s;
-  float mean;
-  float ss;
-  float rstd;
-  __local float pd_red_f32[256];
-  {
-    const int64_t i = pd_g0;
-    ss = 0.0f;
-  }
-  {
-    const int64_t i = pd_g0;
-    s = 0.0f;
-  }
-  if (pd_lane != 0)
-    s = 0;
-  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 256)
-  {
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
-      s = (s + X[(i) * D + j]);
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  s = s + pd_shfl_xor_f32(s, 16);
-  s = s + pd_shfl_xor_f32(s, 8);
-  s = s + pd_shfl_xor_f32(s, 4);
-  s = s + pd_shfl_xor_f32(s, 2);
-  s = s + pd_shfl_xor_f32(s, 1);
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  s = s + pd_red_f32[1];
-  s = s + pd_red_f32[2];
-  s = s + pd_red_f32[3];
-  s = s + pd_red_f32[4];
-  s = s + pd_red_f32[5];
-  s = s + pd_red_f32[6];
-  s = s + pd_red_f32[7];
-  #else
-  pd_red_f32[pd_lane] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  {
-    const int64_t i = pd_g0;
-    mean = (s / ((float)(D)));
-  }
-  if (pd_lane != 0)
-    ss = 0;
-  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 256)
-  {
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
-      ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  ss = ss + pd_shfl_xor_f32(ss, 16);
-  ss = ss + pd_shfl_xor_f32(ss, 8);
-  ss = ss + pd_shfl_xor_f32(ss, 4);
-  ss = ss + pd_shfl_xor_f32(ss, 2);
-  ss = ss + pd_shfl_xor_f32(ss, 1);
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = ss;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  ss = pd_red_f32[0];
-  ss = ss + pd_red_f32[1];
-  ss = ss + pd_red_f32[2];
-  ss = ss + pd_red_f32[3];
-  ss = ss + pd_red_f32[4];
-  ss = ss + pd_red_f32[5];
-  ss = ss + pd_red_f32[6];
-  ss = ss + pd_red_f32[7];
-  #else
-  pd_red_f32[pd_lane] = ss;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  ss = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  {
-    const int64_t i = pd_g0;
-    rstd = (1.0f / sqrt(((ss / ((float)(D))) + 1e-05f)));
-  }
-  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 256)
-  {
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
-      Y[(i) * D + j] = ((((X[(i) * D + j] - mean) * rstd) * gamma[j]) + beta[j]);
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-}
-
-/* layernorm_v1_k0_w: a work-group of 1024 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
-__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
-void layernorm_v1_k0_w(long N, long D, long pd_o0, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
-{
-  const int64_t pd_g0 = get_group_id(0);
-  const int64_t pd_l0 = 0;
-  const int64_t pd_lane = get_local_id(0);
-  float s;
-  float mean;
-  float ss;
-  float rstd;
   __local float pd_red_f32[1024];
+  float pd_sh_f32;
   {
-    const int64_t i = pd_g0;
-    ss = 0.0f;
-  }
-  {
-    const int64_t i = pd_g0;
+    const int64_t i = 0;
     s = 0.0f;
   }
   if (pd_lane != 0)
     s = 0;
-  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 1024)
+  for (int64_t pd_c0 = pd_lane; pd_c0 < D; pd_c0 += 1024)
   {
     {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
+      const int64_t i = 0;
+      const int64_t j = pd_c0;
       s = (s + X[(i) * D + j]);
     }
   }
   #ifdef PD_NV_SHUFFLE
-  s = s + pd_shfl_xor_f32(s, 16);
-  s = s + pd_shfl_xor_f32(s, 8);
-  s = s + pd_shfl_xor_f32(s, 4);
-  s = s + pd_shfl_xor_f32(s, 2);
-  s = s + pd_shfl_xor_f32(s, 1);
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 16);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 8);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 4);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 2);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 1);
+  s = s + pd_sh_f32;
   if ((pd_lane & 31) == 0)
     pd_red_f32[pd_lane >> 5] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -427,59 +123,105 @@ void layernorm_v1_k0_w(long N, long D, long pd_o0, __global const float *restric
   #else
   pd_red_f32[pd_lane] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 512)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 512];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 256)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 256];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
+  {
+    s = s + pd_red_f32[pd_lane + 32];
+    s = s + pd_red_f32[pd_lane + 64];
+    s = s + pd_red_f32[pd_lane + 96];
+    s = s + pd_red_f32[pd_lane + 128];
+    s = s + pd_red_f32[pd_lane + 160];
+    s = s + pd_red_f32[pd_lane + 192];
+    s = s + pd_red_f32[pd_lane + 224];
+    s = s + pd_red_f32[pd_lane + 256];
+    s = s + pd_red_f32[pd_lane + 288];
+    s = s + pd_red_f32[pd_lane + 320];
+    s = s + pd_red_f32[pd_lane + 352];
+    s = s + pd_red_f32[pd_lane + 384];
+    s = s + pd_red_f32[pd_lane + 416];
+    s = s + pd_red_f32[pd_lane + 448];
+    s = s + pd_red_f32[pd_lane + 480];
+    s = s + pd_red_f32[pd_lane + 512];
+    s = s + pd_red_f32[pd_lane + 544];
+    s = s + pd_red_f32[pd_lane + 576];
+    s = s + pd_red_f32[pd_lane + 608];
+    s = s + pd_red_f32[pd_lane + 640];
+    s = s + pd_red_f32[pd_lane + 672];
+    s = s + pd_red_f32[pd_lane + 704];
+    s = s + pd_red_f32[pd_lane + 736];
+    s = s + pd_red_f32[pd_lane + 768];
+    s = s + pd_red_f32[pd_lane + 800];
+    s = s + pd_red_f32[pd_lane + 832];
+    s = s + pd_red_f32[pd_lane + 864];
+    s = s + pd_red_f32[pd_lane + 896];
+    s = s + pd_red_f32[pd_lane + 928];
+    s = s + pd_red_f32[pd_lane + 960];
+    s = s + pd_red_f32[pd_lane + 992];
+    pd_red_f32[pd_lane] = s;
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
   #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   {
-    const int64_t i = pd_g0;
+    const int64_t i = 0;
+    ss = 0.0f;
+  }
+  {
+    const int64_t i = 0;
     mean = (s / ((float)(D)));
   }
   if (pd_lane != 0)
     ss = 0;
-  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 1024)
+  for (int64_t pd_c0 = pd_lane; pd_c0 < D; pd_c0 += 1024)
   {
     {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
+      const int64_t i = 0;
+      const int64_t j = pd_c0;
       ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
     }
   }
   #ifdef PD_NV_SHUFFLE
-  ss = ss + pd_shfl_xor_f32(ss, 16);
-  ss = ss + pd_shfl_xor_f32(ss, 8);
-  ss = ss + pd_shfl_xor_f32(ss, 4);
-  ss = ss + pd_shfl_xor_f32(ss, 2);
-  ss = ss + pd_shfl_xor_f32(ss, 1);
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 16);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 8);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 4);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 2);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 1);
+  ss = ss + pd_sh_f32;
   if ((pd_lane & 31) == 0)
     pd_red_f32[pd_lane >> 5] = ss;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -518,37 +260,559 @@ void layernorm_v1_k0_w(long N, long D, long pd_o0, __global const float *restric
   #else
   pd_red_f32[pd_lane] = ss;
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 512)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 512];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 256)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 256];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
+  {
+    ss = ss + pd_red_f32[pd_lane + 32];
+    ss = ss + pd_red_f32[pd_lane + 64];
+    ss = ss + pd_red_f32[pd_lane + 96];
+    ss = ss + pd_red_f32[pd_lane + 128];
+    ss = ss + pd_red_f32[pd_lane + 160];
+    ss = ss + pd_red_f32[pd_lane + 192];
+    ss = ss + pd_red_f32[pd_lane + 224];
+    ss = ss + pd_red_f32[pd_lane + 256];
+    ss = ss + pd_red_f32[pd_lane + 288];
+    ss = ss + pd_red_f32[pd_lane + 320];
+    ss = ss + pd_red_f32[pd_lane + 352];
+    ss = ss + pd_red_f32[pd_lane + 384];
+    ss = ss + pd_red_f32[pd_lane + 416];
+    ss = ss + pd_red_f32[pd_lane + 448];
+    ss = ss + pd_red_f32[pd_lane + 480];
+    ss = ss + pd_red_f32[pd_lane + 512];
+    ss = ss + pd_red_f32[pd_lane + 544];
+    ss = ss + pd_red_f32[pd_lane + 576];
+    ss = ss + pd_red_f32[pd_lane + 608];
+    ss = ss + pd_red_f32[pd_lane + 640];
+    ss = ss + pd_red_f32[pd_lane + 672];
+    ss = ss + pd_red_f32[pd_lane + 704];
+    ss = ss + pd_red_f32[pd_lane + 736];
+    ss = ss + pd_red_f32[pd_lane + 768];
+    ss = ss + pd_red_f32[pd_lane + 800];
+    ss = ss + pd_red_f32[pd_lane + 832];
+    ss = ss + pd_red_f32[pd_lane + 864];
+    ss = ss + pd_red_f32[pd_lane + 896];
+    ss = ss + pd_red_f32[pd_lane + 928];
+    ss = ss + pd_red_f32[pd_lane + 960];
+    ss = ss + pd_red_f32[pd_lane + 992];
+    pd_red_f32[pd_lane] = ss;
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   ss = pd_red_f32[0];
+  ss = ss + pd_red_f32[1];
+  ss = ss + pd_red_f32[2];
+  ss = ss + pd_red_f32[3];
+  ss = ss + pd_red_f32[4];
+  ss = ss + pd_red_f32[5];
+  ss = ss + pd_red_f32[6];
+  ss = ss + pd_red_f32[7];
+  ss = ss + pd_red_f32[8];
+  ss = ss + pd_red_f32[9];
+  ss = ss + pd_red_f32[10];
+  ss = ss + pd_red_f32[11];
+  ss = ss + pd_red_f32[12];
+  ss = ss + pd_red_f32[13];
+  ss = ss + pd_red_f32[14];
+  ss = ss + pd_red_f32[15];
+  ss = ss + pd_red_f32[16];
+  ss = ss + pd_red_f32[17];
+  ss = ss + pd_red_f32[18];
+  ss = ss + pd_red_f32[19];
+  ss = ss + pd_red_f32[20];
+  ss = ss + pd_red_f32[21];
+  ss = ss + pd_red_f32[22];
+  ss = ss + pd_red_f32[23];
+  ss = ss + pd_red_f32[24];
+  ss = ss + pd_red_f32[25];
+  ss = ss + pd_red_f32[26];
+  ss = ss + pd_red_f32[27];
+  ss = ss + pd_red_f32[28];
+  ss = ss + pd_red_f32[29];
+  ss = ss + pd_red_f32[30];
+  ss = ss + pd_red_f32[31];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = 0;
+    rstd = (1.0f / sqrt(((ss / ((float)(D))) + 1e-05f)));
+  }
+  for (int64_t pd_c0 = pd_lane; pd_c0 < D; pd_c0 += 1024)
+  {
+    {
+      const int64_t i = 0;
+      const int64_t j = pd_c0;
+      Y[(i) * D + j] = ((((X[(i) * D + j] - mean) * rstd) * gamma[j]) + beta[j]);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* ---- variant generic: [N, D] -> {  : N >= 0 and D > 0 } */
+/* layernorm_v1_k0: a work-group of 256 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void layernorm_v1_k0(long N, long D, long pd_o0, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
+{
+  const int64_t pd_g0 = get_group_id(0);
+  const int64_t pd_l0 = 0;
+  const int64_t pd_lane = get_local_id(0);
+  float s;
+  float mean;
+  float ss;
+  float rstd;
+  __local float pd_red_f32[256];
+  float pd_sh_f32;
+  {
+    const int64_t i = pd_g0;
+    ss = 0.0f;
+  }
+  {
+    const int64_t i = pd_g0;
+    s = 0.0f;
+  }
+  if (pd_lane != 0)
+    s = 0;
+  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      s = (s + X[(i) * D + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 16);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 8);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 4);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 2);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 1);
+  s = s + pd_sh_f32;
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  #else
+  pd_red_f32[pd_lane] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 16)
+  {
+    s = s + pd_red_f32[pd_lane + 16];
+    s = s + pd_red_f32[pd_lane + 32];
+    s = s + pd_red_f32[pd_lane + 48];
+    s = s + pd_red_f32[pd_lane + 64];
+    s = s + pd_red_f32[pd_lane + 80];
+    s = s + pd_red_f32[pd_lane + 96];
+    s = s + pd_red_f32[pd_lane + 112];
+    s = s + pd_red_f32[pd_lane + 128];
+    s = s + pd_red_f32[pd_lane + 144];
+    s = s + pd_red_f32[pd_lane + 160];
+    s = s + pd_red_f32[pd_lane + 176];
+    s = s + pd_red_f32[pd_lane + 192];
+    s = s + pd_red_f32[pd_lane + 208];
+    s = s + pd_red_f32[pd_lane + 224];
+    s = s + pd_red_f32[pd_lane + 240];
+    pd_red_f32[pd_lane] = s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = pd_g0;
+    mean = (s / ((float)(D)));
+  }
+  if (pd_lane != 0)
+    ss = 0;
+  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 16);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 8);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 4);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 2);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 1);
+  ss = ss + pd_sh_f32;
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = ss;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ss = pd_red_f32[0];
+  ss = ss + pd_red_f32[1];
+  ss = ss + pd_red_f32[2];
+  ss = ss + pd_red_f32[3];
+  ss = ss + pd_red_f32[4];
+  ss = ss + pd_red_f32[5];
+  ss = ss + pd_red_f32[6];
+  ss = ss + pd_red_f32[7];
+  #else
+  pd_red_f32[pd_lane] = ss;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 16)
+  {
+    ss = ss + pd_red_f32[pd_lane + 16];
+    ss = ss + pd_red_f32[pd_lane + 32];
+    ss = ss + pd_red_f32[pd_lane + 48];
+    ss = ss + pd_red_f32[pd_lane + 64];
+    ss = ss + pd_red_f32[pd_lane + 80];
+    ss = ss + pd_red_f32[pd_lane + 96];
+    ss = ss + pd_red_f32[pd_lane + 112];
+    ss = ss + pd_red_f32[pd_lane + 128];
+    ss = ss + pd_red_f32[pd_lane + 144];
+    ss = ss + pd_red_f32[pd_lane + 160];
+    ss = ss + pd_red_f32[pd_lane + 176];
+    ss = ss + pd_red_f32[pd_lane + 192];
+    ss = ss + pd_red_f32[pd_lane + 208];
+    ss = ss + pd_red_f32[pd_lane + 224];
+    ss = ss + pd_red_f32[pd_lane + 240];
+    pd_red_f32[pd_lane] = ss;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ss = pd_red_f32[0];
+  ss = ss + pd_red_f32[1];
+  ss = ss + pd_red_f32[2];
+  ss = ss + pd_red_f32[3];
+  ss = ss + pd_red_f32[4];
+  ss = ss + pd_red_f32[5];
+  ss = ss + pd_red_f32[6];
+  ss = ss + pd_red_f32[7];
+  ss = ss + pd_red_f32[8];
+  ss = ss + pd_red_f32[9];
+  ss = ss + pd_red_f32[10];
+  ss = ss + pd_red_f32[11];
+  ss = ss + pd_red_f32[12];
+  ss = ss + pd_red_f32[13];
+  ss = ss + pd_red_f32[14];
+  ss = ss + pd_red_f32[15];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = pd_g0;
+    rstd = (1.0f / sqrt(((ss / ((float)(D))) + 1e-05f)));
+  }
+  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      Y[(i) * D + j] = ((((X[(i) * D + j] - mean) * rstd) * gamma[j]) + beta[j]);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* layernorm_v1_k0_w: a work-group of 1024 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
+void layernorm_v1_k0_w(long N, long D, long pd_o0, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
+{
+  const int64_t pd_g0 = get_group_id(0);
+  const int64_t pd_l0 = 0;
+  const int64_t pd_lane = get_local_id(0);
+  float s;
+  float mean;
+  float ss;
+  float rstd;
+  __local float pd_red_f32[1024];
+  float pd_sh_f32;
+  {
+    const int64_t i = pd_g0;
+    ss = 0.0f;
+  }
+  {
+    const int64_t i = pd_g0;
+    s = 0.0f;
+  }
+  if (pd_lane != 0)
+    s = 0;
+  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 1024)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      s = (s + X[(i) * D + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 16);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 8);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 4);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 2);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 1);
+  s = s + pd_sh_f32;
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
+  #else
+  pd_red_f32[pd_lane] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 32)
+  {
+    s = s + pd_red_f32[pd_lane + 32];
+    s = s + pd_red_f32[pd_lane + 64];
+    s = s + pd_red_f32[pd_lane + 96];
+    s = s + pd_red_f32[pd_lane + 128];
+    s = s + pd_red_f32[pd_lane + 160];
+    s = s + pd_red_f32[pd_lane + 192];
+    s = s + pd_red_f32[pd_lane + 224];
+    s = s + pd_red_f32[pd_lane + 256];
+    s = s + pd_red_f32[pd_lane + 288];
+    s = s + pd_red_f32[pd_lane + 320];
+    s = s + pd_red_f32[pd_lane + 352];
+    s = s + pd_red_f32[pd_lane + 384];
+    s = s + pd_red_f32[pd_lane + 416];
+    s = s + pd_red_f32[pd_lane + 448];
+    s = s + pd_red_f32[pd_lane + 480];
+    s = s + pd_red_f32[pd_lane + 512];
+    s = s + pd_red_f32[pd_lane + 544];
+    s = s + pd_red_f32[pd_lane + 576];
+    s = s + pd_red_f32[pd_lane + 608];
+    s = s + pd_red_f32[pd_lane + 640];
+    s = s + pd_red_f32[pd_lane + 672];
+    s = s + pd_red_f32[pd_lane + 704];
+    s = s + pd_red_f32[pd_lane + 736];
+    s = s + pd_red_f32[pd_lane + 768];
+    s = s + pd_red_f32[pd_lane + 800];
+    s = s + pd_red_f32[pd_lane + 832];
+    s = s + pd_red_f32[pd_lane + 864];
+    s = s + pd_red_f32[pd_lane + 896];
+    s = s + pd_red_f32[pd_lane + 928];
+    s = s + pd_red_f32[pd_lane + 960];
+    s = s + pd_red_f32[pd_lane + 992];
+    pd_red_f32[pd_lane] = s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = pd_g0;
+    mean = (s / ((float)(D)));
+  }
+  if (pd_lane != 0)
+    ss = 0;
+  for (int64_t pd_c1 = pd_lane; pd_c1 < D; pd_c1 += 1024)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 16);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 8);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 4);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 2);
+  ss = ss + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, ss, 1);
+  ss = ss + pd_sh_f32;
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = ss;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ss = pd_red_f32[0];
+  ss = ss + pd_red_f32[1];
+  ss = ss + pd_red_f32[2];
+  ss = ss + pd_red_f32[3];
+  ss = ss + pd_red_f32[4];
+  ss = ss + pd_red_f32[5];
+  ss = ss + pd_red_f32[6];
+  ss = ss + pd_red_f32[7];
+  ss = ss + pd_red_f32[8];
+  ss = ss + pd_red_f32[9];
+  ss = ss + pd_red_f32[10];
+  ss = ss + pd_red_f32[11];
+  ss = ss + pd_red_f32[12];
+  ss = ss + pd_red_f32[13];
+  ss = ss + pd_red_f32[14];
+  ss = ss + pd_red_f32[15];
+  ss = ss + pd_red_f32[16];
+  ss = ss + pd_red_f32[17];
+  ss = ss + pd_red_f32[18];
+  ss = ss + pd_red_f32[19];
+  ss = ss + pd_red_f32[20];
+  ss = ss + pd_red_f32[21];
+  ss = ss + pd_red_f32[22];
+  ss = ss + pd_red_f32[23];
+  ss = ss + pd_red_f32[24];
+  ss = ss + pd_red_f32[25];
+  ss = ss + pd_red_f32[26];
+  ss = ss + pd_red_f32[27];
+  ss = ss + pd_red_f32[28];
+  ss = ss + pd_red_f32[29];
+  ss = ss + pd_red_f32[30];
+  ss = ss + pd_red_f32[31];
+  #else
+  pd_red_f32[pd_lane] = ss;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 32)
+  {
+    ss = ss + pd_red_f32[pd_lane + 32];
+    ss = ss + pd_red_f32[pd_lane + 64];
+    ss = ss + pd_red_f32[pd_lane + 96];
+    ss = ss + pd_red_f32[pd_lane + 128];
+    ss = ss + pd_red_f32[pd_lane + 160];
+    ss = ss + pd_red_f32[pd_lane + 192];
+    ss = ss + pd_red_f32[pd_lane + 224];
+    ss = ss + pd_red_f32[pd_lane + 256];
+    ss = ss + pd_red_f32[pd_lane + 288];
+    ss = ss + pd_red_f32[pd_lane + 320];
+    ss = ss + pd_red_f32[pd_lane + 352];
+    ss = ss + pd_red_f32[pd_lane + 384];
+    ss = ss + pd_red_f32[pd_lane + 416];
+    ss = ss + pd_red_f32[pd_lane + 448];
+    ss = ss + pd_red_f32[pd_lane + 480];
+    ss = ss + pd_red_f32[pd_lane + 512];
+    ss = ss + pd_red_f32[pd_lane + 544];
+    ss = ss + pd_red_f32[pd_lane + 576];
+    ss = ss + pd_red_f32[pd_lane + 608];
+    ss = ss + pd_red_f32[pd_lane + 640];
+    ss = ss + pd_red_f32[pd_lane + 672];
+    ss = ss + pd_red_f32[pd_lane + 704];
+    ss = ss + pd_red_f32[pd_lane + 736];
+    ss = ss + pd_red_f32[pd_lane + 768];
+    ss = ss + pd_red_f32[pd_lane + 800];
+    ss = ss + pd_red_f32[pd_lane + 832];
+    ss = ss + pd_red_f32[pd_lane + 864];
+    ss = ss + pd_red_f32[pd_lane + 896];
+    ss = ss + pd_red_f32[pd_lane + 928];
+    ss = ss + pd_red_f32[pd_lane + 960];
+    ss = ss + pd_red_f32[pd_lane + 992];
+    pd_red_f32[pd_lane] = ss;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  ss = pd_red_f32[0];
+  ss = ss + pd_red_f32[1];
+  ss = ss + pd_red_f32[2];
+  ss = ss + pd_red_f32[3];
+  ss = ss + pd_red_f32[4];
+  ss = ss + pd_red_f32[5];
+  ss = ss + pd_red_f32[6];
+  ss = ss + pd_red_f32[7];
+  ss = ss + pd_red_f32[8];
+  ss = ss + pd_red_f32[9];
+  ss = ss + pd_red_f32[10];
+  ss = ss + pd_red_f32[11];
+  ss = ss + pd_red_f32[12];
+  ss = ss + pd_red_f32[13];
+  ss = ss + pd_red_f32[14];
+  ss = ss + pd_red_f32[15];
+  ss = ss + pd_red_f32[16];
+  ss = ss + pd_red_f32[17];
+  ss = ss + pd_red_f32[18];
+  ss = ss + pd_red_f32[19];
+  ss = ss + pd_red_f32[20];
+  ss = ss + pd_red_f32[21];
+  ss = ss + pd_red_f32[22];
+  ss = ss + pd_red_f32[23];
+  ss = ss + pd_red_f32[24];
+  ss = ss + pd_red_f32[25];
+  ss = ss + pd_red_f32[26];
+  ss = ss + pd_red_f32[27];
+  ss = ss + pd_red_f32[28];
+  ss = ss + pd_red_f32[29];
+  ss = ss + pd_red_f32[30];
+  ss = ss + pd_red_f32[31];
   #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   {

@@ -39,7 +39,11 @@ static inline double pd_fmod_f64(double a, double b) {
   double r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-#ifdef PD_NV_SHUFFLE
+#if defined(PD_NV_SHUFFLE) && defined(PD_SHUFFLE_LOCAL)
+#define PD_SHFL_XOR(T, out, v, mask) { pd_red_##T[pd_lane] = (v); barrier(CLK_LOCAL_MEM_FENCE); \
+  out = pd_red_##T[pd_lane ^ (mask)]; barrier(CLK_LOCAL_MEM_FENCE); }
+#elif defined(PD_NV_SHUFFLE)
+#define PD_SHFL_XOR(T, out, v, mask) out = pd_shfl_xor_##T(v, mask)
 static inline uint pd_shfl_xor_u32(uint v, int mask) {
   uint r;
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
@@ -48,346 +52,46 @@ static inline uint pd_shfl_xor_u32(uint v, int mask) {
 static inline float pd_shfl_xor_f32(float v, int mask) {
   return as_float(pd_shfl_xor_u32(as_uint(v), mask));
 }
-static inline int pd_shfl_xor_i32(int v, int mask) {
-  return as_int(pd_shfl_xor_u32(as_uint(v), mask));
-}
 #endif
 
 /* ---- variant N=1: [N, L] -> {  : N = 1 and L > 0 } */
-/* softmax_v0_k0: one work-group of 256 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+/* softmax_v0_k0: one work-group of 1024 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
 void softmax_v0_k0(long N, long L, __global const float *restrict X, __global float *Y)
 {
   const int64_t pd_lane = get_local_id(0);
   float m;
   float s;
   float inv;
-  __local float pd_red_f32[256];
-  {
-    const int64_t i = 0;
-    s = 0.0f;
-  }
-  {
-    const int64_t i = 0;
-    m = ((float)(-((double)INFINITY)));
-  }
-  for (int64_t pd_c0 = pd_lane; pd_c0 < L; pd_c0 += 256)
-  {
-    {
-      const int64_t i = 0;
-      const int64_t j = pd_c0;
-      m = pd_max_f32(m, X[(i) * L + j]);
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 16));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 8));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 4));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 2));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 1));
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = m;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  m = pd_red_f32[0];
-  m = pd_max_f32(m, pd_red_f32[1]);
-  m = pd_max_f32(m, pd_red_f32[2]);
-  m = pd_max_f32(m, pd_red_f32[3]);
-  m = pd_max_f32(m, pd_red_f32[4]);
-  m = pd_max_f32(m, pd_red_f32[5]);
-  m = pd_max_f32(m, pd_red_f32[6]);
-  m = pd_max_f32(m, pd_red_f32[7]);
-  #else
-  pd_red_f32[pd_lane] = m;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 128]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 64]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 32]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 16]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 8]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 4]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 2]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 1]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  m = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  if (pd_lane != 0)
-    s = 0;
-  for (int64_t pd_c0 = L + pd_lane; pd_c0 < (2 * L); pd_c0 += 256)
-  {
-    {
-      const int64_t i = 0;
-      const int64_t j = ((-L) + pd_c0);
-      Y[(i) * L + j] = exp((X[(i) * L + j] - m));
-    }
-    {
-      const int64_t i = 0;
-      const int64_t j = ((-L) + pd_c0);
-      s = (s + Y[(i) * L + j]);
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  s = s + pd_shfl_xor_f32(s, 16);
-  s = s + pd_shfl_xor_f32(s, 8);
-  s = s + pd_shfl_xor_f32(s, 4);
-  s = s + pd_shfl_xor_f32(s, 2);
-  s = s + pd_shfl_xor_f32(s, 1);
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  s = s + pd_red_f32[1];
-  s = s + pd_red_f32[2];
-  s = s + pd_red_f32[3];
-  s = s + pd_red_f32[4];
-  s = s + pd_red_f32[5];
-  s = s + pd_red_f32[6];
-  s = s + pd_red_f32[7];
-  #else
-  pd_red_f32[pd_lane] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  {
-    const int64_t i = 0;
-    inv = (1.0f / s);
-  }
-  for (int64_t pd_c0 = pd_lane; pd_c0 < L; pd_c0 += 256)
-  {
-    {
-      const int64_t i = 0;
-      const int64_t j = pd_c0;
-      Y[(i) * L + j] = (Y[(i) * L + j] * inv);
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-}
-
-/* ---- variant generic: [N, L] -> {  : N >= 0 and L > 0 } */
-/* softmax_v1_k0: a work-group of 256 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
-__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X, __global float *Y)
-{
-  const int64_t pd_g0 = get_group_id(0);
-  const int64_t pd_l0 = 0;
-  const int64_t pd_lane = get_local_id(0);
-  float m;
-  float s;
-  float inv;
-  __local float pd_red_f32[256];
-  {
-    const int64_t i = pd_g0;
-    s = 0.0f;
-  }
-  {
-    const int64_t i = pd_g0;
-    m = ((float)(-((double)INFINITY)));
-  }
-  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 256)
-  {
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
-      m = pd_max_f32(m, X[(i) * L + j]);
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 16));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 8));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 4));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 2));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 1));
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = m;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  m = pd_red_f32[0];
-  m = pd_max_f32(m, pd_red_f32[1]);
-  m = pd_max_f32(m, pd_red_f32[2]);
-  m = pd_max_f32(m, pd_red_f32[3]);
-  m = pd_max_f32(m, pd_red_f32[4]);
-  m = pd_max_f32(m, pd_red_f32[5]);
-  m = pd_max_f32(m, pd_red_f32[6]);
-  m = pd_max_f32(m, pd_red_f32[7]);
-  #else
-  pd_red_f32[pd_lane] = m;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 128]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 64]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 32]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 16]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 8]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 4]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 2]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 1]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  m = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  if (pd_lane != 0)
-    s = 0;
-  for (int64_t pd_c1 = L + pd_lane; pd_c1 < (2 * L); pd_c1 += 256)
-  {
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = ((-L) + pd_c1);
-      Y[(i) * L + j] = exp((X[(i) * L + j] - m));
-    }
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = ((-L) + pd_c1);
-      s = (s + Y[(i) * L + j]);
-    }
-  }
-  #ifdef PD_NV_SHUFFLE
-  s = s + pd_shfl_xor_f32(s, 16);
-  s = s + pd_shfl_xor_f32(s, 8);
-  s = s + pd_shfl_xor_f32(s, 4);
-  s = s + pd_shfl_xor_f32(s, 2);
-  s = s + pd_shfl_xor_f32(s, 1);
-  if ((pd_lane & 31) == 0)
-    pd_red_f32[pd_lane >> 5] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  s = s + pd_red_f32[1];
-  s = s + pd_red_f32[2];
-  s = s + pd_red_f32[3];
-  s = s + pd_red_f32[4];
-  s = s + pd_red_f32[5];
-  s = s + pd_red_f32[6];
-  s = s + pd_red_f32[7];
-  #else
-  pd_red_f32[pd_lane] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  s = pd_red_f32[0];
-  #endif
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  {
-    const int64_t i = pd_g0;
-    inv = (1.0f / s);
-  }
-  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 256)
-  {
-    {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
-      Y[(i) * L + j] = (Y[(i) * L + j] * inv);
-    }
-  }
-  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-}
-
-/* softmax_v1_k0_w: a work-group of 1024 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
-__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
-void softmax_v1_k0_w(long N, long L, long pd_o0, __global const float *restrict X, __global float *Y)
-{
-  const int64_t pd_g0 = get_group_id(0);
-  const int64_t pd_l0 = 0;
-  const int64_t pd_lane = get_local_id(0);
-  float m;
-  float s;
-  float inv;
   __local float pd_red_f32[1024];
+  float pd_sh_f32;
   {
-    const int64_t i = pd_g0;
+    const int64_t i = 0;
     s = 0.0f;
   }
   {
-    const int64_t i = pd_g0;
+    const int64_t i = 0;
     m = ((float)(-((double)INFINITY)));
   }
-  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 1024)
+  for (int64_t pd_c0 = pd_lane; pd_c0 < L; pd_c0 += 1024)
   {
     {
-      const int64_t i = pd_g0;
-      const int64_t j = pd_c1;
+      const int64_t i = 0;
+      const int64_t j = pd_c0;
       m = pd_max_f32(m, X[(i) * L + j]);
     }
   }
   #ifdef PD_NV_SHUFFLE
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 16));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 8));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 4));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 2));
-  m = pd_max_f32(m, pd_shfl_xor_f32(m, 1));
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 16);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 8);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 4);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 2);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 1);
+  m = pd_max_f32(m, pd_sh_f32);
   if ((pd_lane & 31) == 0)
     pd_red_f32[pd_lane >> 5] = m;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -426,60 +130,102 @@ void softmax_v1_k0_w(long N, long L, long pd_o0, __global const float *restrict 
   #else
   pd_red_f32[pd_lane] = m;
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 512)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 512]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 256)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 256]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 128]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 64]);
-  barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 32]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 16]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 8]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 4]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 2]);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_max_f32(pd_red_f32[pd_lane], pd_red_f32[pd_lane + 1]);
+  {
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 32]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 64]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 96]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 128]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 160]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 192]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 224]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 256]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 288]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 320]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 352]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 384]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 416]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 448]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 480]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 512]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 544]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 576]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 608]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 640]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 672]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 704]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 736]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 768]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 800]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 832]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 864]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 896]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 928]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 960]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 992]);
+    pd_red_f32[pd_lane] = m;
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  m = pd_max_f32(m, pd_red_f32[8]);
+  m = pd_max_f32(m, pd_red_f32[9]);
+  m = pd_max_f32(m, pd_red_f32[10]);
+  m = pd_max_f32(m, pd_red_f32[11]);
+  m = pd_max_f32(m, pd_red_f32[12]);
+  m = pd_max_f32(m, pd_red_f32[13]);
+  m = pd_max_f32(m, pd_red_f32[14]);
+  m = pd_max_f32(m, pd_red_f32[15]);
+  m = pd_max_f32(m, pd_red_f32[16]);
+  m = pd_max_f32(m, pd_red_f32[17]);
+  m = pd_max_f32(m, pd_red_f32[18]);
+  m = pd_max_f32(m, pd_red_f32[19]);
+  m = pd_max_f32(m, pd_red_f32[20]);
+  m = pd_max_f32(m, pd_red_f32[21]);
+  m = pd_max_f32(m, pd_red_f32[22]);
+  m = pd_max_f32(m, pd_red_f32[23]);
+  m = pd_max_f32(m, pd_red_f32[24]);
+  m = pd_max_f32(m, pd_red_f32[25]);
+  m = pd_max_f32(m, pd_red_f32[26]);
+  m = pd_max_f32(m, pd_red_f32[27]);
+  m = pd_max_f32(m, pd_red_f32[28]);
+  m = pd_max_f32(m, pd_red_f32[29]);
+  m = pd_max_f32(m, pd_red_f32[30]);
+  m = pd_max_f32(m, pd_red_f32[31]);
   #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   if (pd_lane != 0)
     s = 0;
-  for (int64_t pd_c1 = L + pd_lane; pd_c1 < (2 * L); pd_c1 += 1024)
+  for (int64_t pd_c0 = L + pd_lane; pd_c0 < (2 * L); pd_c0 += 1024)
   {
     {
-      const int64_t i = pd_g0;
-      const int64_t j = ((-L) + pd_c1);
+      const int64_t i = 0;
+      const int64_t j = ((-L) + pd_c0);
       Y[(i) * L + j] = exp((X[(i) * L + j] - m));
     }
     {
-      const int64_t i = pd_g0;
-      const int64_t j = ((-L) + pd_c1);
+      const int64_t i = 0;
+      const int64_t j = ((-L) + pd_c0);
       s = (s + Y[(i) * L + j]);
     }
   }
   #ifdef PD_NV_SHUFFLE
-  s = s + pd_shfl_xor_f32(s, 16);
-  s = s + pd_shfl_xor_f32(s, 8);
-  s = s + pd_shfl_xor_f32(s, 4);
-  s = s + pd_shfl_xor_f32(s, 2);
-  s = s + pd_shfl_xor_f32(s, 1);
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 16);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 8);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 4);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 2);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 1);
+  s = s + pd_sh_f32;
   if ((pd_lane & 31) == 0)
     pd_red_f32[pd_lane >> 5] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -518,37 +264,555 @@ void softmax_v1_k0_w(long N, long L, long pd_o0, __global const float *restrict 
   #else
   pd_red_f32[pd_lane] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 512)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 512];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 256)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 256];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 128)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 128];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 64)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 64];
-  barrier(CLK_LOCAL_MEM_FENCE);
   if (pd_lane < 32)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 32];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 16)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 16];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 8)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 8];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 4)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 4];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 2)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 2];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (pd_lane < 1)
-    pd_red_f32[pd_lane] = pd_red_f32[pd_lane] + pd_red_f32[pd_lane + 1];
+  {
+    s = s + pd_red_f32[pd_lane + 32];
+    s = s + pd_red_f32[pd_lane + 64];
+    s = s + pd_red_f32[pd_lane + 96];
+    s = s + pd_red_f32[pd_lane + 128];
+    s = s + pd_red_f32[pd_lane + 160];
+    s = s + pd_red_f32[pd_lane + 192];
+    s = s + pd_red_f32[pd_lane + 224];
+    s = s + pd_red_f32[pd_lane + 256];
+    s = s + pd_red_f32[pd_lane + 288];
+    s = s + pd_red_f32[pd_lane + 320];
+    s = s + pd_red_f32[pd_lane + 352];
+    s = s + pd_red_f32[pd_lane + 384];
+    s = s + pd_red_f32[pd_lane + 416];
+    s = s + pd_red_f32[pd_lane + 448];
+    s = s + pd_red_f32[pd_lane + 480];
+    s = s + pd_red_f32[pd_lane + 512];
+    s = s + pd_red_f32[pd_lane + 544];
+    s = s + pd_red_f32[pd_lane + 576];
+    s = s + pd_red_f32[pd_lane + 608];
+    s = s + pd_red_f32[pd_lane + 640];
+    s = s + pd_red_f32[pd_lane + 672];
+    s = s + pd_red_f32[pd_lane + 704];
+    s = s + pd_red_f32[pd_lane + 736];
+    s = s + pd_red_f32[pd_lane + 768];
+    s = s + pd_red_f32[pd_lane + 800];
+    s = s + pd_red_f32[pd_lane + 832];
+    s = s + pd_red_f32[pd_lane + 864];
+    s = s + pd_red_f32[pd_lane + 896];
+    s = s + pd_red_f32[pd_lane + 928];
+    s = s + pd_red_f32[pd_lane + 960];
+    s = s + pd_red_f32[pd_lane + 992];
+    pd_red_f32[pd_lane] = s;
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = 0;
+    inv = (1.0f / s);
+  }
+  for (int64_t pd_c0 = pd_lane; pd_c0 < L; pd_c0 += 1024)
+  {
+    {
+      const int64_t i = 0;
+      const int64_t j = pd_c0;
+      Y[(i) * L + j] = (Y[(i) * L + j] * inv);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* ---- variant generic: [N, L] -> {  : N >= 0 and L > 0 } */
+/* softmax_v1_k0: a work-group of 256 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void softmax_v1_k0(long N, long L, long pd_o0, __global const float *restrict X, __global float *Y)
+{
+  const int64_t pd_g0 = get_group_id(0);
+  const int64_t pd_l0 = 0;
+  const int64_t pd_lane = get_local_id(0);
+  float m;
+  float s;
+  float inv;
+  __local float pd_red_f32[256];
+  float pd_sh_f32;
+  {
+    const int64_t i = pd_g0;
+    s = 0.0f;
+  }
+  {
+    const int64_t i = pd_g0;
+    m = ((float)(-((double)INFINITY)));
+  }
+  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      m = pd_max_f32(m, X[(i) * L + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 16);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 8);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 4);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 2);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 1);
+  m = pd_max_f32(m, pd_sh_f32);
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  #else
+  pd_red_f32[pd_lane] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 16)
+  {
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 16]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 32]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 48]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 64]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 80]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 96]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 112]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 128]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 144]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 160]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 176]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 192]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 208]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 224]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 240]);
+    pd_red_f32[pd_lane] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  m = pd_max_f32(m, pd_red_f32[8]);
+  m = pd_max_f32(m, pd_red_f32[9]);
+  m = pd_max_f32(m, pd_red_f32[10]);
+  m = pd_max_f32(m, pd_red_f32[11]);
+  m = pd_max_f32(m, pd_red_f32[12]);
+  m = pd_max_f32(m, pd_red_f32[13]);
+  m = pd_max_f32(m, pd_red_f32[14]);
+  m = pd_max_f32(m, pd_red_f32[15]);
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (pd_lane != 0)
+    s = 0;
+  for (int64_t pd_c1 = L + pd_lane; pd_c1 < (2 * L); pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = ((-L) + pd_c1);
+      Y[(i) * L + j] = exp((X[(i) * L + j] - m));
+    }
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = ((-L) + pd_c1);
+      s = (s + Y[(i) * L + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 16);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 8);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 4);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 2);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 1);
+  s = s + pd_sh_f32;
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  #else
+  pd_red_f32[pd_lane] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 16)
+  {
+    s = s + pd_red_f32[pd_lane + 16];
+    s = s + pd_red_f32[pd_lane + 32];
+    s = s + pd_red_f32[pd_lane + 48];
+    s = s + pd_red_f32[pd_lane + 64];
+    s = s + pd_red_f32[pd_lane + 80];
+    s = s + pd_red_f32[pd_lane + 96];
+    s = s + pd_red_f32[pd_lane + 112];
+    s = s + pd_red_f32[pd_lane + 128];
+    s = s + pd_red_f32[pd_lane + 144];
+    s = s + pd_red_f32[pd_lane + 160];
+    s = s + pd_red_f32[pd_lane + 176];
+    s = s + pd_red_f32[pd_lane + 192];
+    s = s + pd_red_f32[pd_lane + 208];
+    s = s + pd_red_f32[pd_lane + 224];
+    s = s + pd_red_f32[pd_lane + 240];
+    pd_red_f32[pd_lane] = s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  {
+    const int64_t i = pd_g0;
+    inv = (1.0f / s);
+  }
+  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 256)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      Y[(i) * L + j] = (Y[(i) * L + j] * inv);
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* softmax_v1_k0_w: a work-group of 1024 lanes per value of schedule dim pd_c0, its loops dealt out to the lanes; statements S0, S1, S2, S3, S4, S5, S6 */
+__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
+void softmax_v1_k0_w(long N, long L, long pd_o0, __global const float *restrict X, __global float *Y)
+{
+  const int64_t pd_g0 = get_group_id(0);
+  const int64_t pd_l0 = 0;
+  const int64_t pd_lane = get_local_id(0);
+  float m;
+  float s;
+  float inv;
+  __local float pd_red_f32[1024];
+  float pd_sh_f32;
+  {
+    const int64_t i = pd_g0;
+    s = 0.0f;
+  }
+  {
+    const int64_t i = pd_g0;
+    m = ((float)(-((double)INFINITY)));
+  }
+  for (int64_t pd_c1 = pd_lane; pd_c1 < L; pd_c1 += 1024)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = pd_c1;
+      m = pd_max_f32(m, X[(i) * L + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 16);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 8);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 4);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 2);
+  m = pd_max_f32(m, pd_sh_f32);
+  PD_SHFL_XOR(f32, pd_sh_f32, m, 1);
+  m = pd_max_f32(m, pd_sh_f32);
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  m = pd_max_f32(m, pd_red_f32[8]);
+  m = pd_max_f32(m, pd_red_f32[9]);
+  m = pd_max_f32(m, pd_red_f32[10]);
+  m = pd_max_f32(m, pd_red_f32[11]);
+  m = pd_max_f32(m, pd_red_f32[12]);
+  m = pd_max_f32(m, pd_red_f32[13]);
+  m = pd_max_f32(m, pd_red_f32[14]);
+  m = pd_max_f32(m, pd_red_f32[15]);
+  m = pd_max_f32(m, pd_red_f32[16]);
+  m = pd_max_f32(m, pd_red_f32[17]);
+  m = pd_max_f32(m, pd_red_f32[18]);
+  m = pd_max_f32(m, pd_red_f32[19]);
+  m = pd_max_f32(m, pd_red_f32[20]);
+  m = pd_max_f32(m, pd_red_f32[21]);
+  m = pd_max_f32(m, pd_red_f32[22]);
+  m = pd_max_f32(m, pd_red_f32[23]);
+  m = pd_max_f32(m, pd_red_f32[24]);
+  m = pd_max_f32(m, pd_red_f32[25]);
+  m = pd_max_f32(m, pd_red_f32[26]);
+  m = pd_max_f32(m, pd_red_f32[27]);
+  m = pd_max_f32(m, pd_red_f32[28]);
+  m = pd_max_f32(m, pd_red_f32[29]);
+  m = pd_max_f32(m, pd_red_f32[30]);
+  m = pd_max_f32(m, pd_red_f32[31]);
+  #else
+  pd_red_f32[pd_lane] = m;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 32)
+  {
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 32]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 64]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 96]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 128]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 160]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 192]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 224]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 256]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 288]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 320]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 352]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 384]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 416]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 448]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 480]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 512]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 544]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 576]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 608]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 640]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 672]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 704]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 736]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 768]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 800]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 832]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 864]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 896]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 928]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 960]);
+    m = pd_max_f32(m, pd_red_f32[pd_lane + 992]);
+    pd_red_f32[pd_lane] = m;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  m = pd_red_f32[0];
+  m = pd_max_f32(m, pd_red_f32[1]);
+  m = pd_max_f32(m, pd_red_f32[2]);
+  m = pd_max_f32(m, pd_red_f32[3]);
+  m = pd_max_f32(m, pd_red_f32[4]);
+  m = pd_max_f32(m, pd_red_f32[5]);
+  m = pd_max_f32(m, pd_red_f32[6]);
+  m = pd_max_f32(m, pd_red_f32[7]);
+  m = pd_max_f32(m, pd_red_f32[8]);
+  m = pd_max_f32(m, pd_red_f32[9]);
+  m = pd_max_f32(m, pd_red_f32[10]);
+  m = pd_max_f32(m, pd_red_f32[11]);
+  m = pd_max_f32(m, pd_red_f32[12]);
+  m = pd_max_f32(m, pd_red_f32[13]);
+  m = pd_max_f32(m, pd_red_f32[14]);
+  m = pd_max_f32(m, pd_red_f32[15]);
+  m = pd_max_f32(m, pd_red_f32[16]);
+  m = pd_max_f32(m, pd_red_f32[17]);
+  m = pd_max_f32(m, pd_red_f32[18]);
+  m = pd_max_f32(m, pd_red_f32[19]);
+  m = pd_max_f32(m, pd_red_f32[20]);
+  m = pd_max_f32(m, pd_red_f32[21]);
+  m = pd_max_f32(m, pd_red_f32[22]);
+  m = pd_max_f32(m, pd_red_f32[23]);
+  m = pd_max_f32(m, pd_red_f32[24]);
+  m = pd_max_f32(m, pd_red_f32[25]);
+  m = pd_max_f32(m, pd_red_f32[26]);
+  m = pd_max_f32(m, pd_red_f32[27]);
+  m = pd_max_f32(m, pd_red_f32[28]);
+  m = pd_max_f32(m, pd_red_f32[29]);
+  m = pd_max_f32(m, pd_red_f32[30]);
+  m = pd_max_f32(m, pd_red_f32[31]);
+  #endif
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  if (pd_lane != 0)
+    s = 0;
+  for (int64_t pd_c1 = L + pd_lane; pd_c1 < (2 * L); pd_c1 += 1024)
+  {
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = ((-L) + pd_c1);
+      Y[(i) * L + j] = exp((X[(i) * L + j] - m));
+    }
+    {
+      const int64_t i = pd_g0;
+      const int64_t j = ((-L) + pd_c1);
+      s = (s + Y[(i) * L + j]);
+    }
+  }
+  #ifdef PD_NV_SHUFFLE
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 16);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 8);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 4);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 2);
+  s = s + pd_sh_f32;
+  PD_SHFL_XOR(f32, pd_sh_f32, s, 1);
+  s = s + pd_sh_f32;
+  if ((pd_lane & 31) == 0)
+    pd_red_f32[pd_lane >> 5] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
+  #else
+  pd_red_f32[pd_lane] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (pd_lane < 32)
+  {
+    s = s + pd_red_f32[pd_lane + 32];
+    s = s + pd_red_f32[pd_lane + 64];
+    s = s + pd_red_f32[pd_lane + 96];
+    s = s + pd_red_f32[pd_lane + 128];
+    s = s + pd_red_f32[pd_lane + 160];
+    s = s + pd_red_f32[pd_lane + 192];
+    s = s + pd_red_f32[pd_lane + 224];
+    s = s + pd_red_f32[pd_lane + 256];
+    s = s + pd_red_f32[pd_lane + 288];
+    s = s + pd_red_f32[pd_lane + 320];
+    s = s + pd_red_f32[pd_lane + 352];
+    s = s + pd_red_f32[pd_lane + 384];
+    s = s + pd_red_f32[pd_lane + 416];
+    s = s + pd_red_f32[pd_lane + 448];
+    s = s + pd_red_f32[pd_lane + 480];
+    s = s + pd_red_f32[pd_lane + 512];
+    s = s + pd_red_f32[pd_lane + 544];
+    s = s + pd_red_f32[pd_lane + 576];
+    s = s + pd_red_f32[pd_lane + 608];
+    s = s + pd_red_f32[pd_lane + 640];
+    s = s + pd_red_f32[pd_lane + 672];
+    s = s + pd_red_f32[pd_lane + 704];
+    s = s + pd_red_f32[pd_lane + 736];
+    s = s + pd_red_f32[pd_lane + 768];
+    s = s + pd_red_f32[pd_lane + 800];
+    s = s + pd_red_f32[pd_lane + 832];
+    s = s + pd_red_f32[pd_lane + 864];
+    s = s + pd_red_f32[pd_lane + 896];
+    s = s + pd_red_f32[pd_lane + 928];
+    s = s + pd_red_f32[pd_lane + 960];
+    s = s + pd_red_f32[pd_lane + 992];
+    pd_red_f32[pd_lane] = s;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  s = pd_red_f32[0];
+  s = s + pd_red_f32[1];
+  s = s + pd_red_f32[2];
+  s = s + pd_red_f32[3];
+  s = s + pd_red_f32[4];
+  s = s + pd_red_f32[5];
+  s = s + pd_red_f32[6];
+  s = s + pd_red_f32[7];
+  s = s + pd_red_f32[8];
+  s = s + pd_red_f32[9];
+  s = s + pd_red_f32[10];
+  s = s + pd_red_f32[11];
+  s = s + pd_red_f32[12];
+  s = s + pd_red_f32[13];
+  s = s + pd_red_f32[14];
+  s = s + pd_red_f32[15];
+  s = s + pd_red_f32[16];
+  s = s + pd_red_f32[17];
+  s = s + pd_red_f32[18];
+  s = s + pd_red_f32[19];
+  s = s + pd_red_f32[20];
+  s = s + pd_red_f32[21];
+  s = s + pd_red_f32[22];
+  s = s + pd_red_f32[23];
+  s = s + pd_red_f32[24];
+  s = s + pd_red_f32[25];
+  s = s + pd_red_f32[26];
+  s = s + pd_red_f32[27];
+  s = s + pd_red_f32[28];
+  s = s + pd_red_f32[29];
+  s = s + pd_red_f32[30];
+  s = s + pd_red_f32[31];
   #endif
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   {

@@ -55,7 +55,7 @@ static int pd_fail(const pd_call *c, int call, int kernel, int arg, int32_t rc) 
 static const unsigned char pd_tail_bytes[] = {0, 0};
 static const unsigned char pd_tail_written[] = {0, 1};
 /* each kernel's work-group size, dimension 0 first */
-static const size_t pd_local_size[][3] = {{256}, {256}, {1024}};
+static const size_t pd_local_size[][3] = {{1024}, {256}, {1024}};
 
 /* One launch (the Python host code's _launch): nothing when a dimension has no group; the
    kernel's arguments are the syms, the host loop values, the offsets, the call's buffers
