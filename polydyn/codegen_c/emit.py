@@ -86,6 +86,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         # local that holds it (RegisterTiles.held_cell)
         self.held: HeldCell | None = None
         self.held_count = 0
+        # box_exprs's answers, by the set's and the region's text
+        self.boxes: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
     def work_expr(self, names: Iterable[str]) -> str:
         """C expression: the statement instances under a loop, the sum of the named
@@ -106,15 +108,20 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
 
     def box_exprs(self, s: isl.Set) -> list[tuple[str, str]]:
         """Per dimension of ``s``'s bounding box, C expressions of its smallest index and of
-        its number of indices, in this variant's region."""
-        build = isl.AstBuild.from_context(self.region)
-        out = []
-        for d in range(s.dim(isl.dim_type.set)):
-            low = s.dim_min(d).coalesce()
-            extent = s.dim_max(d).sub(low).add_constant_val(isl.Val.one(s.get_ctx()))
-            out.append((self.ast_expr(build.expr_from_pw_aff(low)),
-                        self.ast_expr(build.expr_from_pw_aff(extent.coalesce()))))
-        return out
+        its number of indices, in this variant's region. Remembered by the two sets' text:
+        each parallel loop's work test asks again for the same statements' boxes, and isl's
+        parametric minimum and maximum were most of conv2d's C emission."""
+        key = (str(s), str(self.region))
+        if key not in self.boxes:
+            build = isl.AstBuild.from_context(self.region)
+            out = []
+            for d in range(s.dim(isl.dim_type.set)):
+                low = s.dim_min(d).coalesce()
+                extent = s.dim_max(d).sub(low).add_constant_val(isl.Val.one(s.get_ctx()))
+                out.append((self.ast_expr(build.expr_from_pw_aff(low)),
+                            self.ast_expr(build.expr_from_pw_aff(extent.coalesce()))))
+            self.boxes[key] = out
+        return list(self.boxes[key])
 
     # --- isl AST expressions -------------------------------------------------------------
     def ast_expr(self, e: isl.AstExpr) -> str:
