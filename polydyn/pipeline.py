@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .codegen_c.pyshim import shim_source, shim_supported
 from .codegen_c.toolchain import (
+    EarlyUnits,
     build_shared,
     compiler_version,
+    in_units,
     libmvec_flags,
     python_includes,
+    unit_source,
 )
 from .errors import ScheduleError, UnsupportedError, user_facing
 from .options import Options
@@ -62,10 +67,12 @@ class Generated:
 
 @user_facing
 def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]] | None = None,
-             options: Options | None = None, **option_kw: Any) -> Generated:
+             options: Options | None = None, on_unit: Callable[[str], None] | None = None,
+             **option_kw: Any) -> Generated:
     """Every stage up to the generated text, for ``target``: "c" (the CPU of
     ``target.host_cpu``), "opencl" (the default device's limits) or a ``CpuTarget`` or
-    ``GpuTarget`` to plan for; builds nothing."""
+    ``GpuTarget`` to plan for; builds nothing. ``on_unit`` (C): called with each variant's
+    translation unit as soon as its text exists."""
     # the stages, imported on first use: a cache hit needs none of them
     from .astgen import build_ast
     from .codegen_c.emit import CEmitter
@@ -137,14 +144,20 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
             sources[f"{name}.host.c"] = program.host_c
         return Generated(own_scop, tuple(scheduled), sources, zero_init, notes, program)
 
-    stage("AST build")
-    asts = [build_ast(v.schedule, code_region(v.region), scop, deps) for v in scheduled]
+    # each variant's AST, then its C function: its translation unit goes to ``on_unit`` at
+    # once (a build starts compiling it while the next variant's AST is built)
+    emitter = CEmitter(scop, zero_init, machine.describe())
+    asts, functions = [], []
+    for k, v in enumerate(scheduled):
+        stage(f"AST build {k + 1}/{len(scheduled)} ({v.name})")
+        asts.append(build_ast(v.schedule, code_region(v.region), scop, deps))
+        stage(f"C code {k + 1}/{len(scheduled)} ({v.name})")
+        functions.append(emitter.variant_function(emitter.function_name(k), v, asts[-1]))
+        if on_unit is not None:
+            on_unit(unit_source(emitter.head(), functions[-1]))
     options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
-
-    stage("C code")
-    emitter = CEmitter(scop, zero_init, machine.describe())
-    source = emitter.module(scheduled, asts)
+    source = emitter.module_of(scheduled, functions)
     options.dump(name, "7-source.c", source)
     sources = {f"{name}.c": source, f"{name}.h": emitter.header(scheduled)}
     if shim_supported(own_scop):
@@ -189,16 +202,22 @@ def _compile_c(op: Any, machine: CpuTarget, variants: list[tuple[str, Any]] | No
         return Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
                       hit["sources"][f"{scop.name}.h"], hit["library"], op=op, target="c",
                       module=hit["module"], notes=hit["notes"], machine=machine)
-    gen = generate(op, machine, variants, options)
-    name = gen.scop.name
-    if extra:  # the shim's module is named after the source: named again
-        sources = {**gen.sources, f"{name}.c": gen.source + "\n" + extra}
-        if f"{name}.shim.c" in sources:
-            sources[f"{name}.shim.c"] = shim_source(scop, _module_name(scop, sources[f"{name}.c"]))
-        gen = replace(gen, sources=sources)
-    stage("C compiler")
-    library, module = build_c_module(gen.scop, gen.source, options,
-                                     gen.sources.get(f"{name}.shim.c"))
+    # the variants' units compile while the next ones are generated (one process: no
+    # units to start)
+    with EarlyUnits(options, _shim_includes(scop, options) or ()) if in_units() \
+            else nullcontext() as early:
+        gen = generate(op, machine, variants, options,
+                       on_unit=None if early is None else early.start)
+        name = gen.scop.name
+        if extra:  # the shim's module is named after the source: named again
+            sources = {**gen.sources, f"{name}.c": gen.source + "\n" + extra}
+            if f"{name}.shim.c" in sources:
+                sources[f"{name}.shim.c"] = shim_source(scop,
+                                                        _module_name(scop, sources[f"{name}.c"]))
+            gen = replace(gen, sources=sources)
+        stage("C compiler")
+        library, module = build_c_module(gen.scop, gen.source, options,
+                                         gen.sources.get(f"{name}.shim.c"), early)
     if key:
         artifact.save(options.cache_dir, key, gen.sources, list(gen.scheduled), gen.notes,
                       library, module)
@@ -293,17 +312,27 @@ def _module_name(scop: Scop, source: str) -> str:
     return f"pd_{scop.name}_{content_key([source])[:12]}"
 
 
-def build_c_module(scop: Scop, source: str, options: Options,
-                   shim: str | None = None) -> tuple[Path, str | None]:
-    """The kernel library, with the CPython fast-path shim compiled in when the Python
-    headers are present (``module`` is then its extension module name)."""
+def _shim_includes(scop: Scop, options: Options) -> tuple[str, ...] | None:
+    """The include directories of the CPython shim compiled into ``scop``'s library; None
+    where there is no shim (no Python headers, a sanitized build, an unsupported call)."""
     includes = python_includes()
     if includes is None or options.sanitize or not shim_supported(scop):
-        return build_shared(source, scop.name, options), None
+        return None
+    return tuple(includes)
+
+
+def build_c_module(scop: Scop, source: str, options: Options, shim: str | None = None,
+                   early: EarlyUnits | None = None) -> tuple[Path, str | None]:
+    """The kernel library, with the CPython fast-path shim compiled in when the Python
+    headers are present (``module`` is then its extension module name); ``early``: units
+    already started (``toolchain.EarlyUnits``)."""
+    includes = _shim_includes(scop, options)
+    if includes is None:
+        return build_shared(source, scop.name, options, early=early), None
     module = _module_name(scop, source)
     full = source + "\n" + (shim or shim_source(scop, module))
-    return build_shared(full, scop.name, options, extension=module,
-                        includes=tuple(includes)), module
+    return build_shared(full, scop.name, options, extension=module, includes=includes,
+                        early=early), module
 
 
 @user_facing

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import CompileError
@@ -54,14 +58,21 @@ def python_includes() -> list[str] | None:
     return [include, numpy.get_include()]
 
 
+def unit_flags(options: Options, includes: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The C compiler's flags for a library of generated code (``includes``: the CPython
+    extension's include directories)."""
+    return (*options.all_cflags, *libmvec_flags(options.cc), *(f"-I{d}" for d in includes))
+
+
 def build_shared(source: str, name: str, options: Options, *, extension: str | None = None,
-                 includes: tuple[str, ...] = ()) -> Path:
+                 includes: tuple[str, ...] = (), early: EarlyUnits | None = None) -> Path:
     """Compile ``source`` into ``lib<name>.so`` in the cache (or, with ``extension``, into
-    the CPython extension module of that name); the path of the library."""
+    the CPython extension module of that name); the path of the library. ``early``: units
+    already started while the module was generated, linked rather than compiled again."""
     import sys
 
     mvec = libmvec_flags(options.cc)
-    flags = (*options.all_cflags, *mvec, *(f"-I{d}" for d in includes))
+    flags = unit_flags(options, includes)
     key = cache.content_key(["c", __version__, source, options.cc, *flags,
                              compiler_version(options.cc), extension or "",
                              sys.version if extension else ""])
@@ -81,33 +92,87 @@ def build_shared(source: str, name: str, options: Options, *, extension: str | N
         if units is None:
             check(_cc([options.cc, *flags, str(src), "-o", str(lib), *libs, "-lm"]))
             return [src.name, lib.name]
-        paths = [tmp / f"{name}.{k}.c" for k in range(len(units))]
-        for path, unit in zip(paths, units, strict=True):
-            path.write_text(unit)
-        # the largest units first, as many at once as this process may use CPUs
-        order = sorted(paths, key=lambda p: -p.stat().st_size)
-        with ThreadPoolExecutor(max_workers=_cpus()) as pool:
-            procs = list(pool.map(lambda p: _cc([options.cc, *flags, UNIT_FLAG, "-c", str(p),
-                                                 "-o", str(p.with_suffix(".o"))]), order))
-        for proc in procs:
-            check(proc)
-        objects = [p.with_suffix(".o") for p in paths]
-        check(_cc([options.cc, *flags, *map(str, objects), "-o", str(lib), *libs, "-lm"]))
-        for path in (*paths, *objects):  # the entry keeps the whole source and the library
-            path.unlink()
+        builds = early if early is not None and early.flags == flags else \
+            EarlyUnits(options, includes)
+        try:
+            # the largest units first, as many at once as this process may use CPUs
+            for k in sorted(range(len(units)), key=lambda k: -len(units[k])):
+                builds.start(units[k], f"{name}.{k}")
+            objects = [builds.finish(unit, check) for unit in units]
+            check(_cc([options.cc, *flags, *map(str, objects), "-o", str(lib), *libs, "-lm"]))
+        finally:
+            if builds is not early:
+                builds.close()
         return [src.name, lib.name]
 
     entry = cache.get_or_build(options.cache_dir, key, build, {"name": name})
     return entry / filename
 
 
+class EarlyUnits:
+    """The translation units of one module being compiled, each started on its own C
+    compiler process as soon as its text is known (``pipeline`` starts a variant's unit
+    while the next variant's AST is built), as many at once as this process may use CPUs.
+    ``finish`` waits for a unit's object; a unit is compiled once, whoever asks first. One
+    per build: the objects live in a private directory that ``close`` removes (the cache
+    keeps only the linked library, published whole by ``build_shared``)."""
+
+    def __init__(self, options: Options, includes: tuple[str, ...] = ()):
+        self.cc = options.cc
+        self.flags = unit_flags(options, includes)
+        self.dir = Path(tempfile.mkdtemp(prefix="polydyn-units-"))
+        self.pool = ThreadPoolExecutor(max_workers=_cpus(), thread_name_prefix="polydyn-cc")
+        self.jobs: dict[str, tuple[Path, Future]] = {}  # unit text -> (object, compile)
+        self.lock = threading.Lock()
+
+    def start(self, unit: str, stem: str | None = None) -> None:
+        """Compile ``unit`` in the background (nothing if it is started already)."""
+        with self.lock:
+            if unit in self.jobs:
+                return
+            src = self.dir / f"{stem or 'unit'}.{len(self.jobs)}.c"
+            src.write_text(unit)
+            obj = src.with_suffix(".o")
+            job = self.pool.submit(_cc, [self.cc, *self.flags, UNIT_FLAG, "-c", str(src),
+                                         "-o", str(obj)])
+            self.jobs[unit] = (obj, job)
+
+    def finish(self, unit: str, check: Callable[[subprocess.CompletedProcess], None]) -> Path:
+        """The object of ``unit`` (compiled now if it was not started), after ``check``."""
+        self.start(unit)
+        obj, job = self.jobs[unit]
+        check(job.result())
+        return obj
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> EarlyUnits:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def unit_source(head: str, function: str) -> str:
+    """The translation unit ``split_units`` cuts for ``function`` from a module that
+    ``head`` begins and ``UNIT_BREAK`` divides (parts joined with newlines)."""
+    return f"{head}\n\n{function}\n"
+
+
 def split_units(source: str) -> list[str] | None:
     """The translation units of a module that ``UNIT_BREAK`` divides, each with the head; None
     where one compiler process does as well (no break, one unit, or one CPU)."""
     head, *parts = source.split(UNIT_BREAK)
-    if len(parts) < 2 or _cpus() < 2:
+    if len(parts) < 2 or not in_units():
         return None
     return [head + part for part in parts]
+
+
+def in_units() -> bool:
+    """Whether modules build unit by unit (this process may use more than one CPU)."""
+    return _cpus() >= 2
 
 
 def _cpus() -> int:

@@ -5033,40 +5033,40 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if ((((N >= 48) && (K >= 256)) && (M >= 256)))
+  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
+      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
-        for (int64_t pd_c2 = 0; pd_c2 < (K - 255); pd_c2 += 256)
         {
+          float pd_pk8_s[69632] __attribute__((aligned(64)));
+          float *restrict pd_pk8 = pd_pk8_s;
+          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
-            float pd_pk8_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk8 = pd_pk8_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+            for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
               {
+                #pragma omp simd
+                for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                  {
-                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
+                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                }
+                for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                {
+                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                 }
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 < (N - 47); pd_c3 += 48)
+          }
+          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
+          {
+            if (((M >= (pd_c1 + 16)) && (N >= (pd_c3 + 6))))
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
                 {
                   {
                     int64_t pd_b74_b;
@@ -5089,7 +5089,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -5117,505 +5117,37 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     }
                   }
                 }
-              }
-            }
-            if (((N % 48) >= 6))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= ((N % 48) - 6); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
+                if (((pd_c1 + 255) >= M))
                 {
-                  {
-                    int64_t pd_b75_b;
-                    int64_t pd_b75_i;
-                    int64_t pd_b75_j;
-                    int64_t pd_b75_k;
+                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b75_b = pd_c0;
-                      pd_b75_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b75_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc75[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      int64_t pd_b75_b;
+                      int64_t pd_b75_i;
+                      int64_t pd_b75_j;
+                      int64_t pd_b75_k;
+                      const int64_t pd_nr75 = 6;
+                      const int64_t pd_nv75 = ((M - pd_c1) % 16);
                       {
-                        pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
+                        pd_b75_b = pd_c0;
+                        pd_b75_i = (pd_c3 + pd_c5);
+                        pd_b75_j = ((-((M - pd_c1) % 16)) + M);
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc75[(i) - pd_b75_i][(j) - pd_b75_j] = (pd_acc75[(i) - pd_b75_i][(j) - pd_b75_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
-              {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-                {
-                  int64_t pd_b76_b;
-                  int64_t pd_b76_i;
-                  int64_t pd_b76_j;
-                  int64_t pd_b76_k;
-                  const int64_t pd_nr76 = (N % 6);
-                  const int64_t pd_nv76 = 16;
-                  {
-                    pd_b76_b = pd_c0;
-                    pd_b76_i = ((-(N % 6)) + N);
-                    pd_b76_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc76[5][16];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      pd_acc76[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
-                    {
-                      pd_acc76[pd_r][pd_v] = C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
-                          const int64_t j = pd_b76_j + pd_v;
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
-                    {
-                      C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
-            {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-              {
-                int64_t pd_b77_b;
-                int64_t pd_b77_i;
-                int64_t pd_b77_j;
-                int64_t pd_b77_k;
-                const int64_t pd_nr77 = (N % 48);
-                const int64_t pd_nv77 = 16;
-                {
-                  pd_b77_b = pd_c0;
-                  pd_b77_i = ((-(N % 48)) + N);
-                  pd_b77_j = (pd_c1 + pd_c6);
-                }
-                float pd_acc77[5][16];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                  {
-                    pd_acc77[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
-                  {
-                    pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
-                        const int64_t j = pd_b77_j + pd_v;
-                        const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
-                  {
-                    C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-        {
-          float pd_pk9_s[69360] __attribute__((aligned(64)));
-          float *restrict pd_pk9 = pd_pk9_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < ((K % 256)); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk9[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((((-(K % 256)) + K)) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk9[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if ((N >= (pd_c3 + 6)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
-                {
-                  {
-                    int64_t pd_b78_b;
-                    int64_t pd_b78_i;
-                    int64_t pd_b78_j;
-                    int64_t pd_b78_k;
-                    {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b78_b = pd_c0;
-                      pd_b78_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b78_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc78[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc78[pd_r][pd_v] = C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc78[(i) - pd_b78_i][(j) - pd_b78_j] = (pd_acc78[(i) - pd_b78_i][(j) - pd_b78_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
-                {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((K % 256) >= 1)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                  {
-                    int64_t pd_b79_b;
-                    int64_t pd_b79_i;
-                    int64_t pd_b79_j;
-                    int64_t pd_b79_k;
-                    const int64_t pd_nr79 = ((N - pd_c3) % 6);
-                    const int64_t pd_nv79 = 16;
-                    {
-                      pd_b79_b = pd_c0;
-                      pd_b79_i = ((-((N - pd_c3) % 6)) + N);
-                      pd_b79_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc79[5][16];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc79[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr79; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv79; pd_v++)
-                      {
-                        pd_acc79[pd_r][pd_v] = C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b79_i + pd_min(pd_r, pd_nr79 - 1);
-                            const int64_t j = pd_b79_j + pd_v;
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc79[pd_r][pd_v] = (pd_acc79[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr79; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv79; pd_v++)
-                      {
-                        C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)] = pd_acc79[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
-              {
-                if (((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((K % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                {
-                  int64_t pd_b80_b;
-                  int64_t pd_b80_i;
-                  int64_t pd_b80_j;
-                  int64_t pd_b80_k;
-                  const int64_t pd_nr80 = (N - pd_c3);
-                  const int64_t pd_nv80 = 16;
-                  {
-                    pd_b80_b = pd_c0;
-                    pd_b80_i = pd_c3;
-                    pd_b80_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc80[5][16];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      pd_acc80[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                    {
-                      pd_acc80[pd_r][pd_v] = C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b80_i + pd_min(pd_r, pd_nr80 - 1);
-                          const int64_t j = pd_b80_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                          pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                    {
-                      C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)] = pd_acc80[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk10_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk10 = pd_pk10_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
-                  {
-                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if (((N >= (pd_c3 + 6)) && ((M % 256) >= 16)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 16); pd_c6 += 16)
-                  {
-                    {
-                      int64_t pd_b81_b;
-                      int64_t pd_b81_i;
-                      int64_t pd_b81_j;
-                      int64_t pd_b81_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b81_b = pd_c0;
-                        pd_b81_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b81_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                      }
-                      float pd_acc81[6][16];
+                      float pd_acc75[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc81[pd_r][pd_v] = C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)];
+                          pd_acc75[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc81[(i) - pd_b81_i][(j) - pd_b81_j] = (pd_acc81[(i) - pd_b81_i][(j) - pd_b81_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
                         {
-                          C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)] = pd_acc81[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 16)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b82_b;
-                      int64_t pd_b82_i;
-                      int64_t pd_b82_j;
-                      int64_t pd_b82_k;
-                      const int64_t pd_nr82 = 6;
-                      const int64_t pd_nv82 = (M % 16);
-                      {
-                        pd_b82_b = pd_c0;
-                        pd_b82_i = (pd_c3 + pd_c5);
-                        pd_b82_j = ((-(M % 16)) + M);
-                      }
-                      float pd_acc82[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc82[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                        {
-                          pd_acc82[pd_r][pd_v] = C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)];
+                          pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5628,20 +5160,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b82_i + pd_min(pd_r, pd_nr82 - 1);
-                              const int64_t j = pd_b82_j + pd_v;
+                              const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
+                              const int64_t j = pd_b75_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc82[pd_r][pd_v] = (pd_acc82[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
                         {
-                          C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
+                          C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
                         }
                       }
                     }
@@ -5658,477 +5190,49 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (((-(M % 16)) + M) + pd_c10);
+                              const int64_t j = (((-((M + 16) % 16)) + M) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
                     }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 16)
-                  {
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b83_b;
-                        int64_t pd_b83_i;
-                        int64_t pd_b83_j;
-                        int64_t pd_b83_k;
-                        const int64_t pd_nr83 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv83 = (((M % 256) >= (pd_c6 + 17)) ? 16 : ((M % 256) - pd_c6));
-                        {
-                          pd_b83_b = pd_c0;
-                          pd_b83_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b83_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc83[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc83[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
-                          {
-                            pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
-                                const int64_t j = pd_b83_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
-                          {
-                            C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
                 }
               }
-              else
+              if (((pd_c3 + 47) >= N))
               {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b84_b;
-                      int64_t pd_b84_i;
-                      int64_t pd_b84_j;
-                      int64_t pd_b84_k;
-                      const int64_t pd_nr84 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv84 = (M % 256);
-                      {
-                        pd_b84_b = pd_c0;
-                        pd_b84_i = (pd_c3 + pd_c5);
-                        pd_b84_j = ((-(M % 256)) + M);
-                      }
-                      float pd_acc84[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc84[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                        {
-                          pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
-                              const int64_t j = pd_b84_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                        {
-                          C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (((M - 16) % 256) - 240); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-((M - 16) % 256)) + M) + pd_c10) + 240);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 16)))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 16)
-                  {
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b85_b;
-                        int64_t pd_b85_i;
-                        int64_t pd_b85_j;
-                        int64_t pd_b85_k;
-                        const int64_t pd_nr85 = (N - pd_c3);
-                        const int64_t pd_nv85 = (((M % 256) >= (pd_c6 + 17)) ? 16 : ((M % 256) - pd_c6));
-                        {
-                          pd_b85_b = pd_c0;
-                          pd_b85_i = pd_c3;
-                          pd_b85_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc85[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc85[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                          {
-                            pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                                const int64_t j = pd_b85_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                          {
-                            C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c3 + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  else
-  {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-    {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk11_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk11 = pd_pk11_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk11[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk11[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              if (((N >= 6) && (M >= (pd_c1 + 16))))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
-                  {
-                    {
-                      int64_t pd_b86_b;
-                      int64_t pd_b86_i;
-                      int64_t pd_b86_j;
-                      int64_t pd_b86_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b86_b = pd_c0;
-                        pd_b86_i = (pd_c5 + pd_c9);
-                        pd_b86_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc86[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc86[pd_r][pd_v] = C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc86[(i) - pd_b86_i][(j) - pd_b86_j] = (pd_acc86[(i) - pd_b86_i][(j) - pd_b86_j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b87_b;
-                        int64_t pd_b87_i;
-                        int64_t pd_b87_j;
-                        int64_t pd_b87_k;
-                        const int64_t pd_nr87 = 6;
-                        const int64_t pd_nv87 = ((M - pd_c1) % 16);
-                        {
-                          pd_b87_b = pd_c0;
-                          pd_b87_i = pd_c5;
-                          pd_b87_j = ((-((M - pd_c1) % 16)) + M);
-                        }
-                        float pd_acc87[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc87[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
-                          {
-                            pd_acc87[pd_r][pd_v] = C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b87_i + pd_min(pd_r, pd_nr87 - 1);
-                                const int64_t j = pd_b87_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc87[pd_r][pd_v] = (pd_acc87[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
-                          {
-                            C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)] = pd_acc87[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (((-((M + 16) % 16)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
                 {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+                  if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
                     if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b88_b;
-                      int64_t pd_b88_i;
-                      int64_t pd_b88_j;
-                      int64_t pd_b88_k;
-                      const int64_t pd_nr88 = (N % 6);
-                      const int64_t pd_nv88 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b76_b;
+                      int64_t pd_b76_i;
+                      int64_t pd_b76_j;
+                      int64_t pd_b76_k;
+                      const int64_t pd_nr76 = ((N - pd_c3) % 6);
+                      const int64_t pd_nv76 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b88_b = pd_c0;
-                        pd_b88_i = ((-(N % 6)) + N);
-                        pd_b88_j = (pd_c1 + pd_c6);
+                        pd_b76_b = pd_c0;
+                        pd_b76_i = ((-((N - pd_c3) % 6)) + N);
+                        pd_b76_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc88[5][16];
+                      float pd_acc76[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc88[pd_r][pd_v] = 0;
+                          pd_acc76[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
                         {
-                          pd_acc88[pd_r][pd_v] = C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)];
+                          pd_acc76[pd_r][pd_v] = C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6141,20 +5245,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
-                              const int64_t j = pd_b88_j + pd_v;
+                              const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
+                              const int64_t j = pd_b76_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
                         {
-                          C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
+                          C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
                         }
                       }
                     }
@@ -6170,10 +5274,98 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                              const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+              }
+            }
+            else
+            {
+              if (((pd_c1 + 15) >= M))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                {
+                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((pd_c1 + 15)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b77_b;
+                      int64_t pd_b77_i;
+                      int64_t pd_b77_j;
+                      int64_t pd_b77_k;
+                      const int64_t pd_nr77 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv77 = (M - pd_c1);
+                      {
+                        pd_b77_b = pd_c0;
+                        pd_b77_i = (pd_c3 + pd_c5);
+                        pd_b77_j = pd_c1;
+                      }
+                      float pd_acc77[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc77[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
+                        {
+                          pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
+                              const int64_t j = pd_b77_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
+                        {
+                          C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (pd_c1 + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -6183,1029 +5375,87 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               else
               {
-                if ((N <= 5))
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-                      if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
+                    if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b78_b;
+                      int64_t pd_b78_i;
+                      int64_t pd_b78_j;
+                      int64_t pd_b78_k;
+                      const int64_t pd_nr78 = (N - pd_c3);
+                      const int64_t pd_nv78 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
                       {
-                        int64_t pd_b89_b;
-                        int64_t pd_b89_i;
-                        int64_t pd_b89_j;
-                        int64_t pd_b89_k;
-                        const int64_t pd_nr89 = N;
-                        const int64_t pd_nv89 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c1) - pd_c6));
+                        pd_b78_b = pd_c0;
+                        pd_b78_i = pd_c3;
+                        pd_b78_j = (pd_c1 + pd_c6);
+                      }
+                      float pd_acc78[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_b89_b = pd_c0;
-                          pd_b89_i = 0;
-                          pd_b89_j = (pd_c1 + pd_c6);
+                          pd_acc78[pd_r][pd_v] = 0;
                         }
-                        float pd_acc89[5][16];
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
+                        {
+                          pd_acc78[pd_r][pd_v] = C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc89[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                          {
-                            pd_acc89[pd_r][pd_v] = C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b89_i + pd_min(pd_r, pd_nr89 - 1);
-                                const int64_t j = pd_b89_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b78_i + pd_min(pd_r, pd_nr78 - 1);
+                              const int64_t j = pd_b78_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc78[pd_r][pd_v] = (pd_acc78[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                          {
-                            C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)] = pd_acc89[pd_r][pd_v];
-                          }
-                        }
                       }
-                      else
+                      for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
                       {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
                         {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_c9;
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
+                          C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
                         }
                       }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((pd_c1 + 15)) - (pd_c1) < 272)
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
-                        int64_t pd_b90_b;
-                        int64_t pd_b90_i;
-                        int64_t pd_b90_j;
-                        int64_t pd_b90_k;
-                        const int64_t pd_nr90 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv90 = (M - pd_c1);
-                        {
-                          pd_b90_b = pd_c0;
-                          pd_b90_i = pd_c5;
-                          pd_b90_j = pd_c1;
-                        }
-                        float pd_acc90[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
                           {
-                            pd_acc90[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                          {
-                            pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
-                                const int64_t j = pd_b90_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                          {
-                            C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (pd_c1 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = (pd_c3 + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((K <= 255))
-        {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-          {
-            {
-              float pd_pk12_s[69360] __attribute__((aligned(64)));
-              float *restrict pd_pk12 = pd_pk12_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (K); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk12[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((0) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                     }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk12[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= (pd_c1 + 16)) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
-                    {
-                      {
-                        int64_t pd_b91_b;
-                        int64_t pd_b91_i;
-                        int64_t pd_b91_j;
-                        int64_t pd_b91_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b91_b = pd_c0;
-                          pd_b91_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b91_j = ((pd_c1 + pd_c6) + pd_c10);
-                        }
-                        float pd_acc91[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc91[pd_r][pd_v] = C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = pd_c7;
-                                pd_acc91[(i) - pd_b91_i][(j) - pd_b91_j] = (pd_acc91[(i) - pd_b91_i][(j) - pd_b91_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b92_b;
-                          int64_t pd_b92_i;
-                          int64_t pd_b92_j;
-                          int64_t pd_b92_k;
-                          const int64_t pd_nr92 = 6;
-                          const int64_t pd_nv92 = ((M - pd_c1) % 16);
-                          {
-                            pd_b92_b = pd_c0;
-                            pd_b92_i = (pd_c3 + pd_c5);
-                            pd_b92_j = ((-((M - pd_c1) % 16)) + M);
-                          }
-                          float pd_acc92[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc92[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv92; pd_v++)
-                            {
-                              pd_acc92[pd_r][pd_v] = C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b92_i + pd_min(pd_r, pd_nr92 - 1);
-                                  const int64_t j = pd_b92_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv92; pd_v++)
-                            {
-                              C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-((M + 16) % 16)) + M) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                    {
-                      if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b93_b;
-                          int64_t pd_b93_i;
-                          int64_t pd_b93_j;
-                          int64_t pd_b93_k;
-                          const int64_t pd_nr93 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv93 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b93_b = pd_c0;
-                            pd_b93_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b93_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc93[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc93[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
-                            {
-                              pd_acc93[pd_r][pd_v] = C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
-                                  const int64_t j = pd_b93_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
-                            {
-                              C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if (((pd_c1 + 15) >= M))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((pd_c1 + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b94_b;
-                          int64_t pd_b94_i;
-                          int64_t pd_b94_j;
-                          int64_t pd_b94_k;
-                          const int64_t pd_nr94 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv94 = (M - pd_c1);
-                          {
-                            pd_b94_b = pd_c0;
-                            pd_b94_i = (pd_c3 + pd_c5);
-                            pd_b94_j = pd_c1;
-                          }
-                          float pd_acc94[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc94[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
-                            {
-                              pd_acc94[pd_r][pd_v] = C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b94_i + pd_min(pd_r, pd_nr94 - 1);
-                                  const int64_t j = pd_b94_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc94[pd_r][pd_v] = (pd_acc94[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
-                            {
-                              C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)] = pd_acc94[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (pd_c1 + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b95_b;
-                          int64_t pd_b95_i;
-                          int64_t pd_b95_j;
-                          int64_t pd_b95_k;
-                          const int64_t pd_nr95 = (N - pd_c3);
-                          const int64_t pd_nv95 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b95_b = pd_c0;
-                            pd_b95_i = pd_c3;
-                            pd_b95_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc95[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc95[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                            {
-                              pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
-                                  const int64_t j = pd_b95_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                            {
-                              C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk13_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk13 = pd_pk13_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                    {
-                      pd_pk13[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk13[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= 16) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 15); pd_c6 += 16)
-                    {
-                      {
-                        int64_t pd_b96_b;
-                        int64_t pd_b96_i;
-                        int64_t pd_b96_j;
-                        int64_t pd_b96_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b96_b = pd_c0;
-                          pd_b96_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b96_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc96[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc96[pd_r][pd_v] = C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc96[(i) - pd_b96_i][(j) - pd_b96_j] = (pd_acc96[(i) - pd_b96_i][(j) - pd_b96_j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)] = pd_acc96[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 16)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-(M % 16)) + M) + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b97_b;
-                        int64_t pd_b97_i;
-                        int64_t pd_b97_j;
-                        int64_t pd_b97_k;
-                        const int64_t pd_nr97 = 6;
-                        const int64_t pd_nv97 = (M % 16);
-                        {
-                          pd_b97_b = pd_c0;
-                          pd_b97_i = (pd_c3 + pd_c5);
-                          pd_b97_j = ((-(M % 16)) + M);
-                        }
-                        float pd_acc97[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc97[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
-                          {
-                            pd_acc97[pd_r][pd_v] = C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b97_i + pd_min(pd_r, pd_nr97 - 1);
-                                const int64_t j = pd_b97_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc97[pd_r][pd_v] = (pd_acc97[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
-                          {
-                            C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)] = pd_acc97[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (((-(M % 16)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 16)
-                    {
-                      if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 16)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if (((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b98_b;
-                          int64_t pd_b98_i;
-                          int64_t pd_b98_j;
-                          int64_t pd_b98_k;
-                          const int64_t pd_nr98 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv98 = ((M >= (pd_c6 + 16)) ? 16 : (M - pd_c6));
-                          {
-                            pd_b98_b = pd_c0;
-                            pd_b98_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b98_j = pd_c6;
-                          }
-                          float pd_acc98[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc98[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
-                            {
-                              pd_acc98[pd_r][pd_v] = C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b98_i + pd_min(pd_r, pd_nr98 - 1);
-                                  const int64_t j = pd_b98_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc98[pd_r][pd_v] = (pd_acc98[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
-                            {
-                              C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if ((M <= 15))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 15)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((0 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b99_b;
-                          int64_t pd_b99_i;
-                          int64_t pd_b99_j;
-                          int64_t pd_b99_k;
-                          const int64_t pd_nr99 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv99 = M;
-                          {
-                            pd_b99_b = pd_c0;
-                            pd_b99_i = (pd_c3 + pd_c5);
-                            pd_b99_j = 0;
-                          }
-                          float pd_acc99[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc99[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
-                            {
-                              pd_acc99[pd_r][pd_v] = C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b99_i + pd_min(pd_r, pd_nr99 - 1);
-                                  const int64_t j = pd_b99_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc99[pd_r][pd_v] = (pd_acc99[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
-                            {
-                              C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)] = pd_acc99[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < M; pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = pd_c10;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 16)
-                    {
-                      if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 16)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if (((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b100_b;
-                          int64_t pd_b100_i;
-                          int64_t pd_b100_j;
-                          int64_t pd_b100_k;
-                          const int64_t pd_nr100 = (N - pd_c3);
-                          const int64_t pd_nv100 = ((M >= (pd_c6 + 16)) ? 16 : (M - pd_c6));
-                          {
-                            pd_b100_b = pd_c0;
-                            pd_b100_i = pd_c3;
-                            pd_b100_j = pd_c6;
-                          }
-                          float pd_acc100[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc100[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
-                            {
-                              pd_acc100[pd_r][pd_v] = C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
-                                  const int64_t j = pd_b100_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
-                            {
-                              C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
                 }
               }
             }

@@ -7163,40 +7163,40 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if ((((N >= 48) && (K >= 256)) && (M >= 256)))
+  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
+      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
-        for (int64_t pd_c2 = 0; pd_c2 < (K - 255); pd_c2 += 256)
         {
+          float pd_pk8_s[69632] __attribute__((aligned(64)));
+          float *restrict pd_pk8 = pd_pk8_s;
+          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
-            float pd_pk8_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk8 = pd_pk8_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+            for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
               {
+                #pragma omp simd
+                for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                  {
-                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
+                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                }
+                for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                {
+                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                 }
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 < (N - 47); pd_c3 += 48)
+          }
+          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
+          {
+            if (((M >= (pd_c1 + 32)) && (N >= (pd_c3 + 6))))
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
                 {
                   {
                     int64_t pd_b117_b;
@@ -7219,7 +7219,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         pd_acc117[pd_r][pd_v] = C[((pd_b117_b) * N + (pd_b117_i + pd_r)) * M + (pd_b117_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -7247,505 +7247,37 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     }
                   }
                 }
-              }
-            }
-            if (((N % 48) >= 6))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= ((N % 48) - 6); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                if (((pd_c1 + 255) >= M))
                 {
-                  {
-                    int64_t pd_b118_b;
-                    int64_t pd_b118_i;
-                    int64_t pd_b118_j;
-                    int64_t pd_b118_k;
+                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b118_b = pd_c0;
-                      pd_b118_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b118_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc118[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      int64_t pd_b119_b;
+                      int64_t pd_b119_i;
+                      int64_t pd_b119_j;
+                      int64_t pd_b119_k;
+                      const int64_t pd_nr119 = 6;
+                      const int64_t pd_nv119 = ((M - pd_c1) % 32);
                       {
-                        pd_acc118[pd_r][pd_v] = C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)];
+                        pd_b119_b = pd_c0;
+                        pd_b119_i = (pd_c3 + pd_c5);
+                        pd_b119_j = ((-((M - pd_c1) % 32)) + M);
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc118[(i) - pd_b118_i][(j) - pd_b118_j] = (pd_acc118[(i) - pd_b118_i][(j) - pd_b118_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)] = pd_acc118[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-              {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                {
-                  int64_t pd_b119_b;
-                  int64_t pd_b119_i;
-                  int64_t pd_b119_j;
-                  int64_t pd_b119_k;
-                  const int64_t pd_nr119 = (N % 6);
-                  const int64_t pd_nv119 = 32;
-                  {
-                    pd_b119_b = pd_c0;
-                    pd_b119_i = ((-(N % 6)) + N);
-                    pd_b119_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc119[5][32];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc119[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
-                    {
-                      pd_acc119[pd_r][pd_v] = C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b119_i + pd_min(pd_r, pd_nr119 - 1);
-                          const int64_t j = pd_b119_j + pd_v;
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
-                    {
-                      C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)] = pd_acc119[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-            {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-              {
-                int64_t pd_b120_b;
-                int64_t pd_b120_i;
-                int64_t pd_b120_j;
-                int64_t pd_b120_k;
-                const int64_t pd_nr120 = (N % 48);
-                const int64_t pd_nv120 = 32;
-                {
-                  pd_b120_b = pd_c0;
-                  pd_b120_i = ((-(N % 48)) + N);
-                  pd_b120_j = (pd_c1 + pd_c6);
-                }
-                float pd_acc120[5][32];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                  {
-                    pd_acc120[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
-                  {
-                    pd_acc120[pd_r][pd_v] = C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b120_i + pd_min(pd_r, pd_nr120 - 1);
-                        const int64_t j = pd_b120_j + pd_v;
-                        const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
-                  {
-                    C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)] = pd_acc120[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-        {
-          float pd_pk9_s[69360] __attribute__((aligned(64)));
-          float *restrict pd_pk9 = pd_pk9_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < ((K % 256)); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk9[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((((-(K % 256)) + K)) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk9[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if ((N >= (pd_c3 + 6)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
-                {
-                  {
-                    int64_t pd_b121_b;
-                    int64_t pd_b121_i;
-                    int64_t pd_b121_j;
-                    int64_t pd_b121_k;
-                    {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b121_b = pd_c0;
-                      pd_b121_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b121_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc121[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc121[pd_r][pd_v] = C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc121[(i) - pd_b121_i][(j) - pd_b121_j] = (pd_acc121[(i) - pd_b121_i][(j) - pd_b121_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)] = pd_acc121[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-                {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((K % 256) >= 1)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                  {
-                    int64_t pd_b122_b;
-                    int64_t pd_b122_i;
-                    int64_t pd_b122_j;
-                    int64_t pd_b122_k;
-                    const int64_t pd_nr122 = ((N - pd_c3) % 6);
-                    const int64_t pd_nv122 = 32;
-                    {
-                      pd_b122_b = pd_c0;
-                      pd_b122_i = ((-((N - pd_c3) % 6)) + N);
-                      pd_b122_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc122[5][32];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc122[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
-                      {
-                        pd_acc122[pd_r][pd_v] = C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b122_i + pd_min(pd_r, pd_nr122 - 1);
-                            const int64_t j = pd_b122_j + pd_v;
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc122[pd_r][pd_v] = (pd_acc122[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
-                      {
-                        C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)] = pd_acc122[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-              {
-                if (((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((K % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                {
-                  int64_t pd_b123_b;
-                  int64_t pd_b123_i;
-                  int64_t pd_b123_j;
-                  int64_t pd_b123_k;
-                  const int64_t pd_nr123 = (N - pd_c3);
-                  const int64_t pd_nv123 = 32;
-                  {
-                    pd_b123_b = pd_c0;
-                    pd_b123_i = pd_c3;
-                    pd_b123_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc123[5][32];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc123[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
-                    {
-                      pd_acc123[pd_r][pd_v] = C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b123_i + pd_min(pd_r, pd_nr123 - 1);
-                          const int64_t j = pd_b123_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                          pd_acc123[pd_r][pd_v] = (pd_acc123[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
-                    {
-                      C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)] = pd_acc123[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk10_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk10 = pd_pk10_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
-                  {
-                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if (((N >= (pd_c3 + 6)) && ((M % 256) >= 32)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
-                  {
-                    {
-                      int64_t pd_b124_b;
-                      int64_t pd_b124_i;
-                      int64_t pd_b124_j;
-                      int64_t pd_b124_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b124_b = pd_c0;
-                        pd_b124_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b124_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                      }
-                      float pd_acc124[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc124[pd_r][pd_v] = C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc124[(i) - pd_b124_i][(j) - pd_b124_j] = (pd_acc124[(i) - pd_b124_i][(j) - pd_b124_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)] = pd_acc124[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b126_b;
-                      int64_t pd_b126_i;
-                      int64_t pd_b126_j;
-                      int64_t pd_b126_k;
-                      const int64_t pd_nr126 = 6;
-                      const int64_t pd_nv126 = (M % 32);
-                      {
-                        pd_b126_b = pd_c0;
-                        pd_b126_i = (pd_c3 + pd_c5);
-                        pd_b126_j = ((-(M % 32)) + M);
-                      }
-                      float pd_acc126[6][16];
+                      float pd_acc119[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc126[pd_r][pd_v] = 0;
+                          pd_acc119[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv126; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
                         {
-                          pd_acc126[pd_r][pd_v] = C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)];
+                          pd_acc119[pd_r][pd_v] = C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7758,54 +7290,54 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b126_i + pd_min(pd_r, pd_nr126 - 1);
-                              const int64_t j = pd_b126_j + pd_v;
+                              const int64_t i = pd_b119_i + pd_min(pd_r, pd_nr119 - 1);
+                              const int64_t j = pd_b119_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc126[pd_r][pd_v] = (pd_acc126[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv126; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
                         {
-                          C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)] = pd_acc126[pd_r][pd_v];
+                          C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)] = pd_acc119[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
+                      if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
                         {
-                          int64_t pd_b125_b;
-                          int64_t pd_b125_i;
-                          int64_t pd_b125_j;
-                          int64_t pd_b125_k;
-                          const int64_t pd_nr125 = 6;
-                          const int64_t pd_nv125 = (M % 32);
+                          int64_t pd_b118_b;
+                          int64_t pd_b118_i;
+                          int64_t pd_b118_j;
+                          int64_t pd_b118_k;
+                          const int64_t pd_nr118 = 6;
+                          const int64_t pd_nv118 = ((M - pd_c1) % 32);
                           {
-                            pd_b125_b = pd_c0;
-                            pd_b125_i = (pd_c3 + pd_c5);
-                            pd_b125_j = ((-(M % 32)) + M);
+                            pd_b118_b = pd_c0;
+                            pd_b118_i = (pd_c3 + pd_c5);
+                            pd_b118_j = ((-((M - pd_c1) % 32)) + M);
                           }
-                          float pd_acc125[6][32];
+                          float pd_acc118[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc125[pd_r][pd_v] = 0;
+                              pd_acc118[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr118; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv118; pd_v++)
                             {
-                              pd_acc125[pd_r][pd_v] = C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)];
+                              pd_acc118[pd_r][pd_v] = C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7818,20 +7350,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b125_i + pd_min(pd_r, pd_nr125 - 1);
-                                  const int64_t j = pd_b125_j + pd_v;
+                                  const int64_t i = pd_b118_i + pd_min(pd_r, pd_nr118 - 1);
+                                  const int64_t j = pd_b118_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc125[pd_r][pd_v] = (pd_acc125[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc118[pd_r][pd_v] = (pd_acc118[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr118; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv118; pd_v++)
                             {
-                              C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)] = pd_acc125[pd_r][pd_v];
+                              C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)] = pd_acc118[pd_r][pd_v];
                             }
                           }
                         }
@@ -7848,722 +7380,50 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   const int64_t b = pd_c0;
                                   const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                  const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
                         }
                     }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
-                  {
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b128_b;
-                        int64_t pd_b128_i;
-                        int64_t pd_b128_j;
-                        int64_t pd_b128_k;
-                        const int64_t pd_nr128 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv128 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                        {
-                          pd_b128_b = pd_c0;
-                          pd_b128_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b128_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc128[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc128[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr128; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv128; pd_v++)
-                          {
-                            pd_acc128[pd_r][pd_v] = C[((pd_b128_b) * N + (pd_b128_i + pd_r)) * M + (pd_b128_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b128_i + pd_min(pd_r, pd_nr128 - 1);
-                                const int64_t j = pd_b128_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc128[pd_r][pd_v] = (pd_acc128[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr128; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv128; pd_v++)
-                          {
-                            C[((pd_b128_b) * N + (pd_b128_i + pd_r)) * M + (pd_b128_j + pd_v)] = pd_acc128[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b127_b;
-                            int64_t pd_b127_i;
-                            int64_t pd_b127_j;
-                            int64_t pd_b127_k;
-                            const int64_t pd_nr127 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv127 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                            {
-                              pd_b127_b = pd_c0;
-                              pd_b127_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b127_j = (((-(M % 256)) + M) + pd_c6);
-                            }
-                            float pd_acc127[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc127[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv127; pd_v++)
-                              {
-                                pd_acc127[pd_r][pd_v] = C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b127_i + pd_min(pd_r, pd_nr127 - 1);
-                                    const int64_t j = pd_b127_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc127[pd_r][pd_v] = (pd_acc127[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv127; pd_v++)
-                              {
-                                C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)] = pd_acc127[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
                 }
               }
-              else
+              if (((pd_c3 + 47) >= N))
               {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b130_b;
-                      int64_t pd_b130_i;
-                      int64_t pd_b130_j;
-                      int64_t pd_b130_k;
-                      const int64_t pd_nr130 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv130 = (M % 256);
-                      {
-                        pd_b130_b = pd_c0;
-                        pd_b130_i = (pd_c3 + pd_c5);
-                        pd_b130_j = ((-(M % 256)) + M);
-                      }
-                      float pd_acc130[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc130[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr130; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv130; pd_v++)
-                        {
-                          pd_acc130[pd_r][pd_v] = C[((pd_b130_b) * N + (pd_b130_i + pd_r)) * M + (pd_b130_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b130_i + pd_min(pd_r, pd_nr130 - 1);
-                              const int64_t j = pd_b130_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc130[pd_r][pd_v] = (pd_acc130[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr130; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv130; pd_v++)
-                        {
-                          C[((pd_b130_b) * N + (pd_b130_i + pd_r)) * M + (pd_b130_j + pd_v)] = pd_acc130[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b129_b;
-                          int64_t pd_b129_i;
-                          int64_t pd_b129_j;
-                          int64_t pd_b129_k;
-                          const int64_t pd_nr129 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv129 = (M % 256);
-                          {
-                            pd_b129_b = pd_c0;
-                            pd_b129_i = (pd_c3 + pd_c5);
-                            pd_b129_j = ((-(M % 256)) + M);
-                          }
-                          float pd_acc129[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc129[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr129; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv129; pd_v++)
-                            {
-                              pd_acc129[pd_r][pd_v] = C[((pd_b129_b) * N + (pd_b129_i + pd_r)) * M + (pd_b129_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b129_i + pd_min(pd_r, pd_nr129 - 1);
-                                  const int64_t j = pd_b129_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc129[pd_r][pd_v] = (pd_acc129[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr129; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv129; pd_v++)
-                            {
-                              C[((pd_b129_b) * N + (pd_b129_i + pd_r)) * M + (pd_b129_j + pd_v)] = pd_acc129[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 32)))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
-                  {
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b132_b;
-                        int64_t pd_b132_i;
-                        int64_t pd_b132_j;
-                        int64_t pd_b132_k;
-                        const int64_t pd_nr132 = (N - pd_c3);
-                        const int64_t pd_nv132 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                        {
-                          pd_b132_b = pd_c0;
-                          pd_b132_i = pd_c3;
-                          pd_b132_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc132[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc132[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr132; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv132; pd_v++)
-                          {
-                            pd_acc132[pd_r][pd_v] = C[((pd_b132_b) * N + (pd_b132_i + pd_r)) * M + (pd_b132_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b132_i + pd_min(pd_r, pd_nr132 - 1);
-                                const int64_t j = pd_b132_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc132[pd_r][pd_v] = (pd_acc132[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr132; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv132; pd_v++)
-                          {
-                            C[((pd_b132_b) * N + (pd_b132_i + pd_r)) * M + (pd_b132_j + pd_v)] = pd_acc132[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b131_b;
-                            int64_t pd_b131_i;
-                            int64_t pd_b131_j;
-                            int64_t pd_b131_k;
-                            const int64_t pd_nr131 = (N - pd_c3);
-                            const int64_t pd_nv131 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                            {
-                              pd_b131_b = pd_c0;
-                              pd_b131_i = pd_c3;
-                              pd_b131_j = (((-(M % 256)) + M) + pd_c6);
-                            }
-                            float pd_acc131[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc131[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr131; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv131; pd_v++)
-                              {
-                                pd_acc131[pd_r][pd_v] = C[((pd_b131_b) * N + (pd_b131_i + pd_r)) * M + (pd_b131_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b131_i + pd_min(pd_r, pd_nr131 - 1);
-                                    const int64_t j = pd_b131_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc131[pd_r][pd_v] = (pd_acc131[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr131; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv131; pd_v++)
-                              {
-                                C[((pd_b131_b) * N + (pd_b131_i + pd_r)) * M + (pd_b131_j + pd_v)] = pd_acc131[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c3 + pd_c9);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  else
-  {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-    {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk11_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk11 = pd_pk11_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk11[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk11[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              if (((N >= 6) && (M >= (pd_c1 + 32))))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
-                  {
-                    {
-                      int64_t pd_b133_b;
-                      int64_t pd_b133_i;
-                      int64_t pd_b133_j;
-                      int64_t pd_b133_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b133_b = pd_c0;
-                        pd_b133_i = (pd_c5 + pd_c9);
-                        pd_b133_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc133[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc133[pd_r][pd_v] = C[((pd_b133_b) * N + (pd_b133_i + pd_r)) * M + (pd_b133_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc133[(i) - pd_b133_i][(j) - pd_b133_j] = (pd_acc133[(i) - pd_b133_i][(j) - pd_b133_j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b133_b) * N + (pd_b133_i + pd_r)) * M + (pd_b133_j + pd_v)] = pd_acc133[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b135_b;
-                        int64_t pd_b135_i;
-                        int64_t pd_b135_j;
-                        int64_t pd_b135_k;
-                        const int64_t pd_nr135 = 6;
-                        const int64_t pd_nv135 = ((M - pd_c1) % 32);
-                        {
-                          pd_b135_b = pd_c0;
-                          pd_b135_i = pd_c5;
-                          pd_b135_j = ((-((M - pd_c1) % 32)) + M);
-                        }
-                        float pd_acc135[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc135[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr135; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv135; pd_v++)
-                          {
-                            pd_acc135[pd_r][pd_v] = C[((pd_b135_b) * N + (pd_b135_i + pd_r)) * M + (pd_b135_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b135_i + pd_min(pd_r, pd_nr135 - 1);
-                                const int64_t j = pd_b135_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc135[pd_r][pd_v] = (pd_acc135[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr135; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv135; pd_v++)
-                          {
-                            C[((pd_b135_b) * N + (pd_b135_i + pd_r)) * M + (pd_b135_j + pd_v)] = pd_acc135[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b134_b;
-                            int64_t pd_b134_i;
-                            int64_t pd_b134_j;
-                            int64_t pd_b134_k;
-                            const int64_t pd_nr134 = 6;
-                            const int64_t pd_nv134 = ((M - pd_c1) % 32);
-                            {
-                              pd_b134_b = pd_c0;
-                              pd_b134_i = pd_c5;
-                              pd_b134_j = ((-((M - pd_c1) % 32)) + M);
-                            }
-                            float pd_acc134[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc134[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr134; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv134; pd_v++)
-                              {
-                                pd_acc134[pd_r][pd_v] = C[((pd_b134_b) * N + (pd_b134_i + pd_r)) * M + (pd_b134_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b134_i + pd_min(pd_r, pd_nr134 - 1);
-                                    const int64_t j = pd_b134_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc134[pd_r][pd_v] = (pd_acc134[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr134; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv134; pd_v++)
-                              {
-                                C[((pd_b134_b) * N + (pd_b134_i + pd_r)) * M + (pd_b134_j + pd_v)] = pd_acc134[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
                 {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                  if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                     if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b137_b;
-                      int64_t pd_b137_i;
-                      int64_t pd_b137_j;
-                      int64_t pd_b137_k;
-                      const int64_t pd_nr137 = (N % 6);
-                      const int64_t pd_nv137 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b121_b;
+                      int64_t pd_b121_i;
+                      int64_t pd_b121_j;
+                      int64_t pd_b121_k;
+                      const int64_t pd_nr121 = ((N - pd_c3) % 6);
+                      const int64_t pd_nv121 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b137_b = pd_c0;
-                        pd_b137_i = ((-(N % 6)) + N);
-                        pd_b137_j = (pd_c1 + pd_c6);
+                        pd_b121_b = pd_c0;
+                        pd_b121_i = ((-((N - pd_c3) % 6)) + N);
+                        pd_b121_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc137[5][16];
+                      float pd_acc121[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc137[pd_r][pd_v] = 0;
+                          pd_acc121[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr137; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv137; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv121; pd_v++)
                         {
-                          pd_acc137[pd_r][pd_v] = C[((pd_b137_b) * N + (pd_b137_i + pd_r)) * M + (pd_b137_j + pd_v)];
+                          pd_acc121[pd_r][pd_v] = C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -8576,54 +7436,54 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b137_i + pd_min(pd_r, pd_nr137 - 1);
-                              const int64_t j = pd_b137_j + pd_v;
+                              const int64_t i = pd_b121_i + pd_min(pd_r, pd_nr121 - 1);
+                              const int64_t j = pd_b121_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc137[pd_r][pd_v] = (pd_acc137[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc121[pd_r][pd_v] = (pd_acc121[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr137; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv137; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv121; pd_v++)
                         {
-                          C[((pd_b137_b) * N + (pd_b137_i + pd_r)) * M + (pd_b137_j + pd_v)] = pd_acc137[pd_r][pd_v];
+                          C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)] = pd_acc121[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                         {
-                          int64_t pd_b136_b;
-                          int64_t pd_b136_i;
-                          int64_t pd_b136_j;
-                          int64_t pd_b136_k;
-                          const int64_t pd_nr136 = (N % 6);
-                          const int64_t pd_nv136 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                          int64_t pd_b120_b;
+                          int64_t pd_b120_i;
+                          int64_t pd_b120_j;
+                          int64_t pd_b120_k;
+                          const int64_t pd_nr120 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv120 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                           {
-                            pd_b136_b = pd_c0;
-                            pd_b136_i = ((-(N % 6)) + N);
-                            pd_b136_j = (pd_c1 + pd_c6);
+                            pd_b120_b = pd_c0;
+                            pd_b120_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b120_j = (pd_c1 + pd_c6);
                           }
-                          float pd_acc136[5][32];
+                          float pd_acc120[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc136[pd_r][pd_v] = 0;
+                              pd_acc120[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr136; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv136; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
                             {
-                              pd_acc136[pd_r][pd_v] = C[((pd_b136_b) * N + (pd_b136_i + pd_r)) * M + (pd_b136_j + pd_v)];
+                              pd_acc120[pd_r][pd_v] = C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -8636,20 +7496,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b136_i + pd_min(pd_r, pd_nr136 - 1);
-                                  const int64_t j = pd_b136_j + pd_v;
+                                  const int64_t i = pd_b120_i + pd_min(pd_r, pd_nr120 - 1);
+                                  const int64_t j = pd_b120_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc136[pd_r][pd_v] = (pd_acc136[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr136; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv136; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
                             {
-                              C[((pd_b136_b) * N + (pd_b136_i + pd_r)) * M + (pd_b136_j + pd_v)] = pd_acc136[pd_r][pd_v];
+                              C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)] = pd_acc120[pd_r][pd_v];
                             }
                           }
                         }
@@ -8665,10 +7525,159 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                  const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                   const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                }
+              }
+            }
+            else
+            {
+              if (((pd_c1 + 31) >= M))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                {
+                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b123_b;
+                      int64_t pd_b123_i;
+                      int64_t pd_b123_j;
+                      int64_t pd_b123_k;
+                      const int64_t pd_nr123 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv123 = (M - pd_c1);
+                      {
+                        pd_b123_b = pd_c0;
+                        pd_b123_i = (pd_c3 + pd_c5);
+                        pd_b123_j = pd_c1;
+                      }
+                      float pd_acc123[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc123[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
+                        {
+                          pd_acc123[pd_r][pd_v] = C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b123_i + pd_min(pd_r, pd_nr123 - 1);
+                              const int64_t j = pd_b123_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc123[pd_r][pd_v] = (pd_acc123[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
+                        {
+                          C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)] = pd_acc123[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((pd_c1 + 31)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b122_b;
+                          int64_t pd_b122_i;
+                          int64_t pd_b122_j;
+                          int64_t pd_b122_k;
+                          const int64_t pd_nr122 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                          const int64_t pd_nv122 = (M - pd_c1);
+                          {
+                            pd_b122_b = pd_c0;
+                            pd_b122_i = (pd_c3 + pd_c5);
+                            pd_b122_j = pd_c1;
+                          }
+                          float pd_acc122[6][32];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              pd_acc122[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
+                            {
+                              pd_acc122[pd_r][pd_v] = C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b122_i + pd_min(pd_r, pd_nr122 - 1);
+                                  const int64_t j = pd_b122_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc122[pd_r][pd_v] = (pd_acc122[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
+                            {
+                              C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)] = pd_acc122[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                  const int64_t j = (pd_c1 + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
@@ -8679,1231 +7688,97 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               else
               {
-                if ((N <= 5))
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                      if ((((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                    if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b125_b;
+                      int64_t pd_b125_i;
+                      int64_t pd_b125_j;
+                      int64_t pd_b125_k;
+                      const int64_t pd_nr125 = (N - pd_c3);
+                      const int64_t pd_nv125 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                       {
-                        int64_t pd_b139_b;
-                        int64_t pd_b139_i;
-                        int64_t pd_b139_j;
-                        int64_t pd_b139_k;
-                        const int64_t pd_nr139 = N;
-                        const int64_t pd_nv139 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
+                        pd_b125_b = pd_c0;
+                        pd_b125_i = pd_c3;
+                        pd_b125_j = (pd_c1 + pd_c6);
+                      }
+                      float pd_acc125[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_b139_b = pd_c0;
-                          pd_b139_i = 0;
-                          pd_b139_j = (pd_c1 + pd_c6);
+                          pd_acc125[pd_r][pd_v] = 0;
                         }
-                        float pd_acc139[5][16];
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
+                        {
+                          pd_acc125[pd_r][pd_v] = C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc139[pd_r][pd_v] = 0;
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b125_i + pd_min(pd_r, pd_nr125 - 1);
+                              const int64_t j = pd_b125_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc125[pd_r][pd_v] = (pd_acc125[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr139; pd_r++)
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
                         {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv139; pd_v++)
+                          C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)] = pd_acc125[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b124_b;
+                          int64_t pd_b124_i;
+                          int64_t pd_b124_j;
+                          int64_t pd_b124_k;
+                          const int64_t pd_nr124 = (N - pd_c3);
+                          const int64_t pd_nv124 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                           {
-                            pd_acc139[pd_r][pd_v] = C[((pd_b139_b) * N + (pd_b139_i + pd_r)) * M + (pd_b139_j + pd_v)];
+                            pd_b124_b = pd_c0;
+                            pd_b124_i = pd_c3;
+                            pd_b124_j = (pd_c1 + pd_c6);
                           }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
+                          float pd_acc124[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b139_i + pd_min(pd_r, pd_nr139 - 1);
-                                const int64_t j = pd_b139_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc139[pd_r][pd_v] = (pd_acc139[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              pd_acc124[pd_r][pd_v] = 0;
                             }
                           }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr139; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv139; pd_v++)
-                          {
-                            C[((pd_b139_b) * N + (pd_b139_i + pd_r)) * M + (pd_b139_j + pd_v)] = pd_acc139[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b138_b;
-                            int64_t pd_b138_i;
-                            int64_t pd_b138_j;
-                            int64_t pd_b138_k;
-                            const int64_t pd_nr138 = N;
-                            const int64_t pd_nv138 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                            {
-                              pd_b138_b = pd_c0;
-                              pd_b138_i = 0;
-                              pd_b138_j = (pd_c1 + pd_c6);
-                            }
-                            float pd_acc138[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc138[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr138; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv138; pd_v++)
-                              {
-                                pd_acc138[pd_r][pd_v] = C[((pd_b138_b) * N + (pd_b138_i + pd_r)) * M + (pd_b138_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b138_i + pd_min(pd_r, pd_nr138 - 1);
-                                    const int64_t j = pd_b138_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc138[pd_r][pd_v] = (pd_acc138[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr138; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv138; pd_v++)
-                              {
-                                C[((pd_b138_b) * N + (pd_b138_i + pd_r)) * M + (pd_b138_j + pd_v)] = pd_acc138[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_c9;
-                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b141_b;
-                        int64_t pd_b141_i;
-                        int64_t pd_b141_j;
-                        int64_t pd_b141_k;
-                        const int64_t pd_nr141 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv141 = (M - pd_c1);
-                        {
-                          pd_b141_b = pd_c0;
-                          pd_b141_i = pd_c5;
-                          pd_b141_j = pd_c1;
-                        }
-                        float pd_acc141[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc141[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr141; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv141; pd_v++)
-                          {
-                            pd_acc141[pd_r][pd_v] = C[((pd_b141_b) * N + (pd_b141_i + pd_r)) * M + (pd_b141_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr124; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv124; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b141_i + pd_min(pd_r, pd_nr141 - 1);
-                                const int64_t j = pd_b141_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc141[pd_r][pd_v] = (pd_acc141[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr141; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv141; pd_v++)
-                          {
-                            C[((pd_b141_b) * N + (pd_b141_i + pd_r)) * M + (pd_b141_j + pd_v)] = pd_acc141[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((pd_c1 + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b140_b;
-                            int64_t pd_b140_i;
-                            int64_t pd_b140_j;
-                            int64_t pd_b140_k;
-                            const int64_t pd_nr140 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                            const int64_t pd_nv140 = (M - pd_c1);
-                            {
-                              pd_b140_b = pd_c0;
-                              pd_b140_i = pd_c5;
-                              pd_b140_j = pd_c1;
-                            }
-                            float pd_acc140[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc140[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr140; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv140; pd_v++)
-                              {
-                                pd_acc140[pd_r][pd_v] = C[((pd_b140_b) * N + (pd_b140_i + pd_r)) * M + (pd_b140_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b140_i + pd_min(pd_r, pd_nr140 - 1);
-                                    const int64_t j = pd_b140_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc140[pd_r][pd_v] = (pd_acc140[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr140; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv140; pd_v++)
-                              {
-                                C[((pd_b140_b) * N + (pd_b140_i + pd_r)) * M + (pd_b140_j + pd_v)] = pd_acc140[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (pd_c1 + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((K <= 255))
-        {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-          {
-            {
-              float pd_pk12_s[69360] __attribute__((aligned(64)));
-              float *restrict pd_pk12 = pd_pk12_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (K); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk12[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((0) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk12[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= (pd_c1 + 32)) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
-                    {
-                      {
-                        int64_t pd_b142_b;
-                        int64_t pd_b142_i;
-                        int64_t pd_b142_j;
-                        int64_t pd_b142_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b142_b = pd_c0;
-                          pd_b142_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b142_j = ((pd_c1 + pd_c6) + pd_c10);
-                        }
-                        float pd_acc142[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc142[pd_r][pd_v] = C[((pd_b142_b) * N + (pd_b142_i + pd_r)) * M + (pd_b142_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = pd_c7;
-                                pd_acc142[(i) - pd_b142_i][(j) - pd_b142_j] = (pd_acc142[(i) - pd_b142_i][(j) - pd_b142_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b142_b) * N + (pd_b142_i + pd_r)) * M + (pd_b142_j + pd_v)] = pd_acc142[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b144_b;
-                          int64_t pd_b144_i;
-                          int64_t pd_b144_j;
-                          int64_t pd_b144_k;
-                          const int64_t pd_nr144 = 6;
-                          const int64_t pd_nv144 = ((M - pd_c1) % 32);
-                          {
-                            pd_b144_b = pd_c0;
-                            pd_b144_i = (pd_c3 + pd_c5);
-                            pd_b144_j = ((-((M - pd_c1) % 32)) + M);
-                          }
-                          float pd_acc144[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc144[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr144; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv144; pd_v++)
-                            {
-                              pd_acc144[pd_r][pd_v] = C[((pd_b144_b) * N + (pd_b144_i + pd_r)) * M + (pd_b144_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b144_i + pd_min(pd_r, pd_nr144 - 1);
-                                  const int64_t j = pd_b144_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc144[pd_r][pd_v] = (pd_acc144[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr144; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv144; pd_v++)
-                            {
-                              C[((pd_b144_b) * N + (pd_b144_i + pd_r)) * M + (pd_b144_j + pd_v)] = pd_acc144[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b143_b;
-                              int64_t pd_b143_i;
-                              int64_t pd_b143_j;
-                              int64_t pd_b143_k;
-                              const int64_t pd_nr143 = 6;
-                              const int64_t pd_nv143 = ((M - pd_c1) % 32);
-                              {
-                                pd_b143_b = pd_c0;
-                                pd_b143_i = (pd_c3 + pd_c5);
-                                pd_b143_j = ((-((M - pd_c1) % 32)) + M);
-                              }
-                              float pd_acc143[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc143[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr143; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv143; pd_v++)
-                                {
-                                  pd_acc143[pd_r][pd_v] = C[((pd_b143_b) * N + (pd_b143_i + pd_r)) * M + (pd_b143_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b143_i + pd_min(pd_r, pd_nr143 - 1);
-                                      const int64_t j = pd_b143_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc143[pd_r][pd_v] = (pd_acc143[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr143; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv143; pd_v++)
-                                {
-                                  C[((pd_b143_b) * N + (pd_b143_i + pd_r)) * M + (pd_b143_j + pd_v)] = pd_acc143[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                      const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                    {
-                      if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b146_b;
-                          int64_t pd_b146_i;
-                          int64_t pd_b146_j;
-                          int64_t pd_b146_k;
-                          const int64_t pd_nr146 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv146 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b146_b = pd_c0;
-                            pd_b146_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b146_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc146[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc146[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr146; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv146; pd_v++)
-                            {
-                              pd_acc146[pd_r][pd_v] = C[((pd_b146_b) * N + (pd_b146_i + pd_r)) * M + (pd_b146_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b146_i + pd_min(pd_r, pd_nr146 - 1);
-                                  const int64_t j = pd_b146_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc146[pd_r][pd_v] = (pd_acc146[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr146; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv146; pd_v++)
-                            {
-                              C[((pd_b146_b) * N + (pd_b146_i + pd_r)) * M + (pd_b146_j + pd_v)] = pd_acc146[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b145_b;
-                              int64_t pd_b145_i;
-                              int64_t pd_b145_j;
-                              int64_t pd_b145_k;
-                              const int64_t pd_nr145 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv145 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                              {
-                                pd_b145_b = pd_c0;
-                                pd_b145_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b145_j = (pd_c1 + pd_c6);
-                              }
-                              float pd_acc145[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc145[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr145; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv145; pd_v++)
-                                {
-                                  pd_acc145[pd_r][pd_v] = C[((pd_b145_b) * N + (pd_b145_i + pd_r)) * M + (pd_b145_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b145_i + pd_min(pd_r, pd_nr145 - 1);
-                                      const int64_t j = pd_b145_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc145[pd_r][pd_v] = (pd_acc145[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr145; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv145; pd_v++)
-                                {
-                                  C[((pd_b145_b) * N + (pd_b145_i + pd_r)) * M + (pd_b145_j + pd_v)] = pd_acc145[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                      const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if (((pd_c1 + 31) >= M))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b148_b;
-                          int64_t pd_b148_i;
-                          int64_t pd_b148_j;
-                          int64_t pd_b148_k;
-                          const int64_t pd_nr148 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv148 = (M - pd_c1);
-                          {
-                            pd_b148_b = pd_c0;
-                            pd_b148_i = (pd_c3 + pd_c5);
-                            pd_b148_j = pd_c1;
-                          }
-                          float pd_acc148[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc148[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr148; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv148; pd_v++)
-                            {
-                              pd_acc148[pd_r][pd_v] = C[((pd_b148_b) * N + (pd_b148_i + pd_r)) * M + (pd_b148_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b148_i + pd_min(pd_r, pd_nr148 - 1);
-                                  const int64_t j = pd_b148_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc148[pd_r][pd_v] = (pd_acc148[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr148; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv148; pd_v++)
-                            {
-                              C[((pd_b148_b) * N + (pd_b148_i + pd_r)) * M + (pd_b148_j + pd_v)] = pd_acc148[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((pd_c1 + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b147_b;
-                              int64_t pd_b147_i;
-                              int64_t pd_b147_j;
-                              int64_t pd_b147_k;
-                              const int64_t pd_nr147 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                              const int64_t pd_nv147 = (M - pd_c1);
-                              {
-                                pd_b147_b = pd_c0;
-                                pd_b147_i = (pd_c3 + pd_c5);
-                                pd_b147_j = pd_c1;
-                              }
-                              float pd_acc147[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc147[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr147; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv147; pd_v++)
-                                {
-                                  pd_acc147[pd_r][pd_v] = C[((pd_b147_b) * N + (pd_b147_i + pd_r)) * M + (pd_b147_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b147_i + pd_min(pd_r, pd_nr147 - 1);
-                                      const int64_t j = pd_b147_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc147[pd_r][pd_v] = (pd_acc147[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr147; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv147; pd_v++)
-                                {
-                                  C[((pd_b147_b) * N + (pd_b147_i + pd_r)) * M + (pd_b147_j + pd_v)] = pd_acc147[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                      const int64_t j = (pd_c1 + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b150_b;
-                          int64_t pd_b150_i;
-                          int64_t pd_b150_j;
-                          int64_t pd_b150_k;
-                          const int64_t pd_nr150 = (N - pd_c3);
-                          const int64_t pd_nv150 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b150_b = pd_c0;
-                            pd_b150_i = pd_c3;
-                            pd_b150_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc150[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc150[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr150; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv150; pd_v++)
-                            {
-                              pd_acc150[pd_r][pd_v] = C[((pd_b150_b) * N + (pd_b150_i + pd_r)) * M + (pd_b150_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b150_i + pd_min(pd_r, pd_nr150 - 1);
-                                  const int64_t j = pd_b150_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc150[pd_r][pd_v] = (pd_acc150[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr150; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv150; pd_v++)
-                            {
-                              C[((pd_b150_b) * N + (pd_b150_i + pd_r)) * M + (pd_b150_j + pd_v)] = pd_acc150[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b149_b;
-                              int64_t pd_b149_i;
-                              int64_t pd_b149_j;
-                              int64_t pd_b149_k;
-                              const int64_t pd_nr149 = (N - pd_c3);
-                              const int64_t pd_nv149 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                              {
-                                pd_b149_b = pd_c0;
-                                pd_b149_i = pd_c3;
-                                pd_b149_j = (pd_c1 + pd_c6);
-                              }
-                              float pd_acc149[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc149[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr149; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv149; pd_v++)
-                                {
-                                  pd_acc149[pd_r][pd_v] = C[((pd_b149_b) * N + (pd_b149_i + pd_r)) * M + (pd_b149_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b149_i + pd_min(pd_r, pd_nr149 - 1);
-                                      const int64_t j = pd_b149_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc149[pd_r][pd_v] = (pd_acc149[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr149; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv149; pd_v++)
-                                {
-                                  C[((pd_b149_b) * N + (pd_b149_i + pd_r)) * M + (pd_b149_j + pd_v)] = pd_acc149[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (pd_c3 + pd_c9);
-                                      const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk13_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk13 = pd_pk13_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                    {
-                      pd_pk13[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk13[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= 32) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
-                    {
-                      {
-                        int64_t pd_b151_b;
-                        int64_t pd_b151_i;
-                        int64_t pd_b151_j;
-                        int64_t pd_b151_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b151_b = pd_c0;
-                          pd_b151_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b151_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc151[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc151[pd_r][pd_v] = C[((pd_b151_b) * N + (pd_b151_i + pd_r)) * M + (pd_b151_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc151[(i) - pd_b151_i][(j) - pd_b151_j] = (pd_acc151[(i) - pd_b151_i][(j) - pd_b151_j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b151_b) * N + (pd_b151_i + pd_r)) * M + (pd_b151_j + pd_v)] = pd_acc151[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 32)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b153_b;
-                        int64_t pd_b153_i;
-                        int64_t pd_b153_j;
-                        int64_t pd_b153_k;
-                        const int64_t pd_nr153 = 6;
-                        const int64_t pd_nv153 = (M % 32);
-                        {
-                          pd_b153_b = pd_c0;
-                          pd_b153_i = (pd_c3 + pd_c5);
-                          pd_b153_j = ((-(M % 32)) + M);
-                        }
-                        float pd_acc153[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc153[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr153; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv153; pd_v++)
-                          {
-                            pd_acc153[pd_r][pd_v] = C[((pd_b153_b) * N + (pd_b153_i + pd_r)) * M + (pd_b153_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b153_i + pd_min(pd_r, pd_nr153 - 1);
-                                const int64_t j = pd_b153_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc153[pd_r][pd_v] = (pd_acc153[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr153; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv153; pd_v++)
-                          {
-                            C[((pd_b153_b) * N + (pd_b153_i + pd_r)) * M + (pd_b153_j + pd_v)] = pd_acc153[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 32)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((((-(M % 32)) + M) + 31)) - (0) < 272)
-                          {
-                            int64_t pd_b152_b;
-                            int64_t pd_b152_i;
-                            int64_t pd_b152_j;
-                            int64_t pd_b152_k;
-                            const int64_t pd_nr152 = 6;
-                            const int64_t pd_nv152 = (M % 32);
-                            {
-                              pd_b152_b = pd_c0;
-                              pd_b152_i = (pd_c3 + pd_c5);
-                              pd_b152_j = ((-(M % 32)) + M);
-                            }
-                            float pd_acc152[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc152[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr152; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv152; pd_v++)
-                              {
-                                pd_acc152[pd_r][pd_v] = C[((pd_b152_b) * N + (pd_b152_i + pd_r)) * M + (pd_b152_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b152_i + pd_min(pd_r, pd_nr152 - 1);
-                                    const int64_t j = pd_b152_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc152[pd_r][pd_v] = (pd_acc152[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr152; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv152; pd_v++)
-                              {
-                                C[((pd_b152_b) * N + (pd_b152_i + pd_r)) * M + (pd_b152_j + pd_v)] = pd_acc152[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                    {
-                      if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 32)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((M >= (pd_c6 + 32)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b155_b;
-                          int64_t pd_b155_i;
-                          int64_t pd_b155_j;
-                          int64_t pd_b155_k;
-                          const int64_t pd_nr155 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv155 = ((M >= (pd_c6 + 32)) ? 32 : (M - pd_c6));
-                          {
-                            pd_b155_b = pd_c0;
-                            pd_b155_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b155_j = pd_c6;
-                          }
-                          float pd_acc155[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc155[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr155; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv155; pd_v++)
-                            {
-                              pd_acc155[pd_r][pd_v] = C[((pd_b155_b) * N + (pd_b155_i + pd_r)) * M + (pd_b155_j + pd_v)];
+                              pd_acc124[pd_r][pd_v] = C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -9912,406 +7787,49 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b155_i + pd_min(pd_r, pd_nr155 - 1);
-                                  const int64_t j = pd_b155_j + pd_v;
+                                  const int64_t i = pd_b124_i + pd_min(pd_r, pd_nr124 - 1);
+                                  const int64_t j = pd_b124_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc155[pd_r][pd_v] = (pd_acc155[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  pd_acc124[pd_r][pd_v] = (pd_acc124[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr155; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr124; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv155; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv124; pd_v++)
                             {
-                              C[((pd_b155_b) * N + (pd_b155_i + pd_r)) * M + (pd_b155_j + pd_v)] = pd_acc155[pd_r][pd_v];
+                              C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)] = pd_acc124[pd_r][pd_v];
                             }
                           }
                         }
                         else
                         {
-                          if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 32)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if (((pd_c6 + 31)) - (0) < 272)
-                            {
-                              int64_t pd_b154_b;
-                              int64_t pd_b154_i;
-                              int64_t pd_b154_j;
-                              int64_t pd_b154_k;
-                              const int64_t pd_nr154 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv154 = ((M >= (pd_c6 + 32)) ? 32 : (M - pd_c6));
-                              {
-                                pd_b154_b = pd_c0;
-                                pd_b154_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b154_j = pd_c6;
-                              }
-                              float pd_acc154[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc154[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr154; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv154; pd_v++)
-                                {
-                                  pd_acc154[pd_r][pd_v] = C[((pd_b154_b) * N + (pd_b154_i + pd_r)) * M + (pd_b154_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b154_i + pd_min(pd_r, pd_nr154 - 1);
-                                      const int64_t j = pd_b154_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc154[pd_r][pd_v] = (pd_acc154[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr154; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv154; pd_v++)
-                                {
-                                  C[((pd_b154_b) * N + (pd_b154_i + pd_r)) * M + (pd_b154_j + pd_v)] = pd_acc154[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                      const int64_t j = (pd_c6 + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if ((M <= 31))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((M) <= 16 && ((0 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b157_b;
-                          int64_t pd_b157_i;
-                          int64_t pd_b157_j;
-                          int64_t pd_b157_k;
-                          const int64_t pd_nr157 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv157 = M;
-                          {
-                            pd_b157_b = pd_c0;
-                            pd_b157_i = (pd_c3 + pd_c5);
-                            pd_b157_j = 0;
-                          }
-                          float pd_acc157[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc157[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr157; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv157; pd_v++)
-                            {
-                              pd_acc157[pd_r][pd_v] = C[((pd_b157_b) * N + (pd_b157_i + pd_r)) * M + (pd_b157_j + pd_v)];
-                            }
-                          }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b157_i + pd_min(pd_r, pd_nr157 - 1);
-                                  const int64_t j = pd_b157_j + pd_v;
+                                  const int64_t i = (pd_c3 + pd_c9);
+                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc157[pd_r][pd_v] = (pd_acc157[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr157; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv157; pd_v++)
-                            {
-                              C[((pd_b157_b) * N + (pd_b157_i + pd_r)) * M + (pd_b157_j + pd_v)] = pd_acc157[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((0 + 31)) - (0) < 272)
-                            {
-                              int64_t pd_b156_b;
-                              int64_t pd_b156_i;
-                              int64_t pd_b156_j;
-                              int64_t pd_b156_k;
-                              const int64_t pd_nr156 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                              const int64_t pd_nv156 = M;
-                              {
-                                pd_b156_b = pd_c0;
-                                pd_b156_i = (pd_c3 + pd_c5);
-                                pd_b156_j = 0;
-                              }
-                              float pd_acc156[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc156[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr156; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv156; pd_v++)
-                                {
-                                  pd_acc156[pd_r][pd_v] = C[((pd_b156_b) * N + (pd_b156_i + pd_r)) * M + (pd_b156_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b156_i + pd_min(pd_r, pd_nr156 - 1);
-                                      const int64_t j = pd_b156_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc156[pd_r][pd_v] = (pd_acc156[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr156; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv156; pd_v++)
-                                {
-                                  C[((pd_b156_b) * N + (pd_b156_i + pd_r)) * M + (pd_b156_j + pd_v)] = pd_acc156[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < M; pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                      const int64_t j = pd_c10;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
                         }
                     }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                    {
-                      if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 32)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((M >= (pd_c6 + 32)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b159_b;
-                          int64_t pd_b159_i;
-                          int64_t pd_b159_j;
-                          int64_t pd_b159_k;
-                          const int64_t pd_nr159 = (N - pd_c3);
-                          const int64_t pd_nv159 = ((M >= (pd_c6 + 32)) ? 32 : (M - pd_c6));
-                          {
-                            pd_b159_b = pd_c0;
-                            pd_b159_i = pd_c3;
-                            pd_b159_j = pd_c6;
-                          }
-                          float pd_acc159[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc159[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr159; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv159; pd_v++)
-                            {
-                              pd_acc159[pd_r][pd_v] = C[((pd_b159_b) * N + (pd_b159_i + pd_r)) * M + (pd_b159_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b159_i + pd_min(pd_r, pd_nr159 - 1);
-                                  const int64_t j = pd_b159_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc159[pd_r][pd_v] = (pd_acc159[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr159; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv159; pd_v++)
-                            {
-                              C[((pd_b159_b) * N + (pd_b159_i + pd_r)) * M + (pd_b159_j + pd_v)] = pd_acc159[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 32)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if (((pd_c6 + 31)) - (0) < 272)
-                            {
-                              int64_t pd_b158_b;
-                              int64_t pd_b158_i;
-                              int64_t pd_b158_j;
-                              int64_t pd_b158_k;
-                              const int64_t pd_nr158 = (N - pd_c3);
-                              const int64_t pd_nv158 = ((M >= (pd_c6 + 32)) ? 32 : (M - pd_c6));
-                              {
-                                pd_b158_b = pd_c0;
-                                pd_b158_i = pd_c3;
-                                pd_b158_j = pd_c6;
-                              }
-                              float pd_acc158[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc158[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr158; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv158; pd_v++)
-                                {
-                                  pd_acc158[pd_r][pd_v] = C[((pd_b158_b) * N + (pd_b158_i + pd_r)) * M + (pd_b158_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b158_i + pd_min(pd_r, pd_nr158 - 1);
-                                      const int64_t j = pd_b158_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc158[pd_r][pd_v] = (pd_acc158[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr158; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv158; pd_v++)
-                                {
-                                  C[((pd_b158_b) * N + (pd_b158_i + pd_r)) * M + (pd_b158_j + pd_v)] = pd_acc158[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (pd_c3 + pd_c9);
-                                      const int64_t j = (pd_c6 + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
                 }
               }
             }

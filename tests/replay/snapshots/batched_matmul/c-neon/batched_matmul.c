@@ -4684,40 +4684,40 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if ((((N >= 48) && (K >= 256)) && (M >= 256)))
+  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
+  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
+      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
-        for (int64_t pd_c2 = 0; pd_c2 < (K - 255); pd_c2 += 256)
         {
+          float pd_pk8_s[69632] __attribute__((aligned(64)));
+          float *restrict pd_pk8 = pd_pk8_s;
+          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
-            float pd_pk8_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk8 = pd_pk8_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+            for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
               {
+                #pragma omp simd
+                for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                  {
-                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
+                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                }
+                for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                {
+                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                 }
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 < (N - 47); pd_c3 += 48)
+          }
+          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
+          {
+            if (((M >= (pd_c1 + 8)) && (N >= (pd_c3 + 6))))
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
                 {
                   {
                     int64_t pd_b69_b;
@@ -4740,7 +4740,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                         pd_acc69[pd_r][pd_v] = C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -4768,505 +4768,37 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     }
                   }
                 }
-              }
-            }
-            if (((N % 48) >= 6))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= ((N % 48) - 6); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
+                if (((pd_c1 + 255) >= M))
                 {
-                  {
-                    int64_t pd_b70_b;
-                    int64_t pd_b70_i;
-                    int64_t pd_b70_j;
-                    int64_t pd_b70_k;
+                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b70_b = pd_c0;
-                      pd_b70_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b70_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc70[6][8];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      int64_t pd_b70_b;
+                      int64_t pd_b70_i;
+                      int64_t pd_b70_j;
+                      int64_t pd_b70_k;
+                      const int64_t pd_nr70 = 6;
+                      const int64_t pd_nv70 = ((M - pd_c1) % 8);
                       {
-                        pd_acc70[pd_r][pd_v] = C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
+                        pd_b70_b = pd_c0;
+                        pd_b70_i = (pd_c3 + pd_c5);
+                        pd_b70_j = ((-((M - pd_c1) % 8)) + M);
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] = (pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-              {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                {
-                  int64_t pd_b71_b;
-                  int64_t pd_b71_i;
-                  int64_t pd_b71_j;
-                  int64_t pd_b71_k;
-                  const int64_t pd_nr71 = (N % 6);
-                  const int64_t pd_nv71 = 8;
-                  {
-                    pd_b71_b = pd_c0;
-                    pd_b71_i = ((-(N % 6)) + N);
-                    pd_b71_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc71[5][8];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc71[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
-                    {
-                      pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
-                          const int64_t j = pd_b71_j + pd_v;
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
-                    {
-                      C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-            {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-              {
-                int64_t pd_b72_b;
-                int64_t pd_b72_i;
-                int64_t pd_b72_j;
-                int64_t pd_b72_k;
-                const int64_t pd_nr72 = (N % 48);
-                const int64_t pd_nv72 = 8;
-                {
-                  pd_b72_b = pd_c0;
-                  pd_b72_i = ((-(N % 48)) + N);
-                  pd_b72_j = (pd_c1 + pd_c6);
-                }
-                float pd_acc72[5][8];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                  {
-                    pd_acc72[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
-                  {
-                    pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                        const int64_t j = pd_b72_j + pd_v;
-                        const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
-                  {
-                    C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-        {
-          float pd_pk9_s[69360] __attribute__((aligned(64)));
-          float *restrict pd_pk9 = pd_pk9_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < ((K % 256)); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk9[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((((-(K % 256)) + K)) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk9[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if ((N >= (pd_c3 + 6)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
-                {
-                  {
-                    int64_t pd_b73_b;
-                    int64_t pd_b73_i;
-                    int64_t pd_b73_j;
-                    int64_t pd_b73_k;
-                    {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b73_b = pd_c0;
-                      pd_b73_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b73_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc73[6][8];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        pd_acc73[pd_r][pd_v] = C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc73[(i) - pd_b73_i][(j) - pd_b73_j] = (pd_acc73[(i) - pd_b73_i][(j) - pd_b73_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-                {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((K % 256) >= 1)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                  {
-                    int64_t pd_b74_b;
-                    int64_t pd_b74_i;
-                    int64_t pd_b74_j;
-                    int64_t pd_b74_k;
-                    const int64_t pd_nr74 = ((N - pd_c3) % 6);
-                    const int64_t pd_nv74 = 8;
-                    {
-                      pd_b74_b = pd_c0;
-                      pd_b74_i = ((-((N - pd_c3) % 6)) + N);
-                      pd_b74_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc74[5][8];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        pd_acc74[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
-                      {
-                        pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
-                            const int64_t j = pd_b74_j + pd_v;
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
-                      {
-                        C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-              {
-                if (((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((K % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                {
-                  int64_t pd_b75_b;
-                  int64_t pd_b75_i;
-                  int64_t pd_b75_j;
-                  int64_t pd_b75_k;
-                  const int64_t pd_nr75 = (N - pd_c3);
-                  const int64_t pd_nv75 = 8;
-                  {
-                    pd_b75_b = pd_c0;
-                    pd_b75_i = pd_c3;
-                    pd_b75_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc75[5][8];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc75[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
-                    {
-                      pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
-                          const int64_t j = pd_b75_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                          pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
-                    {
-                      C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk10_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk10 = pd_pk10_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
-                  {
-                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if (((N >= (pd_c3 + 6)) && ((M % 256) >= 8)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
-                  {
-                    {
-                      int64_t pd_b76_b;
-                      int64_t pd_b76_i;
-                      int64_t pd_b76_j;
-                      int64_t pd_b76_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b76_b = pd_c0;
-                        pd_b76_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b76_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                      }
-                      float pd_acc76[6][8];
+                      float pd_acc70[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc76[pd_r][pd_v] = C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
+                          pd_acc70[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc76[(i) - pd_b76_i][(j) - pd_b76_j] = (pd_acc76[(i) - pd_b76_i][(j) - pd_b76_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv70; pd_v++)
                         {
-                          C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b77_b;
-                      int64_t pd_b77_i;
-                      int64_t pd_b77_j;
-                      int64_t pd_b77_k;
-                      const int64_t pd_nr77 = 6;
-                      const int64_t pd_nv77 = (M % 8);
-                      {
-                        pd_b77_b = pd_c0;
-                        pd_b77_i = (pd_c3 + pd_c5);
-                        pd_b77_j = ((-(M % 8)) + M);
-                      }
-                      float pd_acc77[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc77[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
-                        {
-                          pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
+                          pd_acc70[pd_r][pd_v] = C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5279,20 +4811,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
-                              const int64_t j = pd_b77_j + pd_v;
+                              const int64_t i = pd_b70_i + pd_min(pd_r, pd_nr70 - 1);
+                              const int64_t j = pd_b70_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc70[pd_r][pd_v] = (pd_acc70[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv70; pd_v++)
                         {
-                          C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
+                          C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
                         }
                       }
                     }
@@ -5309,477 +4841,49 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                              const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
                     }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
-                  {
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b78_b;
-                        int64_t pd_b78_i;
-                        int64_t pd_b78_j;
-                        int64_t pd_b78_k;
-                        const int64_t pd_nr78 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv78 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
-                        {
-                          pd_b78_b = pd_c0;
-                          pd_b78_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b78_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc78[5][8];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc78[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
-                          {
-                            pd_acc78[pd_r][pd_v] = C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b78_i + pd_min(pd_r, pd_nr78 - 1);
-                                const int64_t j = pd_b78_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc78[pd_r][pd_v] = (pd_acc78[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
-                          {
-                            C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
                 }
               }
-              else
+              if (((pd_c3 + 47) >= N))
               {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b79_b;
-                      int64_t pd_b79_i;
-                      int64_t pd_b79_j;
-                      int64_t pd_b79_k;
-                      const int64_t pd_nr79 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv79 = (M % 256);
-                      {
-                        pd_b79_b = pd_c0;
-                        pd_b79_i = (pd_c3 + pd_c5);
-                        pd_b79_j = ((-(M % 256)) + M);
-                      }
-                      float pd_acc79[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc79[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr79; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv79; pd_v++)
-                        {
-                          pd_acc79[pd_r][pd_v] = C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b79_i + pd_min(pd_r, pd_nr79 - 1);
-                              const int64_t j = pd_b79_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc79[pd_r][pd_v] = (pd_acc79[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr79; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv79; pd_v++)
-                        {
-                          C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)] = pd_acc79[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 8)))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
-                  {
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b80_b;
-                        int64_t pd_b80_i;
-                        int64_t pd_b80_j;
-                        int64_t pd_b80_k;
-                        const int64_t pd_nr80 = (N - pd_c3);
-                        const int64_t pd_nv80 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
-                        {
-                          pd_b80_b = pd_c0;
-                          pd_b80_i = pd_c3;
-                          pd_b80_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc80[5][8];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc80[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                          {
-                            pd_acc80[pd_r][pd_v] = C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b80_i + pd_min(pd_r, pd_nr80 - 1);
-                                const int64_t j = pd_b80_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                          {
-                            C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)] = pd_acc80[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c3 + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  else
-  {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-    {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk11_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk11 = pd_pk11_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk11[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk11[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              if (((N >= 6) && (M >= (pd_c1 + 8))))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
-                  {
-                    {
-                      int64_t pd_b81_b;
-                      int64_t pd_b81_i;
-                      int64_t pd_b81_j;
-                      int64_t pd_b81_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b81_b = pd_c0;
-                        pd_b81_i = (pd_c5 + pd_c9);
-                        pd_b81_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc81[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc81[pd_r][pd_v] = C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc81[(i) - pd_b81_i][(j) - pd_b81_j] = (pd_acc81[(i) - pd_b81_i][(j) - pd_b81_j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)] = pd_acc81[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b82_b;
-                        int64_t pd_b82_i;
-                        int64_t pd_b82_j;
-                        int64_t pd_b82_k;
-                        const int64_t pd_nr82 = 6;
-                        const int64_t pd_nv82 = ((M - pd_c1) % 8);
-                        {
-                          pd_b82_b = pd_c0;
-                          pd_b82_i = pd_c5;
-                          pd_b82_j = ((-((M - pd_c1) % 8)) + M);
-                        }
-                        float pd_acc82[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc82[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                          {
-                            pd_acc82[pd_r][pd_v] = C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b82_i + pd_min(pd_r, pd_nr82 - 1);
-                                const int64_t j = pd_b82_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc82[pd_r][pd_v] = (pd_acc82[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                          {
-                            C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
                 {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
+                  if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                     if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b83_b;
-                      int64_t pd_b83_i;
-                      int64_t pd_b83_j;
-                      int64_t pd_b83_k;
-                      const int64_t pd_nr83 = (N % 6);
-                      const int64_t pd_nv83 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b71_b;
+                      int64_t pd_b71_i;
+                      int64_t pd_b71_j;
+                      int64_t pd_b71_k;
+                      const int64_t pd_nr71 = ((N - pd_c3) % 6);
+                      const int64_t pd_nv71 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b83_b = pd_c0;
-                        pd_b83_i = ((-(N % 6)) + N);
-                        pd_b83_j = (pd_c1 + pd_c6);
+                        pd_b71_b = pd_c0;
+                        pd_b71_i = ((-((N - pd_c3) % 6)) + N);
+                        pd_b71_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc83[5][8];
+                      float pd_acc71[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc83[pd_r][pd_v] = 0;
+                          pd_acc71[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
                         {
-                          pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
+                          pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5792,20 +4896,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
-                              const int64_t j = pd_b83_j + pd_v;
+                              const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
+                              const int64_t j = pd_b71_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
                         {
-                          C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
+                          C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
                         }
                       }
                     }
@@ -5821,10 +4925,98 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                              const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+              }
+            }
+            else
+            {
+              if (((pd_c1 + 7) >= M))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                {
+                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((pd_c1 + 7)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b72_b;
+                      int64_t pd_b72_i;
+                      int64_t pd_b72_j;
+                      int64_t pd_b72_k;
+                      const int64_t pd_nr72 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv72 = (M - pd_c1);
+                      {
+                        pd_b72_b = pd_c0;
+                        pd_b72_i = (pd_c3 + pd_c5);
+                        pd_b72_j = pd_c1;
+                      }
+                      float pd_acc72[6][8];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        {
+                          pd_acc72[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
+                        {
+                          pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
+                              const int64_t j = pd_b72_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
+                        {
+                          C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (pd_c1 + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -5834,1029 +5026,87 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               else
               {
-                if ((N <= 5))
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
+                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                    if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b73_b;
+                      int64_t pd_b73_i;
+                      int64_t pd_b73_j;
+                      int64_t pd_b73_k;
+                      const int64_t pd_nr73 = (N - pd_c3);
+                      const int64_t pd_nv73 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                       {
-                        int64_t pd_b84_b;
-                        int64_t pd_b84_i;
-                        int64_t pd_b84_j;
-                        int64_t pd_b84_k;
-                        const int64_t pd_nr84 = N;
-                        const int64_t pd_nv84 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c1) - pd_c6));
+                        pd_b73_b = pd_c0;
+                        pd_b73_i = pd_c3;
+                        pd_b73_j = (pd_c1 + pd_c6);
+                      }
+                      float pd_acc73[5][8];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_b84_b = pd_c0;
-                          pd_b84_i = 0;
-                          pd_b84_j = (pd_c1 + pd_c6);
+                          pd_acc73[pd_r][pd_v] = 0;
                         }
-                        float pd_acc84[5][8];
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
+                        {
+                          pd_acc73[pd_r][pd_v] = C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc84[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                          {
-                            pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
-                                const int64_t j = pd_b84_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b73_i + pd_min(pd_r, pd_nr73 - 1);
+                              const int64_t j = pd_b73_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc73[pd_r][pd_v] = (pd_acc73[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                          {
-                            C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
-                          }
-                        }
                       }
-                      else
+                      for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
                       {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
                         {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_c9;
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
+                          C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
                         }
                       }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((pd_c1 + 7)) - (pd_c1) < 272)
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
-                        int64_t pd_b85_b;
-                        int64_t pd_b85_i;
-                        int64_t pd_b85_j;
-                        int64_t pd_b85_k;
-                        const int64_t pd_nr85 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv85 = (M - pd_c1);
-                        {
-                          pd_b85_b = pd_c0;
-                          pd_b85_i = pd_c5;
-                          pd_b85_j = pd_c1;
-                        }
-                        float pd_acc85[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
                           {
-                            pd_acc85[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                          {
-                            pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                                const int64_t j = pd_b85_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                          {
-                            C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (pd_c1 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk11[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = (pd_c3 + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((K <= 255))
-        {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-          {
-            {
-              float pd_pk12_s[69360] __attribute__((aligned(64)));
-              float *restrict pd_pk12 = pd_pk12_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (K); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk12[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((0) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                     }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk12[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= (pd_c1 + 8)) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
-                    {
-                      {
-                        int64_t pd_b86_b;
-                        int64_t pd_b86_i;
-                        int64_t pd_b86_j;
-                        int64_t pd_b86_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b86_b = pd_c0;
-                          pd_b86_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b86_j = ((pd_c1 + pd_c6) + pd_c10);
-                        }
-                        float pd_acc86[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc86[pd_r][pd_v] = C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = pd_c7;
-                                pd_acc86[(i) - pd_b86_i][(j) - pd_b86_j] = (pd_acc86[(i) - pd_b86_i][(j) - pd_b86_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b87_b;
-                          int64_t pd_b87_i;
-                          int64_t pd_b87_j;
-                          int64_t pd_b87_k;
-                          const int64_t pd_nr87 = 6;
-                          const int64_t pd_nv87 = ((M - pd_c1) % 8);
-                          {
-                            pd_b87_b = pd_c0;
-                            pd_b87_i = (pd_c3 + pd_c5);
-                            pd_b87_j = ((-((M - pd_c1) % 8)) + M);
-                          }
-                          float pd_acc87[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc87[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
-                            {
-                              pd_acc87[pd_r][pd_v] = C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b87_i + pd_min(pd_r, pd_nr87 - 1);
-                                  const int64_t j = pd_b87_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc87[pd_r][pd_v] = (pd_acc87[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
-                            {
-                              C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)] = pd_acc87[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
-                    {
-                      if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                        if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b88_b;
-                          int64_t pd_b88_i;
-                          int64_t pd_b88_j;
-                          int64_t pd_b88_k;
-                          const int64_t pd_nr88 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv88 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b88_b = pd_c0;
-                            pd_b88_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b88_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc88[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc88[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                            {
-                              pd_acc88[pd_r][pd_v] = C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
-                                  const int64_t j = pd_b88_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                            {
-                              C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if (((pd_c1 + 7) >= M))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((pd_c1 + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b89_b;
-                          int64_t pd_b89_i;
-                          int64_t pd_b89_j;
-                          int64_t pd_b89_k;
-                          const int64_t pd_nr89 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv89 = (M - pd_c1);
-                          {
-                            pd_b89_b = pd_c0;
-                            pd_b89_i = (pd_c3 + pd_c5);
-                            pd_b89_j = pd_c1;
-                          }
-                          float pd_acc89[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc89[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                            {
-                              pd_acc89[pd_r][pd_v] = C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b89_i + pd_min(pd_r, pd_nr89 - 1);
-                                  const int64_t j = pd_b89_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                            {
-                              C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)] = pd_acc89[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (pd_c1 + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                        if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b90_b;
-                          int64_t pd_b90_i;
-                          int64_t pd_b90_j;
-                          int64_t pd_b90_k;
-                          const int64_t pd_nr90 = (N - pd_c3);
-                          const int64_t pd_nv90 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b90_b = pd_c0;
-                            pd_b90_i = pd_c3;
-                            pd_b90_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc90[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc90[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                            {
-                              pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
-                                  const int64_t j = pd_b90_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                            {
-                              C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk13_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk13 = pd_pk13_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                    {
-                      pd_pk13[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk13[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= 8) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 7); pd_c6 += 8)
-                    {
-                      {
-                        int64_t pd_b91_b;
-                        int64_t pd_b91_i;
-                        int64_t pd_b91_j;
-                        int64_t pd_b91_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b91_b = pd_c0;
-                          pd_b91_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b91_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc91[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc91[pd_r][pd_v] = C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc91[(i) - pd_b91_i][(j) - pd_b91_j] = (pd_acc91[(i) - pd_b91_i][(j) - pd_b91_j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 8)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-(M % 8)) + M) + 7)) - (0) < 272)
-                      {
-                        int64_t pd_b92_b;
-                        int64_t pd_b92_i;
-                        int64_t pd_b92_j;
-                        int64_t pd_b92_k;
-                        const int64_t pd_nr92 = 6;
-                        const int64_t pd_nv92 = (M % 8);
-                        {
-                          pd_b92_b = pd_c0;
-                          pd_b92_i = (pd_c3 + pd_c5);
-                          pd_b92_j = ((-(M % 8)) + M);
-                        }
-                        float pd_acc92[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc92[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv92; pd_v++)
-                          {
-                            pd_acc92[pd_r][pd_v] = C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b92_i + pd_min(pd_r, pd_nr92 - 1);
-                                const int64_t j = pd_b92_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv92; pd_v++)
-                          {
-                            C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
-                    {
-                      if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 8)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                        if (((pd_c6 + 7)) - (0) < 272)
-                        {
-                          int64_t pd_b93_b;
-                          int64_t pd_b93_i;
-                          int64_t pd_b93_j;
-                          int64_t pd_b93_k;
-                          const int64_t pd_nr93 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv93 = ((M >= (pd_c6 + 8)) ? 8 : (M - pd_c6));
-                          {
-                            pd_b93_b = pd_c0;
-                            pd_b93_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b93_j = pd_c6;
-                          }
-                          float pd_acc93[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc93[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
-                            {
-                              pd_acc93[pd_r][pd_v] = C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
-                                  const int64_t j = pd_b93_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
-                            {
-                              C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if ((M <= 7))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 7)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((0 + 7)) - (0) < 272)
-                        {
-                          int64_t pd_b94_b;
-                          int64_t pd_b94_i;
-                          int64_t pd_b94_j;
-                          int64_t pd_b94_k;
-                          const int64_t pd_nr94 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv94 = M;
-                          {
-                            pd_b94_b = pd_c0;
-                            pd_b94_i = (pd_c3 + pd_c5);
-                            pd_b94_j = 0;
-                          }
-                          float pd_acc94[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc94[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
-                            {
-                              pd_acc94[pd_r][pd_v] = C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b94_i + pd_min(pd_r, pd_nr94 - 1);
-                                  const int64_t j = pd_b94_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc94[pd_r][pd_v] = (pd_acc94[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
-                            {
-                              C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)] = pd_acc94[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < M; pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = pd_c10;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
-                    {
-                      if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 8)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                        if (((pd_c6 + 7)) - (0) < 272)
-                        {
-                          int64_t pd_b95_b;
-                          int64_t pd_b95_i;
-                          int64_t pd_b95_j;
-                          int64_t pd_b95_k;
-                          const int64_t pd_nr95 = (N - pd_c3);
-                          const int64_t pd_nv95 = ((M >= (pd_c6 + 8)) ? 8 : (M - pd_c6));
-                          {
-                            pd_b95_b = pd_c0;
-                            pd_b95_i = pd_c3;
-                            pd_b95_j = pd_c6;
-                          }
-                          float pd_acc95[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc95[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                            {
-                              pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
-                                  const int64_t j = pd_b95_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                            {
-                              C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk13[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
                 }
               }
             }

@@ -2936,124 +2936,57 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
       }
     }
   }
-  if ((F >= 1))
+  #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    if ((((C >= 64) && (F >= 48)) && (W >= (KW + 15))))
+    const int64_t pd_n14 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s14 = pd_n14 - pd_mod(pd_n14, pd_team_size());
+    const int64_t pd_e14 = (pd_team_id() + 1) * (pd_s14 / pd_team_size());
+    for (int64_t pd_t14 = pd_e14 - (pd_s14 / pd_team_size()); pd_t14 < pd_n14; pd_t14 = pd_t14 + 1 == pd_e14 ? pd_s14 : pd_t14 + 1)
     {
-      #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+      const int pd_w14 = pd_t14 < pd_s14;
+      const int64_t pd_c0 = 0 + pd_t14 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w14 ? 0 : pd_team_id()) * 48; pd_c1 < F; pd_c1 += (pd_w14 ? 1 : pd_team_size()) * 48)
       {
-        const int64_t pd_n14 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s14 = pd_n14 - pd_mod(pd_n14, pd_team_size());
-        const int64_t pd_e14 = (pd_team_id() + 1) * (pd_s14 / pd_team_size());
-        for (int64_t pd_t14 = pd_e14 - (pd_s14 / pd_team_size()); pd_t14 < pd_n14; pd_t14 = pd_t14 + 1 == pd_e14 ? pd_s14 : pd_t14 + 1)
+        for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
-          const int pd_w14 = pd_t14 < pd_s14;
-          const int64_t pd_c0 = 0 + pd_t14 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w14 ? 0 : pd_team_id()) * 48; pd_c1 < (F - 47); pd_c1 += (pd_w14 ? 1 : pd_team_size()) * 48)
+          for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 16)
           {
-            for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
+            for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
             {
-              for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 14); pd_c3 += 16)
+              if (((F >= (pd_c1 + 6)) && (W >= ((KW + pd_c3) + 15))))
               {
-                for (int64_t pd_c4 = 0; pd_c4 < (C - 63); pd_c4 += 64)
-                {
-                  for (int64_t pd_c7 = 0; pd_c7 <= 42; pd_c7 += 6)
-                  {
-                    {
-                      int64_t pd_b52_b;
-                      int64_t pd_b52_f;
-                      int64_t pd_b52_oy;
-                      int64_t pd_b52_ox;
-                      int64_t pd_b52_c;
-                      int64_t pd_b52_ky;
-                      int64_t pd_b52_kx;
-                      {
-                        const int64_t pd_c14 = 0;
-                        const int64_t pd_c15 = 0;
-                        pd_b52_b = pd_c0;
-                        pd_b52_f = ((pd_c1 + pd_c7) + pd_c14);
-                        pd_b52_oy = pd_c2;
-                        pd_b52_ox = (pd_c3 + pd_c15);
-                      }
-                      float pd_acc52[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc52[pd_r][pd_v] = Y[(((pd_b52_b) * F + (pd_b52_f + pd_r)) * ((H - KH) + 1) + pd_b52_oy) * ((W - KW) + 1) + (pd_b52_ox + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                      {
-                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                        {
-                          for (int64_t pd_c11 = 0; pd_c11 <= 63; pd_c11 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c14 = 0; pd_c14 <= 5; pd_c14 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c15 = 0; pd_c15 <= 15; pd_c15 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                  const int64_t oy = pd_c2;
-                                  const int64_t ox = (pd_c3 + pd_c15);
-                                  const int64_t c = (pd_c4 + pd_c11);
-                                  const int64_t ky = pd_c9;
-                                  const int64_t kx = pd_c10;
-                                  pd_acc52[(f) - pd_b52_f][(ox) - pd_b52_ox] = (pd_acc52[(f) - pd_b52_f][(ox) - pd_b52_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          Y[(((pd_b52_b) * F + (pd_b52_f + pd_r)) * ((H - KH) + 1) + pd_b52_oy) * ((W - KW) + 1) + (pd_b52_ox + pd_v)] = pd_acc52[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= 42; pd_c7 += 6)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(42, ((F - pd_c1) - 6)); pd_c7 += 6)
                 {
                   {
-                    int64_t pd_b53_b;
-                    int64_t pd_b53_f;
-                    int64_t pd_b53_oy;
-                    int64_t pd_b53_ox;
-                    int64_t pd_b53_c;
-                    int64_t pd_b53_ky;
-                    int64_t pd_b53_kx;
+                    int64_t pd_b49_b;
+                    int64_t pd_b49_f;
+                    int64_t pd_b49_oy;
+                    int64_t pd_b49_ox;
+                    int64_t pd_b49_c;
+                    int64_t pd_b49_ky;
+                    int64_t pd_b49_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b53_b = pd_c0;
-                      pd_b53_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b53_oy = pd_c2;
-                      pd_b53_ox = (pd_c3 + pd_c15);
+                      pd_b49_b = pd_c0;
+                      pd_b49_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b49_oy = pd_c2;
+                      pd_b49_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc53[6][16];
+                    float pd_acc49[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc53[pd_r][pd_v] = Y[(((pd_b53_b) * F + (pd_b53_f + pd_r)) * ((H - KH) + 1) + pd_b53_oy) * ((W - KW) + 1) + (pd_b53_ox + pd_v)];
+                        pd_acc49[pd_r][pd_v] = Y[(((pd_b49_b) * F + (pd_b49_f + pd_r)) * ((H - KH) + 1) + pd_b49_oy) * ((W - KW) + 1) + (pd_b49_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
                     {
                       for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
                       {
-                        for (int64_t pd_c11 = 0; pd_c11 <= ((C % 64) - 1); pd_c11 += 1)
+                        for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                         {
                           #pragma GCC unroll 16
                           for (int64_t pd_c14 = 0; pd_c14 <= 5; pd_c14 += 1)
@@ -3066,10 +2999,10 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
                                 const int64_t oy = pd_c2;
                                 const int64_t ox = (pd_c3 + pd_c15);
-                                const int64_t c = (((-(C % 64)) + C) + pd_c11);
+                                const int64_t c = (pd_c4 + pd_c11);
                                 const int64_t ky = pd_c9;
                                 const int64_t kx = pd_c10;
-                                pd_acc53[(f) - pd_b53_f][(ox) - pd_b53_ox] = (pd_acc53[(f) - pd_b53_f][(ox) - pd_b53_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc49[(f) - pd_b49_f][(ox) - pd_b49_ox] = (pd_acc49[(f) - pd_b49_f][(ox) - pd_b49_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -3081,49 +3014,229 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        Y[(((pd_b53_b) * F + (pd_b53_f + pd_r)) * ((H - KH) + 1) + pd_b53_oy) * ((W - KW) + 1) + (pd_b53_ox + pd_v)] = pd_acc53[pd_r][pd_v];
+                        Y[(((pd_b49_b) * F + (pd_b49_f + pd_r)) * ((H - KH) + 1) + pd_b49_oy) * ((W - KW) + 1) + (pd_b49_ox + pd_v)] = pd_acc49[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (((pd_c1 + 47) >= F))
+                {
+                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && ((pd_c1 + 47) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 15))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 6) >= 1)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
+                  {
+                    int64_t pd_b50_b;
+                    int64_t pd_b50_f;
+                    int64_t pd_b50_oy;
+                    int64_t pd_b50_ox;
+                    int64_t pd_b50_c;
+                    int64_t pd_b50_ky;
+                    int64_t pd_b50_kx;
+                    const int64_t pd_nr50 = ((F - pd_c1) % 6);
+                    const int64_t pd_nv50 = 16;
+                    {
+                      pd_b50_b = pd_c0;
+                      pd_b50_f = ((-((F - pd_c1) % 6)) + F);
+                      pd_b50_oy = pd_c2;
+                      pd_b50_ox = pd_c3;
+                    }
+                    float pd_acc50[5][16];
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      {
+                        pd_acc50[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
+                      {
+                        pd_acc50[pd_r][pd_v] = Y[(((pd_b50_b) * F + (pd_b50_f + pd_r)) * ((H - KH) + 1) + pd_b50_oy) * ((W - KW) + 1) + (pd_b50_ox + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                    {
+                      for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                      {
+                        for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t f = pd_b50_f + pd_min(pd_r, pd_nr50 - 1);
+                                const int64_t oy = pd_c2;
+                                const int64_t ox = pd_b50_ox + pd_v;
+                                const int64_t c = (pd_c4 + pd_c11);
+                                const int64_t ky = pd_c9;
+                                const int64_t kx = pd_c10;
+                                pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
+                      {
+                        Y[(((pd_b50_b) * F + (pd_b50_f + pd_r)) * ((H - KH) + 1) + pd_b50_oy) * ((W - KW) + 1) + (pd_b50_ox + pd_v)] = pd_acc50[pd_r][pd_v];
                       }
                     }
                   }
                 }
               }
-              for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
+              else
               {
-                for (int64_t pd_c7 = 0; pd_c7 <= 47; pd_c7 += 6)
+                if (((F >= (pd_c1 + 6)) && (((KW + pd_c3) + 14) >= W)))
                 {
-                  if (((((((((((((((((C >= 64) && (W >= (KW + 15))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 48))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && (pd_c7 <= 42)) && ((((W - KW) - 15) % 16) >= 1)) && ((pd_c1 % 48) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
-                    if ((((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16 >= (0))
-                    {
-                      int64_t pd_b54_b;
-                      int64_t pd_b54_f;
-                      int64_t pd_b54_oy;
-                      int64_t pd_b54_ox;
-                      int64_t pd_b54_c;
-                      int64_t pd_b54_ky;
-                      int64_t pd_b54_kx;
-                      const int64_t pd_nr54 = 6;
-                      const int64_t pd_nv54 = (((W - KW) - 15) % 16);
+                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(47, ((F - pd_c1) - 1)); pd_c7 += 6)
+                  {
+                    if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 14) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 42)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
+                      if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
                       {
-                        pd_b54_b = pd_c0;
-                        pd_b54_f = (pd_c1 + pd_c7);
-                        pd_b54_oy = pd_c2;
-                        pd_b54_ox = (((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16;
+                        int64_t pd_b51_b;
+                        int64_t pd_b51_f;
+                        int64_t pd_b51_oy;
+                        int64_t pd_b51_ox;
+                        int64_t pd_b51_c;
+                        int64_t pd_b51_ky;
+                        int64_t pd_b51_kx;
+                        const int64_t pd_nr51 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 6))) ? 6 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv51 = (((W - KW) - pd_c3) + 1);
+                        {
+                          pd_b51_b = pd_c0;
+                          pd_b51_f = (pd_c1 + pd_c7);
+                          pd_b51_oy = pd_c2;
+                          pd_b51_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
+                        }
+                        float pd_acc51[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc51[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 16 - pd_nv51; pd_v < 16; pd_v++)
+                          {
+                            pd_acc51[pd_r][pd_v] = Y[(((pd_b51_b) * F + (pd_b51_f + pd_r)) * ((H - KH) + 1) + pd_b51_oy) * ((W - KW) + 1) + (pd_b51_ox + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                        {
+                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                          {
+                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t f = pd_b51_f + pd_min(pd_r, pd_nr51 - 1);
+                                    const int64_t oy = pd_c2;
+                                    const int64_t ox = pd_b51_ox + pd_v;
+                                    const int64_t c = (pd_c4 + pd_c11);
+                                    const int64_t ky = pd_c9;
+                                    const int64_t kx = pd_c10;
+                                    pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 16 - pd_nv51; pd_v < 16; pd_v++)
+                          {
+                            Y[(((pd_b51_b) * F + (pd_b51_f + pd_r)) * ((H - KH) + 1) + pd_b51_oy) * ((W - KW) + 1) + (pd_b51_ox + pd_v)] = pd_acc51[pd_r][pd_v];
+                          }
+                        }
                       }
-                      float pd_acc54[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      else
+                      {
+                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                        {
+                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                          {
+                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c14 = 0; pd_c14 <= pd_min(5, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
+                                    const int64_t oy = pd_c2;
+                                    const int64_t ox = (pd_c3 + pd_c15);
+                                    const int64_t c = (pd_c4 + pd_c11);
+                                    const int64_t ky = pd_c9;
+                                    const int64_t kx = pd_c10;
+                                    Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+                else
+                {
+                  if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 5) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
+                    if ((pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
+                    {
+                      int64_t pd_b52_b;
+                      int64_t pd_b52_f;
+                      int64_t pd_b52_oy;
+                      int64_t pd_b52_ox;
+                      int64_t pd_b52_c;
+                      int64_t pd_b52_ky;
+                      int64_t pd_b52_kx;
+                      const int64_t pd_nr52 = (F - pd_c1);
+                      const int64_t pd_nv52 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
+                      {
+                        pd_b52_b = pd_c0;
+                        pd_b52_f = pd_c1;
+                        pd_b52_oy = pd_c2;
+                        pd_b52_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
+                      }
+                      float pd_acc52[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc54[pd_r][pd_v] = 0;
+                          pd_acc52[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv54; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv52; pd_v < 16; pd_v++)
                         {
-                          pd_acc54[pd_r][pd_v] = Y[(((pd_b54_b) * F + (pd_b54_f + pd_r)) * ((H - KH) + 1) + pd_b54_oy) * ((W - KW) + 1) + (pd_b54_ox + pd_v)];
+                          pd_acc52[pd_r][pd_v] = Y[(((pd_b52_b) * F + (pd_b52_f + pd_r)) * ((H - KH) + 1) + pd_b52_oy) * ((W - KW) + 1) + (pd_b52_ox + pd_v)];
                         }
                       }
                       for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -3133,32 +3246,32 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b54_f + pd_min(pd_r, pd_nr54 - 1);
+                                  const int64_t f = pd_b52_f + pd_min(pd_r, pd_nr52 - 1);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b54_ox + pd_v;
+                                  const int64_t ox = pd_b52_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv54; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv52; pd_v < 16; pd_v++)
                         {
-                          Y[(((pd_b54_b) * F + (pd_b54_f + pd_r)) * ((H - KH) + 1) + pd_b54_oy) * ((W - KW) + 1) + (pd_b54_ox + pd_v)] = pd_acc54[pd_r][pd_v];
+                          Y[(((pd_b52_b) * F + (pd_b52_f + pd_r)) * ((H - KH) + 1) + pd_b52_oy) * ((W - KW) + 1) + (pd_b52_ox + pd_v)] = pd_acc52[pd_r][pd_v];
                         }
                       }
                     }
@@ -3171,16 +3284,16 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c14 = 0; pd_c14 <= 5; pd_c14 += 1)
+                            for (int64_t pd_c14 = 0; pd_c14 < (F - pd_c1); pd_c14 += 1)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c15 = 0; pd_c15 <= ((((W - KW) - 15) % 16) - 1); pd_c15 += 1)
+                              for (int64_t pd_c15 = 0; pd_c15 <= pd_min(15, ((W - KW) - pd_c3)); pd_c15 += 1)
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
+                                  const int64_t f = (pd_c1 + pd_c14);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = (((((-(((W - KW) - 15) % 16)) + W) - KW) + pd_c15) + 1);
+                                  const int64_t ox = (pd_c3 + pd_c15);
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
@@ -3196,1249 +3309,11 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
             }
           }
-          if (!pd_w14)
-          {
-            #pragma omp barrier
-          }
-          if (((F % 48) >= 1))
-          {
-            for (int64_t pd_c2 = 0 + (pd_w14 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w14 ? 1 : pd_team_size()) * 1)
-            {
-              for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 16)
-              {
-                for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                {
-                  if (((W >= ((KW + pd_c3) + 15)) && ((F % 48) >= 6)))
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((F % 48) - 6); pd_c7 += 6)
-                    {
-                      {
-                        int64_t pd_b55_b;
-                        int64_t pd_b55_f;
-                        int64_t pd_b55_oy;
-                        int64_t pd_b55_ox;
-                        int64_t pd_b55_c;
-                        int64_t pd_b55_ky;
-                        int64_t pd_b55_kx;
-                        {
-                          const int64_t pd_c14 = 0;
-                          const int64_t pd_c15 = 0;
-                          pd_b55_b = pd_c0;
-                          pd_b55_f = ((((-(F % 48)) + F) + pd_c7) + pd_c14);
-                          pd_b55_oy = pd_c2;
-                          pd_b55_ox = (pd_c3 + pd_c15);
-                        }
-                        float pd_acc55[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc55[pd_r][pd_v] = Y[(((pd_b55_b) * F + (pd_b55_f + pd_r)) * ((H - KH) + 1) + pd_b55_oy) * ((W - KW) + 1) + (pd_b55_ox + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 <= 5; pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= 15; pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((((-(F % 48)) + F) + pd_c7) + pd_c14);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc55[(f) - pd_b55_f][(ox) - pd_b55_ox] = (pd_acc55[(f) - pd_b55_f][(ox) - pd_b55_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            Y[(((pd_b55_b) * F + (pd_b55_f + pd_r)) * ((H - KH) + 1) + pd_b55_oy) * ((W - KW) + 1) + (pd_b55_ox + pd_v)] = pd_acc55[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((((((((((((((C >= 64) && (F >= 48)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 15))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 6) >= 1)) && ((F % 48) >= 6)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
-                    {
-                      int64_t pd_b56_b;
-                      int64_t pd_b56_f;
-                      int64_t pd_b56_oy;
-                      int64_t pd_b56_ox;
-                      int64_t pd_b56_c;
-                      int64_t pd_b56_ky;
-                      int64_t pd_b56_kx;
-                      const int64_t pd_nr56 = (F % 6);
-                      const int64_t pd_nv56 = 16;
-                      {
-                        pd_b56_b = pd_c0;
-                        pd_b56_f = ((-(F % 6)) + F);
-                        pd_b56_oy = pd_c2;
-                        pd_b56_ox = pd_c3;
-                      }
-                      float pd_acc56[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc56[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                        {
-                          pd_acc56[pd_r][pd_v] = Y[(((pd_b56_b) * F + (pd_b56_f + pd_r)) * ((H - KH) + 1) + pd_b56_oy) * ((W - KW) + 1) + (pd_b56_ox + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                      {
-                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                        {
-                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t f = pd_b56_f + pd_min(pd_r, pd_nr56 - 1);
-                                  const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b56_ox + pd_v;
-                                  const int64_t c = (pd_c4 + pd_c11);
-                                  const int64_t ky = pd_c9;
-                                  const int64_t kx = pd_c10;
-                                  pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                        {
-                          Y[(((pd_b56_b) * F + (pd_b56_f + pd_r)) * ((H - KH) + 1) + pd_b56_oy) * ((W - KW) + 1) + (pd_b56_ox + pd_v)] = pd_acc56[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if ((((((((((((((((C >= 64) && (F >= 48)) && (W >= (KW + 15))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 48) <= 5)) && ((F % 48) >= 1)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
-                      if ((pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
-                      {
-                        int64_t pd_b57_b;
-                        int64_t pd_b57_f;
-                        int64_t pd_b57_oy;
-                        int64_t pd_b57_ox;
-                        int64_t pd_b57_c;
-                        int64_t pd_b57_ky;
-                        int64_t pd_b57_kx;
-                        const int64_t pd_nr57 = (F % 48);
-                        const int64_t pd_nv57 = ((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1));
-                        {
-                          pd_b57_b = pd_c0;
-                          pd_b57_f = ((-(F % 48)) + F);
-                          pd_b57_oy = pd_c2;
-                          pd_b57_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
-                        }
-                        float pd_acc57[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc57[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv57; pd_v < 16; pd_v++)
-                          {
-                            pd_acc57[pd_r][pd_v] = Y[(((pd_b57_b) * F + (pd_b57_f + pd_r)) * ((H - KH) + 1) + pd_b57_oy) * ((W - KW) + 1) + (pd_b57_ox + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b57_f + pd_min(pd_r, pd_nr57 - 1);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b57_ox + pd_v;
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv57; pd_v < 16; pd_v++)
-                          {
-                            Y[(((pd_b57_b) * F + (pd_b57_f + pd_r)) * ((H - KH) + 1) + pd_b57_oy) * ((W - KW) + 1) + (pd_b57_ox + pd_v)] = pd_acc57[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 < (((F - 6) % 48) - 42); pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= pd_min(15, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((((-((F - 6) % 48)) + F) + pd_c14) + 42);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                    if (((((KW + pd_c3) + 14) >= W) && ((F % 48) >= 6)))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= ((F % 48) - 1); pd_c7 += 6)
-                      {
-                        if ((((((((((((((((((C >= 64) && (F >= 48)) && (W >= (KW + 15))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 14) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && ((F % 48) >= 6)) && ((F % 48) >= (pd_c7 + 1))) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
-                          if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
-                          {
-                            int64_t pd_b58_b;
-                            int64_t pd_b58_f;
-                            int64_t pd_b58_oy;
-                            int64_t pd_b58_ox;
-                            int64_t pd_b58_c;
-                            int64_t pd_b58_ky;
-                            int64_t pd_b58_kx;
-                            const int64_t pd_nr58 = (((F % 48) >= (pd_c7 + 7)) ? 6 : ((F % 48) - pd_c7));
-                            const int64_t pd_nv58 = (((W - KW) - pd_c3) + 1);
-                            {
-                              pd_b58_b = pd_c0;
-                              pd_b58_f = (((-(F % 48)) + F) + pd_c7);
-                              pd_b58_oy = pd_c2;
-                              pd_b58_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
-                            }
-                            float pd_acc58[6][16];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                pd_acc58[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv58; pd_v < 16; pd_v++)
-                              {
-                                pd_acc58[pd_r][pd_v] = Y[(((pd_b58_b) * F + (pd_b58_f + pd_r)) * ((H - KH) + 1) + pd_b58_oy) * ((W - KW) + 1) + (pd_b58_ox + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b58_f + pd_min(pd_r, pd_nr58 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b58_ox + pd_v;
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv58; pd_v < 16; pd_v++)
-                              {
-                                Y[(((pd_b58_b) * F + (pd_b58_f + pd_r)) * ((H - KH) + 1) + pd_b58_oy) * ((W - KW) + 1) + (pd_b58_ox + pd_v)] = pd_acc58[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= pd_min(5, (((F % 48) - pd_c7) - 1)); pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = ((((-(F % 48)) + F) + pd_c7) + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w14)
-            {
-              #pragma omp barrier
-            }
-          }
         }
       }
-    }
-    else
-    {
-      #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+      if (!pd_w14)
       {
-        const int64_t pd_n15 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s15 = pd_n15 - pd_mod(pd_n15, pd_team_size());
-        const int64_t pd_e15 = (pd_team_id() + 1) * (pd_s15 / pd_team_size());
-        for (int64_t pd_t15 = pd_e15 - (pd_s15 / pd_team_size()); pd_t15 < pd_n15; pd_t15 = pd_t15 + 1 == pd_e15 ? pd_s15 : pd_t15 + 1)
-        {
-          const int pd_w15 = pd_t15 < pd_s15;
-          const int64_t pd_c0 = 0 + pd_t15 * 1;
-          if ((C <= 63))
-          {
-            for (int64_t pd_c1 = 0 + (pd_w15 ? 0 : pd_team_id()) * 48; pd_c1 < F; pd_c1 += (pd_w15 ? 1 : pd_team_size()) * 48)
-            {
-              for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
-              {
-                for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 16)
-                {
-                  if (((F >= (pd_c1 + 6)) && (W >= ((KW + pd_c3) + 15))))
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(42, ((F - pd_c1) - 6)); pd_c7 += 6)
-                    {
-                      {
-                        int64_t pd_b68_b;
-                        int64_t pd_b68_f;
-                        int64_t pd_b68_oy;
-                        int64_t pd_b68_ox;
-                        int64_t pd_b68_c;
-                        int64_t pd_b68_ky;
-                        int64_t pd_b68_kx;
-                        {
-                          const int64_t pd_c14 = 0;
-                          const int64_t pd_c15 = 0;
-                          pd_b68_b = pd_c0;
-                          pd_b68_f = ((pd_c1 + pd_c7) + pd_c14);
-                          pd_b68_oy = pd_c2;
-                          pd_b68_ox = (pd_c3 + pd_c15);
-                        }
-                        float pd_acc68[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc68[pd_r][pd_v] = Y[(((pd_b68_b) * F + (pd_b68_f + pd_r)) * ((H - KH) + 1) + pd_b68_oy) * ((W - KW) + 1) + (pd_b68_ox + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 <= 5; pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= 15; pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = pd_c11;
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc68[(f) - pd_b68_f][(ox) - pd_b68_ox] = (pd_acc68[(f) - pd_b68_f][(ox) - pd_b68_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            Y[(((pd_b68_b) * F + (pd_b68_f + pd_r)) * ((H - KH) + 1) + pd_b68_oy) * ((W - KW) + 1) + (pd_b68_ox + pd_v)] = pd_acc68[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 47) >= F))
-                    {
-                      if ((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && ((pd_c1 + 47) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 15))) && (pd_c3 >= 0)) && (((F - pd_c1) % 6) >= 1)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)))
-                      {
-                        int64_t pd_b69_b;
-                        int64_t pd_b69_f;
-                        int64_t pd_b69_oy;
-                        int64_t pd_b69_ox;
-                        int64_t pd_b69_c;
-                        int64_t pd_b69_ky;
-                        int64_t pd_b69_kx;
-                        const int64_t pd_nr69 = ((F - pd_c1) % 6);
-                        const int64_t pd_nv69 = 16;
-                        {
-                          pd_b69_b = pd_c0;
-                          pd_b69_f = ((-((F - pd_c1) % 6)) + F);
-                          pd_b69_oy = pd_c2;
-                          pd_b69_ox = pd_c3;
-                        }
-                        float pd_acc69[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc69[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
-                          {
-                            pd_acc69[pd_r][pd_v] = Y[(((pd_b69_b) * F + (pd_b69_f + pd_r)) * ((H - KH) + 1) + pd_b69_oy) * ((W - KW) + 1) + (pd_b69_ox + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b69_f + pd_min(pd_r, pd_nr69 - 1);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b69_ox + pd_v;
-                                    const int64_t c = pd_c11;
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
-                          {
-                            Y[(((pd_b69_b) * F + (pd_b69_f + pd_r)) * ((H - KH) + 1) + pd_b69_oy) * ((W - KW) + 1) + (pd_b69_ox + pd_v)] = pd_acc69[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if (((F >= (pd_c1 + 6)) && (((KW + pd_c3) + 14) >= W)))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(47, ((F - pd_c1) - 1)); pd_c7 += 6)
-                      {
-                        if (((((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 14) >= W)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 42)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c7 % 6) == 0)))
-                          if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
-                          {
-                            int64_t pd_b70_b;
-                            int64_t pd_b70_f;
-                            int64_t pd_b70_oy;
-                            int64_t pd_b70_ox;
-                            int64_t pd_b70_c;
-                            int64_t pd_b70_ky;
-                            int64_t pd_b70_kx;
-                            const int64_t pd_nr70 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 6))) ? 6 : ((F - pd_c1) - pd_c7));
-                            const int64_t pd_nv70 = (((W - KW) - pd_c3) + 1);
-                            {
-                              pd_b70_b = pd_c0;
-                              pd_b70_f = (pd_c1 + pd_c7);
-                              pd_b70_oy = pd_c2;
-                              pd_b70_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
-                            }
-                            float pd_acc70[6][16];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                pd_acc70[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv70; pd_v < 16; pd_v++)
-                              {
-                                pd_acc70[pd_r][pd_v] = Y[(((pd_b70_b) * F + (pd_b70_f + pd_r)) * ((H - KH) + 1) + pd_b70_oy) * ((W - KW) + 1) + (pd_b70_ox + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b70_f + pd_min(pd_r, pd_nr70 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b70_ox + pd_v;
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc70[pd_r][pd_v] = (pd_acc70[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv70; pd_v < 16; pd_v++)
-                              {
-                                Y[(((pd_b70_b) * F + (pd_b70_f + pd_r)) * ((H - KH) + 1) + pd_b70_oy) * ((W - KW) + 1) + (pd_b70_ox + pd_v)] = pd_acc70[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= pd_min(5, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 5) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)))
-                        if ((pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
-                        {
-                          int64_t pd_b71_b;
-                          int64_t pd_b71_f;
-                          int64_t pd_b71_oy;
-                          int64_t pd_b71_ox;
-                          int64_t pd_b71_c;
-                          int64_t pd_b71_ky;
-                          int64_t pd_b71_kx;
-                          const int64_t pd_nr71 = (F - pd_c1);
-                          const int64_t pd_nv71 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
-                          {
-                            pd_b71_b = pd_c0;
-                            pd_b71_f = pd_c1;
-                            pd_b71_oy = pd_c2;
-                            pd_b71_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
-                          }
-                          float pd_acc71[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc71[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv71; pd_v < 16; pd_v++)
-                            {
-                              pd_acc71[pd_r][pd_v] = Y[(((pd_b71_b) * F + (pd_b71_f + pd_r)) * ((H - KH) + 1) + pd_b71_oy) * ((W - KW) + 1) + (pd_b71_ox + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b71_f + pd_min(pd_r, pd_nr71 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b71_ox + pd_v;
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv71; pd_v < 16; pd_v++)
-                            {
-                              Y[(((pd_b71_b) * F + (pd_b71_f + pd_r)) * ((H - KH) + 1) + pd_b71_oy) * ((W - KW) + 1) + (pd_b71_ox + pd_v)] = pd_acc71[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 < (F - pd_c1); pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= pd_min(15, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = (pd_c1 + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w15)
-            {
-              #pragma omp barrier
-            }
-          }
-          else
-          {
-            if (((F >= 48) && ((KW + 14) >= W)))
-            {
-              for (int64_t pd_c1 = 0 + (pd_w15 ? 0 : pd_team_id()) * 48; pd_c1 < F; pd_c1 += (pd_w15 ? 1 : pd_team_size()) * 48)
-              {
-                for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(47, ((F - pd_c1) - 1)); pd_c7 += 6)
-                    {
-                      if (((((((((((((((((C >= 64) && (F >= 48)) && ((KW + 14) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 42)) && ((pd_c1 % 48) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
-                        if ((0) + (((W - KW) + 1)) - 16 >= (0))
-                        {
-                          int64_t pd_b72_b;
-                          int64_t pd_b72_f;
-                          int64_t pd_b72_oy;
-                          int64_t pd_b72_ox;
-                          int64_t pd_b72_c;
-                          int64_t pd_b72_ky;
-                          int64_t pd_b72_kx;
-                          const int64_t pd_nr72 = (((F >= ((pd_c1 + pd_c7) + 6)) && (pd_c7 >= 0)) ? 6 : ((F - pd_c1) - pd_c7));
-                          const int64_t pd_nv72 = ((W - KW) + 1);
-                          {
-                            pd_b72_b = pd_c0;
-                            pd_b72_f = (pd_c1 + pd_c7);
-                            pd_b72_oy = pd_c2;
-                            pd_b72_ox = (0) + (((W - KW) + 1)) - 16;
-                          }
-                          float pd_acc72[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc72[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv72; pd_v < 16; pd_v++)
-                            {
-                              pd_acc72[pd_r][pd_v] = Y[(((pd_b72_b) * F + (pd_b72_f + pd_r)) * ((H - KH) + 1) + pd_b72_oy) * ((W - KW) + 1) + (pd_b72_ox + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b72_f + pd_min(pd_r, pd_nr72 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b72_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv72; pd_v < 16; pd_v++)
-                            {
-                              Y[(((pd_b72_b) * F + (pd_b72_f + pd_r)) * ((H - KH) + 1) + pd_b72_oy) * ((W - KW) + 1) + (pd_b72_ox + pd_v)] = pd_acc72[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= pd_min(5, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= (W - KW); pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_c15;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-              if (!pd_w15)
-              {
-                #pragma omp barrier
-              }
-            }
-            else
-            {
-              for (int64_t pd_c2 = 0 + (pd_w15 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w15 ? 1 : pd_team_size()) * 1)
-              {
-                for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 16)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                  {
-                    if (((F >= 6) && (W >= ((KW + pd_c3) + 15))))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 < (F - 5); pd_c7 += 6)
-                      {
-                        {
-                          int64_t pd_b73_b;
-                          int64_t pd_b73_f;
-                          int64_t pd_b73_oy;
-                          int64_t pd_b73_ox;
-                          int64_t pd_b73_c;
-                          int64_t pd_b73_ky;
-                          int64_t pd_b73_kx;
-                          {
-                            const int64_t pd_c14 = 0;
-                            const int64_t pd_c15 = 0;
-                            pd_b73_b = pd_c0;
-                            pd_b73_f = (pd_c7 + pd_c14);
-                            pd_b73_oy = pd_c2;
-                            pd_b73_ox = (pd_c3 + pd_c15);
-                          }
-                          float pd_acc73[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc73[pd_r][pd_v] = Y[(((pd_b73_b) * F + (pd_b73_f + pd_r)) * ((H - KH) + 1) + pd_b73_oy) * ((W - KW) + 1) + (pd_b73_ox + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 5; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 15; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = (pd_c7 + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc73[(f) - pd_b73_f][(ox) - pd_b73_ox] = (pd_acc73[(f) - pd_b73_f][(ox) - pd_b73_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              Y[(((pd_b73_b) * F + (pd_b73_f + pd_r)) * ((H - KH) + 1) + pd_b73_oy) * ((W - KW) + 1) + (pd_b73_ox + pd_v)] = pd_acc73[pd_r][pd_v];
-                            }
-                          }
-                        }
-                      }
-                      if (((((((((((((((C >= 64) && (F >= 6)) && (F <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 15))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 6) >= 1)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
-                      {
-                        int64_t pd_b74_b;
-                        int64_t pd_b74_f;
-                        int64_t pd_b74_oy;
-                        int64_t pd_b74_ox;
-                        int64_t pd_b74_c;
-                        int64_t pd_b74_ky;
-                        int64_t pd_b74_kx;
-                        const int64_t pd_nr74 = (F % 6);
-                        const int64_t pd_nv74 = 16;
-                        {
-                          pd_b74_b = pd_c0;
-                          pd_b74_f = ((-(F % 6)) + F);
-                          pd_b74_oy = pd_c2;
-                          pd_b74_ox = pd_c3;
-                        }
-                        float pd_acc74[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc74[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
-                          {
-                            pd_acc74[pd_r][pd_v] = Y[(((pd_b74_b) * F + (pd_b74_f + pd_r)) * ((H - KH) + 1) + pd_b74_oy) * ((W - KW) + 1) + (pd_b74_ox + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b74_f + pd_min(pd_r, pd_nr74 - 1);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b74_ox + pd_v;
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
-                          {
-                            Y[(((pd_b74_b) * F + (pd_b74_f + pd_r)) * ((H - KH) + 1) + pd_b74_oy) * ((W - KW) + 1) + (pd_b74_ox + pd_v)] = pd_acc74[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((F <= 5))
-                      {
-                        if ((((((((((((((C >= 64) && (F >= 1)) && (F <= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
-                          if ((pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
-                          {
-                            int64_t pd_b75_b;
-                            int64_t pd_b75_f;
-                            int64_t pd_b75_oy;
-                            int64_t pd_b75_ox;
-                            int64_t pd_b75_c;
-                            int64_t pd_b75_ky;
-                            int64_t pd_b75_kx;
-                            const int64_t pd_nr75 = F;
-                            const int64_t pd_nv75 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
-                            {
-                              pd_b75_b = pd_c0;
-                              pd_b75_f = 0;
-                              pd_b75_oy = pd_c2;
-                              pd_b75_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
-                            }
-                            float pd_acc75[5][16];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                pd_acc75[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv75; pd_v < 16; pd_v++)
-                              {
-                                pd_acc75[pd_r][pd_v] = Y[(((pd_b75_b) * F + (pd_b75_f + pd_r)) * ((H - KH) + 1) + pd_b75_oy) * ((W - KW) + 1) + (pd_b75_ox + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b75_f + pd_min(pd_r, pd_nr75 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b75_ox + pd_v;
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv75; pd_v < 16; pd_v++)
-                              {
-                                Y[(((pd_b75_b) * F + (pd_b75_f + pd_r)) * ((H - KH) + 1) + pd_b75_oy) * ((W - KW) + 1) + (pd_b75_ox + pd_v)] = pd_acc75[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 < F; pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= pd_min(15, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_c14;
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 < F; pd_c7 += 6)
-                        {
-                          if (((((((((((((((((C >= 64) && (F >= 6)) && (F <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 14) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= (pd_c7 + 1))) && (pd_c7 >= 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
-                            if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
-                            {
-                              int64_t pd_b76_b;
-                              int64_t pd_b76_f;
-                              int64_t pd_b76_oy;
-                              int64_t pd_b76_ox;
-                              int64_t pd_b76_c;
-                              int64_t pd_b76_ky;
-                              int64_t pd_b76_kx;
-                              const int64_t pd_nr76 = ((F >= (pd_c7 + 6)) ? 6 : (F - pd_c7));
-                              const int64_t pd_nv76 = (((W - KW) - pd_c3) + 1);
-                              {
-                                pd_b76_b = pd_c0;
-                                pd_b76_f = pd_c7;
-                                pd_b76_oy = pd_c2;
-                                pd_b76_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
-                              }
-                              float pd_acc76[6][16];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                {
-                                  pd_acc76[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 16 - pd_nv76; pd_v < 16; pd_v++)
-                                {
-                                  pd_acc76[pd_r][pd_v] = Y[(((pd_b76_b) * F + (pd_b76_f + pd_r)) * ((H - KH) + 1) + pd_b76_oy) * ((W - KW) + 1) + (pd_b76_ox + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b76_f + pd_min(pd_r, pd_nr76 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b76_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 16 - pd_nv76; pd_v < 16; pd_v++)
-                                {
-                                  Y[(((pd_b76_b) * F + (pd_b76_f + pd_r)) * ((H - KH) + 1) + pd_b76_oy) * ((W - KW) + 1) + (pd_b76_ox + pd_v)] = pd_acc76[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_c14 = 0; pd_c14 <= pd_min(5, ((F - pd_c7) - 1)); pd_c14 += 1)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = (pd_c7 + pd_c14);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = (pd_c3 + pd_c15);
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-              if (!pd_w15)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-        }
+        #pragma omp barrier
       }
     }
   }

@@ -5170,150 +5170,50 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
       }
     }
   }
-  if ((F >= 1))
+  #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    if ((((C >= 64) && (F >= 112)) && (W >= (KW + 31))))
+    const int64_t pd_n16 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s16 = pd_n16 - pd_mod(pd_n16, pd_team_size());
+    const int64_t pd_e16 = (pd_team_id() + 1) * (pd_s16 / pd_team_size());
+    for (int64_t pd_t16 = pd_e16 - (pd_s16 / pd_team_size()); pd_t16 < pd_n16; pd_t16 = pd_t16 + 1 == pd_e16 ? pd_s16 : pd_t16 + 1)
     {
-      #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+      const int pd_w16 = pd_t16 < pd_s16;
+      const int64_t pd_c0 = 0 + pd_t16 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w16 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w16 ? 1 : pd_team_size()) * 112)
       {
-        const int64_t pd_n16 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s16 = pd_n16 - pd_mod(pd_n16, pd_team_size());
-        const int64_t pd_e16 = (pd_team_id() + 1) * (pd_s16 / pd_team_size());
-        for (int64_t pd_t16 = pd_e16 - (pd_s16 / pd_team_size()); pd_t16 < pd_n16; pd_t16 = pd_t16 + 1 == pd_e16 ? pd_s16 : pd_t16 + 1)
+        for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
-          const int pd_w16 = pd_t16 < pd_s16;
-          const int64_t pd_c0 = 0 + pd_t16 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w16 ? 0 : pd_team_id()) * 112; pd_c1 < (F - 111); pd_c1 += (pd_w16 ? 1 : pd_team_size()) * 112)
+          for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 32)
           {
-            for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
+            for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
             {
-              for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 30); pd_c3 += 32)
+              if (((F >= (pd_c1 + 14)) && (W >= ((KW + pd_c3) + 31))))
               {
-                for (int64_t pd_c4 = 0; pd_c4 < (C - 63); pd_c4 += 64)
-                {
-                  for (int64_t pd_c7 = 0; pd_c7 <= 98; pd_c7 += 14)
-                  {
-                    {
-                      int64_t pd_b83_b;
-                      int64_t pd_b83_f;
-                      int64_t pd_b83_oy;
-                      int64_t pd_b83_ox;
-                      int64_t pd_b83_c;
-                      int64_t pd_b83_ky;
-                      int64_t pd_b83_kx;
-                      {
-                        const int64_t pd_c14 = 0;
-                        const int64_t pd_c15 = 0;
-                        pd_b83_b = pd_c0;
-                        pd_b83_f = ((pd_c1 + pd_c7) + pd_c14);
-                        pd_b83_oy = pd_c2;
-                        pd_b83_ox = (pd_c3 + pd_c15);
-                      }
-                      float pd_acc83[14][32];
-                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc83[pd_r][pd_v] = Y[(((pd_b83_b) * F + (pd_b83_f + pd_r)) * ((H - KH) + 1) + pd_b83_oy) * ((W - KW) + 1) + (pd_b83_ox + pd_v)];
-                        }
-                      }
-                      if (pd_rp1)
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= 63; pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc83[(f) - pd_b83_f][(ox) - pd_b83_ox] = (pd_acc83[(f) - pd_b83_f][(ox) - pd_b83_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= 63; pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc83[(f) - pd_b83_f][(ox) - pd_b83_ox] = (pd_acc83[(f) - pd_b83_f][(ox) - pd_b83_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          Y[(((pd_b83_b) * F + (pd_b83_f + pd_r)) * ((H - KH) + 1) + pd_b83_oy) * ((W - KW) + 1) + (pd_b83_ox + pd_v)] = pd_acc83[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= 98; pd_c7 += 14)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(98, ((F - pd_c1) - 14)); pd_c7 += 14)
                 {
                   {
-                    int64_t pd_b84_b;
-                    int64_t pd_b84_f;
-                    int64_t pd_b84_oy;
-                    int64_t pd_b84_ox;
-                    int64_t pd_b84_c;
-                    int64_t pd_b84_ky;
-                    int64_t pd_b84_kx;
+                    int64_t pd_b79_b;
+                    int64_t pd_b79_f;
+                    int64_t pd_b79_oy;
+                    int64_t pd_b79_ox;
+                    int64_t pd_b79_c;
+                    int64_t pd_b79_ky;
+                    int64_t pd_b79_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b84_b = pd_c0;
-                      pd_b84_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b84_oy = pd_c2;
-                      pd_b84_ox = (pd_c3 + pd_c15);
+                      pd_b79_b = pd_c0;
+                      pd_b79_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b79_oy = pd_c2;
+                      pd_b79_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc84[14][32];
+                    float pd_acc79[14][32];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc84[pd_r][pd_v] = Y[(((pd_b84_b) * F + (pd_b84_f + pd_r)) * ((H - KH) + 1) + pd_b84_oy) * ((W - KW) + 1) + (pd_b84_ox + pd_v)];
+                        pd_acc79[pd_r][pd_v] = Y[(((pd_b79_b) * F + (pd_b79_f + pd_r)) * ((H - KH) + 1) + pd_b79_oy) * ((W - KW) + 1) + (pd_b79_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -5322,7 +5222,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
                         {
-                          for (int64_t pd_c11 = 0; pd_c11 <= ((C % 64) - 1); pd_c11 += 1)
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                           {
                             #pragma GCC unroll 16
                             for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
@@ -5335,10 +5235,10 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
                                   const int64_t oy = pd_c2;
                                   const int64_t ox = (pd_c3 + pd_c15);
-                                  const int64_t c = (((-(C % 64)) + C) + pd_c11);
+                                  const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc84[(f) - pd_b84_f][(ox) - pd_b84_ox] = (pd_acc84[(f) - pd_b84_f][(ox) - pd_b84_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc79[(f) - pd_b79_f][(ox) - pd_b79_ox] = (pd_acc79[(f) - pd_b79_f][(ox) - pd_b79_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -5352,7 +5252,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
                         {
-                          for (int64_t pd_c11 = 0; pd_c11 <= ((C % 64) - 1); pd_c11 += 1)
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                           {
                             #pragma GCC unroll 16
                             for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
@@ -5365,10 +5265,10 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
                                   const int64_t oy = pd_c2;
                                   const int64_t ox = (pd_c3 + pd_c15);
-                                  const int64_t c = (((-(C % 64)) + C) + pd_c11);
+                                  const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc84[(f) - pd_b84_f][(ox) - pd_b84_ox] = (pd_acc84[(f) - pd_b84_f][(ox) - pd_b84_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc79[(f) - pd_b79_f][(ox) - pd_b79_ox] = (pd_acc79[(f) - pd_b79_f][(ox) - pd_b79_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -5381,49 +5281,402 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        Y[(((pd_b84_b) * F + (pd_b84_f + pd_r)) * ((H - KH) + 1) + pd_b84_oy) * ((W - KW) + 1) + (pd_b84_ox + pd_v)] = pd_acc84[pd_r][pd_v];
+                        Y[(((pd_b79_b) * F + (pd_b79_f + pd_r)) * ((H - KH) + 1) + pd_b79_oy) * ((W - KW) + 1) + (pd_b79_ox + pd_v)] = pd_acc79[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (((pd_c1 + 111) >= F))
+                {
+                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && ((pd_c1 + 111) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 31))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 14) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
+                  {
+                    int64_t pd_b80_b;
+                    int64_t pd_b80_f;
+                    int64_t pd_b80_oy;
+                    int64_t pd_b80_ox;
+                    int64_t pd_b80_c;
+                    int64_t pd_b80_ky;
+                    int64_t pd_b80_kx;
+                    const int64_t pd_nr80 = ((F - pd_c1) % 14);
+                    const int64_t pd_nv80 = 32;
+                    {
+                      pd_b80_b = pd_c0;
+                      pd_b80_f = ((-((F - pd_c1) % 14)) + F);
+                      pd_b80_oy = pd_c2;
+                      pd_b80_ox = pd_c3;
+                    }
+                    float pd_acc80[13][32];
+                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      {
+                        pd_acc80[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
+                      {
+                        pd_acc80[pd_r][pd_v] = Y[(((pd_b80_b) * F + (pd_b80_f + pd_r)) * ((H - KH) + 1) + pd_b80_oy) * ((W - KW) + 1) + (pd_b80_ox + pd_v)];
+                      }
+                    }
+                    if (pd_rp1)
+                    {
+                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                      {
+                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                        {
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t f = pd_b80_f + pd_r;
+                                  const int64_t oy = pd_c2;
+                                  const int64_t ox = pd_b80_ox + pd_v;
+                                  const int64_t c = (pd_c4 + pd_c11);
+                                  const int64_t ky = pd_c9;
+                                  const int64_t kx = pd_c10;
+                                  pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                      {
+                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                        {
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t f = pd_b80_f + pd_min(pd_r, pd_nr80 - 1);
+                                  const int64_t oy = pd_c2;
+                                  const int64_t ox = pd_b80_ox + pd_v;
+                                  const int64_t c = (pd_c4 + pd_c11);
+                                  const int64_t ky = pd_c9;
+                                  const int64_t kx = pd_c10;
+                                  pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
+                      {
+                        Y[(((pd_b80_b) * F + (pd_b80_f + pd_r)) * ((H - KH) + 1) + pd_b80_oy) * ((W - KW) + 1) + (pd_b80_ox + pd_v)] = pd_acc80[pd_r][pd_v];
                       }
                     }
                   }
                 }
               }
-              for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
+              else
               {
-                for (int64_t pd_c7 = 0; pd_c7 <= 111; pd_c7 += 14)
+                if (((F >= (pd_c1 + 14)) && (((KW + pd_c3) + 30) >= W)))
                 {
-                  if (((((((((((((((((C >= 64) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 112))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((((W - KW) - 31) % 32) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                    if (((((W - KW) - 31) % 32)) <= 16 && (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16 >= (0))
-                    {
-                      int64_t pd_b86_b;
-                      int64_t pd_b86_f;
-                      int64_t pd_b86_oy;
-                      int64_t pd_b86_ox;
-                      int64_t pd_b86_c;
-                      int64_t pd_b86_ky;
-                      int64_t pd_b86_kx;
-                      const int64_t pd_nr86 = 14;
-                      const int64_t pd_nv86 = (((W - KW) - 31) % 32);
+                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(111, ((F - pd_c1) - 1)); pd_c7 += 14)
+                  {
+                    if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
+                      if (((((W - KW) - pd_c3) + 1)) <= 16 && (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
                       {
-                        pd_b86_b = pd_c0;
-                        pd_b86_f = (pd_c1 + pd_c7);
-                        pd_b86_oy = pd_c2;
-                        pd_b86_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16;
+                        int64_t pd_b82_b;
+                        int64_t pd_b82_f;
+                        int64_t pd_b82_oy;
+                        int64_t pd_b82_ox;
+                        int64_t pd_b82_c;
+                        int64_t pd_b82_ky;
+                        int64_t pd_b82_kx;
+                        const int64_t pd_nr82 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv82 = (((W - KW) - pd_c3) + 1);
+                        {
+                          pd_b82_b = pd_c0;
+                          pd_b82_f = (pd_c1 + pd_c7);
+                          pd_b82_oy = pd_c2;
+                          pd_b82_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
+                        }
+                        float pd_acc82[14][16];
+                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc82[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 16 - pd_nv82; pd_v < 16; pd_v++)
+                          {
+                            pd_acc82[pd_r][pd_v] = Y[(((pd_b82_b) * F + (pd_b82_f + pd_r)) * ((H - KH) + 1) + pd_b82_oy) * ((W - KW) + 1) + (pd_b82_ox + pd_v)];
+                          }
+                        }
+                        if (pd_rp1)
+                        {
+                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                          {
+                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                            {
+                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t f = pd_b82_f + pd_r;
+                                      const int64_t oy = pd_c2;
+                                      const int64_t ox = pd_b82_ox + pd_v;
+                                      const int64_t c = (pd_c4 + pd_c11);
+                                      const int64_t ky = pd_c9;
+                                      const int64_t kx = pd_c10;
+                                      pd_acc82[pd_r][pd_v] = (pd_acc82[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                          {
+                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                            {
+                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t f = pd_b82_f + pd_min(pd_r, pd_nr82 - 1);
+                                      const int64_t oy = pd_c2;
+                                      const int64_t ox = pd_b82_ox + pd_v;
+                                      const int64_t c = (pd_c4 + pd_c11);
+                                      const int64_t ky = pd_c9;
+                                      const int64_t kx = pd_c10;
+                                      pd_acc82[pd_r][pd_v] = (pd_acc82[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 16 - pd_nv82; pd_v < 16; pd_v++)
+                          {
+                            Y[(((pd_b82_b) * F + (pd_b82_f + pd_r)) * ((H - KH) + 1) + pd_b82_oy) * ((W - KW) + 1) + (pd_b82_ox + pd_v)] = pd_acc82[pd_r][pd_v];
+                          }
+                        }
                       }
-                      float pd_acc86[14][16];
-                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                      else
+                      {
+                        if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
+                          if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32 >= (0))
+                          {
+                            int64_t pd_b81_b;
+                            int64_t pd_b81_f;
+                            int64_t pd_b81_oy;
+                            int64_t pd_b81_ox;
+                            int64_t pd_b81_c;
+                            int64_t pd_b81_ky;
+                            int64_t pd_b81_kx;
+                            const int64_t pd_nr81 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
+                            const int64_t pd_nv81 = (((W - KW) - pd_c3) + 1);
+                            {
+                              pd_b81_b = pd_c0;
+                              pd_b81_f = (pd_c1 + pd_c7);
+                              pd_b81_oy = pd_c2;
+                              pd_b81_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32;
+                            }
+                            float pd_acc81[14][32];
+                            for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc81[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 32 - pd_nv81; pd_v < 32; pd_v++)
+                              {
+                                pd_acc81[pd_r][pd_v] = Y[(((pd_b81_b) * F + (pd_b81_f + pd_r)) * ((H - KH) + 1) + pd_b81_oy) * ((W - KW) + 1) + (pd_b81_ox + pd_v)];
+                              }
+                            }
+                            if (pd_rp1)
+                            {
+                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                              {
+                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                                {
+                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                                  {
+                                    #pragma GCC unroll 16
+                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                                    {
+                                      #pragma omp simd
+                                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                      {
+                                        {
+                                          const int64_t b = pd_c0;
+                                          const int64_t f = pd_b81_f + pd_r;
+                                          const int64_t oy = pd_c2;
+                                          const int64_t ox = pd_b81_ox + pd_v;
+                                          const int64_t c = (pd_c4 + pd_c11);
+                                          const int64_t ky = pd_c9;
+                                          const int64_t kx = pd_c10;
+                                          pd_acc81[pd_r][pd_v] = (pd_acc81[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                        }
+                                      }
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                              {
+                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                                {
+                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                                  {
+                                    #pragma GCC unroll 16
+                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                                    {
+                                      #pragma omp simd
+                                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                      {
+                                        {
+                                          const int64_t b = pd_c0;
+                                          const int64_t f = pd_b81_f + pd_min(pd_r, pd_nr81 - 1);
+                                          const int64_t oy = pd_c2;
+                                          const int64_t ox = pd_b81_ox + pd_v;
+                                          const int64_t c = (pd_c4 + pd_c11);
+                                          const int64_t ky = pd_c9;
+                                          const int64_t kx = pd_c10;
+                                          pd_acc81[pd_r][pd_v] = (pd_acc81[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                        }
+                                      }
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 32 - pd_nv81; pd_v < 32; pd_v++)
+                              {
+                                Y[(((pd_b81_b) * F + (pd_b81_f + pd_r)) * ((H - KH) + 1) + pd_b81_oy) * ((W - KW) + 1) + (pd_b81_ox + pd_v)] = pd_acc81[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                            {
+                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                              {
+                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                                {
+                                  #pragma GCC unroll 16
+                                  for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
+                                  {
+                                    #pragma omp simd
+                                    for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
+                                    {
+                                      {
+                                        const int64_t b = pd_c0;
+                                        const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
+                                        const int64_t oy = pd_c2;
+                                        const int64_t ox = (pd_c3 + pd_c15);
+                                        const int64_t c = (pd_c4 + pd_c11);
+                                        const int64_t ky = pd_c9;
+                                        const int64_t kx = pd_c10;
+                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                      }
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                }
+                else
+                {
+                  if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
+                    if (((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
+                    {
+                      int64_t pd_b84_b;
+                      int64_t pd_b84_f;
+                      int64_t pd_b84_oy;
+                      int64_t pd_b84_ox;
+                      int64_t pd_b84_c;
+                      int64_t pd_b84_ky;
+                      int64_t pd_b84_kx;
+                      const int64_t pd_nr84 = (F - pd_c1);
+                      const int64_t pd_nv84 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                      {
+                        pd_b84_b = pd_c0;
+                        pd_b84_f = pd_c1;
+                        pd_b84_oy = pd_c2;
+                        pd_b84_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
+                      }
+                      float pd_acc84[13][16];
+                      for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc86[pd_r][pd_v] = 0;
+                          pd_acc84[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv86; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv84; pd_v < 16; pd_v++)
                         {
-                          pd_acc86[pd_r][pd_v] = Y[(((pd_b86_b) * F + (pd_b86_f + pd_r)) * ((H - KH) + 1) + pd_b86_oy) * ((W - KW) + 1) + (pd_b86_ox + pd_v)];
+                          pd_acc84[pd_r][pd_v] = Y[(((pd_b84_b) * F + (pd_b84_f + pd_r)) * ((H - KH) + 1) + pd_b84_oy) * ((W - KW) + 1) + (pd_b84_ox + pd_v)];
                         }
                       }
                       if (pd_rp1)
@@ -5435,20 +5688,20 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                             {
                               #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b86_f + pd_r;
+                                    const int64_t f = pd_b84_f + pd_r;
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b86_ox + pd_v;
+                                    const int64_t ox = pd_b84_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -5465,20 +5718,20 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                             {
                               #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b86_f + pd_min(pd_r, pd_nr86 - 1);
+                                    const int64_t f = pd_b84_f + pd_min(pd_r, pd_nr84 - 1);
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b86_ox + pd_v;
+                                    const int64_t ox = pd_b84_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -5486,50 +5739,50 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv86; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv84; pd_v < 16; pd_v++)
                         {
-                          Y[(((pd_b86_b) * F + (pd_b86_f + pd_r)) * ((H - KH) + 1) + pd_b86_oy) * ((W - KW) + 1) + (pd_b86_ox + pd_v)] = pd_acc86[pd_r][pd_v];
+                          Y[(((pd_b84_b) * F + (pd_b84_f + pd_r)) * ((H - KH) + 1) + pd_b84_oy) * ((W - KW) + 1) + (pd_b84_ox + pd_v)] = pd_acc84[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((((((((C >= 64) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 112))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((((W - KW) - 31) % 32) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                        if ((((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32 >= (0))
+                      if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
+                        if ((pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
                         {
-                          int64_t pd_b85_b;
-                          int64_t pd_b85_f;
-                          int64_t pd_b85_oy;
-                          int64_t pd_b85_ox;
-                          int64_t pd_b85_c;
-                          int64_t pd_b85_ky;
-                          int64_t pd_b85_kx;
-                          const int64_t pd_nr85 = 14;
-                          const int64_t pd_nv85 = (((W - KW) - 31) % 32);
+                          int64_t pd_b83_b;
+                          int64_t pd_b83_f;
+                          int64_t pd_b83_oy;
+                          int64_t pd_b83_ox;
+                          int64_t pd_b83_c;
+                          int64_t pd_b83_ky;
+                          int64_t pd_b83_kx;
+                          const int64_t pd_nr83 = (F - pd_c1);
+                          const int64_t pd_nv83 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                           {
-                            pd_b85_b = pd_c0;
-                            pd_b85_f = (pd_c1 + pd_c7);
-                            pd_b85_oy = pd_c2;
-                            pd_b85_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32;
+                            pd_b83_b = pd_c0;
+                            pd_b83_f = pd_c1;
+                            pd_b83_oy = pd_c2;
+                            pd_b83_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
                           }
-                          float pd_acc85[14][32];
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                          float pd_acc83[13][32];
+                          for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc85[pd_r][pd_v] = 0;
+                              pd_acc83[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv85; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv83; pd_v < 32; pd_v++)
                             {
-                              pd_acc85[pd_r][pd_v] = Y[(((pd_b85_b) * F + (pd_b85_f + pd_r)) * ((H - KH) + 1) + pd_b85_oy) * ((W - KW) + 1) + (pd_b85_ox + pd_v)];
+                              pd_acc83[pd_r][pd_v] = Y[(((pd_b83_b) * F + (pd_b83_f + pd_r)) * ((H - KH) + 1) + pd_b83_oy) * ((W - KW) + 1) + (pd_b83_ox + pd_v)];
                             }
                           }
                           if (pd_rp1)
@@ -5541,20 +5794,20 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                                 {
                                   #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                                  for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                                   {
                                     #pragma omp simd
                                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                     {
                                       {
                                         const int64_t b = pd_c0;
-                                        const int64_t f = pd_b85_f + pd_r;
+                                        const int64_t f = pd_b83_f + pd_r;
                                         const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b85_ox + pd_v;
+                                        const int64_t ox = pd_b83_ox + pd_v;
                                         const int64_t c = (pd_c4 + pd_c11);
                                         const int64_t ky = pd_c9;
                                         const int64_t kx = pd_c10;
-                                        pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                        pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                       }
                                     }
                                   }
@@ -5571,20 +5824,20 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                                 {
                                   #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                                  for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                                   {
                                     #pragma omp simd
                                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                     {
                                       {
                                         const int64_t b = pd_c0;
-                                        const int64_t f = pd_b85_f + pd_min(pd_r, pd_nr85 - 1);
+                                        const int64_t f = pd_b83_f + pd_min(pd_r, pd_nr83 - 1);
                                         const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b85_ox + pd_v;
+                                        const int64_t ox = pd_b83_ox + pd_v;
                                         const int64_t c = (pd_c4 + pd_c11);
                                         const int64_t ky = pd_c9;
                                         const int64_t kx = pd_c10;
-                                        pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                        pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                       }
                                     }
                                   }
@@ -5592,12 +5845,12 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv85; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv83; pd_v < 32; pd_v++)
                             {
-                              Y[(((pd_b85_b) * F + (pd_b85_f + pd_r)) * ((H - KH) + 1) + pd_b85_oy) * ((W - KW) + 1) + (pd_b85_ox + pd_v)] = pd_acc85[pd_r][pd_v];
+                              Y[(((pd_b83_b) * F + (pd_b83_f + pd_r)) * ((H - KH) + 1) + pd_b83_oy) * ((W - KW) + 1) + (pd_b83_ox + pd_v)] = pd_acc83[pd_r][pd_v];
                             }
                           }
                         }
@@ -5610,16 +5863,16 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                               {
                                 #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
+                                for (int64_t pd_c14 = 0; pd_c14 < (F - pd_c1); pd_c14 += 1)
                                 {
                                   #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= ((((W - KW) - 31) % 32) - 1); pd_c15 += 1)
+                                  for (int64_t pd_c15 = 0; pd_c15 <= pd_min(31, ((W - KW) - pd_c3)); pd_c15 += 1)
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
+                                      const int64_t f = (pd_c1 + pd_c14);
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + pd_c15) + 1);
+                                      const int64_t ox = (pd_c3 + pd_c15);
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
@@ -5636,2427 +5889,11 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
             }
           }
-          if (!pd_w16)
-          {
-            #pragma omp barrier
-          }
-          if (((F % 112) >= 1))
-          {
-            for (int64_t pd_c2 = 0 + (pd_w16 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w16 ? 1 : pd_team_size()) * 1)
-            {
-              for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 32)
-              {
-                for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                {
-                  if (((W >= ((KW + pd_c3) + 31)) && ((F % 112) >= 14)))
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((F % 112) - 14); pd_c7 += 14)
-                    {
-                      {
-                        int64_t pd_b87_b;
-                        int64_t pd_b87_f;
-                        int64_t pd_b87_oy;
-                        int64_t pd_b87_ox;
-                        int64_t pd_b87_c;
-                        int64_t pd_b87_ky;
-                        int64_t pd_b87_kx;
-                        {
-                          const int64_t pd_c14 = 0;
-                          const int64_t pd_c15 = 0;
-                          pd_b87_b = pd_c0;
-                          pd_b87_f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
-                          pd_b87_oy = pd_c2;
-                          pd_b87_ox = (pd_c3 + pd_c15);
-                        }
-                        float pd_acc87[14][32];
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc87[pd_r][pd_v] = Y[(((pd_b87_b) * F + (pd_b87_f + pd_r)) * ((H - KH) + 1) + pd_b87_oy) * ((W - KW) + 1) + (pd_b87_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc87[(f) - pd_b87_f][(ox) - pd_b87_ox] = (pd_acc87[(f) - pd_b87_f][(ox) - pd_b87_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc87[(f) - pd_b87_f][(ox) - pd_b87_ox] = (pd_acc87[(f) - pd_b87_f][(ox) - pd_b87_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            Y[(((pd_b87_b) * F + (pd_b87_f + pd_r)) * ((H - KH) + 1) + pd_b87_oy) * ((W - KW) + 1) + (pd_b87_ox + pd_v)] = pd_acc87[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((((((((((((((C >= 64) && (F >= 112)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 31))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 14) >= 1)) && ((F % 112) >= 14)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
-                    {
-                      int64_t pd_b88_b;
-                      int64_t pd_b88_f;
-                      int64_t pd_b88_oy;
-                      int64_t pd_b88_ox;
-                      int64_t pd_b88_c;
-                      int64_t pd_b88_ky;
-                      int64_t pd_b88_kx;
-                      const int64_t pd_nr88 = (F % 14);
-                      const int64_t pd_nv88 = 32;
-                      {
-                        pd_b88_b = pd_c0;
-                        pd_b88_f = ((-(F % 14)) + F);
-                        pd_b88_oy = pd_c2;
-                        pd_b88_ox = pd_c3;
-                      }
-                      float pd_acc88[13][32];
-                      for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc88[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                        {
-                          pd_acc88[pd_r][pd_v] = Y[(((pd_b88_b) * F + (pd_b88_f + pd_r)) * ((H - KH) + 1) + pd_b88_oy) * ((W - KW) + 1) + (pd_b88_ox + pd_v)];
-                        }
-                      }
-                      if (pd_rp1)
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b88_f + pd_r;
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b88_ox + pd_v;
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b88_f + pd_min(pd_r, pd_nr88 - 1);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b88_ox + pd_v;
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                        {
-                          Y[(((pd_b88_b) * F + (pd_b88_f + pd_r)) * ((H - KH) + 1) + pd_b88_oy) * ((W - KW) + 1) + (pd_b88_ox + pd_v)] = pd_acc88[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if ((((((((((((((((C >= 64) && (F >= 112)) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 112) <= 13)) && ((F % 112) >= 1)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
-                      if ((((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
-                      {
-                        int64_t pd_b90_b;
-                        int64_t pd_b90_f;
-                        int64_t pd_b90_oy;
-                        int64_t pd_b90_ox;
-                        int64_t pd_b90_c;
-                        int64_t pd_b90_ky;
-                        int64_t pd_b90_kx;
-                        const int64_t pd_nr90 = (F % 112);
-                        const int64_t pd_nv90 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
-                        {
-                          pd_b90_b = pd_c0;
-                          pd_b90_f = ((-(F % 112)) + F);
-                          pd_b90_oy = pd_c2;
-                          pd_b90_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
-                        }
-                        float pd_acc90[13][16];
-                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc90[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv90; pd_v < 16; pd_v++)
-                          {
-                            pd_acc90[pd_r][pd_v] = Y[(((pd_b90_b) * F + (pd_b90_f + pd_r)) * ((H - KH) + 1) + pd_b90_oy) * ((W - KW) + 1) + (pd_b90_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b90_f + pd_r;
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b90_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b90_f + pd_min(pd_r, pd_nr90 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b90_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv90; pd_v < 16; pd_v++)
-                          {
-                            Y[(((pd_b90_b) * F + (pd_b90_f + pd_r)) * ((H - KH) + 1) + pd_b90_oy) * ((W - KW) + 1) + (pd_b90_ox + pd_v)] = pd_acc90[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((((C >= 64) && (F >= 112)) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 112) <= 13)) && ((F % 112) >= 1)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
-                          if ((pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
-                          {
-                            int64_t pd_b89_b;
-                            int64_t pd_b89_f;
-                            int64_t pd_b89_oy;
-                            int64_t pd_b89_ox;
-                            int64_t pd_b89_c;
-                            int64_t pd_b89_ky;
-                            int64_t pd_b89_kx;
-                            const int64_t pd_nr89 = (F % 112);
-                            const int64_t pd_nv89 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
-                            {
-                              pd_b89_b = pd_c0;
-                              pd_b89_f = ((-(F % 112)) + F);
-                              pd_b89_oy = pd_c2;
-                              pd_b89_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
-                            }
-                            float pd_acc89[13][32];
-                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc89[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv89; pd_v < 32; pd_v++)
-                              {
-                                pd_acc89[pd_r][pd_v] = Y[(((pd_b89_b) * F + (pd_b89_f + pd_r)) * ((H - KH) + 1) + pd_b89_oy) * ((W - KW) + 1) + (pd_b89_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b89_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b89_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b89_f + pd_min(pd_r, pd_nr89 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b89_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv89; pd_v < 32; pd_v++)
-                              {
-                                Y[(((pd_b89_b) * F + (pd_b89_f + pd_r)) * ((H - KH) + 1) + pd_b89_oy) * ((W - KW) + 1) + (pd_b89_ox + pd_v)] = pd_acc89[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 < (((F - 14) % 112) - 98); pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= pd_min(31, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = ((((-((F - 14) % 112)) + F) + pd_c14) + 98);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                    if (((((KW + pd_c3) + 30) >= W) && ((F % 112) >= 14)))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= ((F % 112) - 1); pd_c7 += 14)
-                      {
-                        if ((((((((((((((((((C >= 64) && (F >= 112)) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && ((F % 112) >= 14)) && ((F % 112) >= (pd_c7 + 1))) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                          if (((((W - KW) - pd_c3) + 1)) <= 16 && (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
-                          {
-                            int64_t pd_b92_b;
-                            int64_t pd_b92_f;
-                            int64_t pd_b92_oy;
-                            int64_t pd_b92_ox;
-                            int64_t pd_b92_c;
-                            int64_t pd_b92_ky;
-                            int64_t pd_b92_kx;
-                            const int64_t pd_nr92 = (((F % 112) >= (pd_c7 + 15)) ? 14 : ((F % 112) - pd_c7));
-                            const int64_t pd_nv92 = (((W - KW) - pd_c3) + 1);
-                            {
-                              pd_b92_b = pd_c0;
-                              pd_b92_f = (((-(F % 112)) + F) + pd_c7);
-                              pd_b92_oy = pd_c2;
-                              pd_b92_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
-                            }
-                            float pd_acc92[14][16];
-                            for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                pd_acc92[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv92; pd_v < 16; pd_v++)
-                              {
-                                pd_acc92[pd_r][pd_v] = Y[(((pd_b92_b) * F + (pd_b92_f + pd_r)) * ((H - KH) + 1) + pd_b92_oy) * ((W - KW) + 1) + (pd_b92_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b92_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b92_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b92_f + pd_min(pd_r, pd_nr92 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b92_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv92; pd_v < 16; pd_v++)
-                              {
-                                Y[(((pd_b92_b) * F + (pd_b92_f + pd_r)) * ((H - KH) + 1) + pd_b92_oy) * ((W - KW) + 1) + (pd_b92_ox + pd_v)] = pd_acc92[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            if ((((((((((((((((((C >= 64) && (F >= 112)) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && ((F % 112) >= 14)) && ((F % 112) >= (pd_c7 + 1))) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                              if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32 >= (0))
-                              {
-                                int64_t pd_b91_b;
-                                int64_t pd_b91_f;
-                                int64_t pd_b91_oy;
-                                int64_t pd_b91_ox;
-                                int64_t pd_b91_c;
-                                int64_t pd_b91_ky;
-                                int64_t pd_b91_kx;
-                                const int64_t pd_nr91 = (((F % 112) >= (pd_c7 + 15)) ? 14 : ((F % 112) - pd_c7));
-                                const int64_t pd_nv91 = (((W - KW) - pd_c3) + 1);
-                                {
-                                  pd_b91_b = pd_c0;
-                                  pd_b91_f = (((-(F % 112)) + F) + pd_c7);
-                                  pd_b91_oy = pd_c2;
-                                  pd_b91_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32;
-                                }
-                                float pd_acc91[14][32];
-                                for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    pd_acc91[pd_r][pd_v] = 0;
-                                  }
-                                }
-                                for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 32 - pd_nv91; pd_v < 32; pd_v++)
-                                  {
-                                    pd_acc91[pd_r][pd_v] = Y[(((pd_b91_b) * F + (pd_b91_f + pd_r)) * ((H - KH) + 1) + pd_b91_oy) * ((W - KW) + 1) + (pd_b91_ox + pd_v)];
-                                  }
-                                }
-                                if (pd_rp1)
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = pd_b91_f + pd_r;
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = pd_b91_ox + pd_v;
-                                              const int64_t c = (pd_c4 + pd_c11);
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                                else
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = pd_b91_f + pd_min(pd_r, pd_nr91 - 1);
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = pd_b91_ox + pd_v;
-                                              const int64_t c = (pd_c4 + pd_c11);
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                                for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 32 - pd_nv91; pd_v < 32; pd_v++)
-                                  {
-                                    Y[(((pd_b91_b) * F + (pd_b91_f + pd_r)) * ((H - KH) + 1) + pd_b91_oy) * ((W - KW) + 1) + (pd_b91_ox + pd_v)] = pd_acc91[pd_r][pd_v];
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F % 112) - pd_c7) - 1)); pd_c14 += 1)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = (pd_c3 + pd_c15);
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                          }
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w16)
-            {
-              #pragma omp barrier
-            }
-          }
         }
       }
-    }
-    else
-    {
-      #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+      if (!pd_w16)
       {
-        const int64_t pd_n17 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s17 = pd_n17 - pd_mod(pd_n17, pd_team_size());
-        const int64_t pd_e17 = (pd_team_id() + 1) * (pd_s17 / pd_team_size());
-        for (int64_t pd_t17 = pd_e17 - (pd_s17 / pd_team_size()); pd_t17 < pd_n17; pd_t17 = pd_t17 + 1 == pd_e17 ? pd_s17 : pd_t17 + 1)
-        {
-          const int pd_w17 = pd_t17 < pd_s17;
-          const int64_t pd_c0 = 0 + pd_t17 * 1;
-          if ((C <= 63))
-          {
-            for (int64_t pd_c1 = 0 + (pd_w17 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w17 ? 1 : pd_team_size()) * 112)
-            {
-              for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
-              {
-                for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 32)
-                {
-                  if (((F >= (pd_c1 + 14)) && (W >= ((KW + pd_c3) + 31))))
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(98, ((F - pd_c1) - 14)); pd_c7 += 14)
-                    {
-                      {
-                        int64_t pd_b107_b;
-                        int64_t pd_b107_f;
-                        int64_t pd_b107_oy;
-                        int64_t pd_b107_ox;
-                        int64_t pd_b107_c;
-                        int64_t pd_b107_ky;
-                        int64_t pd_b107_kx;
-                        {
-                          const int64_t pd_c14 = 0;
-                          const int64_t pd_c15 = 0;
-                          pd_b107_b = pd_c0;
-                          pd_b107_f = ((pd_c1 + pd_c7) + pd_c14);
-                          pd_b107_oy = pd_c2;
-                          pd_b107_ox = (pd_c3 + pd_c15);
-                        }
-                        float pd_acc107[14][32];
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc107[pd_r][pd_v] = Y[(((pd_b107_b) * F + (pd_b107_f + pd_r)) * ((H - KH) + 1) + pd_b107_oy) * ((W - KW) + 1) + (pd_b107_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc107[(f) - pd_b107_f][(ox) - pd_b107_ox] = (pd_acc107[(f) - pd_b107_f][(ox) - pd_b107_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc107[(f) - pd_b107_f][(ox) - pd_b107_ox] = (pd_acc107[(f) - pd_b107_f][(ox) - pd_b107_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            Y[(((pd_b107_b) * F + (pd_b107_f + pd_r)) * ((H - KH) + 1) + pd_b107_oy) * ((W - KW) + 1) + (pd_b107_ox + pd_v)] = pd_acc107[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 111) >= F))
-                    {
-                      if ((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && ((pd_c1 + 111) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 31))) && (pd_c3 >= 0)) && (((F - pd_c1) % 14) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)))
-                      {
-                        int64_t pd_b108_b;
-                        int64_t pd_b108_f;
-                        int64_t pd_b108_oy;
-                        int64_t pd_b108_ox;
-                        int64_t pd_b108_c;
-                        int64_t pd_b108_ky;
-                        int64_t pd_b108_kx;
-                        const int64_t pd_nr108 = ((F - pd_c1) % 14);
-                        const int64_t pd_nv108 = 32;
-                        {
-                          pd_b108_b = pd_c0;
-                          pd_b108_f = ((-((F - pd_c1) % 14)) + F);
-                          pd_b108_oy = pd_c2;
-                          pd_b108_ox = pd_c3;
-                        }
-                        float pd_acc108[13][32];
-                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc108[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv108; pd_v++)
-                          {
-                            pd_acc108[pd_r][pd_v] = Y[(((pd_b108_b) * F + (pd_b108_f + pd_r)) * ((H - KH) + 1) + pd_b108_oy) * ((W - KW) + 1) + (pd_b108_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b108_f + pd_r;
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b108_ox + pd_v;
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc108[pd_r][pd_v] = (pd_acc108[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b108_f + pd_min(pd_r, pd_nr108 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b108_ox + pd_v;
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc108[pd_r][pd_v] = (pd_acc108[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv108; pd_v++)
-                          {
-                            Y[(((pd_b108_b) * F + (pd_b108_f + pd_r)) * ((H - KH) + 1) + pd_b108_oy) * ((W - KW) + 1) + (pd_b108_ox + pd_v)] = pd_acc108[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if (((F >= (pd_c1 + 14)) && (((KW + pd_c3) + 30) >= W)))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(111, ((F - pd_c1) - 1)); pd_c7 += 14)
-                      {
-                        if (((((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c7 % 14) == 0)))
-                          if (((((W - KW) - pd_c3) + 1)) <= 16 && (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
-                          {
-                            int64_t pd_b110_b;
-                            int64_t pd_b110_f;
-                            int64_t pd_b110_oy;
-                            int64_t pd_b110_ox;
-                            int64_t pd_b110_c;
-                            int64_t pd_b110_ky;
-                            int64_t pd_b110_kx;
-                            const int64_t pd_nr110 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
-                            const int64_t pd_nv110 = (((W - KW) - pd_c3) + 1);
-                            {
-                              pd_b110_b = pd_c0;
-                              pd_b110_f = (pd_c1 + pd_c7);
-                              pd_b110_oy = pd_c2;
-                              pd_b110_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
-                            }
-                            float pd_acc110[14][16];
-                            for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                pd_acc110[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr110; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv110; pd_v < 16; pd_v++)
-                              {
-                                pd_acc110[pd_r][pd_v] = Y[(((pd_b110_b) * F + (pd_b110_f + pd_r)) * ((H - KH) + 1) + pd_b110_oy) * ((W - KW) + 1) + (pd_b110_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b110_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b110_ox + pd_v;
-                                          const int64_t c = pd_c11;
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc110[pd_r][pd_v] = (pd_acc110[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b110_f + pd_min(pd_r, pd_nr110 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b110_ox + pd_v;
-                                          const int64_t c = pd_c11;
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc110[pd_r][pd_v] = (pd_acc110[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr110; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv110; pd_v < 16; pd_v++)
-                              {
-                                Y[(((pd_b110_b) * F + (pd_b110_f + pd_r)) * ((H - KH) + 1) + pd_b110_oy) * ((W - KW) + 1) + (pd_b110_ox + pd_v)] = pd_acc110[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            if (((((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c7 % 14) == 0)))
-                              if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32 >= (0))
-                              {
-                                int64_t pd_b109_b;
-                                int64_t pd_b109_f;
-                                int64_t pd_b109_oy;
-                                int64_t pd_b109_ox;
-                                int64_t pd_b109_c;
-                                int64_t pd_b109_ky;
-                                int64_t pd_b109_kx;
-                                const int64_t pd_nr109 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
-                                const int64_t pd_nv109 = (((W - KW) - pd_c3) + 1);
-                                {
-                                  pd_b109_b = pd_c0;
-                                  pd_b109_f = (pd_c1 + pd_c7);
-                                  pd_b109_oy = pd_c2;
-                                  pd_b109_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32;
-                                }
-                                float pd_acc109[14][32];
-                                for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    pd_acc109[pd_r][pd_v] = 0;
-                                  }
-                                }
-                                for (int64_t pd_r = 0; pd_r < pd_nr109; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 32 - pd_nv109; pd_v < 32; pd_v++)
-                                  {
-                                    pd_acc109[pd_r][pd_v] = Y[(((pd_b109_b) * F + (pd_b109_f + pd_r)) * ((H - KH) + 1) + pd_b109_oy) * ((W - KW) + 1) + (pd_b109_ox + pd_v)];
-                                  }
-                                }
-                                if (pd_rp1)
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = pd_b109_f + pd_r;
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = pd_b109_ox + pd_v;
-                                              const int64_t c = pd_c11;
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              pd_acc109[pd_r][pd_v] = (pd_acc109[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                                else
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = pd_b109_f + pd_min(pd_r, pd_nr109 - 1);
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = pd_b109_ox + pd_v;
-                                              const int64_t c = pd_c11;
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              pd_acc109[pd_r][pd_v] = (pd_acc109[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                                for (int64_t pd_r = 0; pd_r < pd_nr109; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 32 - pd_nv109; pd_v < 32; pd_v++)
-                                  {
-                                    Y[(((pd_b109_b) * F + (pd_b109_f + pd_r)) * ((H - KH) + 1) + pd_b109_oy) * ((W - KW) + 1) + (pd_b109_ox + pd_v)] = pd_acc109[pd_r][pd_v];
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = (pd_c3 + pd_c15);
-                                            const int64_t c = pd_c11;
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                          }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)))
-                        if (((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
-                        {
-                          int64_t pd_b112_b;
-                          int64_t pd_b112_f;
-                          int64_t pd_b112_oy;
-                          int64_t pd_b112_ox;
-                          int64_t pd_b112_c;
-                          int64_t pd_b112_ky;
-                          int64_t pd_b112_kx;
-                          const int64_t pd_nr112 = (F - pd_c1);
-                          const int64_t pd_nv112 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
-                          {
-                            pd_b112_b = pd_c0;
-                            pd_b112_f = pd_c1;
-                            pd_b112_oy = pd_c2;
-                            pd_b112_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
-                          }
-                          float pd_acc112[13][16];
-                          for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc112[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr112; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv112; pd_v < 16; pd_v++)
-                            {
-                              pd_acc112[pd_r][pd_v] = Y[(((pd_b112_b) * F + (pd_b112_f + pd_r)) * ((H - KH) + 1) + pd_b112_oy) * ((W - KW) + 1) + (pd_b112_ox + pd_v)];
-                            }
-                          }
-                          if (pd_rp1)
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b112_f + pd_r;
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b112_ox + pd_v;
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc112[pd_r][pd_v] = (pd_acc112[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b112_f + pd_min(pd_r, pd_nr112 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b112_ox + pd_v;
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc112[pd_r][pd_v] = (pd_acc112[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr112; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv112; pd_v < 16; pd_v++)
-                            {
-                              Y[(((pd_b112_b) * F + (pd_b112_f + pd_r)) * ((H - KH) + 1) + pd_b112_oy) * ((W - KW) + 1) + (pd_b112_ox + pd_v)] = pd_acc112[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)))
-                            if ((pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
-                            {
-                              int64_t pd_b111_b;
-                              int64_t pd_b111_f;
-                              int64_t pd_b111_oy;
-                              int64_t pd_b111_ox;
-                              int64_t pd_b111_c;
-                              int64_t pd_b111_ky;
-                              int64_t pd_b111_kx;
-                              const int64_t pd_nr111 = (F - pd_c1);
-                              const int64_t pd_nv111 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
-                              {
-                                pd_b111_b = pd_c0;
-                                pd_b111_f = pd_c1;
-                                pd_b111_oy = pd_c2;
-                                pd_b111_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
-                              }
-                              float pd_acc111[13][32];
-                              for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc111[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr111; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 32 - pd_nv111; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc111[pd_r][pd_v] = Y[(((pd_b111_b) * F + (pd_b111_f + pd_r)) * ((H - KH) + 1) + pd_b111_oy) * ((W - KW) + 1) + (pd_b111_ox + pd_v)];
-                                }
-                              }
-                              if (pd_rp1)
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b111_f + pd_r;
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b111_ox + pd_v;
-                                            const int64_t c = pd_c11;
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc111[pd_r][pd_v] = (pd_acc111[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b111_f + pd_min(pd_r, pd_nr111 - 1);
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b111_ox + pd_v;
-                                            const int64_t c = pd_c11;
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc111[pd_r][pd_v] = (pd_acc111[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr111; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 32 - pd_nv111; pd_v < 32; pd_v++)
-                                {
-                                  Y[(((pd_b111_b) * F + (pd_b111_f + pd_r)) * ((H - KH) + 1) + pd_b111_oy) * ((W - KW) + 1) + (pd_b111_ox + pd_v)] = pd_acc111[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_c14 = 0; pd_c14 < (F - pd_c1); pd_c14 += 1)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_c15 = 0; pd_c15 <= pd_min(31, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = (pd_c1 + pd_c14);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = (pd_c3 + pd_c15);
-                                          const int64_t c = pd_c11;
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w17)
-            {
-              #pragma omp barrier
-            }
-          }
-          else
-          {
-            if (((F >= 112) && ((KW + 30) >= W)))
-            {
-              for (int64_t pd_c1 = 0 + (pd_w17 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w17 ? 1 : pd_team_size()) * 112)
-              {
-                for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(111, ((F - pd_c1) - 1)); pd_c7 += 14)
-                    {
-                      if (((((((((((((((((C >= 64) && (F >= 112)) && ((KW + 30) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                        if ((((W - KW) + 1)) <= 16 && (0) + (((W - KW) + 1)) - 16 >= (0))
-                        {
-                          int64_t pd_b114_b;
-                          int64_t pd_b114_f;
-                          int64_t pd_b114_oy;
-                          int64_t pd_b114_ox;
-                          int64_t pd_b114_c;
-                          int64_t pd_b114_ky;
-                          int64_t pd_b114_kx;
-                          const int64_t pd_nr114 = (((F >= ((pd_c1 + pd_c7) + 14)) && (pd_c7 >= 0)) ? 14 : ((F - pd_c1) - pd_c7));
-                          const int64_t pd_nv114 = ((W - KW) + 1);
-                          {
-                            pd_b114_b = pd_c0;
-                            pd_b114_f = (pd_c1 + pd_c7);
-                            pd_b114_oy = pd_c2;
-                            pd_b114_ox = (0) + (((W - KW) + 1)) - 16;
-                          }
-                          float pd_acc114[14][16];
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc114[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr114; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv114; pd_v < 16; pd_v++)
-                            {
-                              pd_acc114[pd_r][pd_v] = Y[(((pd_b114_b) * F + (pd_b114_f + pd_r)) * ((H - KH) + 1) + pd_b114_oy) * ((W - KW) + 1) + (pd_b114_ox + pd_v)];
-                            }
-                          }
-                          if (pd_rp1)
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b114_f + pd_r;
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b114_ox + pd_v;
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc114[pd_r][pd_v] = (pd_acc114[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b114_f + pd_min(pd_r, pd_nr114 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b114_ox + pd_v;
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc114[pd_r][pd_v] = (pd_acc114[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr114; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 16 - pd_nv114; pd_v < 16; pd_v++)
-                            {
-                              Y[(((pd_b114_b) * F + (pd_b114_f + pd_r)) * ((H - KH) + 1) + pd_b114_oy) * ((W - KW) + 1) + (pd_b114_ox + pd_v)] = pd_acc114[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((((C >= 64) && (F >= 112)) && ((KW + 30) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                            if ((0) + (((W - KW) + 1)) - 32 >= (0))
-                            {
-                              int64_t pd_b113_b;
-                              int64_t pd_b113_f;
-                              int64_t pd_b113_oy;
-                              int64_t pd_b113_ox;
-                              int64_t pd_b113_c;
-                              int64_t pd_b113_ky;
-                              int64_t pd_b113_kx;
-                              const int64_t pd_nr113 = (((F >= ((pd_c1 + pd_c7) + 14)) && (pd_c7 >= 0)) ? 14 : ((F - pd_c1) - pd_c7));
-                              const int64_t pd_nv113 = ((W - KW) + 1);
-                              {
-                                pd_b113_b = pd_c0;
-                                pd_b113_f = (pd_c1 + pd_c7);
-                                pd_b113_oy = pd_c2;
-                                pd_b113_ox = (0) + (((W - KW) + 1)) - 32;
-                              }
-                              float pd_acc113[14][32];
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc113[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 32 - pd_nv113; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc113[pd_r][pd_v] = Y[(((pd_b113_b) * F + (pd_b113_f + pd_r)) * ((H - KH) + 1) + pd_b113_oy) * ((W - KW) + 1) + (pd_b113_ox + pd_v)];
-                                }
-                              }
-                              if (pd_rp1)
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b113_f + pd_r;
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b113_ox + pd_v;
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc113[pd_r][pd_v] = (pd_acc113[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b113_f + pd_min(pd_r, pd_nr113 - 1);
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b113_ox + pd_v;
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc113[pd_r][pd_v] = (pd_acc113[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 32 - pd_nv113; pd_v < 32; pd_v++)
-                                {
-                                  Y[(((pd_b113_b) * F + (pd_b113_f + pd_r)) * ((H - KH) + 1) + pd_b113_oy) * ((W - KW) + 1) + (pd_b113_ox + pd_v)] = pd_acc113[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_c15 = 0; pd_c15 <= (W - KW); pd_c15 += 1)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_c15;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-              }
-              if (!pd_w17)
-              {
-                #pragma omp barrier
-              }
-            }
-            else
-            {
-              for (int64_t pd_c2 = 0 + (pd_w17 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w17 ? 1 : pd_team_size()) * 1)
-              {
-                for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 32)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                  {
-                    if (((F >= 14) && (W >= ((KW + pd_c3) + 31))))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 < (F - 13); pd_c7 += 14)
-                      {
-                        {
-                          int64_t pd_b115_b;
-                          int64_t pd_b115_f;
-                          int64_t pd_b115_oy;
-                          int64_t pd_b115_ox;
-                          int64_t pd_b115_c;
-                          int64_t pd_b115_ky;
-                          int64_t pd_b115_kx;
-                          {
-                            const int64_t pd_c14 = 0;
-                            const int64_t pd_c15 = 0;
-                            pd_b115_b = pd_c0;
-                            pd_b115_f = (pd_c7 + pd_c14);
-                            pd_b115_oy = pd_c2;
-                            pd_b115_ox = (pd_c3 + pd_c15);
-                          }
-                          float pd_acc115[14][32];
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc115[pd_r][pd_v] = Y[(((pd_b115_b) * F + (pd_b115_f + pd_r)) * ((H - KH) + 1) + pd_b115_oy) * ((W - KW) + 1) + (pd_b115_ox + pd_v)];
-                            }
-                          }
-                          if (pd_rp1)
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = (pd_c7 + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc115[(f) - pd_b115_f][(ox) - pd_b115_ox] = (pd_acc115[(f) - pd_b115_f][(ox) - pd_b115_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= 31; pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = (pd_c7 + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc115[(f) - pd_b115_f][(ox) - pd_b115_ox] = (pd_acc115[(f) - pd_b115_f][(ox) - pd_b115_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              Y[(((pd_b115_b) * F + (pd_b115_f + pd_r)) * ((H - KH) + 1) + pd_b115_oy) * ((W - KW) + 1) + (pd_b115_ox + pd_v)] = pd_acc115[pd_r][pd_v];
-                            }
-                          }
-                        }
-                      }
-                      if (((((((((((((((C >= 64) && (F >= 14)) && (F <= 111)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 31))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 14) >= 1)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
-                      {
-                        int64_t pd_b116_b;
-                        int64_t pd_b116_f;
-                        int64_t pd_b116_oy;
-                        int64_t pd_b116_ox;
-                        int64_t pd_b116_c;
-                        int64_t pd_b116_ky;
-                        int64_t pd_b116_kx;
-                        const int64_t pd_nr116 = (F % 14);
-                        const int64_t pd_nv116 = 32;
-                        {
-                          pd_b116_b = pd_c0;
-                          pd_b116_f = ((-(F % 14)) + F);
-                          pd_b116_oy = pd_c2;
-                          pd_b116_ox = pd_c3;
-                        }
-                        float pd_acc116[13][32];
-                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc116[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr116; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv116; pd_v++)
-                          {
-                            pd_acc116[pd_r][pd_v] = Y[(((pd_b116_b) * F + (pd_b116_f + pd_r)) * ((H - KH) + 1) + pd_b116_oy) * ((W - KW) + 1) + (pd_b116_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b116_f + pd_r;
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b116_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc116[pd_r][pd_v] = (pd_acc116[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b116_f + pd_min(pd_r, pd_nr116 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b116_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc116[pd_r][pd_v] = (pd_acc116[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr116; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv116; pd_v++)
-                          {
-                            Y[(((pd_b116_b) * F + (pd_b116_f + pd_r)) * ((H - KH) + 1) + pd_b116_oy) * ((W - KW) + 1) + (pd_b116_ox + pd_v)] = pd_acc116[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((F <= 13))
-                      {
-                        if ((((((((((((((C >= 64) && (F >= 1)) && (F <= 13)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
-                          if (((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
-                          {
-                            int64_t pd_b118_b;
-                            int64_t pd_b118_f;
-                            int64_t pd_b118_oy;
-                            int64_t pd_b118_ox;
-                            int64_t pd_b118_c;
-                            int64_t pd_b118_ky;
-                            int64_t pd_b118_kx;
-                            const int64_t pd_nr118 = F;
-                            const int64_t pd_nv118 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
-                            {
-                              pd_b118_b = pd_c0;
-                              pd_b118_f = 0;
-                              pd_b118_oy = pd_c2;
-                              pd_b118_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
-                            }
-                            float pd_acc118[13][16];
-                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                pd_acc118[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr118; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv118; pd_v < 16; pd_v++)
-                              {
-                                pd_acc118[pd_r][pd_v] = Y[(((pd_b118_b) * F + (pd_b118_f + pd_r)) * ((H - KH) + 1) + pd_b118_oy) * ((W - KW) + 1) + (pd_b118_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b118_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b118_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc118[pd_r][pd_v] = (pd_acc118[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b118_f + pd_min(pd_r, pd_nr118 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b118_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc118[pd_r][pd_v] = (pd_acc118[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr118; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 16 - pd_nv118; pd_v < 16; pd_v++)
-                              {
-                                Y[(((pd_b118_b) * F + (pd_b118_f + pd_r)) * ((H - KH) + 1) + pd_b118_oy) * ((W - KW) + 1) + (pd_b118_ox + pd_v)] = pd_acc118[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            if ((((((((((((((C >= 64) && (F >= 1)) && (F <= 13)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
-                              if ((pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
-                              {
-                                int64_t pd_b117_b;
-                                int64_t pd_b117_f;
-                                int64_t pd_b117_oy;
-                                int64_t pd_b117_ox;
-                                int64_t pd_b117_c;
-                                int64_t pd_b117_ky;
-                                int64_t pd_b117_kx;
-                                const int64_t pd_nr117 = F;
-                                const int64_t pd_nv117 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
-                                {
-                                  pd_b117_b = pd_c0;
-                                  pd_b117_f = 0;
-                                  pd_b117_oy = pd_c2;
-                                  pd_b117_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
-                                }
-                                float pd_acc117[13][32];
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    pd_acc117[pd_r][pd_v] = 0;
-                                  }
-                                }
-                                for (int64_t pd_r = 0; pd_r < pd_nr117; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 32 - pd_nv117; pd_v < 32; pd_v++)
-                                  {
-                                    pd_acc117[pd_r][pd_v] = Y[(((pd_b117_b) * F + (pd_b117_f + pd_r)) * ((H - KH) + 1) + pd_b117_oy) * ((W - KW) + 1) + (pd_b117_ox + pd_v)];
-                                  }
-                                }
-                                if (pd_rp1)
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = pd_b117_f + pd_r;
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = pd_b117_ox + pd_v;
-                                              const int64_t c = (pd_c4 + pd_c11);
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              pd_acc117[pd_r][pd_v] = (pd_acc117[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                                else
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = pd_b117_f + pd_min(pd_r, pd_nr117 - 1);
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = pd_b117_ox + pd_v;
-                                              const int64_t c = (pd_c4 + pd_c11);
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              pd_acc117[pd_r][pd_v] = (pd_acc117[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                                for (int64_t pd_r = 0; pd_r < pd_nr117; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 32 - pd_nv117; pd_v < 32; pd_v++)
-                                  {
-                                    Y[(((pd_b117_b) * F + (pd_b117_f + pd_r)) * ((H - KH) + 1) + pd_b117_oy) * ((W - KW) + 1) + (pd_b117_ox + pd_v)] = pd_acc117[pd_r][pd_v];
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_c14 = 0; pd_c14 < F; pd_c14 += 1)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_c15 = 0; pd_c15 <= pd_min(31, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_c14;
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = (pd_c3 + pd_c15);
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                          }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 < F; pd_c7 += 14)
-                        {
-                          if (((((((((((((((((C >= 64) && (F >= 14)) && (F <= 111)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= (pd_c7 + 1))) && (pd_c7 >= 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                            if (((((W - KW) - pd_c3) + 1)) <= 16 && (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
-                            {
-                              int64_t pd_b120_b;
-                              int64_t pd_b120_f;
-                              int64_t pd_b120_oy;
-                              int64_t pd_b120_ox;
-                              int64_t pd_b120_c;
-                              int64_t pd_b120_ky;
-                              int64_t pd_b120_kx;
-                              const int64_t pd_nr120 = ((F >= (pd_c7 + 14)) ? 14 : (F - pd_c7));
-                              const int64_t pd_nv120 = (((W - KW) - pd_c3) + 1);
-                              {
-                                pd_b120_b = pd_c0;
-                                pd_b120_f = pd_c7;
-                                pd_b120_oy = pd_c2;
-                                pd_b120_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
-                              }
-                              float pd_acc120[14][16];
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                {
-                                  pd_acc120[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 16 - pd_nv120; pd_v < 16; pd_v++)
-                                {
-                                  pd_acc120[pd_r][pd_v] = Y[(((pd_b120_b) * F + (pd_b120_f + pd_r)) * ((H - KH) + 1) + pd_b120_oy) * ((W - KW) + 1) + (pd_b120_ox + pd_v)];
-                                }
-                              }
-                              if (pd_rp1)
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b120_f + pd_r;
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b120_ox + pd_v;
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b120_f + pd_min(pd_r, pd_nr120 - 1);
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b120_ox + pd_v;
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 16 - pd_nv120; pd_v < 16; pd_v++)
-                                {
-                                  Y[(((pd_b120_b) * F + (pd_b120_f + pd_r)) * ((H - KH) + 1) + pd_b120_oy) * ((W - KW) + 1) + (pd_b120_ox + pd_v)] = pd_acc120[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              if (((((((((((((((((C >= 64) && (F >= 14)) && (F <= 111)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= (pd_c7 + 1))) && (pd_c7 >= 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                                if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32 >= (0))
-                                {
-                                  int64_t pd_b119_b;
-                                  int64_t pd_b119_f;
-                                  int64_t pd_b119_oy;
-                                  int64_t pd_b119_ox;
-                                  int64_t pd_b119_c;
-                                  int64_t pd_b119_ky;
-                                  int64_t pd_b119_kx;
-                                  const int64_t pd_nr119 = ((F >= (pd_c7 + 14)) ? 14 : (F - pd_c7));
-                                  const int64_t pd_nv119 = (((W - KW) - pd_c3) + 1);
-                                  {
-                                    pd_b119_b = pd_c0;
-                                    pd_b119_f = pd_c7;
-                                    pd_b119_oy = pd_c2;
-                                    pd_b119_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32;
-                                  }
-                                  float pd_acc119[14][32];
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                    {
-                                      pd_acc119[pd_r][pd_v] = 0;
-                                    }
-                                  }
-                                  for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 32 - pd_nv119; pd_v < 32; pd_v++)
-                                    {
-                                      pd_acc119[pd_r][pd_v] = Y[(((pd_b119_b) * F + (pd_b119_f + pd_r)) * ((H - KH) + 1) + pd_b119_oy) * ((W - KW) + 1) + (pd_b119_ox + pd_v)];
-                                    }
-                                  }
-                                  if (pd_rp1)
-                                  {
-                                    for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                    {
-                                      for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                      {
-                                        for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                        {
-                                          #pragma GCC unroll 16
-                                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                          {
-                                            #pragma omp simd
-                                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                            {
-                                              {
-                                                const int64_t b = pd_c0;
-                                                const int64_t f = pd_b119_f + pd_r;
-                                                const int64_t oy = pd_c2;
-                                                const int64_t ox = pd_b119_ox + pd_v;
-                                                const int64_t c = (pd_c4 + pd_c11);
-                                                const int64_t ky = pd_c9;
-                                                const int64_t kx = pd_c10;
-                                                pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                              }
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                  else
-                                  {
-                                    for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                    {
-                                      for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                      {
-                                        for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                        {
-                                          #pragma GCC unroll 16
-                                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                          {
-                                            #pragma omp simd
-                                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                            {
-                                              {
-                                                const int64_t b = pd_c0;
-                                                const int64_t f = pd_b119_f + pd_min(pd_r, pd_nr119 - 1);
-                                                const int64_t oy = pd_c2;
-                                                const int64_t ox = pd_b119_ox + pd_v;
-                                                const int64_t c = (pd_c4 + pd_c11);
-                                                const int64_t ky = pd_c9;
-                                                const int64_t kx = pd_c10;
-                                                pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                              }
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                  for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 32 - pd_nv119; pd_v < 32; pd_v++)
-                                    {
-                                      Y[(((pd_b119_b) * F + (pd_b119_f + pd_r)) * ((H - KH) + 1) + pd_b119_oy) * ((W - KW) + 1) + (pd_b119_ox + pd_v)] = pd_acc119[pd_r][pd_v];
-                                    }
-                                  }
-                                }
-                                else
-                                {
-                                  for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                  {
-                                    for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                    {
-                                      for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                      {
-                                        #pragma GCC unroll 16
-                                        for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, ((F - pd_c7) - 1)); pd_c14 += 1)
-                                        {
-                                          #pragma omp simd
-                                          for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                          {
-                                            {
-                                              const int64_t b = pd_c0;
-                                              const int64_t f = (pd_c7 + pd_c14);
-                                              const int64_t oy = pd_c2;
-                                              const int64_t ox = (pd_c3 + pd_c15);
-                                              const int64_t c = (pd_c4 + pd_c11);
-                                              const int64_t ky = pd_c9;
-                                              const int64_t kx = pd_c10;
-                                              Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                            }
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                            }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-              if (!pd_w17)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-        }
+        #pragma omp barrier
       }
     }
   }

@@ -2912,150 +2912,50 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
       }
     }
   }
-  if ((F >= 1))
+  #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    if ((((C >= 64) && (F >= 112)) && (W >= (KW + 7))))
+    const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
+    const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
+    for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
     {
-      #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+      const int pd_w12 = pd_t12 < pd_s12;
+      const int64_t pd_c0 = 0 + pd_t12 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 112)
       {
-        const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
-        const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
-        for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
+        for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
-          const int pd_w12 = pd_t12 < pd_s12;
-          const int64_t pd_c0 = 0 + pd_t12 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 112; pd_c1 < (F - 111); pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 112)
+          for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 8)
           {
-            for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
+            for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
             {
-              for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 6); pd_c3 += 8)
+              if (((F >= (pd_c1 + 14)) && (W >= ((KW + pd_c3) + 7))))
               {
-                for (int64_t pd_c4 = 0; pd_c4 < (C - 63); pd_c4 += 64)
-                {
-                  for (int64_t pd_c7 = 0; pd_c7 <= 98; pd_c7 += 14)
-                  {
-                    {
-                      int64_t pd_b44_b;
-                      int64_t pd_b44_f;
-                      int64_t pd_b44_oy;
-                      int64_t pd_b44_ox;
-                      int64_t pd_b44_c;
-                      int64_t pd_b44_ky;
-                      int64_t pd_b44_kx;
-                      {
-                        const int64_t pd_c14 = 0;
-                        const int64_t pd_c15 = 0;
-                        pd_b44_b = pd_c0;
-                        pd_b44_f = ((pd_c1 + pd_c7) + pd_c14);
-                        pd_b44_oy = pd_c2;
-                        pd_b44_ox = (pd_c3 + pd_c15);
-                      }
-                      float pd_acc44[14][8];
-                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc44[pd_r][pd_v] = Y[(((pd_b44_b) * F + (pd_b44_f + pd_r)) * ((H - KH) + 1) + pd_b44_oy) * ((W - KW) + 1) + (pd_b44_ox + pd_v)];
-                        }
-                      }
-                      if (pd_rp1)
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= 63; pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc44[(f) - pd_b44_f][(ox) - pd_b44_ox] = (pd_acc44[(f) - pd_b44_f][(ox) - pd_b44_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= 63; pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc44[(f) - pd_b44_f][(ox) - pd_b44_ox] = (pd_acc44[(f) - pd_b44_f][(ox) - pd_b44_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          Y[(((pd_b44_b) * F + (pd_b44_f + pd_r)) * ((H - KH) + 1) + pd_b44_oy) * ((W - KW) + 1) + (pd_b44_ox + pd_v)] = pd_acc44[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= 98; pd_c7 += 14)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(98, ((F - pd_c1) - 14)); pd_c7 += 14)
                 {
                   {
-                    int64_t pd_b45_b;
-                    int64_t pd_b45_f;
-                    int64_t pd_b45_oy;
-                    int64_t pd_b45_ox;
-                    int64_t pd_b45_c;
-                    int64_t pd_b45_ky;
-                    int64_t pd_b45_kx;
+                    int64_t pd_b41_b;
+                    int64_t pd_b41_f;
+                    int64_t pd_b41_oy;
+                    int64_t pd_b41_ox;
+                    int64_t pd_b41_c;
+                    int64_t pd_b41_ky;
+                    int64_t pd_b41_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b45_b = pd_c0;
-                      pd_b45_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b45_oy = pd_c2;
-                      pd_b45_ox = (pd_c3 + pd_c15);
+                      pd_b41_b = pd_c0;
+                      pd_b41_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b41_oy = pd_c2;
+                      pd_b41_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc45[14][8];
+                    float pd_acc41[14][8];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc45[pd_r][pd_v] = Y[(((pd_b45_b) * F + (pd_b45_f + pd_r)) * ((H - KH) + 1) + pd_b45_oy) * ((W - KW) + 1) + (pd_b45_ox + pd_v)];
+                        pd_acc41[pd_r][pd_v] = Y[(((pd_b41_b) * F + (pd_b41_f + pd_r)) * ((H - KH) + 1) + pd_b41_oy) * ((W - KW) + 1) + (pd_b41_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -3064,7 +2964,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
                         {
-                          for (int64_t pd_c11 = 0; pd_c11 <= ((C % 64) - 1); pd_c11 += 1)
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                           {
                             #pragma GCC unroll 16
                             for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
@@ -3077,163 +2977,14 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
                                   const int64_t oy = pd_c2;
                                   const int64_t ox = (pd_c3 + pd_c15);
-                                  const int64_t c = (((-(C % 64)) + C) + pd_c11);
+                                  const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc45[(f) - pd_b45_f][(ox) - pd_b45_ox] = (pd_acc45[(f) - pd_b45_f][(ox) - pd_b45_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc41[(f) - pd_b41_f][(ox) - pd_b41_ox] = (pd_acc41[(f) - pd_b41_f][(ox) - pd_b41_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
                           }
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                      {
-                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                        {
-                          for (int64_t pd_c11 = 0; pd_c11 <= ((C % 64) - 1); pd_c11 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                  const int64_t oy = pd_c2;
-                                  const int64_t ox = (pd_c3 + pd_c15);
-                                  const int64_t c = (((-(C % 64)) + C) + pd_c11);
-                                  const int64_t ky = pd_c9;
-                                  const int64_t kx = pd_c10;
-                                  pd_acc45[(f) - pd_b45_f][(ox) - pd_b45_ox] = (pd_acc45[(f) - pd_b45_f][(ox) - pd_b45_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        Y[(((pd_b45_b) * F + (pd_b45_f + pd_r)) * ((H - KH) + 1) + pd_b45_oy) * ((W - KW) + 1) + (pd_b45_ox + pd_v)] = pd_acc45[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-              {
-                for (int64_t pd_c7 = 0; pd_c7 <= 111; pd_c7 += 14)
-                {
-                  if (((((((((((((((((C >= 64) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 112))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((((W - KW) - 7) % 8) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                    if ((((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8 >= (0))
-                    {
-                      int64_t pd_b46_b;
-                      int64_t pd_b46_f;
-                      int64_t pd_b46_oy;
-                      int64_t pd_b46_ox;
-                      int64_t pd_b46_c;
-                      int64_t pd_b46_ky;
-                      int64_t pd_b46_kx;
-                      const int64_t pd_nr46 = 14;
-                      const int64_t pd_nv46 = (((W - KW) - 7) % 8);
-                      {
-                        pd_b46_b = pd_c0;
-                        pd_b46_f = (pd_c1 + pd_c7);
-                        pd_b46_oy = pd_c2;
-                        pd_b46_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
-                      }
-                      float pd_acc46[14][8];
-                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc46[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv46; pd_v < 8; pd_v++)
-                        {
-                          pd_acc46[pd_r][pd_v] = Y[(((pd_b46_b) * F + (pd_b46_f + pd_r)) * ((H - KH) + 1) + pd_b46_oy) * ((W - KW) + 1) + (pd_b46_ox + pd_v)];
-                        }
-                      }
-                      if (pd_rp1)
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b46_f + pd_r;
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b46_ox + pd_v;
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = pd_b46_f + pd_min(pd_r, pd_nr46 - 1);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b46_ox + pd_v;
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv46; pd_v < 8; pd_v++)
-                        {
-                          Y[(((pd_b46_b) * F + (pd_b46_f + pd_r)) * ((H - KH) + 1) + pd_b46_oy) * ((W - KW) + 1) + (pd_b46_ox + pd_v)] = pd_acc46[pd_r][pd_v];
                         }
                       }
                     }
@@ -3249,17 +3000,17 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c15 = 0; pd_c15 <= ((((W - KW) - 7) % 8) - 1); pd_c15 += 1)
+                              for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
                               {
                                 {
                                   const int64_t b = pd_c0;
                                   const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + pd_c15) + 1);
+                                  const int64_t ox = (pd_c3 + pd_c15);
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc41[(f) - pd_b41_f][(ox) - pd_b41_ox] = (pd_acc41[(f) - pd_b41_f][(ox) - pd_b41_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -3267,49 +3018,162 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
+                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
+                        Y[(((pd_b41_b) * F + (pd_b41_f + pd_r)) * ((H - KH) + 1) + pd_b41_oy) * ((W - KW) + 1) + (pd_b41_ox + pd_v)] = pd_acc41[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (((pd_c1 + 111) >= F))
+                {
+                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && ((pd_c1 + 111) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 7))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 14) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
+                  {
+                    int64_t pd_b42_b;
+                    int64_t pd_b42_f;
+                    int64_t pd_b42_oy;
+                    int64_t pd_b42_ox;
+                    int64_t pd_b42_c;
+                    int64_t pd_b42_ky;
+                    int64_t pd_b42_kx;
+                    const int64_t pd_nr42 = ((F - pd_c1) % 14);
+                    const int64_t pd_nv42 = 8;
+                    {
+                      pd_b42_b = pd_c0;
+                      pd_b42_f = ((-((F - pd_c1) % 14)) + F);
+                      pd_b42_oy = pd_c2;
+                      pd_b42_ox = pd_c3;
+                    }
+                    float pd_acc42[13][8];
+                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
+                        pd_acc42[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                      {
+                        pd_acc42[pd_r][pd_v] = Y[(((pd_b42_b) * F + (pd_b42_f + pd_r)) * ((H - KH) + 1) + pd_b42_oy) * ((W - KW) + 1) + (pd_b42_ox + pd_v)];
+                      }
+                    }
+                    if (pd_rp1)
+                    {
+                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                      {
+                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                        {
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t f = pd_b42_f + pd_r;
+                                  const int64_t oy = pd_c2;
+                                  const int64_t ox = pd_b42_ox + pd_v;
+                                  const int64_t c = (pd_c4 + pd_c11);
+                                  const int64_t ky = pd_c9;
+                                  const int64_t kx = pd_c10;
+                                  pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                      {
+                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                        {
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t f = pd_b42_f + pd_min(pd_r, pd_nr42 - 1);
+                                  const int64_t oy = pd_c2;
+                                  const int64_t ox = pd_b42_ox + pd_v;
+                                  const int64_t c = (pd_c4 + pd_c11);
+                                  const int64_t ky = pd_c9;
+                                  const int64_t kx = pd_c10;
+                                  pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                      {
+                        Y[(((pd_b42_b) * F + (pd_b42_f + pd_r)) * ((H - KH) + 1) + pd_b42_oy) * ((W - KW) + 1) + (pd_b42_ox + pd_v)] = pd_acc42[pd_r][pd_v];
+                      }
+                    }
+                  }
                 }
               }
-            }
-          }
-          if (!pd_w12)
-          {
-            #pragma omp barrier
-          }
-          if (((F % 112) >= 1))
-          {
-            for (int64_t pd_c2 = 0 + (pd_w12 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w12 ? 1 : pd_team_size()) * 1)
-            {
-              for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 8)
+              else
               {
-                for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
+                if (((F >= (pd_c1 + 14)) && (((KW + pd_c3) + 6) >= W)))
                 {
-                  if (((W >= ((KW + pd_c3) + 7)) && ((F % 112) >= 14)))
+                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(111, ((F - pd_c1) - 1)); pd_c7 += 14)
                   {
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((F % 112) - 14); pd_c7 += 14)
-                    {
+                    if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 6) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
+                      if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8 >= (0))
                       {
-                        int64_t pd_b47_b;
-                        int64_t pd_b47_f;
-                        int64_t pd_b47_oy;
-                        int64_t pd_b47_ox;
-                        int64_t pd_b47_c;
-                        int64_t pd_b47_ky;
-                        int64_t pd_b47_kx;
+                        int64_t pd_b43_b;
+                        int64_t pd_b43_f;
+                        int64_t pd_b43_oy;
+                        int64_t pd_b43_ox;
+                        int64_t pd_b43_c;
+                        int64_t pd_b43_ky;
+                        int64_t pd_b43_kx;
+                        const int64_t pd_nr43 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv43 = (((W - KW) - pd_c3) + 1);
                         {
-                          const int64_t pd_c14 = 0;
-                          const int64_t pd_c15 = 0;
-                          pd_b47_b = pd_c0;
-                          pd_b47_f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
-                          pd_b47_oy = pd_c2;
-                          pd_b47_ox = (pd_c3 + pd_c15);
+                          pd_b43_b = pd_c0;
+                          pd_b43_f = (pd_c1 + pd_c7);
+                          pd_b43_oy = pd_c2;
+                          pd_b43_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
                         }
-                        float pd_acc47[14][8];
+                        float pd_acc43[14][8];
                         for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc47[pd_r][pd_v] = Y[(((pd_b47_b) * F + (pd_b47_f + pd_r)) * ((H - KH) + 1) + pd_b47_oy) * ((W - KW) + 1) + (pd_b47_ox + pd_v)];
+                            pd_acc43[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 8 - pd_nv43; pd_v < 8; pd_v++)
+                          {
+                            pd_acc43[pd_r][pd_v] = Y[(((pd_b43_b) * F + (pd_b43_f + pd_r)) * ((H - KH) + 1) + pd_b43_oy) * ((W - KW) + 1) + (pd_b43_ox + pd_v)];
                           }
                         }
                         if (pd_rp1)
@@ -3321,20 +3185,20 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                               {
                                 #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
+                                for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                                 {
                                   #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
+                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
+                                      const int64_t f = pd_b43_f + pd_r;
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
+                                      const int64_t ox = pd_b43_ox + pd_v;
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
-                                      pd_acc47[(f) - pd_b47_f][(ox) - pd_b47_ox] = (pd_acc47[(f) - pd_b47_f][(ox) - pd_b47_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                      pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                     }
                                   }
                                 }
@@ -3351,20 +3215,20 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                               {
                                 #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
+                                for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                                 {
                                   #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
+                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
+                                      const int64_t f = pd_b43_f + pd_min(pd_r, pd_nr43 - 1);
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
+                                      const int64_t ox = pd_b43_ox + pd_v;
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
-                                      pd_acc47[(f) - pd_b47_f][(ox) - pd_b47_ox] = (pd_acc47[(f) - pd_b47_f][(ox) - pd_b47_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                      pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                     }
                                   }
                                 }
@@ -3372,48 +3236,82 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          for (int64_t pd_v = 8 - pd_nv43; pd_v < 8; pd_v++)
                           {
-                            Y[(((pd_b47_b) * F + (pd_b47_f + pd_r)) * ((H - KH) + 1) + pd_b47_oy) * ((W - KW) + 1) + (pd_b47_ox + pd_v)] = pd_acc47[pd_r][pd_v];
+                            Y[(((pd_b43_b) * F + (pd_b43_f + pd_r)) * ((H - KH) + 1) + pd_b43_oy) * ((W - KW) + 1) + (pd_b43_ox + pd_v)] = pd_acc43[pd_r][pd_v];
                           }
                         }
                       }
-                    }
-                    if (((((((((((((((C >= 64) && (F >= 112)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 7))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 14) >= 1)) && ((F % 112) >= 14)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
-                    {
-                      int64_t pd_b48_b;
-                      int64_t pd_b48_f;
-                      int64_t pd_b48_oy;
-                      int64_t pd_b48_ox;
-                      int64_t pd_b48_c;
-                      int64_t pd_b48_ky;
-                      int64_t pd_b48_kx;
-                      const int64_t pd_nr48 = (F % 14);
-                      const int64_t pd_nv48 = 8;
+                      else
                       {
-                        pd_b48_b = pd_c0;
-                        pd_b48_f = ((-(F % 14)) + F);
-                        pd_b48_oy = pd_c2;
-                        pd_b48_ox = pd_c3;
+                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
+                        {
+                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                          {
+                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
+                                    const int64_t oy = pd_c2;
+                                    const int64_t ox = (pd_c3 + pd_c15);
+                                    const int64_t c = (pd_c4 + pd_c11);
+                                    const int64_t ky = pd_c9;
+                                    const int64_t kx = pd_c10;
+                                    Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
                       }
-                      float pd_acc48[13][8];
+                  }
+                }
+                else
+                {
+                  if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
+                    if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
+                    {
+                      int64_t pd_b44_b;
+                      int64_t pd_b44_f;
+                      int64_t pd_b44_oy;
+                      int64_t pd_b44_ox;
+                      int64_t pd_b44_c;
+                      int64_t pd_b44_ky;
+                      int64_t pd_b44_kx;
+                      const int64_t pd_nr44 = (F - pd_c1);
+                      const int64_t pd_nv44 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                      {
+                        pd_b44_b = pd_c0;
+                        pd_b44_f = pd_c1;
+                        pd_b44_oy = pd_c2;
+                        pd_b44_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                      }
+                      float pd_acc44[13][8];
                       for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc48[pd_r][pd_v] = 0;
+                          pd_acc44[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv44; pd_v < 8; pd_v++)
                         {
-                          pd_acc48[pd_r][pd_v] = Y[(((pd_b48_b) * F + (pd_b48_f + pd_r)) * ((H - KH) + 1) + pd_b48_oy) * ((W - KW) + 1) + (pd_b48_ox + pd_v)];
+                          pd_acc44[pd_r][pd_v] = Y[(((pd_b44_b) * F + (pd_b44_f + pd_r)) * ((H - KH) + 1) + pd_b44_oy) * ((W - KW) + 1) + (pd_b44_ox + pd_v)];
                         }
                       }
                       if (pd_rp1)
@@ -3432,13 +3330,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b48_f + pd_r;
+                                    const int64_t f = pd_b44_f + pd_r;
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b48_ox + pd_v;
+                                    const int64_t ox = pd_b44_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -3462,13 +3360,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b48_f + pd_min(pd_r, pd_nr48 - 1);
+                                    const int64_t f = pd_b44_f + pd_min(pd_r, pd_nr44 - 1);
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b48_ox + pd_v;
+                                    const int64_t ox = pd_b44_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -3476,1473 +3374,54 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv44; pd_v < 8; pd_v++)
                         {
-                          Y[(((pd_b48_b) * F + (pd_b48_f + pd_r)) * ((H - KH) + 1) + pd_b48_oy) * ((W - KW) + 1) + (pd_b48_ox + pd_v)] = pd_acc48[pd_r][pd_v];
+                          Y[(((pd_b44_b) * F + (pd_b44_f + pd_r)) * ((H - KH) + 1) + pd_b44_oy) * ((W - KW) + 1) + (pd_b44_ox + pd_v)] = pd_acc44[pd_r][pd_v];
                         }
                       }
                     }
-                  }
-                  else
-                  {
-                    if ((((((((((((((((C >= 64) && (F >= 112)) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 112) <= 13)) && ((F % 112) >= 1)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
-                      if ((pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
-                      {
-                        int64_t pd_b49_b;
-                        int64_t pd_b49_f;
-                        int64_t pd_b49_oy;
-                        int64_t pd_b49_ox;
-                        int64_t pd_b49_c;
-                        int64_t pd_b49_ky;
-                        int64_t pd_b49_kx;
-                        const int64_t pd_nr49 = (F % 112);
-                        const int64_t pd_nv49 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
-                        {
-                          pd_b49_b = pd_c0;
-                          pd_b49_f = ((-(F % 112)) + F);
-                          pd_b49_oy = pd_c2;
-                          pd_b49_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
-                        }
-                        float pd_acc49[13][8];
-                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc49[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 8 - pd_nv49; pd_v < 8; pd_v++)
-                          {
-                            pd_acc49[pd_r][pd_v] = Y[(((pd_b49_b) * F + (pd_b49_f + pd_r)) * ((H - KH) + 1) + pd_b49_oy) * ((W - KW) + 1) + (pd_b49_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b49_f + pd_r;
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b49_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b49_f + pd_min(pd_r, pd_nr49 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b49_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 8 - pd_nv49; pd_v < 8; pd_v++)
-                          {
-                            Y[(((pd_b49_b) * F + (pd_b49_f + pd_r)) * ((H - KH) + 1) + pd_b49_oy) * ((W - KW) + 1) + (pd_b49_ox + pd_v)] = pd_acc49[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                        {
-                          for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                          {
-                            for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c14 = 0; pd_c14 < (((F - 14) % 112) - 98); pd_c14 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c15 = 0; pd_c15 <= pd_min(7, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t f = ((((-((F - 14) % 112)) + F) + pd_c14) + 98);
-                                    const int64_t oy = pd_c2;
-                                    const int64_t ox = (pd_c3 + pd_c15);
-                                    const int64_t c = (pd_c4 + pd_c11);
-                                    const int64_t ky = pd_c9;
-                                    const int64_t kx = pd_c10;
-                                    Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                    if (((((KW + pd_c3) + 6) >= W) && ((F % 112) >= 14)))
+                    else
                     {
-                      for (int64_t pd_c7 = 0; pd_c7 <= ((F % 112) - 1); pd_c7 += 14)
+                      for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
                       {
-                        if ((((((((((((((((((C >= 64) && (F >= 112)) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 6) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (pd_c7 >= 0)) && ((F % 112) >= 14)) && ((F % 112) >= (pd_c7 + 1))) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                          if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8 >= (0))
+                        for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
+                        {
+                          for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
                           {
-                            int64_t pd_b50_b;
-                            int64_t pd_b50_f;
-                            int64_t pd_b50_oy;
-                            int64_t pd_b50_ox;
-                            int64_t pd_b50_c;
-                            int64_t pd_b50_ky;
-                            int64_t pd_b50_kx;
-                            const int64_t pd_nr50 = (((F % 112) >= (pd_c7 + 15)) ? 14 : ((F % 112) - pd_c7));
-                            const int64_t pd_nv50 = (((W - KW) - pd_c3) + 1);
-                            {
-                              pd_b50_b = pd_c0;
-                              pd_b50_f = (((-(F % 112)) + F) + pd_c7);
-                              pd_b50_oy = pd_c2;
-                              pd_b50_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
-                            }
-                            float pd_acc50[14][8];
-                            for (int64_t pd_r = 0; pd_r < 14; pd_r++)
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c14 = 0; pd_c14 < (F - pd_c1); pd_c14 += 1)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              for (int64_t pd_c15 = 0; pd_c15 <= pd_min(7, ((W - KW) - pd_c3)); pd_c15 += 1)
                               {
-                                pd_acc50[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 8 - pd_nv50; pd_v < 8; pd_v++)
-                              {
-                                pd_acc50[pd_r][pd_v] = Y[(((pd_b50_b) * F + (pd_b50_f + pd_r)) * ((H - KH) + 1) + pd_b50_oy) * ((W - KW) + 1) + (pd_b50_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
                                 {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b50_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b50_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b50_f + pd_min(pd_r, pd_nr50 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b50_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 8 - pd_nv50; pd_v < 8; pd_v++)
-                              {
-                                Y[(((pd_b50_b) * F + (pd_b50_f + pd_r)) * ((H - KH) + 1) + pd_b50_oy) * ((W - KW) + 1) + (pd_b50_ox + pd_v)] = pd_acc50[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F % 112) - pd_c7) - 1)); pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = ((((-(F % 112)) + F) + pd_c7) + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
+                                  const int64_t b = pd_c0;
+                                  const int64_t f = (pd_c1 + pd_c14);
+                                  const int64_t oy = pd_c2;
+                                  const int64_t ox = (pd_c3 + pd_c15);
+                                  const int64_t c = (pd_c4 + pd_c11);
+                                  const int64_t ky = pd_c9;
+                                  const int64_t kx = pd_c10;
+                                  Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
                           }
+                        }
                       }
                     }
-                  }
                 }
               }
-            }
-            if (!pd_w12)
-            {
-              #pragma omp barrier
             }
           }
         }
       }
-    }
-    else
-    {
-      #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+      if (!pd_w12)
       {
-        const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
-        const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
-        for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
-        {
-          const int pd_w13 = pd_t13 < pd_s13;
-          const int64_t pd_c0 = 0 + pd_t13 * 1;
-          if ((C <= 63))
-          {
-            for (int64_t pd_c1 = 0 + (pd_w13 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w13 ? 1 : pd_team_size()) * 112)
-            {
-              for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
-              {
-                for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 8)
-                {
-                  if (((F >= (pd_c1 + 14)) && (W >= ((KW + pd_c3) + 7))))
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(98, ((F - pd_c1) - 14)); pd_c7 += 14)
-                    {
-                      {
-                        int64_t pd_b60_b;
-                        int64_t pd_b60_f;
-                        int64_t pd_b60_oy;
-                        int64_t pd_b60_ox;
-                        int64_t pd_b60_c;
-                        int64_t pd_b60_ky;
-                        int64_t pd_b60_kx;
-                        {
-                          const int64_t pd_c14 = 0;
-                          const int64_t pd_c15 = 0;
-                          pd_b60_b = pd_c0;
-                          pd_b60_f = ((pd_c1 + pd_c7) + pd_c14);
-                          pd_b60_oy = pd_c2;
-                          pd_b60_ox = (pd_c3 + pd_c15);
-                        }
-                        float pd_acc60[14][8];
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc60[pd_r][pd_v] = Y[(((pd_b60_b) * F + (pd_b60_f + pd_r)) * ((H - KH) + 1) + pd_b60_oy) * ((W - KW) + 1) + (pd_b60_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc60[(f) - pd_b60_f][(ox) - pd_b60_ox] = (pd_acc60[(f) - pd_b60_f][(ox) - pd_b60_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc60[(f) - pd_b60_f][(ox) - pd_b60_ox] = (pd_acc60[(f) - pd_b60_f][(ox) - pd_b60_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            Y[(((pd_b60_b) * F + (pd_b60_f + pd_r)) * ((H - KH) + 1) + pd_b60_oy) * ((W - KW) + 1) + (pd_b60_ox + pd_v)] = pd_acc60[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 111) >= F))
-                    {
-                      if ((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && ((pd_c1 + 111) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 7))) && (pd_c3 >= 0)) && (((F - pd_c1) % 14) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)))
-                      {
-                        int64_t pd_b61_b;
-                        int64_t pd_b61_f;
-                        int64_t pd_b61_oy;
-                        int64_t pd_b61_ox;
-                        int64_t pd_b61_c;
-                        int64_t pd_b61_ky;
-                        int64_t pd_b61_kx;
-                        const int64_t pd_nr61 = ((F - pd_c1) % 14);
-                        const int64_t pd_nv61 = 8;
-                        {
-                          pd_b61_b = pd_c0;
-                          pd_b61_f = ((-((F - pd_c1) % 14)) + F);
-                          pd_b61_oy = pd_c2;
-                          pd_b61_ox = pd_c3;
-                        }
-                        float pd_acc61[13][8];
-                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc61[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
-                          {
-                            pd_acc61[pd_r][pd_v] = Y[(((pd_b61_b) * F + (pd_b61_f + pd_r)) * ((H - KH) + 1) + pd_b61_oy) * ((W - KW) + 1) + (pd_b61_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b61_f + pd_r;
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b61_ox + pd_v;
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b61_f + pd_min(pd_r, pd_nr61 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b61_ox + pd_v;
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
-                          {
-                            Y[(((pd_b61_b) * F + (pd_b61_f + pd_r)) * ((H - KH) + 1) + pd_b61_oy) * ((W - KW) + 1) + (pd_b61_ox + pd_v)] = pd_acc61[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if (((F >= (pd_c1 + 14)) && (((KW + pd_c3) + 6) >= W)))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(111, ((F - pd_c1) - 1)); pd_c7 += 14)
-                      {
-                        if (((((((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 6) >= W)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c7 % 14) == 0)))
-                          if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8 >= (0))
-                          {
-                            int64_t pd_b62_b;
-                            int64_t pd_b62_f;
-                            int64_t pd_b62_oy;
-                            int64_t pd_b62_ox;
-                            int64_t pd_b62_c;
-                            int64_t pd_b62_ky;
-                            int64_t pd_b62_kx;
-                            const int64_t pd_nr62 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
-                            const int64_t pd_nv62 = (((W - KW) - pd_c3) + 1);
-                            {
-                              pd_b62_b = pd_c0;
-                              pd_b62_f = (pd_c1 + pd_c7);
-                              pd_b62_oy = pd_c2;
-                              pd_b62_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
-                            }
-                            float pd_acc62[14][8];
-                            for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                pd_acc62[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 8 - pd_nv62; pd_v < 8; pd_v++)
-                              {
-                                pd_acc62[pd_r][pd_v] = Y[(((pd_b62_b) * F + (pd_b62_f + pd_r)) * ((H - KH) + 1) + pd_b62_oy) * ((W - KW) + 1) + (pd_b62_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b62_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b62_ox + pd_v;
-                                          const int64_t c = pd_c11;
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b62_f + pd_min(pd_r, pd_nr62 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b62_ox + pd_v;
-                                          const int64_t c = pd_c11;
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 8 - pd_nv62; pd_v < 8; pd_v++)
-                              {
-                                Y[(((pd_b62_b) * F + (pd_b62_f + pd_r)) * ((H - KH) + 1) + pd_b62_oy) * ((W - KW) + 1) + (pd_b62_ox + pd_v)] = pd_acc62[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((C >= 1) && (C <= 63)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)))
-                        if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
-                        {
-                          int64_t pd_b63_b;
-                          int64_t pd_b63_f;
-                          int64_t pd_b63_oy;
-                          int64_t pd_b63_ox;
-                          int64_t pd_b63_c;
-                          int64_t pd_b63_ky;
-                          int64_t pd_b63_kx;
-                          const int64_t pd_nr63 = (F - pd_c1);
-                          const int64_t pd_nv63 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
-                          {
-                            pd_b63_b = pd_c0;
-                            pd_b63_f = pd_c1;
-                            pd_b63_oy = pd_c2;
-                            pd_b63_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
-                          }
-                          float pd_acc63[13][8];
-                          for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc63[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 8 - pd_nv63; pd_v < 8; pd_v++)
-                            {
-                              pd_acc63[pd_r][pd_v] = Y[(((pd_b63_b) * F + (pd_b63_f + pd_r)) * ((H - KH) + 1) + pd_b63_oy) * ((W - KW) + 1) + (pd_b63_ox + pd_v)];
-                            }
-                          }
-                          if (pd_rp1)
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b63_f + pd_r;
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b63_ox + pd_v;
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b63_f + pd_min(pd_r, pd_nr63 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b63_ox + pd_v;
-                                        const int64_t c = pd_c11;
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 8 - pd_nv63; pd_v < 8; pd_v++)
-                            {
-                              Y[(((pd_b63_b) * F + (pd_b63_f + pd_r)) * ((H - KH) + 1) + pd_b63_oy) * ((W - KW) + 1) + (pd_b63_ox + pd_v)] = pd_acc63[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 < C; pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 < (F - pd_c1); pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= pd_min(7, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = (pd_c1 + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = (pd_c3 + pd_c15);
-                                      const int64_t c = pd_c11;
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w13)
-            {
-              #pragma omp barrier
-            }
-          }
-          else
-          {
-            if (((F >= 112) && ((KW + 6) >= W)))
-            {
-              for (int64_t pd_c1 = 0 + (pd_w13 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w13 ? 1 : pd_team_size()) * 112)
-              {
-                for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(111, ((F - pd_c1) - 1)); pd_c7 += 14)
-                    {
-                      if (((((((((((((((((C >= 64) && (F >= 112)) && ((KW + 6) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                        if ((0) + (((W - KW) + 1)) - 8 >= (0))
-                        {
-                          int64_t pd_b64_b;
-                          int64_t pd_b64_f;
-                          int64_t pd_b64_oy;
-                          int64_t pd_b64_ox;
-                          int64_t pd_b64_c;
-                          int64_t pd_b64_ky;
-                          int64_t pd_b64_kx;
-                          const int64_t pd_nr64 = (((F >= ((pd_c1 + pd_c7) + 14)) && (pd_c7 >= 0)) ? 14 : ((F - pd_c1) - pd_c7));
-                          const int64_t pd_nv64 = ((W - KW) + 1);
-                          {
-                            pd_b64_b = pd_c0;
-                            pd_b64_f = (pd_c1 + pd_c7);
-                            pd_b64_oy = pd_c2;
-                            pd_b64_ox = (0) + (((W - KW) + 1)) - 8;
-                          }
-                          float pd_acc64[14][8];
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc64[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 8 - pd_nv64; pd_v < 8; pd_v++)
-                            {
-                              pd_acc64[pd_r][pd_v] = Y[(((pd_b64_b) * F + (pd_b64_f + pd_r)) * ((H - KH) + 1) + pd_b64_oy) * ((W - KW) + 1) + (pd_b64_ox + pd_v)];
-                            }
-                          }
-                          if (pd_rp1)
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b64_f + pd_r;
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b64_ox + pd_v;
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_b64_f + pd_min(pd_r, pd_nr64 - 1);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b64_ox + pd_v;
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 8 - pd_nv64; pd_v < 8; pd_v++)
-                            {
-                              Y[(((pd_b64_b) * F + (pd_b64_f + pd_r)) * ((H - KH) + 1) + pd_b64_oy) * ((W - KW) + 1) + (pd_b64_ox + pd_v)] = pd_acc64[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, (((F - pd_c1) - pd_c7) - 1)); pd_c14 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c15 = 0; pd_c15 <= (W - KW); pd_c15 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = ((pd_c1 + pd_c7) + pd_c14);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_c15;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-              if (!pd_w13)
-              {
-                #pragma omp barrier
-              }
-            }
-            else
-            {
-              for (int64_t pd_c2 = 0 + (pd_w13 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w13 ? 1 : pd_team_size()) * 1)
-              {
-                for (int64_t pd_c3 = 0; pd_c3 <= (W - KW); pd_c3 += 8)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 < C; pd_c4 += 64)
-                  {
-                    if (((F >= 14) && (W >= ((KW + pd_c3) + 7))))
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 < (F - 13); pd_c7 += 14)
-                      {
-                        {
-                          int64_t pd_b65_b;
-                          int64_t pd_b65_f;
-                          int64_t pd_b65_oy;
-                          int64_t pd_b65_ox;
-                          int64_t pd_b65_c;
-                          int64_t pd_b65_ky;
-                          int64_t pd_b65_kx;
-                          {
-                            const int64_t pd_c14 = 0;
-                            const int64_t pd_c15 = 0;
-                            pd_b65_b = pd_c0;
-                            pd_b65_f = (pd_c7 + pd_c14);
-                            pd_b65_oy = pd_c2;
-                            pd_b65_ox = (pd_c3 + pd_c15);
-                          }
-                          float pd_acc65[14][8];
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc65[pd_r][pd_v] = Y[(((pd_b65_b) * F + (pd_b65_f + pd_r)) * ((H - KH) + 1) + pd_b65_oy) * ((W - KW) + 1) + (pd_b65_ox + pd_v)];
-                            }
-                          }
-                          if (pd_rp1)
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = (pd_c7 + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc65[(f) - pd_b65_f][(ox) - pd_b65_ox] = (pd_acc65[(f) - pd_b65_f][(ox) - pd_b65_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 <= 13; pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= 7; pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = (pd_c7 + pd_c14);
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        pd_acc65[(f) - pd_b65_f][(ox) - pd_b65_ox] = (pd_acc65[(f) - pd_b65_f][(ox) - pd_b65_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              Y[(((pd_b65_b) * F + (pd_b65_f + pd_r)) * ((H - KH) + 1) + pd_b65_oy) * ((W - KW) + 1) + (pd_b65_ox + pd_v)] = pd_acc65[pd_r][pd_v];
-                            }
-                          }
-                        }
-                      }
-                      if (((((((((((((((C >= 64) && (F >= 14)) && (F <= 111)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 7))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((F % 14) >= 1)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
-                      {
-                        int64_t pd_b66_b;
-                        int64_t pd_b66_f;
-                        int64_t pd_b66_oy;
-                        int64_t pd_b66_ox;
-                        int64_t pd_b66_c;
-                        int64_t pd_b66_ky;
-                        int64_t pd_b66_kx;
-                        const int64_t pd_nr66 = (F % 14);
-                        const int64_t pd_nv66 = 8;
-                        {
-                          pd_b66_b = pd_c0;
-                          pd_b66_f = ((-(F % 14)) + F);
-                          pd_b66_oy = pd_c2;
-                          pd_b66_ox = pd_c3;
-                        }
-                        float pd_acc66[13][8];
-                        for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc66[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
-                          {
-                            pd_acc66[pd_r][pd_v] = Y[(((pd_b66_b) * F + (pd_b66_f + pd_r)) * ((H - KH) + 1) + pd_b66_oy) * ((W - KW) + 1) + (pd_b66_ox + pd_v)];
-                          }
-                        }
-                        if (pd_rp1)
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b66_f + pd_r;
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b66_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                          {
-                            for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                            {
-                              for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t f = pd_b66_f + pd_min(pd_r, pd_nr66 - 1);
-                                      const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b66_ox + pd_v;
-                                      const int64_t c = (pd_c4 + pd_c11);
-                                      const int64_t ky = pd_c9;
-                                      const int64_t kx = pd_c10;
-                                      pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
-                          {
-                            Y[(((pd_b66_b) * F + (pd_b66_f + pd_r)) * ((H - KH) + 1) + pd_b66_oy) * ((W - KW) + 1) + (pd_b66_ox + pd_v)] = pd_acc66[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((F <= 13))
-                      {
-                        if ((((((((((((((C >= 64) && (F >= 1)) && (F <= 13)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
-                          if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
-                          {
-                            int64_t pd_b67_b;
-                            int64_t pd_b67_f;
-                            int64_t pd_b67_oy;
-                            int64_t pd_b67_ox;
-                            int64_t pd_b67_c;
-                            int64_t pd_b67_ky;
-                            int64_t pd_b67_kx;
-                            const int64_t pd_nr67 = F;
-                            const int64_t pd_nv67 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
-                            {
-                              pd_b67_b = pd_c0;
-                              pd_b67_f = 0;
-                              pd_b67_oy = pd_c2;
-                              pd_b67_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
-                            }
-                            float pd_acc67[13][8];
-                            for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                pd_acc67[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 8 - pd_nv67; pd_v < 8; pd_v++)
-                              {
-                                pd_acc67[pd_r][pd_v] = Y[(((pd_b67_b) * F + (pd_b67_f + pd_r)) * ((H - KH) + 1) + pd_b67_oy) * ((W - KW) + 1) + (pd_b67_ox + pd_v)];
-                              }
-                            }
-                            if (pd_rp1)
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b67_f + pd_r;
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b67_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_r = 0; pd_r < 13; pd_r++)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = pd_b67_f + pd_min(pd_r, pd_nr67 - 1);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b67_ox + pd_v;
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 8 - pd_nv67; pd_v < 8; pd_v++)
-                              {
-                                Y[(((pd_b67_b) * F + (pd_b67_f + pd_r)) * ((H - KH) + 1) + pd_b67_oy) * ((W - KW) + 1) + (pd_b67_ox + pd_v)] = pd_acc67[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                            {
-                              for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                              {
-                                for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                {
-                                  #pragma GCC unroll 16
-                                  for (int64_t pd_c14 = 0; pd_c14 < F; pd_c14 += 1)
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c15 = 0; pd_c15 <= pd_min(7, ((W - KW) - pd_c3)); pd_c15 += 1)
-                                    {
-                                      {
-                                        const int64_t b = pd_c0;
-                                        const int64_t f = pd_c14;
-                                        const int64_t oy = pd_c2;
-                                        const int64_t ox = (pd_c3 + pd_c15);
-                                        const int64_t c = (pd_c4 + pd_c11);
-                                        const int64_t ky = pd_c9;
-                                        const int64_t kx = pd_c10;
-                                        Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 < F; pd_c7 += 14)
-                        {
-                          if (((((((((((((((((C >= 64) && (F >= 14)) && (F <= 111)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 6) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= (pd_c7 + 1))) && (pd_c7 >= 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
-                            if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8 >= (0))
-                            {
-                              int64_t pd_b68_b;
-                              int64_t pd_b68_f;
-                              int64_t pd_b68_oy;
-                              int64_t pd_b68_ox;
-                              int64_t pd_b68_c;
-                              int64_t pd_b68_ky;
-                              int64_t pd_b68_kx;
-                              const int64_t pd_nr68 = ((F >= (pd_c7 + 14)) ? 14 : (F - pd_c7));
-                              const int64_t pd_nv68 = (((W - KW) - pd_c3) + 1);
-                              {
-                                pd_b68_b = pd_c0;
-                                pd_b68_f = pd_c7;
-                                pd_b68_oy = pd_c2;
-                                pd_b68_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
-                              }
-                              float pd_acc68[14][8];
-                              for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                {
-                                  pd_acc68[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 8 - pd_nv68; pd_v < 8; pd_v++)
-                                {
-                                  pd_acc68[pd_r][pd_v] = Y[(((pd_b68_b) * F + (pd_b68_f + pd_r)) * ((H - KH) + 1) + pd_b68_oy) * ((W - KW) + 1) + (pd_b68_ox + pd_v)];
-                                }
-                              }
-                              if (pd_rp1)
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b68_f + pd_r;
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b68_ox + pd_v;
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc68[pd_r][pd_v] = (pd_acc68[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              else
-                              {
-                                for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                                {
-                                  for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                  {
-                                    for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                    {
-                                      #pragma GCC unroll 16
-                                      for (int64_t pd_r = 0; pd_r < 14; pd_r++)
-                                      {
-                                        #pragma omp simd
-                                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                                        {
-                                          {
-                                            const int64_t b = pd_c0;
-                                            const int64_t f = pd_b68_f + pd_min(pd_r, pd_nr68 - 1);
-                                            const int64_t oy = pd_c2;
-                                            const int64_t ox = pd_b68_ox + pd_v;
-                                            const int64_t c = (pd_c4 + pd_c11);
-                                            const int64_t ky = pd_c9;
-                                            const int64_t kx = pd_c10;
-                                            pd_acc68[pd_r][pd_v] = (pd_acc68[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                          }
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 8 - pd_nv68; pd_v < 8; pd_v++)
-                                {
-                                  Y[(((pd_b68_b) * F + (pd_b68_f + pd_r)) * ((H - KH) + 1) + pd_b68_oy) * ((W - KW) + 1) + (pd_b68_ox + pd_v)] = pd_acc68[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
-                              {
-                                for (int64_t pd_c10 = 0; pd_c10 < KW; pd_c10 += 1)
-                                {
-                                  for (int64_t pd_c11 = 0; pd_c11 <= pd_min(63, ((C - pd_c4) - 1)); pd_c11 += 1)
-                                  {
-                                    #pragma GCC unroll 16
-                                    for (int64_t pd_c14 = 0; pd_c14 <= pd_min(13, ((F - pd_c7) - 1)); pd_c14 += 1)
-                                    {
-                                      #pragma omp simd
-                                      for (int64_t pd_c15 = 0; pd_c15 <= ((W - KW) - pd_c3); pd_c15 += 1)
-                                      {
-                                        {
-                                          const int64_t b = pd_c0;
-                                          const int64_t f = (pd_c7 + pd_c14);
-                                          const int64_t oy = pd_c2;
-                                          const int64_t ox = (pd_c3 + pd_c15);
-                                          const int64_t c = (pd_c4 + pd_c11);
-                                          const int64_t ky = pd_c9;
-                                          const int64_t kx = pd_c10;
-                                          Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = (Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                                        }
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-              if (!pd_w13)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-        }
+        #pragma omp barrier
       }
     }
   }

@@ -4958,41 +4958,41 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
     }
   }
-  if (((N >= 48) && (K >= 256)))
+  for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
   {
-    for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
+    for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (K - 255); pd_c1 += 256)
+      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+        float pd_pk7_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk7 = pd_pk7_s;
+        for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
-          float pd_pk7_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk7 = pd_pk7_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (256); pd_q0++)
           {
+            #pragma omp simd
+            for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              #pragma omp simd
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-              {
-                pd_pk7[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-              }
-              for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
-              {
-                pd_pk7[pd_q0 * 272 + pd_q1 * 1] = 0;
-              }
+              pd_pk7[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+            }
+            for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
+            {
+              pd_pk7[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
+        }
+        {
+          const int64_t pd_n7 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
+          const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
+          for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
           {
-            const int64_t pd_n7 = ((((N - 47)) - (0) + (48) - 1) / (48));
-            const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-            const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-            for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+            const int pd_w7 = pd_t7 < pd_s7;
+            const int64_t pd_c2 = 0 + pd_t7 * 48;
+            if ((M >= (pd_c0 + 32)))
             {
-              const int pd_w7 = pd_t7 < pd_s7;
-              const int64_t pd_c2 = 0 + pd_t7 * 48;
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= 42; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
               {
-                for (int64_t pd_c4 = 0; pd_c4 <= 224; pd_c4 += 32)
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(224, ((M - pd_c0) - 32)); pd_c4 += 32)
                 {
                   {
                     int64_t pd_b65_i;
@@ -5013,7 +5013,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                         pd_acc65[pd_r][pd_v] = C[((pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -5040,399 +5040,35 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                   }
                 }
-              }
-              if (!pd_w7)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-          #pragma omp barrier
-          {
-            const int64_t pd_n8 = (((((N % 48) - 6)) - (0) + (6)) / (6));
-            const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-            const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-            for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
-            {
-              const int pd_w8 = pd_t8 < pd_s8;
-              const int64_t pd_c3 = 0 + pd_t8 * 6;
-              for (int64_t pd_c4 = 0 + (pd_w8 ? 0 : pd_team_id()) * 32; pd_c4 <= 224; pd_c4 += (pd_w8 ? 1 : pd_team_size()) * 32)
-              {
-                {
-                  int64_t pd_b66_i;
-                  int64_t pd_b66_j;
-                  int64_t pd_b66_k;
-                  {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b66_i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                    pd_b66_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc66[6][32];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc66[pd_r][pd_v] = C[((pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                      {
-                        {
-                          const int64_t i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc66[(i) - pd_b66_i][(j) - pd_b66_j] = (pd_acc66[(i) - pd_b66_i][(j) - pd_b66_j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      C[((pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-              if (!pd_w8)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-          #pragma omp barrier
-          if (((N % 6) >= 1))
-          {
-            #pragma omp for schedule(static)
-            for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 32)
-            {
-              if ((((((((((((N >= 48) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 32) == 0)))
-              {
-                int64_t pd_b67_i;
-                int64_t pd_b67_j;
-                int64_t pd_b67_k;
-                const int64_t pd_nr67 = (N % 6);
-                const int64_t pd_nv67 = 32;
-                {
-                  pd_b67_i = ((-(N % 6)) + N);
-                  pd_b67_j = (pd_c0 + pd_c4);
-                }
-                float pd_acc67[5][32];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                  {
-                    pd_acc67[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
-                  {
-                    pd_acc67[pd_r][pd_v] = C[((pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      {
-                        const int64_t i = pd_b67_i + pd_min(pd_r, pd_nr67 - 1);
-                        const int64_t j = pd_b67_j + pd_v;
-                        const int64_t k = (pd_c1 + pd_c5);
-                        pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
-                  {
-                    C[((pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-      {
-        float pd_pk8_s[69360] __attribute__((aligned(64)));
-        float *restrict pd_pk8 = pd_pk8_s;
-        for (int64_t pd_q0 = 0; pd_q0 < ((K % 256)); pd_q0++)
-        {
-          {
-            #pragma omp simd
-            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-            {
-              pd_pk8[pd_q0 * 272 + pd_q1 * 1] = B[(((((-(K % 256)) + K)) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-            }
-            for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
-            {
-              pd_pk8[pd_q0 * 272 + pd_q1 * 1] = 0;
-            }
-          }
-        }
-        {
-          const int64_t pd_n9 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-          const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-          for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
-          {
-            const int pd_w9 = pd_t9 < pd_s9;
-            const int64_t pd_c2 = 0 + pd_t9 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w9 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w9 ? 1 : pd_team_size()) * 6)
-            {
-              for (int64_t pd_c4 = 0; pd_c4 <= 224; pd_c4 += 32)
-              {
-                {
-                  int64_t pd_b68_i;
-                  int64_t pd_b68_j;
-                  int64_t pd_b68_k;
-                  {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b68_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b68_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc68[6][32];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc68[pd_r][pd_v] = C[((pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                      {
-                        {
-                          const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                          pd_acc68[(i) - pd_b68_i][(j) - pd_b68_j] = (pd_acc68[(i) - pd_b68_i][(j) - pd_b68_j] + (A[(i) * K + k] * pd_pk8[((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      C[((pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w9)
-            {
-              #pragma omp barrier
-            }
-            if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
-            {
-              for (int64_t pd_c4 = 0 + (pd_w9 ? 0 : pd_team_id()) * 32; pd_c4 <= 255; pd_c4 += (pd_w9 ? 1 : pd_team_size()) * 32)
-              {
-                if ((((((((((((((N >= 48) && (K >= 256)) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((K % 256) >= 1)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                {
-                  int64_t pd_b69_i;
-                  int64_t pd_b69_j;
-                  int64_t pd_b69_k;
-                  const int64_t pd_nr69 = ((N - pd_c2) % 6);
-                  const int64_t pd_nv69 = 32;
-                  {
-                    pd_b69_i = ((-((N - pd_c2) % 6)) + N);
-                    pd_b69_j = (pd_c0 + pd_c4);
-                  }
-                  float pd_acc69[5][32];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc69[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
-                    {
-                      pd_acc69[pd_r][pd_v] = C[((pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        {
-                          const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
-                          const int64_t j = pd_b69_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                          pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[(i) * K + k] * pd_pk8[((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
-                    {
-                      C[((pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-              if (!pd_w9)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-        }
-        #pragma omp barrier
-      }
-    }
-  }
-  if ((((N <= 47) || (K <= 255)) || ((M % 256) >= 1)))
-  {
-    if ((N <= 47))
-    {
-      for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk9_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk9 = pd_pk9_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk9[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk9[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            if ((M >= (pd_c0 + 32)))
-            {
-              #pragma omp for schedule(static)
-              for (int64_t pd_c3 = 0; pd_c3 < (N - 5); pd_c3 += 6)
-              {
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(224, ((M - pd_c0) - 32)); pd_c4 += 32)
-                {
-                  {
-                    int64_t pd_b70_i;
-                    int64_t pd_b70_j;
-                    int64_t pd_b70_k;
-                    {
-                      const int64_t pd_c6 = 0;
-                      const int64_t pd_c7 = 0;
-                      pd_b70_i = (pd_c3 + pd_c6);
-                      pd_b70_j = ((pd_c0 + pd_c4) + pd_c7);
-                    }
-                    float pd_acc70[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc70[pd_r][pd_v] = C[((pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                        {
-                          {
-                            const int64_t i = (pd_c3 + pd_c6);
-                            const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                            const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] = (pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
                 if (((pd_c0 + 255) >= M))
                 {
-                  if ((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                  if ((((((((((((((M >= (pd_c0 + 32)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if ((((M - pd_c0) % 32)) <= 16 && ((((-((M - pd_c0) % 32)) + M) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b72_i;
-                      int64_t pd_b72_j;
-                      int64_t pd_b72_k;
-                      const int64_t pd_nr72 = 6;
-                      const int64_t pd_nv72 = ((M - pd_c0) % 32);
+                      int64_t pd_b67_i;
+                      int64_t pd_b67_j;
+                      int64_t pd_b67_k;
+                      const int64_t pd_nr67 = 6;
+                      const int64_t pd_nv67 = ((M - pd_c0) % 32);
                       {
-                        pd_b72_i = pd_c3;
-                        pd_b72_j = ((-((M - pd_c0) % 32)) + M);
+                        pd_b67_i = (pd_c2 + pd_c3);
+                        pd_b67_j = ((-((M - pd_c0) % 32)) + M);
                       }
-                      float pd_acc72[6][16];
+                      float pd_acc67[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc72[pd_r][pd_v] = 0;
+                          pd_acc67[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
                         {
-                          pd_acc72[pd_r][pd_v] = C[((pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
+                          pd_acc67[pd_r][pd_v] = C[((pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -5444,52 +5080,52 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                              const int64_t j = pd_b72_j + pd_v;
+                              const int64_t i = pd_b67_i + pd_min(pd_r, pd_nr67 - 1);
+                              const int64_t j = pd_b67_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
                         {
-                          C[((pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                          C[((pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if ((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                      if ((((((((((((((M >= (pd_c0 + 32)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                         if (((((-((M - pd_c0) % 32)) + M) + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b71_i;
-                          int64_t pd_b71_j;
-                          int64_t pd_b71_k;
-                          const int64_t pd_nr71 = 6;
-                          const int64_t pd_nv71 = ((M - pd_c0) % 32);
+                          int64_t pd_b66_i;
+                          int64_t pd_b66_j;
+                          int64_t pd_b66_k;
+                          const int64_t pd_nr66 = 6;
+                          const int64_t pd_nv66 = ((M - pd_c0) % 32);
                           {
-                            pd_b71_i = pd_c3;
-                            pd_b71_j = ((-((M - pd_c0) % 32)) + M);
+                            pd_b66_i = (pd_c2 + pd_c3);
+                            pd_b66_j = ((-((M - pd_c0) % 32)) + M);
                           }
-                          float pd_acc71[6][32];
+                          float pd_acc66[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc71[pd_r][pd_v] = 0;
+                              pd_acc66[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
                             {
-                              pd_acc71[pd_r][pd_v] = C[((pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
+                              pd_acc66[pd_r][pd_v] = C[((pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -5501,20 +5137,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
-                                  const int64_t j = pd_b71_j + pd_v;
+                                  const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
+                                  const int64_t j = pd_b66_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
                             {
-                              C[((pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
+                              C[((pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
                             }
                           }
                         }
@@ -5529,10 +5165,10 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_c7 = 0; pd_c7 < (M % 32); pd_c7 += 1)
                               {
                                 {
-                                  const int64_t i = (pd_c3 + pd_c6);
+                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                   const int64_t j = (((-((M + 32) % 32)) + M) + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
@@ -5541,41 +5177,44 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
+              if (!pd_w7)
+              {
+                #pragma omp barrier
+              }
             }
-            if ((((pd_c0 + 31) >= M) || ((N % 6) >= 1)))
+            if ((((pd_c0 + 31) >= M) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
             {
               if (((pd_c0 + 31) >= M))
               {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
+                for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
                 {
-                  if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                  if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((M - pd_c0)) <= 16 && ((pd_c0 + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b74_i;
-                      int64_t pd_b74_j;
-                      int64_t pd_b74_k;
-                      const int64_t pd_nr74 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                      const int64_t pd_nv74 = (M - pd_c0);
+                      int64_t pd_b69_i;
+                      int64_t pd_b69_j;
+                      int64_t pd_b69_k;
+                      const int64_t pd_nr69 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv69 = (M - pd_c0);
                       {
-                        pd_b74_i = pd_c3;
-                        pd_b74_j = pd_c0;
+                        pd_b69_i = (pd_c2 + pd_c3);
+                        pd_b69_j = pd_c0;
                       }
-                      float pd_acc74[6][16];
+                      float pd_acc69[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc74[pd_r][pd_v] = 0;
+                          pd_acc69[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
                         {
-                          pd_acc74[pd_r][pd_v] = C[((pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
+                          pd_acc69[pd_r][pd_v] = C[((pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -5587,52 +5226,52 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
-                              const int64_t j = pd_b74_j + pd_v;
+                              const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
+                              const int64_t j = pd_b69_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
                         {
-                          C[((pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
+                          C[((pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                      if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                         if (((pd_c0 + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b73_i;
-                          int64_t pd_b73_j;
-                          int64_t pd_b73_k;
-                          const int64_t pd_nr73 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                          const int64_t pd_nv73 = (M - pd_c0);
+                          int64_t pd_b68_i;
+                          int64_t pd_b68_j;
+                          int64_t pd_b68_k;
+                          const int64_t pd_nr68 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                          const int64_t pd_nv68 = (M - pd_c0);
                           {
-                            pd_b73_i = pd_c3;
-                            pd_b73_j = pd_c0;
+                            pd_b68_i = (pd_c2 + pd_c3);
+                            pd_b68_j = pd_c0;
                           }
-                          float pd_acc73[6][32];
+                          float pd_acc68[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc73[pd_r][pd_v] = 0;
+                              pd_acc68[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
                             {
-                              pd_acc73[pd_r][pd_v] = C[((pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)];
+                              pd_acc68[pd_r][pd_v] = C[((pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -5644,20 +5283,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b73_i + pd_min(pd_r, pd_nr73 - 1);
-                                  const int64_t j = pd_b73_j + pd_v;
+                                  const int64_t i = pd_b68_i + pd_min(pd_r, pd_nr68 - 1);
+                                  const int64_t j = pd_b68_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc73[pd_r][pd_v] = (pd_acc73[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc68[pd_r][pd_v] = (pd_acc68[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
                             {
-                              C[((pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
+                              C[((pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
                             }
                           }
                         }
@@ -5666,16 +5305,16 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
+                            for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
                             {
                               #pragma omp simd
                               for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
                               {
                                 {
-                                  const int64_t i = (pd_c3 + pd_c6);
+                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                   const int64_t j = (pd_c0 + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
@@ -5683,39 +5322,42 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
+                }
               }
               else
               {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += 32)
+                for (int64_t pd_c4 = 0 + (pd_w7 ? 0 : pd_team_id()) * 32; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w7 ? 1 : pd_team_size()) * 32)
                 {
-                  if (((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 32) == 0)))
+                  if (((((((((((((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                     if (((((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4))) <= 16 && (((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b76_i;
-                      int64_t pd_b76_j;
-                      int64_t pd_b76_k;
-                      const int64_t pd_nr76 = (N % 6);
-                      const int64_t pd_nv76 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b71_i;
+                      int64_t pd_b71_j;
+                      int64_t pd_b71_k;
+                      const int64_t pd_nr71 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv71 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b76_i = ((-(N % 6)) + N);
-                        pd_b76_j = (pd_c0 + pd_c4);
+                        pd_b71_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b71_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc76[5][16];
+                      float pd_acc71[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc76[pd_r][pd_v] = 0;
+                          pd_acc71[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
                         {
-                          pd_acc76[pd_r][pd_v] = C[((pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
+                          pd_acc71[pd_r][pd_v] = C[((pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -5727,52 +5369,52 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
-                              const int64_t j = pd_b76_j + pd_v;
+                              const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
+                              const int64_t j = pd_b71_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
                         {
-                          C[((pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
+                          C[((pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 32) == 0)))
+                      if (((((((((((((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                         if ((((pd_c0 + pd_c4) + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b75_i;
-                          int64_t pd_b75_j;
-                          int64_t pd_b75_k;
-                          const int64_t pd_nr75 = (N % 6);
-                          const int64_t pd_nv75 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                          int64_t pd_b70_i;
+                          int64_t pd_b70_j;
+                          int64_t pd_b70_k;
+                          const int64_t pd_nr70 = ((N - pd_c2) % 6);
+                          const int64_t pd_nv70 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
                           {
-                            pd_b75_i = ((-(N % 6)) + N);
-                            pd_b75_j = (pd_c0 + pd_c4);
+                            pd_b70_i = ((-((N - pd_c2) % 6)) + N);
+                            pd_b70_j = (pd_c0 + pd_c4);
                           }
-                          float pd_acc75[5][32];
+                          float pd_acc70[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc75[pd_r][pd_v] = 0;
+                              pd_acc70[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv70; pd_v++)
                             {
-                              pd_acc75[pd_r][pd_v] = C[((pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
+                              pd_acc70[pd_r][pd_v] = C[((pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -5784,20 +5426,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
-                                  const int64_t j = pd_b75_j + pd_v;
+                                  const int64_t i = pd_b70_i + pd_min(pd_r, pd_nr70 - 1);
+                                  const int64_t j = pd_b70_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc70[pd_r][pd_v] = (pd_acc70[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv70; pd_v++)
                             {
-                              C[((pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
+                              C[((pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
                             }
                           }
                         }
@@ -5814,10 +5456,10 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(31, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
                                 {
                                   {
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c6);
+                                    const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                     const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                     const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                   }
                                 }
                               }
@@ -5825,1052 +5467,16 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           }
                         }
                     }
+                }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
                 }
               }
             }
           }
         }
-      }
-    }
-    else
-    {
-      if ((K >= 256))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk10_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk10 = pd_pk10_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
-                {
-                  pd_pk10[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
-                }
-                for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk10[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            {
-              const int64_t pd_n10 = (((N) - (0) + (48) - 1) / (48));
-              const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-              const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-              for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
-              {
-                const int pd_w10 = pd_t10 < pd_s10;
-                const int64_t pd_c2 = 0 + pd_t10 * 48;
-                if (((M % 256) >= 32))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w10 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w10 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 32); pd_c4 += 32)
-                    {
-                      {
-                        int64_t pd_b77_i;
-                        int64_t pd_b77_j;
-                        int64_t pd_b77_k;
-                        {
-                          const int64_t pd_c6 = 0;
-                          const int64_t pd_c7 = 0;
-                          pd_b77_i = ((pd_c2 + pd_c3) + pd_c6);
-                          pd_b77_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                        }
-                        float pd_acc77[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc77[pd_r][pd_v] = C[((pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc77[(i) - pd_b77_i][(j) - pd_b77_j] = (pd_acc77[(i) - pd_b77_i][(j) - pd_b77_j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                      if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b79_i;
-                        int64_t pd_b79_j;
-                        int64_t pd_b79_k;
-                        const int64_t pd_nr79 = 6;
-                        const int64_t pd_nv79 = (M % 32);
-                        {
-                          pd_b79_i = (pd_c2 + pd_c3);
-                          pd_b79_j = ((-(M % 32)) + M);
-                        }
-                        float pd_acc79[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc79[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr79; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv79; pd_v++)
-                          {
-                            pd_acc79[pd_r][pd_v] = C[((pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b79_i + pd_min(pd_r, pd_nr79 - 1);
-                                const int64_t j = pd_b79_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc79[pd_r][pd_v] = (pd_acc79[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr79; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv79; pd_v++)
-                          {
-                            C[((pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)] = pd_acc79[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                          if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b78_i;
-                            int64_t pd_b78_j;
-                            int64_t pd_b78_k;
-                            const int64_t pd_nr78 = 6;
-                            const int64_t pd_nv78 = (M % 32);
-                            {
-                              pd_b78_i = (pd_c2 + pd_c3);
-                              pd_b78_j = ((-(M % 32)) + M);
-                            }
-                            float pd_acc78[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc78[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
-                              {
-                                pd_acc78[pd_r][pd_v] = C[((pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t i = pd_b78_i + pd_min(pd_r, pd_nr78 - 1);
-                                    const int64_t j = pd_b78_j + pd_v;
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    pd_acc78[pd_r][pd_v] = (pd_acc78[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
-                              {
-                                C[((pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 < (M % 32); pd_c7 += 1)
-                                {
-                                  {
-                                    const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c7);
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                  if (!pd_w10)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                if ((((M % 256) <= 31) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w10 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w10 ? 1 : pd_team_size()) * 6)
-                  {
-                    if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                      if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b81_i;
-                        int64_t pd_b81_j;
-                        int64_t pd_b81_k;
-                        const int64_t pd_nr81 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                        const int64_t pd_nv81 = (M % 256);
-                        {
-                          pd_b81_i = (pd_c2 + pd_c3);
-                          pd_b81_j = ((-(M % 256)) + M);
-                        }
-                        float pd_acc81[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc81[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv81; pd_v++)
-                          {
-                            pd_acc81[pd_r][pd_v] = C[((pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b81_i + pd_min(pd_r, pd_nr81 - 1);
-                                const int64_t j = pd_b81_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc81[pd_r][pd_v] = (pd_acc81[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv81; pd_v++)
-                          {
-                            C[((pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)] = pd_acc81[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                          if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b80_i;
-                            int64_t pd_b80_j;
-                            int64_t pd_b80_k;
-                            const int64_t pd_nr80 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                            const int64_t pd_nv80 = (M % 256);
-                            {
-                              pd_b80_i = (pd_c2 + pd_c3);
-                              pd_b80_j = ((-(M % 256)) + M);
-                            }
-                            float pd_acc80[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc80[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                              {
-                                pd_acc80[pd_r][pd_v] = C[((pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t i = pd_b80_i + pd_min(pd_r, pd_nr80 - 1);
-                                    const int64_t j = pd_b80_j + pd_v;
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                              {
-                                C[((pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)] = pd_acc80[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 < (((M + 224) % 256) - 224); pd_c7 += 1)
-                                {
-                                  {
-                                    const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                    const int64_t j = ((((-((M + 224) % 256)) + M) + pd_c7) + 224);
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                  if (!pd_w10)
-                  {
-                    #pragma omp barrier
-                  }
-                  if ((((pd_c2 + 47) >= N) && ((M % 256) >= 32)))
-                  {
-                    for (int64_t pd_c4 = 0 + (pd_w10 ? 0 : pd_team_id()) * 32; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w10 ? 1 : pd_team_size()) * 32)
-                    {
-                      if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                        if (((((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4))) <= 16 && (((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b83_i;
-                          int64_t pd_b83_j;
-                          int64_t pd_b83_k;
-                          const int64_t pd_nr83 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv83 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
-                          {
-                            pd_b83_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b83_j = (((-(M % 256)) + M) + pd_c4);
-                          }
-                          float pd_acc83[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc83[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
-                            {
-                              pd_acc83[pd_r][pd_v] = C[((pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
-                                  const int64_t j = pd_b83_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
-                            {
-                              C[((pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                            if ((((((-(M % 256)) + M) + pd_c4) + 31)) - (((-(M % 256)) + M)) < 272)
-                            {
-                              int64_t pd_b82_i;
-                              int64_t pd_b82_j;
-                              int64_t pd_b82_k;
-                              const int64_t pd_nr82 = ((N - pd_c2) % 6);
-                              const int64_t pd_nv82 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
-                              {
-                                pd_b82_i = ((-((N - pd_c2) % 6)) + N);
-                                pd_b82_j = (((-(M % 256)) + M) + pd_c4);
-                              }
-                              float pd_acc82[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc82[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                                {
-                                  pd_acc82[pd_r][pd_v] = C[((pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t i = pd_b82_i + pd_min(pd_r, pd_nr82 - 1);
-                                      const int64_t j = pd_b82_j + pd_v;
-                                      const int64_t k = (pd_c1 + pd_c5);
-                                      pd_acc82[pd_r][pd_v] = (pd_acc82[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                                {
-                                  C[((pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
-                                {
-                                  if (((N % 6) >= (pd_c6 + 1)))
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(31, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
-                                    {
-                                      {
-                                        const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                        const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                        const int64_t k = (pd_c1 + pd_c5);
-                                        C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                    if (!pd_w10)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-            #pragma omp barrier
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk11_s[69360] __attribute__((aligned(64)));
-            float *restrict pd_pk11 = pd_pk11_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (K); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk11[pd_q0 * 272 + pd_q1 * 1] = B[(((0) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk11[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            {
-              const int64_t pd_n11 = (((N) - (0) + (48) - 1) / (48));
-              const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-              const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-              for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
-              {
-                const int pd_w11 = pd_t11 < pd_s11;
-                const int64_t pd_c2 = 0 + pd_t11 * 48;
-                if ((M >= (pd_c0 + 32)))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w11 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w11 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c4 = 0; pd_c4 <= pd_min(224, ((M - pd_c0) - 32)); pd_c4 += 32)
-                    {
-                      {
-                        int64_t pd_b84_i;
-                        int64_t pd_b84_j;
-                        int64_t pd_b84_k;
-                        {
-                          const int64_t pd_c6 = 0;
-                          const int64_t pd_c7 = 0;
-                          pd_b84_i = ((pd_c2 + pd_c3) + pd_c6);
-                          pd_b84_j = ((pd_c0 + pd_c4) + pd_c7);
-                        }
-                        float pd_acc84[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc84[pd_r][pd_v] = C[((pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                const int64_t k = pd_c5;
-                                pd_acc84[(i) - pd_b84_i][(j) - pd_b84_j] = (pd_acc84[(i) - pd_b84_i][(j) - pd_b84_j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c0 + 255) >= M))
-                    {
-                      if (((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 32))) && ((pd_c0 + 255) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if ((((M - pd_c0) % 32)) <= 16 && ((((-((M - pd_c0) % 32)) + M) + 15)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b86_i;
-                          int64_t pd_b86_j;
-                          int64_t pd_b86_k;
-                          const int64_t pd_nr86 = 6;
-                          const int64_t pd_nv86 = ((M - pd_c0) % 32);
-                          {
-                            pd_b86_i = (pd_c2 + pd_c3);
-                            pd_b86_j = ((-((M - pd_c0) % 32)) + M);
-                          }
-                          float pd_acc86[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc86[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
-                            {
-                              pd_acc86[pd_r][pd_v] = C[((pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b86_i + pd_min(pd_r, pd_nr86 - 1);
-                                  const int64_t j = pd_b86_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
-                            {
-                              C[((pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 32))) && ((pd_c0 + 255) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                            if (((((-((M - pd_c0) % 32)) + M) + 31)) - (pd_c0) < 272)
-                            {
-                              int64_t pd_b85_i;
-                              int64_t pd_b85_j;
-                              int64_t pd_b85_k;
-                              const int64_t pd_nr85 = 6;
-                              const int64_t pd_nv85 = ((M - pd_c0) % 32);
-                              {
-                                pd_b85_i = (pd_c2 + pd_c3);
-                                pd_b85_j = ((-((M - pd_c0) % 32)) + M);
-                              }
-                              float pd_acc85[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc85[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                                {
-                                  pd_acc85[pd_r][pd_v] = C[((pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                                      const int64_t j = pd_b85_j + pd_v;
-                                      const int64_t k = pd_c5;
-                                      pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                                {
-                                  C[((pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c7 = 0; pd_c7 < (M % 32); pd_c7 += 1)
-                                  {
-                                    {
-                                      const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                      const int64_t j = (((-((M + 32) % 32)) + M) + pd_c7);
-                                      const int64_t k = pd_c5;
-                                      C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                  if (!pd_w11)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                if ((((pd_c0 + 31) >= M) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-                {
-                  if (((pd_c0 + 31) >= M))
-                  {
-                    for (int64_t pd_c3 = 0 + (pd_w11 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w11 ? 1 : pd_team_size()) * 6)
-                    {
-                      if ((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 1))) && ((pd_c0 + 31) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((M - pd_c0)) <= 16 && ((pd_c0 + 15)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b88_i;
-                          int64_t pd_b88_j;
-                          int64_t pd_b88_k;
-                          const int64_t pd_nr88 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                          const int64_t pd_nv88 = (M - pd_c0);
-                          {
-                            pd_b88_i = (pd_c2 + pd_c3);
-                            pd_b88_j = pd_c0;
-                          }
-                          float pd_acc88[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc88[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                            {
-                              pd_acc88[pd_r][pd_v] = C[((pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
-                                  const int64_t j = pd_b88_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                            {
-                              C[((pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 1))) && ((pd_c0 + 31) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                            if (((pd_c0 + 31)) - (pd_c0) < 272)
-                            {
-                              int64_t pd_b87_i;
-                              int64_t pd_b87_j;
-                              int64_t pd_b87_k;
-                              const int64_t pd_nr87 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                              const int64_t pd_nv87 = (M - pd_c0);
-                              {
-                                pd_b87_i = (pd_c2 + pd_c3);
-                                pd_b87_j = pd_c0;
-                              }
-                              float pd_acc87[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc87[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
-                                {
-                                  pd_acc87[pd_r][pd_v] = C[((pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t i = pd_b87_i + pd_min(pd_r, pd_nr87 - 1);
-                                      const int64_t j = pd_b87_j + pd_v;
-                                      const int64_t k = pd_c5;
-                                      pd_acc87[pd_r][pd_v] = (pd_acc87[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
-                                {
-                                  C[((pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)] = pd_acc87[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
-                                  {
-                                    {
-                                      const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                      const int64_t j = (pd_c0 + pd_c7);
-                                      const int64_t k = pd_c5;
-                                      C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                    if (!pd_w11)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c4 = 0 + (pd_w11 ? 0 : pd_team_id()) * 32; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w11 ? 1 : pd_team_size()) * 32)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                        if (((((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4))) <= 16 && (((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b90_i;
-                          int64_t pd_b90_j;
-                          int64_t pd_b90_k;
-                          const int64_t pd_nr90 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv90 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
-                          {
-                            pd_b90_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b90_j = (pd_c0 + pd_c4);
-                          }
-                          float pd_acc90[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc90[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                            {
-                              pd_acc90[pd_r][pd_v] = C[((pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
-                                  const int64_t j = pd_b90_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                            {
-                              C[((pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                            if ((((pd_c0 + pd_c4) + 31)) - (pd_c0) < 272)
-                            {
-                              int64_t pd_b89_i;
-                              int64_t pd_b89_j;
-                              int64_t pd_b89_k;
-                              const int64_t pd_nr89 = ((N - pd_c2) % 6);
-                              const int64_t pd_nv89 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
-                              {
-                                pd_b89_i = ((-((N - pd_c2) % 6)) + N);
-                                pd_b89_j = (pd_c0 + pd_c4);
-                              }
-                              float pd_acc89[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc89[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                                {
-                                  pd_acc89[pd_r][pd_v] = C[((pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t i = pd_b89_i + pd_min(pd_r, pd_nr89 - 1);
-                                      const int64_t j = pd_b89_j + pd_v;
-                                      const int64_t k = pd_c5;
-                                      pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                                {
-                                  C[((pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)] = pd_acc89[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
-                                {
-                                  if (((N % 6) >= (pd_c6 + 1)))
-                                  {
-                                    #pragma omp simd
-                                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(31, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
-                                    {
-                                      {
-                                        const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                        const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                        const int64_t k = pd_c5;
-                                        C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                      }
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                    if (!pd_w11)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-            #pragma omp barrier
-          }
-        }
+        #pragma omp barrier
       }
     }
   }

@@ -3328,41 +3328,41 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
     }
   }
-  if (((N >= 48) && (K >= 256)))
+  for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
   {
-    for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
+    for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (K - 255); pd_c1 += 256)
+      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+        float pd_pk7_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk7 = pd_pk7_s;
+        for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
-          float pd_pk7_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk7 = pd_pk7_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (256); pd_q0++)
           {
+            #pragma omp simd
+            for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              #pragma omp simd
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-              {
-                pd_pk7[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-              }
-              for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
-              {
-                pd_pk7[pd_q0 * 272 + pd_q1 * 1] = 0;
-              }
+              pd_pk7[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+            }
+            for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
+            {
+              pd_pk7[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
+        }
+        {
+          const int64_t pd_n7 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
+          const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
+          for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
           {
-            const int64_t pd_n7 = ((((N - 47)) - (0) + (48) - 1) / (48));
-            const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-            const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-            for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+            const int pd_w7 = pd_t7 < pd_s7;
+            const int64_t pd_c2 = 0 + pd_t7 * 48;
+            if ((M >= (pd_c0 + 8)))
             {
-              const int pd_w7 = pd_t7 < pd_s7;
-              const int64_t pd_c2 = 0 + pd_t7 * 48;
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= 42; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
               {
-                for (int64_t pd_c4 = 0; pd_c4 <= 248; pd_c4 += 8)
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c0) - 8)); pd_c4 += 8)
                 {
                   {
                     int64_t pd_b39_i;
@@ -3383,7 +3383,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                         pd_acc39[pd_r][pd_v] = C[((pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -3410,399 +3410,35 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                   }
                 }
-              }
-              if (!pd_w7)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-          #pragma omp barrier
-          {
-            const int64_t pd_n8 = (((((N % 48) - 6)) - (0) + (6)) / (6));
-            const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-            const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-            for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
-            {
-              const int pd_w8 = pd_t8 < pd_s8;
-              const int64_t pd_c3 = 0 + pd_t8 * 6;
-              for (int64_t pd_c4 = 0 + (pd_w8 ? 0 : pd_team_id()) * 8; pd_c4 <= 248; pd_c4 += (pd_w8 ? 1 : pd_team_size()) * 8)
-              {
-                {
-                  int64_t pd_b40_i;
-                  int64_t pd_b40_j;
-                  int64_t pd_b40_k;
-                  {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b40_i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                    pd_b40_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc40[6][8];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc40[pd_r][pd_v] = C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
-                      {
-                        {
-                          const int64_t i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] = (pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-              if (!pd_w8)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-          #pragma omp barrier
-          if (((N % 6) >= 1))
-          {
-            #pragma omp for schedule(static)
-            for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 8)
-            {
-              if ((((((((((((N >= 48) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 8) == 0)))
-              {
-                int64_t pd_b41_i;
-                int64_t pd_b41_j;
-                int64_t pd_b41_k;
-                const int64_t pd_nr41 = (N % 6);
-                const int64_t pd_nv41 = 8;
-                {
-                  pd_b41_i = ((-(N % 6)) + N);
-                  pd_b41_j = (pd_c0 + pd_c4);
-                }
-                float pd_acc41[5][8];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                  {
-                    pd_acc41[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
-                  {
-                    pd_acc41[pd_r][pd_v] = C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      {
-                        const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                        const int64_t j = pd_b41_j + pd_v;
-                        const int64_t k = (pd_c1 + pd_c5);
-                        pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
-                  {
-                    C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-      {
-        float pd_pk8_s[69360] __attribute__((aligned(64)));
-        float *restrict pd_pk8 = pd_pk8_s;
-        for (int64_t pd_q0 = 0; pd_q0 < ((K % 256)); pd_q0++)
-        {
-          {
-            #pragma omp simd
-            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-            {
-              pd_pk8[pd_q0 * 272 + pd_q1 * 1] = B[(((((-(K % 256)) + K)) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-            }
-            for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
-            {
-              pd_pk8[pd_q0 * 272 + pd_q1 * 1] = 0;
-            }
-          }
-        }
-        {
-          const int64_t pd_n9 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-          const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-          for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
-          {
-            const int pd_w9 = pd_t9 < pd_s9;
-            const int64_t pd_c2 = 0 + pd_t9 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w9 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w9 ? 1 : pd_team_size()) * 6)
-            {
-              for (int64_t pd_c4 = 0; pd_c4 <= 248; pd_c4 += 8)
-              {
-                {
-                  int64_t pd_b42_i;
-                  int64_t pd_b42_j;
-                  int64_t pd_b42_k;
-                  {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b42_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b42_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc42[6][8];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc42[pd_r][pd_v] = C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
-                      {
-                        {
-                          const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                          pd_acc42[(i) - pd_b42_i][(j) - pd_b42_j] = (pd_acc42[(i) - pd_b42_i][(j) - pd_b42_j] + (A[(i) * K + k] * pd_pk8[((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w9)
-            {
-              #pragma omp barrier
-            }
-            if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
-            {
-              for (int64_t pd_c4 = 0 + (pd_w9 ? 0 : pd_team_id()) * 8; pd_c4 <= 255; pd_c4 += (pd_w9 ? 1 : pd_team_size()) * 8)
-              {
-                if ((((((((((((((N >= 48) && (K >= 256)) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && ((K % 256) >= 1)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
-                {
-                  int64_t pd_b43_i;
-                  int64_t pd_b43_j;
-                  int64_t pd_b43_k;
-                  const int64_t pd_nr43 = ((N - pd_c2) % 6);
-                  const int64_t pd_nv43 = 8;
-                  {
-                    pd_b43_i = ((-((N - pd_c2) % 6)) + N);
-                    pd_b43_j = (pd_c0 + pd_c4);
-                  }
-                  float pd_acc43[5][8];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc43[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                    {
-                      pd_acc43[pd_r][pd_v] = C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        {
-                          const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                          const int64_t j = pd_b43_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                          pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[(i) * K + k] * pd_pk8[((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                    {
-                      C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-              if (!pd_w9)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-        }
-        #pragma omp barrier
-      }
-    }
-  }
-  if ((((N <= 47) || (K <= 255)) || ((M % 256) >= 1)))
-  {
-    if ((N <= 47))
-    {
-      for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk9_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk9 = pd_pk9_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk9[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk9[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            if ((M >= (pd_c0 + 8)))
-            {
-              #pragma omp for schedule(static)
-              for (int64_t pd_c3 = 0; pd_c3 < (N - 5); pd_c3 += 6)
-              {
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c0) - 8)); pd_c4 += 8)
-                {
-                  {
-                    int64_t pd_b44_i;
-                    int64_t pd_b44_j;
-                    int64_t pd_b44_k;
-                    {
-                      const int64_t pd_c6 = 0;
-                      const int64_t pd_c7 = 0;
-                      pd_b44_i = (pd_c3 + pd_c6);
-                      pd_b44_j = ((pd_c0 + pd_c4) + pd_c7);
-                    }
-                    float pd_acc44[6][8];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        pd_acc44[pd_r][pd_v] = C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
-                        {
-                          {
-                            const int64_t i = (pd_c3 + pd_c6);
-                            const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                            const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] = (pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
                 if (((pd_c0 + 255) >= M))
                 {
-                  if ((((((((((((N <= 47) && (M >= (pd_c0 + 8))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 8) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                  if ((((((((((((((M >= (pd_c0 + 8)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 8) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((((-((M - pd_c0) % 8)) + M) + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b45_i;
-                      int64_t pd_b45_j;
-                      int64_t pd_b45_k;
-                      const int64_t pd_nr45 = 6;
-                      const int64_t pd_nv45 = ((M - pd_c0) % 8);
+                      int64_t pd_b40_i;
+                      int64_t pd_b40_j;
+                      int64_t pd_b40_k;
+                      const int64_t pd_nr40 = 6;
+                      const int64_t pd_nv40 = ((M - pd_c0) % 8);
                       {
-                        pd_b45_i = pd_c3;
-                        pd_b45_j = ((-((M - pd_c0) % 8)) + M);
+                        pd_b40_i = (pd_c2 + pd_c3);
+                        pd_b40_j = ((-((M - pd_c0) % 8)) + M);
                       }
-                      float pd_acc45[6][8];
+                      float pd_acc40[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc45[pd_r][pd_v] = 0;
+                          pd_acc40[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
                         {
-                          pd_acc45[pd_r][pd_v] = C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+                          pd_acc40[pd_r][pd_v] = C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3814,20 +3450,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
-                              const int64_t j = pd_b45_j + pd_v;
+                              const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
+                              const int64_t j = pd_b40_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
                         {
-                          C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+                          C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
                         }
                       }
                     }
@@ -3842,10 +3478,10 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_c7 = 0; pd_c7 < (M % 8); pd_c7 += 1)
                           {
                             {
-                              const int64_t i = (pd_c3 + pd_c6);
+                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (((-((M + 8) % 8)) + M) + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
@@ -3853,41 +3489,44 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
+              if (!pd_w7)
+              {
+                #pragma omp barrier
+              }
             }
-            if ((((pd_c0 + 7) >= M) || ((N % 6) >= 1)))
+            if ((((pd_c0 + 7) >= M) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
             {
               if (((pd_c0 + 7) >= M))
               {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
+                for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
                 {
-                  if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 7) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                  if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 7) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((pd_c0 + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b46_i;
-                      int64_t pd_b46_j;
-                      int64_t pd_b46_k;
-                      const int64_t pd_nr46 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                      const int64_t pd_nv46 = (M - pd_c0);
+                      int64_t pd_b41_i;
+                      int64_t pd_b41_j;
+                      int64_t pd_b41_k;
+                      const int64_t pd_nr41 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv41 = (M - pd_c0);
                       {
-                        pd_b46_i = pd_c3;
-                        pd_b46_j = pd_c0;
+                        pd_b41_i = (pd_c2 + pd_c3);
+                        pd_b41_j = pd_c0;
                       }
-                      float pd_acc46[6][8];
+                      float pd_acc41[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc46[pd_r][pd_v] = 0;
+                          pd_acc41[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
                         {
-                          pd_acc46[pd_r][pd_v] = C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
+                          pd_acc41[pd_r][pd_v] = C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3899,20 +3538,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                              const int64_t j = pd_b46_j + pd_v;
+                              const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
+                              const int64_t j = pd_b41_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
                         {
-                          C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                          C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
                         }
                       }
                     }
@@ -3921,55 +3560,58 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
+                        for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
                         {
                           #pragma omp simd
                           for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
                           {
                             {
-                              const int64_t i = (pd_c3 + pd_c6);
+                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (pd_c0 + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
                     }
                 }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
+                }
               }
               else
               {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += 8)
+                for (int64_t pd_c4 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w7 ? 1 : pd_team_size()) * 8)
                 {
-                  if (((((((((((((N <= 47) && (M >= (pd_c0 + 8))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 8) == 0)))
+                  if (((((((((((((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
                     if ((((pd_c0 + pd_c4) + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b47_i;
-                      int64_t pd_b47_j;
-                      int64_t pd_b47_k;
-                      const int64_t pd_nr47 = (N % 6);
-                      const int64_t pd_nv47 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b42_i;
+                      int64_t pd_b42_j;
+                      int64_t pd_b42_k;
+                      const int64_t pd_nr42 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv42 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b47_i = ((-(N % 6)) + N);
-                        pd_b47_j = (pd_c0 + pd_c4);
+                        pd_b42_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b42_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc47[5][8];
+                      float pd_acc42[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc47[pd_r][pd_v] = 0;
+                          pd_acc42[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
                         {
-                          pd_acc47[pd_r][pd_v] = C[((pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                          pd_acc42[pd_r][pd_v] = C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3981,20 +3623,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
-                              const int64_t j = pd_b47_j + pd_v;
+                              const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
+                              const int64_t j = pd_b42_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
                         {
-                          C[((pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                          C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
                         }
                       }
                     }
@@ -4011,714 +3653,26 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(7, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
                             {
                               {
-                                const int64_t i = (((-(N % 6)) + N) + pd_c6);
+                                const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                 const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                 const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk9[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                               }
                             }
                           }
                         }
                       }
                     }
+                }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
                 }
               }
             }
           }
         }
-      }
-    }
-    else
-    {
-      if ((K >= 256))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk10_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk10 = pd_pk10_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
-                {
-                  pd_pk10[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
-                }
-                for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk10[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            {
-              const int64_t pd_n10 = (((N) - (0) + (48) - 1) / (48));
-              const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-              const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-              for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
-              {
-                const int pd_w10 = pd_t10 < pd_s10;
-                const int64_t pd_c2 = 0 + pd_t10 * 48;
-                if (((M % 256) >= 8))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w10 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w10 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 8); pd_c4 += 8)
-                    {
-                      {
-                        int64_t pd_b48_i;
-                        int64_t pd_b48_j;
-                        int64_t pd_b48_k;
-                        {
-                          const int64_t pd_c6 = 0;
-                          const int64_t pd_c7 = 0;
-                          pd_b48_i = ((pd_c2 + pd_c3) + pd_c6);
-                          pd_b48_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                        }
-                        float pd_acc48[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc48[pd_r][pd_v] = C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc48[(i) - pd_b48_i][(j) - pd_b48_j] = (pd_acc48[(i) - pd_b48_i][(j) - pd_b48_j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                      if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b49_i;
-                        int64_t pd_b49_j;
-                        int64_t pd_b49_k;
-                        const int64_t pd_nr49 = 6;
-                        const int64_t pd_nv49 = (M % 8);
-                        {
-                          pd_b49_i = (pd_c2 + pd_c3);
-                          pd_b49_j = ((-(M % 8)) + M);
-                        }
-                        float pd_acc49[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc49[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
-                          {
-                            pd_acc49[pd_r][pd_v] = C[((pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
-                                const int64_t j = pd_b49_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
-                          {
-                            C[((pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 < (M % 8); pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = (((-(M % 8)) + M) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (!pd_w10)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                if ((((M % 256) <= 7) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w10 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w10 ? 1 : pd_team_size()) * 6)
-                  {
-                    if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                      if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b50_i;
-                        int64_t pd_b50_j;
-                        int64_t pd_b50_k;
-                        const int64_t pd_nr50 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                        const int64_t pd_nv50 = (M % 256);
-                        {
-                          pd_b50_i = (pd_c2 + pd_c3);
-                          pd_b50_j = ((-(M % 256)) + M);
-                        }
-                        float pd_acc50[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc50[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
-                          {
-                            pd_acc50[pd_r][pd_v] = C[((pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b50_i + pd_min(pd_r, pd_nr50 - 1);
-                                const int64_t j = pd_b50_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
-                          {
-                            C[((pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 < (((M + 248) % 256) - 248); pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((((-((M + 248) % 256)) + M) + pd_c7) + 248);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (!pd_w10)
-                  {
-                    #pragma omp barrier
-                  }
-                  if ((((pd_c2 + 47) >= N) && ((M % 256) >= 8)))
-                  {
-                    for (int64_t pd_c4 = 0 + (pd_w10 ? 0 : pd_team_id()) * 8; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w10 ? 1 : pd_team_size()) * 8)
-                    {
-                      if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
-                        if ((((((-(M % 256)) + M) + pd_c4) + 7)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b51_i;
-                          int64_t pd_b51_j;
-                          int64_t pd_b51_k;
-                          const int64_t pd_nr51 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv51 = (((M % 256) >= (pd_c4 + 9)) ? 8 : ((M % 256) - pd_c4));
-                          {
-                            pd_b51_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b51_j = (((-(M % 256)) + M) + pd_c4);
-                          }
-                          float pd_acc51[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc51[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                            {
-                              pd_acc51[pd_r][pd_v] = C[((pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
-                                  const int64_t j = pd_b51_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                            {
-                              C[((pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
-                            {
-                              if (((N % 6) >= (pd_c6 + 1)))
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(7, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
-                                {
-                                  {
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk10[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w10)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-            #pragma omp barrier
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk11_s[69360] __attribute__((aligned(64)));
-            float *restrict pd_pk11 = pd_pk11_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (K); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk11[pd_q0 * 272 + pd_q1 * 1] = B[(((0) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk11[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            {
-              const int64_t pd_n11 = (((N) - (0) + (48) - 1) / (48));
-              const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-              const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-              for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
-              {
-                const int pd_w11 = pd_t11 < pd_s11;
-                const int64_t pd_c2 = 0 + pd_t11 * 48;
-                if ((M >= (pd_c0 + 8)))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w11 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w11 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c0) - 8)); pd_c4 += 8)
-                    {
-                      {
-                        int64_t pd_b52_i;
-                        int64_t pd_b52_j;
-                        int64_t pd_b52_k;
-                        {
-                          const int64_t pd_c6 = 0;
-                          const int64_t pd_c7 = 0;
-                          pd_b52_i = ((pd_c2 + pd_c3) + pd_c6);
-                          pd_b52_j = ((pd_c0 + pd_c4) + pd_c7);
-                        }
-                        float pd_acc52[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc52[pd_r][pd_v] = C[((pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                const int64_t k = pd_c5;
-                                pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] = (pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            C[((pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c0 + 255) >= M))
-                    {
-                      if (((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 8))) && ((pd_c0 + 255) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 8) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((((-((M - pd_c0) % 8)) + M) + 7)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b53_i;
-                          int64_t pd_b53_j;
-                          int64_t pd_b53_k;
-                          const int64_t pd_nr53 = 6;
-                          const int64_t pd_nv53 = ((M - pd_c0) % 8);
-                          {
-                            pd_b53_i = (pd_c2 + pd_c3);
-                            pd_b53_j = ((-((M - pd_c0) % 8)) + M);
-                          }
-                          float pd_acc53[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc53[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
-                            {
-                              pd_acc53[pd_r][pd_v] = C[((pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                                  const int64_t j = pd_b53_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
-                            {
-                              C[((pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M % 8); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                  const int64_t j = (((-((M + 8) % 8)) + M) + pd_c7);
-                                  const int64_t k = pd_c5;
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  if (!pd_w11)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                if ((((pd_c0 + 7) >= M) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-                {
-                  if (((pd_c0 + 7) >= M))
-                  {
-                    for (int64_t pd_c3 = 0 + (pd_w11 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w11 ? 1 : pd_team_size()) * 6)
-                    {
-                      if ((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 1))) && ((pd_c0 + 7) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((pd_c0 + 7)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b54_i;
-                          int64_t pd_b54_j;
-                          int64_t pd_b54_k;
-                          const int64_t pd_nr54 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                          const int64_t pd_nv54 = (M - pd_c0);
-                          {
-                            pd_b54_i = (pd_c2 + pd_c3);
-                            pd_b54_j = pd_c0;
-                          }
-                          float pd_acc54[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc54[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
-                            {
-                              pd_acc54[pd_r][pd_v] = C[((pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
-                                  const int64_t j = pd_b54_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
-                            {
-                              C[((pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                  const int64_t j = (pd_c0 + pd_c7);
-                                  const int64_t k = pd_c5;
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w11)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c4 = 0 + (pd_w11 ? 0 : pd_team_id()) * 8; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w11 ? 1 : pd_team_size()) * 8)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 8))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
-                        if ((((pd_c0 + pd_c4) + 7)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b55_i;
-                          int64_t pd_b55_j;
-                          int64_t pd_b55_k;
-                          const int64_t pd_nr55 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv55 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
-                          {
-                            pd_b55_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b55_j = (pd_c0 + pd_c4);
-                          }
-                          float pd_acc55[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc55[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
-                            {
-                              pd_acc55[pd_r][pd_v] = C[((pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                                  const int64_t j = pd_b55_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
-                            {
-                              C[((pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
-                            {
-                              if (((N % 6) >= (pd_c6 + 1)))
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(7, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
-                                {
-                                  {
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                    const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                    const int64_t k = pd_c5;
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk11[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w11)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-            #pragma omp barrier
-          }
-        }
+        #pragma omp barrier
       }
     }
   }

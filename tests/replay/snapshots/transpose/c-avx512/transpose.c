@@ -254,114 +254,32 @@ PD_VARIANT int transpose_v3(int64_t N, int64_t M, const float *restrict A, float
 /* variant generic: [N, M] -> {  : N >= 0 and M >= 0 } */
 PD_VARIANT int transpose_v4(int64_t N, int64_t M, const float *restrict A, float *restrict B)
 {
-  if ((M >= 256))
+  #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (48) - 1) / (48)) >= 1)
   {
-    #pragma omp parallel if((N) * (M) >= 8192 && ((((N - 47)) - (0) + (48) - 1) / (48)) >= 1)
+    const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
+    const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
+    const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
+    for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
     {
-      const int64_t pd_n4 = ((((N - 47)) - (0) + (48) - 1) / (48));
-      const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-      const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-      for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+      const int pd_w4 = pd_t4 < pd_s4;
+      const int64_t pd_c0 = 0 + pd_t4 * 48;
+      for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 256; pd_c1 < M; pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 256)
       {
-        const int pd_w4 = pd_t4 < pd_s4;
-        const int64_t pd_c0 = 0 + pd_t4 * 48;
-        for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 256; pd_c1 < (M - 255); pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 256)
+        for (int64_t pd_c2 = 0; pd_c2 <= pd_min(47, ((N - pd_c0) - 1)); pd_c2 += 1)
         {
-          for (int64_t pd_c2 = 0; pd_c2 <= 47; pd_c2 += 1)
-          {
-            for (int64_t pd_c3 = 0; pd_c3 <= 255; pd_c3 += 1)
-            {
-              {
-                const int64_t i = (pd_c0 + pd_c2);
-                const int64_t j = (pd_c1 + pd_c3);
-                B[(j) * N + i] = A[(i) * M + j];
-              }
-            }
-          }
-        }
-        if (!pd_w4)
-        {
-          #pragma omp barrier
-        }
-        for (int64_t pd_c2 = 0 + (pd_w4 ? 0 : pd_team_id()) * 1; pd_c2 <= 47; pd_c2 += (pd_w4 ? 1 : pd_team_size()) * 1)
-        {
-          for (int64_t pd_c3 = 0; pd_c3 < (M % 256); pd_c3 += 1)
+          for (int64_t pd_c3 = 0; pd_c3 <= pd_min(255, ((M - pd_c1) - 1)); pd_c3 += 1)
           {
             {
               const int64_t i = (pd_c0 + pd_c2);
-              const int64_t j = (((-(M % 256)) + M) + pd_c3);
+              const int64_t j = (pd_c1 + pd_c3);
               B[(j) * N + i] = A[(i) * M + j];
             }
           }
         }
-        if (!pd_w4)
-        {
-          #pragma omp barrier
-        }
       }
-    }
-  }
-  if ((((N >= 1) && (M <= 255)) || ((M >= 256) && ((N % 48) >= 1))))
-  {
-    if ((M <= 255))
-    {
-      #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (48) - 1) / (48)) >= 1)
+      if (!pd_w4)
       {
-        const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
-        const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-        const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-        for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
-        {
-          const int pd_w5 = pd_t5 < pd_s5;
-          const int64_t pd_c0 = 0 + pd_t5 * 48;
-          for (int64_t pd_c2 = 0 + (pd_w5 ? 0 : pd_team_id()) * 1; pd_c2 <= pd_min(47, ((N - pd_c0) - 1)); pd_c2 += (pd_w5 ? 1 : pd_team_size()) * 1)
-          {
-            for (int64_t pd_c3 = 0; pd_c3 < M; pd_c3 += 1)
-            {
-              {
-                const int64_t i = (pd_c0 + pd_c2);
-                const int64_t j = pd_c3;
-                B[(j) * N + i] = A[(i) * M + j];
-              }
-            }
-          }
-          if (!pd_w5)
-          {
-            #pragma omp barrier
-          }
-        }
-      }
-    }
-    else
-    {
-      #pragma omp parallel if((N) * (M) >= 8192 && (((M) - (0) + (256) - 1) / (256)) >= 1)
-      {
-        const int64_t pd_n6 = (((M) - (0) + (256) - 1) / (256));
-        const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-        const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-        for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
-        {
-          const int pd_w6 = pd_t6 < pd_s6;
-          const int64_t pd_c1 = 0 + pd_t6 * 256;
-          for (int64_t pd_c2 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c2 <= 46; pd_c2 += (pd_w6 ? 1 : pd_team_size()) * 1)
-          {
-            if (((N % 48) >= (pd_c2 + 1)))
-            {
-              for (int64_t pd_c3 = 0; pd_c3 <= pd_min(255, ((M - pd_c1) - 1)); pd_c3 += 1)
-              {
-                {
-                  const int64_t i = (((-(N % 48)) + N) + pd_c2);
-                  const int64_t j = (pd_c1 + pd_c3);
-                  B[(j) * N + i] = A[(i) * M + j];
-                }
-              }
-            }
-          }
-          if (!pd_w6)
-          {
-            #pragma omp barrier
-          }
-        }
+        #pragma omp barrier
       }
     }
   }
