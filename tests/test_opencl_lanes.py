@@ -46,7 +46,7 @@ def centre_long(X: i64[N, L], Y: out(i64[N, L])):
 
 
 @pd.operator(assume="L >= 1")
-def rowmax_int(X: i32[N, L], Y: out(i32[N, L])):
+def rowmax_if_int(X: i32[N, L], Y: out(i32[N, L])):
     for i in range(N):
         m = X[i, 0]
         for j in range(L):
@@ -68,7 +68,7 @@ def norm_and_peak(X: f32[N, L], Y: out(f32[N, L])):
             Y[i, j] = X[i, j] * p / (q + 1.0)
 
 
-OPS = [load("softmax")[0], load("layernorm")[0], rowstats, centre_long, rowmax_int,
+OPS = [load("softmax")[0], load("layernorm")[0], rowstats, centre_long, rowmax_if_int,
        norm_and_peak, phrasings.softmax_temps, phrasings.softmax_if,
        phrasings.layernorm_scalars, phrasings.rmsnorm_temp]
 

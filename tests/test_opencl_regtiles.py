@@ -25,6 +25,7 @@ from polydyn.errors import InternalError, UnsupportedError
 from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.deps import compute_deps
 from polydyn.testing import check_kernel
+from tests.test_hold import bt_then_read as mm_then_scale  # R after a held sum
 
 pytestmark = [
     pytest.mark.opencl,
@@ -75,18 +76,6 @@ def bmm(A: f32[B, N, K], Bm: f32[B, K, M], C: out(f32[B, N, M])):
                 C[b, i, j] = 0.0
                 for k in range(K):
                     C[b, i, j] += A[b, i, k] * Bm[b, k, j]
-
-
-@pd.operator()
-def mm_then_scale(A: f32[N, K], Bt: f32[M, K], C: out(f32[N, M]), R: out(f32[N, M])):
-    # the sum is held in a scalar (scop/hold.py) and R, written after it, goes straight to
-    # global memory: no point may run speculatively
-    for i in range(N):
-        for j in range(M):
-            C[i, j] = 0.0
-            for k in range(K):
-                C[i, j] += A[i, k] * Bt[j, k]
-            R[i, j] = C[i, j] * 2.0
 
 
 @pd.operator()
