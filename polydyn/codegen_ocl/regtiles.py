@@ -309,16 +309,17 @@ class _Layout:
         ``whole_r`` (0 where the reduction tile ends at or before its last value) and
         ``whole_b`` (0 where the group's block is whole for every statement of the tile),
         and the rows and columns twice: a statement instance with both 0 has them in the last
-        two dimensions (``free``: the emitter prints no guard), every other instance (the
-        copies, the cells) in the two before them. Both are functions of the tile (``outer,
-        phase, seq, tile``; ``whole_r`` is monotone in it), so the wide schedule orders the
-        instances as the flat one does, and isl gives each whole tile's loops bounds
-        without ``min``/``max``: a reduction loop of ``bk`` points, register loops over the
-        whole block (PPCG's full/partial tile separation, here as a schedule, not an AST
+        two dimensions (``free``: the emitter prints no guard), every other instance (partial
+        tiles, the copies, the cells) in the two before them. Both are functions of the tile
+        (``outer, phase, seq, tile``; ``whole_r`` is monotone in it), so the wide schedule
+        orders the instances as the flat one does, and isl gives each whole tile's loops
+        bounds without ``min``/``max``: a reduction loop of ``bk`` points, register loops over
+        the whole block (PPCG's full/partial tile separation, here as a schedule, not an AST
         option, so that no barrier falls under a condition). ``statements``: ``{ S -> flat
         }`` of the group's instances. With ``speculate`` (``_speculative``) every block counts
-        as whole: its register loops run every point, those outside the domain on stale
-        local-memory values into registers that are never stored."""
+        as whole and partial reduction tiles run free too: the register loops run every
+        point, those outside the domain on stale local-memory values into registers that are
+        never stored."""
         n, key_n = self.n_dims, self.n_pre + self.d
         xs = [f"x{j}" for j in range(n)]
         key = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[:key_n])}] }}")
@@ -376,9 +377,9 @@ def _speculative(scop: Scop, statements: isl.UnionMap, copies: list[tuple[LocalC
     stores only): the statements read nothing but local-memory copies, held cells and local
     scalars and write nothing but held cells and local scalars (a point outside the domain
     then reads stale local memory, never global memory beyond an array, and writes only its
-    own registers), and each statement's points along
-    the rows and columns do not depend on the other dimensions of its tile (a point inside
-    the domain has every reduction value there: no triangle)."""
+    own registers), and each statement's points along the rows and columns do not depend on
+    the other dimensions of its tile (a point inside the domain has every reduction value
+    there: no triangle)."""
     cells = {name for name, _ in accumulators}
     for kind, allowed in (("read", cells | {c.array for c, _ in copies}), ("write", cells)):
         touched = scop.accesses(kind).intersect_domain(statements.domain())
@@ -391,9 +392,9 @@ def _speculative(scop: Scop, statements: isl.UnionMap, copies: list[tuple[LocalC
         image = m.range()
         rest = image.project_out(isl.dim_type.set, n - 2, 2).insert_dims(
             isl.dim_type.set, n - 2, 2)
-        cells = image.project_out(isl.dim_type.set, key_n, n - 2 - key_n).insert_dims(
+        points = image.project_out(isl.dim_type.set, key_n, n - 2 - key_n).insert_dims(
             isl.dim_type.set, key_n, n - 2 - key_n)
-        if not rest.intersect(cells).is_subset(image):
+        if not rest.intersect(points).is_subset(image):
             return False
     return True
 
