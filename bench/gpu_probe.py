@@ -12,9 +12,7 @@ for the matmul kernels where the device is NVIDIA's.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,21 +23,13 @@ import polydyn as pd
 from kernels.layernorm import layernorm
 from kernels.matmul import matmul
 from kernels.softmax import softmax
+from polydyn.bench.timing import Budget, measure
 from polydyn.operator_files import with_assume
 
 
 def timed(call, sync, seconds: float = 0.3) -> float:
-    """The median time of ``call()`` with ``sync()`` after each."""
-    call()
-    sync()
-    times = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end or len(times) < 5:
-        start = time.perf_counter()
-        call()
-        sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    """The median time of ``call()`` with ``sync()`` after each (polydyn.bench.timing)."""
+    return measure(lambda: (call(), sync()), Budget(seconds=seconds)).median
 
 
 def torch_time(fn, *arrays):

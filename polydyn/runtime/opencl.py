@@ -30,8 +30,6 @@ from .ocl_device import (  # noqa: F401 - the names callers import from here
     BUILD_OPTIONS,
     INDEX32_DEFINES,
     INDEX32_LIMIT,
-    NVIDIA_OPTIONS,
-    POCL_OPTIONS,
     DeviceContext,
     _cl,
     build_program,
