@@ -76,17 +76,7 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     # the stages, imported on first use: a cache hit needs none of them
     from .astgen import build_ast
     from .codegen_c.emit import CEmitter
-    from .parametric.regions import plan_variants
-    from .schedule.auto import isl_schedule, scheduler_schedule
-    from .schedule.variant import code_region, schedule_variant
-    from .schedule.wavefront import wavefront_plan
-    from .scop.buffers import double_buffer
-    from .scop.contract import contract_temporaries
-    from .scop.deps import compute_deps, zero_init_arrays
-    from .scop.epilogue import split_epilogues
-    from .scop.forward import forward_accumulators
-    from .scop.hold import hold_cells
-    from .scop.selects import canonical_selects
+    from .schedule.variant import code_region
 
     options = (options or Options()).replace(**option_kw)
     machine = resolve_target(target, options)
@@ -97,64 +87,42 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     # regions for register-tile shapes, B's packing and time tiling are a CPU matter: none
     # for OpenCL
     cpu = isinstance(machine, CpuTarget)
-    # the automatic CPU schedule: a temporary copied back each time step becomes the other
-    # half of a double buffer
-    scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
-    scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
-    scop, held = hold_cells(scop)  # dot products in scalars, not in their cells
-    scop, forwarded = forward_accumulators(scop)  # sums kept in their cells, not scalars
-    scop, epilogues = split_epilogues(scop)  # math after a product: a vector pass of its own
-    scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-    notes = selects + contracted + held + forwarded + epilogues + buffers
-    if notes:
-        options.dump(name, "1b-buffers.txt", scop)
-
-    stage("dependences")
-    deps = compute_deps(scop)
-    options.dump(name, "2-deps.txt", deps)
-
-    stage("isl scheduler")
-    own = scheduler_schedule(scop, deps, scop.context)
-    base = isl_schedule(scop, deps, scop.context, own)
-    options.dump(name, "3-base-schedule.txt", base)
-
     plan = machine if cpu else AVX512  # OpenCL maps its own tiles
-    stage("regions")
-    wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
-    plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
-                          target=plan, computed=own)
-    options.dump(name, "4-regions.txt", "\n".join(f"{p.name}: {p.region}" for p in plans))
-
-    scheduled: list[Variant] = []
-    for k, p in enumerate(plans):
-        stage(f"scheduling variant {k + 1}/{len(plans)} ({p.name})")
-        scheduled.append(schedule_variant(scop, deps, base, p, plan, buffered=bool(buffers)))
-    options.dump(name, "5-schedules.txt",
-          "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
-    zero_init = zero_init_arrays(scop, deps)
-
+    sides = _sides(own_scop, variants, options, cpu, plan)
     if isinstance(machine, GpuTarget):  # maps each variant to kernels with their own ASTs
         from .codegen_ocl.pipeline import generate_opencl
 
+        (side,) = sides
         stage("OpenCL mapping and code")
-        program = generate_opencl(scop, deps, scheduled, options, machine.max_group,
-                                  computed=own)
+        program = generate_opencl(side.scop, side.deps, side.variants, options,
+                                  machine.max_group, computed=side.own)
         sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
         if program.host_c is not None:
             sources[f"{name}.host.c"] = program.host_c
-        return Generated(own_scop, tuple(scheduled), sources, zero_init, notes, program)
+        return Generated(own_scop, tuple(side.variants), sources, side.zero_init,
+                         side.notes, program)
+    scheduled = [v for side in sides for v in side.variants]
+    options.dump(name, "5-schedules.txt",
+          "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))
+    zero_init = frozenset().union(*(side.zero_init for side in sides))
+    notes = tuple(dict.fromkeys(n for side in sides for n in side.notes))
 
     # each variant's AST, then its C function: its translation unit goes to ``on_unit`` at
     # once (a build starts compiling it while the next variant's AST is built)
-    emitter = CEmitter(scop, zero_init, machine.describe())
+    emitter = CEmitter(sides[0].scop, zero_init, machine.describe())
     asts, functions = [], []
-    for k, v in enumerate(scheduled):
-        stage(f"AST build {k + 1}/{len(scheduled)} ({v.name})")
-        asts.append(build_ast(v.schedule, code_region(v.region), scop, deps))
-        stage(f"C code {k + 1}/{len(scheduled)} ({v.name})")
-        functions.append(emitter.variant_function(emitter.function_name(k), v, asts[-1]))
-        if on_unit is not None:
-            on_unit(unit_source(emitter.head(), functions[-1]))
+    for side in sides:
+        own_emitter = emitter if side is sides[0] else \
+            CEmitter(side.scop, zero_init, machine.describe())
+        for v in side.variants:
+            k = len(functions)
+            stage(f"AST build {k + 1}/{len(scheduled)} ({v.name})")
+            asts.append(build_ast(v.schedule, code_region(v.region), side.scop, side.deps))
+            stage(f"C code {k + 1}/{len(scheduled)} ({v.name})")
+            functions.append(own_emitter.variant_function(emitter.function_name(k), v,
+                                                          asts[-1]))
+            if on_unit is not None:
+                on_unit(unit_source(emitter.head(), functions[-1]))
     options.dump(name, "6-ast.txt",
           "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
     source = emitter.module_of(scheduled, functions)
@@ -163,6 +131,161 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     if shim_supported(own_scop):
         sources[f"{name}.shim.c"] = shim_source(own_scop, _module_name(own_scop, source))
     return Generated(own_scop, tuple(scheduled), sources, zero_init, notes)
+
+
+# Products whose operand runs along the output's rows in another subscript (nn.Linear's
+# ``W[o, k]``) take register tiles reading a repacked copy of it from this many rows; with
+# fewer, dot products (``scop.hold``) where the copy, made per call, costs more than the
+# tiles gain.
+REPACK_ROWS = 24
+
+
+@dataclass
+class _Side:
+    """An operator rewritten for one way of running its products (``rewritten``), with its
+    dependences, isl's schedule and its variants' plans and schedules."""
+
+    scop: Scop
+    notes: tuple[str, ...]
+    buffered: bool  # double-buffered (``scop.buffers``)
+    repacked: bool  # rewritten for repacked register tiles
+    deps: Any
+    own: Any  # isl's schedule
+    base: Any  # the schedule the variants start from
+    plans: list[Any]  # VariantPlan
+    variants: list[Variant]
+    zero_init: frozenset[str]
+
+    @staticmethod
+    def rewritten(own_scop: Scop, variants: list[tuple[str, Any]] | None, cpu: bool,
+                  repack: bool) -> tuple[Scop, tuple[str, ...], bool]:
+        """The operator as scheduled, a sentence per rewrite, and whether it was
+        double-buffered. ``repack``: sums stay in their cells where register tiles can read
+        the operands that run along the cells' rows from repacked copies (``W[o, k]`` for
+        ``Y[n, o]``); otherwise such sums are dot products in scalars."""
+        from .scop.buffers import double_buffer
+        from .scop.contract import contract_temporaries
+        from .scop.epilogue import split_epilogues
+        from .scop.forward import forward_accumulators
+        from .scop.hold import hold_cells
+        from .scop.selects import canonical_selects
+
+        scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
+        scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
+        scop, held = hold_cells(scop, repack)  # dot products in scalars, not in their cells
+        # sums kept in their cells, not scalars (again while one moves: ``v = s + b[o]``
+        # then ``Y[n, o] = f(v)`` takes v into the cell first, s after)
+        forwarded: tuple[str, ...] = ()
+        while True:
+            scop, more = forward_accumulators(scop, repack=repack)
+            if not more:
+                break
+            forwarded += more
+        scop, epilogues = split_epilogues(scop)  # math after a product: a vector pass of its own
+        # the automatic CPU schedule: a temporary copied back each time step becomes the other
+        # half of a double buffer
+        scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
+        return scop, selects + contracted + held + forwarded + epilogues + buffers, bool(buffers)
+
+    @classmethod
+    def planned(cls, rewritten: tuple[Scop, tuple[str, ...], bool], repacked: bool,
+                variants: list[tuple[str, Any]] | None, options: Options, cpu: bool,
+                plan: CpuTarget) -> _Side:
+        """The rewritten operator's dependences, schedule and variant plans."""
+        from .parametric.regions import plan_variants
+        from .schedule.auto import isl_schedule, scheduler_schedule
+        from .schedule.wavefront import wavefront_plan
+        from .scop.deps import compute_deps, zero_init_arrays
+
+        scop, notes, buffered = rewritten
+        if notes:
+            options.dump(scop.name, "1b-buffers.txt", scop)
+        stage("dependences")
+        deps = compute_deps(scop)
+        options.dump(scop.name, "2-deps.txt", deps)
+        stage("isl scheduler")
+        own = scheduler_schedule(scop, deps, scop.context)
+        base = isl_schedule(scop, deps, scop.context, own)
+        options.dump(scop.name, "3-base-schedule.txt", base)
+        stage("regions")
+        wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None
+        plans = plan_variants(scop, base, variants, options.max_tile, cpu=cpu, wave=wave,
+                              target=plan, computed=own)
+        options.dump(scop.name, "4-regions.txt",
+                     "\n".join(f"{p.name}: {p.region}" for p in plans))
+        return cls(scop, notes, buffered, repacked, deps, own, base, plans, [],
+                   zero_init_arrays(scop, deps))
+
+    def scheduled(self, plans: list[Any], target: CpuTarget) -> _Side:
+        """A copy of this side with ``plans`` scheduled."""
+        from .schedule.variant import schedule_variant
+
+        variants = []
+        for k, p in enumerate(plans):
+            stage(f"scheduling variant {k + 1}/{len(plans)} ({p.name})")
+            variants.append(schedule_variant(self.scop, self.deps, self.base, p, target,
+                                             buffered=self.buffered, repacked=self.repacked))
+        return replace(self, plans=plans, variants=variants)
+
+
+def _sides(own_scop: Scop, variants: list[tuple[str, Any]] | None, options: Options,
+           cpu: bool, plan: CpuTarget) -> list[_Side]:
+    """The operator's variants, from one rewrite of it or two, in dispatch order. Where a
+    product's operand runs along its rows in another subscript (``scop.hold.repacked_rows``)
+    the automatic CPU policy takes register tiles over repacked copies from ``REPACK_ROWS``
+    rows, dot products below, then the former's generic variant (it covers the context);
+    given variants take the rewrite their recipe names (``repack``) in runs of their order.
+    Otherwise the dot products' rewrite alone."""
+    import islpy as isl
+
+    from .scop.hold import repacked_rows
+
+    narrow = _Side.rewritten(own_scop, variants, cpu, repack=False)
+    wanted = [_recipe_has(item, "repack") for item in variants or ()]
+    if not cpu or (variants and not any(wanted)):
+        only = _Side.planned(narrow, False, variants, options, cpu, plan)
+        return [only.scheduled(only.plans, plan)]
+    wide = _Side.rewritten(own_scop, variants, cpu, repack=True)
+    if variants:  # the given order, in runs of one rewrite
+        sides = {flag: _Side.planned(rewrite, flag, variants, options, cpu, plan)
+                 for flag, rewrite in ((False, narrow), (True, wide)) if flag in wanted}
+        runs: list[_Side] = []
+        for k, flag in enumerate(wanted):
+            if k and wanted[k - 1] == flag:
+                continue
+            end = next((j for j in range(k, len(wanted)) if wanted[j] != flag), len(wanted))
+            runs.append(sides[flag].scheduled(sides[flag].plans[k:end], plan))
+        return runs
+    text = None if wide[1] == narrow[1] else repacked_rows(wide[0], REPACK_ROWS)
+    dots = _Side.planned(narrow, False, variants, options, cpu, plan)
+    if text is None:
+        return [dots.scheduled(dots.plans, plan)]
+    tiles = _Side.planned(wide, True, variants, options, cpu, plan)
+    rows = isl.Set(text).intersect(own_scop.context)
+    *tiled, generic = tiles.plans
+    tiled = [replace(p, region=region) for p in tiled
+             if not (region := p.region.intersect(rows).coalesce()).is_empty()]
+    if not tiled:  # only the fallback would read the repacked copies, in plain loops
+        return [dots.scheduled(dots.plans, plan)]
+    few = own_scop.context.subtract(rows).coalesce()
+    names = {p.name for p in [*tiled, generic]}
+    dotted = [replace(p, name=_dot_name(p.name, names), region=region)
+              for p in dots.plans if not (region := p.region.intersect(few).coalesce()
+                                          ).is_empty()]
+    return [tiles.scheduled(tiled, plan), dots.scheduled(dotted, plan),
+            tiles.scheduled([generic], plan)]
+
+
+def _recipe_has(item: Any, directive: str) -> bool:
+    return isinstance(item, tuple | list) and len(item) == 2 and \
+        getattr(item[1], "has", lambda _: False)(directive)
+
+
+def _dot_name(name: str, taken: set[str]) -> str:
+    """A dot-product variant's name: ``dot`` for its generic one, ``dot NAME`` where the
+    register tiles' variants have the name already."""
+    label = "dot" if name == "generic" else name
+    return f"dot {label}" if label in taken else label
 
 
 @user_facing
@@ -300,8 +423,7 @@ def _buffered(variants: list[tuple[str, Any]] | None, cpu: bool) -> bool:
     does; given variants do when their recipes say ``double_buffer`` (all or none)."""
     if not variants:
         return cpu
-    wants = [isinstance(item, tuple | list) and len(item) == 2 and
-             getattr(item[1], "has", lambda _: False)("double_buffer") for item in variants]
+    wants = [_recipe_has(item, "double_buffer") for item in variants]
     if any(wants) and not all(wants):
         raise ScheduleError("double_buffer rewrites the operator for every variant: give it "
                             "in every variant's recipe or in none")

@@ -176,6 +176,10 @@ class RegisterTiles:
         # copies with the vector's dimension innermost, always: in place, each vector would
         # be a gather
         transposed = vec_dim != len(target.index) - 1
+        # ... and so does a tile whose operands move along the vector other than with stride 1
+        # (B stored transposed: ``Bt[j, k]``, the vector along j)
+        if not transposed and _strided_along(stmts[0].value, vec_var):
+            transposed = True
         if transposed:
             lanes = MAX_REG_VECTOR_BYTES // dtype_bytes(self.scop.array(target.array).dtype)
             if not self.repack(stmts, uses, vec_var, row_var, lanes, always=True):
@@ -480,6 +484,12 @@ def _target_dims(target: Load, row_var: str, vec_var: str) -> list[tuple[int, st
     """``(subscript position, iterator)`` of the target's row and vector subscripts."""
     return [(d, v) for d, sub in enumerate(target.index) for v in (row_var, vec_var)
             if v in sub.vars()]
+
+
+def _strided_along(value: Expr, var: str) -> bool:
+    """Some read in ``value`` moves along ``var`` in a subscript other than its last."""
+    return any(isinstance(e, Load) and any(var in sub.vars() for sub in e.index[:-1])
+               for e in value.walk())
 
 
 def _guarded_along(value: Expr, var: str) -> bool:

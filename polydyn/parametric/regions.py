@@ -99,12 +99,16 @@ class AutoRecipe:
         parts.append("threads when the work pays" if self.parallel else "single thread")
         return ", ".join(parts)
 
-    def to_schedule(self, name: str | None = None, buffered: bool = False) -> Schedule:
+    def to_schedule(self, name: str | None = None, buffered: bool = False,
+                    repacked: bool = False) -> Schedule:
         """This choice as a policy recipe: every decision a directive (``name``: the
-        variant's label; ``buffered``: the operator was double-buffered)."""
+        variant's label; ``buffered``: the operator was double-buffered; ``repacked``: the
+        variant runs the rewrite for repacked register tiles)."""
         recipe = Schedule.isl()
         if buffered:
             recipe = recipe.double_buffer()
+        if repacked:
+            recipe = recipe.repack()
         if self.wave is not None:
             recipe = recipe.wavefront(self.wave.path, self.wave.sizes)
         for tiling in self.tile:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..scop.exprs import Load
+from ..scop.forward import read_only, repackable
 from ..scop.ir import Scop
 from .tree import node_at
 
@@ -64,6 +65,29 @@ def stride_one(scop: Scop, deps_of: dict[str, list[set[str]]], k: int) -> bool:
                 hit = sub.vars() & moving
                 if hit and d != len(ref.index) - 1:
                     return False
+    return True
+
+
+def repacked_vector(scop: Scop, deps_of: dict[str, list[set[str]]], k: int) -> bool:
+    """Member ``k`` can carry a register tile's vector through a repacked copy: every target
+    moves along it in its last subscript only, and every read that moves along it other than
+    with stride 1 is of an array no statement writes, subscripted by single iterators with
+    coefficient 1 (nn.Linear's ``W[o, k]`` along ``o``): the emitter copies such a read with
+    the member's dimension innermost (``codegen_c.repack``). True also where ``stride_one``
+    holds."""
+    only = read_only(scop)
+    for name, members in deps_of.items():
+        stmt = scop.statement(name)
+        moving = members[k]
+        if isinstance(stmt.target, Load) and any(
+                sub.vars() & moving and d != len(stmt.target.index) - 1
+                for d, sub in enumerate(stmt.target.index)):
+            return False
+        for ref in stmt.value.walk():
+            if isinstance(ref, Load) and any(sub.vars() & moving and d != len(ref.index) - 1
+                                             for d, sub in enumerate(ref.index)) and \
+                    (ref.array not in only or not repackable(ref)):
+                return False
     return True
 
 

@@ -15,6 +15,7 @@ from .bands import (
     elem_bytes,
     member_dependence,
     reorder_band,
+    repacked_vector,
     stride_one,
     vector_reuse,
 )
@@ -175,10 +176,12 @@ def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
 
 def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
                   ) -> tuple[list[int], int, int] | None:
-    """For a permutable point band ending in a stride-1 parallel member: the member order
-    ``[other parallel, row, vector, reductions]`` and the row and vector member positions in
-    it, when every statement accumulates into one target that the reductions do not move
-    (``C[i, j] += ...`` over ``k``) and whose subscripts are single iterators. With
+    """For a permutable point band ending in a stride-1 parallel member, or else with a
+    parallel member along which the operands not read with stride 1 can be repacked
+    (``repacked_vector``: B stored transposed): the member order ``[other parallel, row,
+    vector, reductions]`` and the row and vector member positions in it, when every
+    statement accumulates into one target that the reductions do not move (``C[i, j] +=
+    ...`` over ``k``) and whose subscripts are single iterators. With
     ``transposed`` (``RegisterShape.transposed``) the two exchange roles: the stride-1
     member gives the rows, the rows' member the vector."""
     n = node.band_n_member()
@@ -189,9 +192,16 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
     constant = constant_members(deps_of, n)
     vec = n - 1
     if not coincident[vec] or constant[vec] or not stride_one(scop, deps_of, vec):
-        return None
+        # no stride-1 member innermost: the last parallel one along which the operands that
+        # do not run with stride 1 can be read from repacked copies (B stored transposed)
+        vecs = [] if transposed else \
+            [k for k in range(n) if coincident[k] and not constant[k] and
+             repacked_vector(scop, deps_of, k)]
+        if not vecs:
+            return None
+        vec = vecs[-1]
     reductions = [k for k in range(n) if not coincident[k] and not constant[k]]
-    rows = [k for k in range(n - 1) if coincident[k] and not constant[k]]
+    rows = [k for k in range(n) if coincident[k] and not constant[k] and k != vec]
     if not reductions or not rows:
         return None
     # prefer rows along which the vector operands stay the same (matmul's i for B[k, j],

@@ -23,7 +23,7 @@ LOOP_DIRECTIVES = ("tile", "interchange", "fuse", "distribute", "parallel", "vec
                    "unroll", "auto")
 POLICY_DIRECTIVES = ("isl", "tile_band", "keep_partial_tiles", "registers", "no_packing",
                      "wavefront", "fuse_inits", "single_thread")
-COMMON_DIRECTIVES = ("double_buffer", "label")
+COMMON_DIRECTIVES = ("double_buffer", "repack", "label")
 DIRECTIVES = LOOP_DIRECTIVES + POLICY_DIRECTIVES + COMMON_DIRECTIVES
 
 
@@ -157,6 +157,14 @@ class Schedule:
         steps take the two arrays in turn (``scop.buffers``). It changes the operator for
         every variant: give it in every variant's recipe or in none."""
         return self._add("double_buffer")
+
+    def repack(self) -> Schedule:
+        """Keep a product's sum in its output cell where register tiles can read an operand
+        that runs along the cell's last subscript in another subscript (nn.Linear's
+        ``W[o, k]``) from a copy repacked per call; without it such a product is a dot
+        product per cell, held in a scalar (``scop.hold``). It rewrites the operator for
+        this variant only (CPU)."""
+        return self._add("repack")
 
     def label(self, name: str) -> Schedule:
         """Name the variant (its function in the generated code, ``k.explain``)."""

@@ -30,9 +30,11 @@ def code_region(region: isl.Set) -> isl.Set:
 
 
 def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan,
-                     target: CpuTarget = AVX512, buffered: bool = False) -> Variant:
+                     target: CpuTarget = AVX512, buffered: bool = False,
+                     repacked: bool = False) -> Variant:
     """The variant of ``plan``; its ``recipe`` is the Schedule that replays it (the policy's
-    choice as a policy recipe; ``buffered``: the operator was double-buffered)."""
+    choice as a policy recipe; ``buffered``: the operator was double-buffered; ``repacked``:
+    rewritten for repacked register tiles, ``pipeline._sides``)."""
     schedule = base.intersect_domain(scop.domain().intersect_params(code_region(plan.region)))
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
@@ -55,7 +57,7 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
         if not recipe.parallel:
             schedule = drop_parallel(schedule)
         summary = recipe.describe()
-        data = recipe.to_schedule(plan.name, buffered)
+        data = recipe.to_schedule(plan.name, buffered, repacked)
         if fused:
             summary += "; " + ", ".join(fused)
     else:

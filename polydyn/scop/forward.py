@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .exprs import Bin, Expr, Load, Scalar, map_children, reads_array
+from .exprs import Bin, Const, Expr, Load, Scalar, map_children, reads_array
 from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 from .printer import format_expr
 
@@ -50,15 +50,18 @@ class _Pattern:
         return {self.init.name, self.store.name, *(old.name for old, _ in self.updates)}
 
 
-def forward_accumulators(scop: Scop, *, everywhere: bool = False
+def forward_accumulators(scop: Scop, *, everywhere: bool = False, repack: bool = False
                          ) -> tuple[Scop, tuple[str, ...]]:
     """``scop`` with every local scalar of that form kept in its cell, and a sentence for
     each (``scop`` itself and none when there is no such scalar). ``everywhere``: also the
-    scalars whose reads do not run along the cell's last subscript."""
+    scalars whose reads do not run along the cell's last subscript; ``repack``: also those
+    whose read-only operands do, in another subscript (``along_cells``), and a sum from zero
+    stored plus a term starts from the term (``_folded_init``: reassociated, so not exact)."""
+    repacked = read_only(scop) if repack else frozenset()
     patterns = [p for p in _patterns(scop, scop.tree) if everywhere or along_cells(
         p.cell, p.store.iters, [e for name in p.between
                                 for e in scop.statement(name).value.walk()
-                                if isinstance(e, Load)])]
+                                if isinstance(e, Load)], repacked)]
     users: dict[str, set[str]] = {}
     for s in scop.statements:
         for name in _scalars_named(s):
@@ -69,16 +72,19 @@ def forward_accumulators(scop: Scop, *, everywhere: bool = False
     chosen = [p for p in patterns if covered[p.scalar] == users[p.scalar]]
     if not chosen:
         return scop, ()
-    notes = tuple(_note(p) for p in chosen)
-    return _rewrite(scop, chosen), notes
+    notes = tuple(_note(p, repack) for p in chosen)
+    return _rewrite(scop, chosen, repack), notes
 
 
-def _note(p: _Pattern) -> str:
+def _note(p: _Pattern, fold: bool) -> str:
     ops = {_update_op(new) for _, new in p.updates}
     word = _WORDS[ops.pop()] if len(ops) == 1 else "value"
     cell = format_expr(p.cell)
     note = f"{p.scalar}: the {word} is kept in {cell}"
-    if not _is_plain(p):
+    term = _folded_init(p) if fold else None
+    if term is not None:
+        note += f", from {format_expr(term)}"
+    elif not _is_plain(p):
         note += f", then {cell} = {format_expr(_forwarded(p.store.value, p))}"
     return note
 
@@ -173,10 +179,14 @@ def _forward_update(stmt: Statement, s: str, cell: Load) -> Statement | None:
     return None
 
 
-def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load]) -> bool:
+def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
+                repacked: frozenset[str] = frozenset()) -> bool:
     """Whether the cell's last subscript is a loop variable ``v`` of ``iters`` (stride 1)
     and every read is independent of ``v`` or runs along it with stride 1 in its last
-    subscript only: the cell's loops can carry register tiles with their vector along v."""
+    subscript only: the cell's loops can carry register tiles with their vector along v.
+    A read of an array in ``repacked`` (read-only ones) may also run along ``v`` in another
+    subscript when every subscript is a single iterator: the tiles read it from a copy with
+    that dimension innermost (``codegen_c.repack``)."""
     last = cell.index[-1].linear() if cell.index else None
     if last is None or len(last[0]) != 1 or next(iter(last[0].values())) != 1:
         return False
@@ -185,6 +195,8 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load]) -> bool:
         return False
     for load in reads:
         if any(v in aff.vars() for aff in load.index[:-1]):
+            if load.array in repacked and repackable(load):
+                continue
             return False
         inner = load.index[-1].linear() if load.index else ({}, 0)
         if (inner is None and v in load.index[-1].vars()) or \
@@ -192,6 +204,19 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load]) -> bool:
             return False
     return True
 
+
+
+def repackable(load: Load) -> bool:
+    """Every subscript of ``load`` is one iterator, coefficient 1, no constant: a repacked
+    copy's cells (``codegen_c.repack``)."""
+    return all((lin := aff.linear()) is not None and lin[1] == 0 and len(lin[0]) == 1 and
+               set(lin[0].values()) == {1} for aff in load.index)
+
+
+def read_only(scop: Scop) -> frozenset[str]:
+    """The arrays no statement writes."""
+    written = {s.target.array for s in scop.statements if isinstance(s.target, Load)}
+    return frozenset(a.name for a in scop.arrays if a.is_tensor and a.name not in written)
 
 
 def _scalars_named(stmt: Statement) -> set[str]:
@@ -212,16 +237,38 @@ def _is_plain(p: _Pattern) -> bool:
     return isinstance(p.store.value, Scalar)
 
 
+def _folded_init(p: _Pattern) -> Expr | None:
+    """For a sum from zero stored plus a term (``s = 0; s += ...; T[f(i)] = s + b[o]``): the
+    term, which becomes the cell's init (``T[f(i)] = b[o]; T[f(i)] += ...``, the store gone,
+    the sum reassociated as register tiles reassociate it); otherwise None."""
+    value = p.store.value
+    if not (isinstance(p.init.value, Const) and p.init.value.value == 0 and
+            isinstance(value, Bin) and value.op == "+" and p.updates and
+            p.init.iters == p.store.iters and
+            all(new.op == "+=" for _, new in p.updates)):
+        return None
+    mine = [isinstance(x, Scalar) and x.name == p.scalar for x in (value.a, value.b)]
+    if mine.count(True) != 1:
+        return None
+    term = value.b if mine[0] else value.a
+    if _reads_scalar(term, p.scalar) or reads_array(term, p.cell.array) or \
+            any(isinstance(e, Scalar) for e in term.walk()):
+        return None
+    return term
+
+
 def _forwarded(e: Expr, p: _Pattern) -> Expr:
     return _substitute(e, p.scalar, p.cell)
 
 
-def _rewrite(scop: Scop, patterns: list[_Pattern]) -> Scop:
+def _rewrite(scop: Scop, patterns: list[_Pattern], fold: bool) -> Scop:
     changed: dict[str, Statement | None] = {}  # None: the statement goes
     for p in patterns:
-        changed[p.init.name] = p.init.replace(target=p.cell)
+        term = _folded_init(p) if fold else None
+        changed[p.init.name] = p.init.replace(target=p.cell) if term is None else \
+            p.init.replace(target=p.cell, value=term)
         changed.update((old.name, new) for old, new in p.updates)
-        changed[p.store.name] = None if _is_plain(p) else \
+        changed[p.store.name] = None if _is_plain(p) or term is not None else \
             p.store.replace(value=_forwarded(p.store.value, p))
     statements = tuple(changed.get(s.name, s) for s in scop.statements)
     statements = tuple(s for s in statements if s is not None)

@@ -21,18 +21,21 @@ holds nothing else), every one names the same cell, and the updates' values do n
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from .exprs import Bin, Expr, Load, Scalar, map_children, reads_array
-from .forward import along_cells
+from .forward import along_cells, read_only, repackable
 from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
-def hold_cells(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
+def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]:
     """``scop`` with every cell of that form held in a local scalar, and a sentence for each
-    (``scop`` itself and none when there is no such cell)."""
+    (``scop`` itself and none when there is no such cell). ``repack``: not the cells whose
+    loops carry register tiles reading the read-only operands from repacked copies
+    (``forward.along_cells``)."""
     holds: list[tuple[Statement, Loop, Statement | None]] = []
-    _find(scop, scop.tree, holds)
+    _find(scop, scop.tree, holds, read_only(scop) if repack else frozenset())
     if not holds:
         return scop, ()
     taken = {a.name for a in scop.arrays} | set(scop.syms) | {s.name for s in scop.statements}
@@ -67,21 +70,65 @@ def hold_cells(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
         tuple(notes)
 
 
+def repacked_rows(scop: Scop, rows: int) -> str | None:
+    """isl text of the parameter condition under which every product of ``scop`` whose
+    read-only operand runs along the target's last subscript in another subscript
+    (``W[o, k]`` for ``Y[n, o]``: a register tile reads it from a repacked copy) has at least
+    ``rows`` rows: the loop of the target's next-to-last subscript (``n``) runs that many
+    times. None where there is no such product or a row loop's extent is not a function of
+    the sizes alone."""
+    only = read_only(scop)
+    conds: list[str] = []
+    for stmt, loops in _with_loops(scop.tree, ()):
+        statement = scop.statement(stmt)
+        cell = statement.target
+        if not isinstance(cell, Load) or len(cell.index) < 2 or \
+                len(cell.index[-1].vars()) != 1:
+            continue
+        (v,) = cell.index[-1].vars()
+        if not any(isinstance(e, Load) and e.array in only and repackable(e) and
+                   any(v in aff.vars() for aff in e.index[:-1])
+                   for e in statement.value.walk()):
+            continue
+        row = cell.index[-2].vars()
+        loop = next((x for x in loops if {x.var} == row), None)
+        if loop is None or loop.step != 1 or \
+                not (loop.lo.vars() | loop.hi.vars()) <= set(scop.syms):
+            return None
+        conds.append(f"{loop.hi.to_isl()} - ({loop.lo.to_isl()}) >= {rows}")
+    if not conds:
+        return None
+    return f"[{', '.join(scop.syms)}] -> {{ : {' and '.join(sorted(set(conds)))} }}"
+
+
+def _with_loops(body: tuple[Node, ...], loops: tuple[Loop, ...]
+                ) -> Iterator[tuple[str, tuple[Loop, ...]]]:
+    """Each statement of the loop tree ``body`` with the loops around it."""
+    for node in body:
+        if isinstance(node, Loop):
+            yield from _with_loops(node.body, (*loops, node))
+        elif isinstance(node, Guard):
+            yield from _with_loops(node.then + node.orelse, loops)
+        else:
+            yield node.name, loops
+
+
 def _find(scop: Scop, body: tuple[Node, ...],
-          out: list[tuple[Statement, Loop, Statement | None]]) -> None:
+          out: list[tuple[Statement, Loop, Statement | None]], repacked: frozenset[str]
+          ) -> None:
     for pos, node in enumerate(body):
         if isinstance(node, Loop):
-            _find(scop, node.body, out)
+            _find(scop, node.body, out, repacked)
         elif isinstance(node, Guard):
-            _find(scop, node.then, out)
-            _find(scop, node.orelse, out)
+            _find(scop, node.then, out, repacked)
+            _find(scop, node.orelse, out, repacked)
         elif pos + 1 < len(body) and isinstance(body[pos + 1], Loop):
-            found = _match(scop, body, pos)
+            found = _match(scop, body, pos, repacked)
             if found is not None:
                 out.append(found)
 
 
-def _match(scop: Scop, body: tuple[Node, ...], pos: int
+def _match(scop: Scop, body: tuple[Node, ...], pos: int, repacked: frozenset[str]
            ) -> tuple[Statement, Loop, Statement | None] | None:
     init = scop.statement(body[pos].name)
     cell, loop = init.target, body[pos + 1]
@@ -101,7 +148,7 @@ def _match(scop: Scop, body: tuple[Node, ...], pos: int
     updates = [scop.statement(n.name) for n in loop.body]
     reads = [e for u in updates for e in u.value.walk() if isinstance(e, Load) and
              e.array != cell.array]
-    if not _along_reduction(reads, loop.var) or along_cells(cell, init.iters, reads):
+    if not _along_reduction(reads, loop.var) or along_cells(cell, init.iters, reads, repacked):
         return None
     return init, loop, store
 

@@ -1,0 +1,136 @@
+"""Products whose operand runs along the output's rows in another subscript (nn.Linear's
+``Y[n, o] += X[n, k] * W[o, k]``, B stored transposed): on the CPU, register tiles read the
+operand from a copy repacked with the rows' dimension innermost (``codegen_c.repack``) from
+``pipeline.REPACK_ROWS`` rows, and dot products in scalars (``scop.hold``) below; the
+generic variant of the tiles closes the cover.
+
+Each phrasing is checked against the reference at the edges of every variant's region (the
+rows' threshold, register-tile and cache-tile edges) and against NumPy at sizes past the
+reference's reach.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polydyn as pd
+from polydyn import f32, out
+from polydyn.pipeline import REPACK_ROWS
+from polydyn.scop.forward import forward_accumulators
+from polydyn.scop.hold import repacked_rows
+from polydyn.scop.printer import format_expr
+from polydyn.testing import check_kernel, make_inputs, region_points
+
+N, M, K, B = pd.sym("N M K B")
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def linear_bias_first(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = b[o]
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[o, k]
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def linear_scalar_bias_last(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
+    for n in range(N):
+        for o in range(M):
+            s = 0.0
+            for k in range(K):
+                s += X[n, k] * W[o, k]
+            Y[n, o] = b[o] + s
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def both_transposed(At: f32[K, N], Bt: f32[M, K], C: out(f32[N, M])):
+    """``A`` stored column-major too: the rows read it along its last subscript."""
+    for i in range(N):
+        for j in range(M):
+            C[i, j] = 0.0
+            for k in range(K):
+                C[i, j] += At[k, i] * Bt[j, k]
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1 and B >= 1")
+def batched_linear(X: f32[B, N, K], W: f32[M, K], Y: out(f32[B, N, M])):
+    for b in range(B):
+        for n in range(N):
+            for o in range(M):
+                acc = 0.0
+                for k in range(K):
+                    acc += X[b, n, k] * W[o, k]
+                Y[b, n, o] = acc
+
+
+PRODUCTS = [linear_bias_first, linear_scalar_bias_last, both_transposed, batched_linear]
+
+
+@pytest.mark.parametrize("op", [linear_bias_first, linear_scalar_bias_last, batched_linear],
+                         ids=lambda op: op.scop.name)
+def test_rows_choose_tiles_or_dot_products(op: pd.Operator) -> None:
+    kernel = pd.compile(op)
+    names = [v.name for v in kernel.variants]
+    assert names[-1] == "generic" and "dot" in names, names
+    sizes = {"N": REPACK_ROWS - 1, "M": 768, "K": 768, "B": 2}
+    syms = {s: sizes[s] for s in kernel.scop.syms}
+    assert kernel.select(**syms).name == "dot"
+    assert kernel.select(**{**syms, "N": REPACK_ROWS}).name != "dot"
+    assert kernel.select(**{**syms, "N": 128}).name in ("tiled", "full")
+
+
+@pytest.mark.parametrize("op", PRODUCTS, ids=lambda op: op.scop.name)
+def test_every_variant_against_the_reference(op: pd.Operator) -> None:
+    kernel = pd.compile(op)
+    for index, v in enumerate(kernel.variants):
+        # rows up to past the threshold, columns past two register vectors, k past a tile
+        for sizes in region_points(kernel.scop, v.region, hi=3 * REPACK_ROWS, limit=4,
+                                   lo=1):
+            check_kernel(kernel, sizes, variant=index)
+    for n, m, k in ((REPACK_ROWS - 1, 33, 17), (REPACK_ROWS, 31, 1), (REPACK_ROWS + 1, 1, 5),
+                    (49, 65, 257), (7, 16, 255)):
+        check_kernel(kernel, {"N": n, "M": m, "K": k, "B": 2} if "B" in kernel.scop.syms
+                     else {"N": n, "M": m, "K": k})
+
+
+@pytest.mark.parametrize("op", [linear_bias_first, both_transposed], ids=lambda op: op.scop.name)
+def test_big_tiles_against_numpy(op: pd.Operator) -> None:
+    """The cache-tiled variants (sizes beyond the reference's reach) against NumPy."""
+    kernel = pd.compile(op)
+    for n, m, k in ((96, 256, 256), (97, 257, 255), (48, 512, 300)):
+        sizes = {"N": n, "M": m, "K": k}
+        inputs = make_inputs(op, sizes, seed=2)
+        args = [inputs[a.name] for a in op.scop.arg_arrays if a.kind == "in"]
+        got = kernel(*args)
+        a64 = [x.astype(np.float64) for x in args]
+        want = a64[0] @ a64[1].T + a64[2] if op is linear_bias_first else a64[0].T @ a64[1].T
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_without_a_dot_product_the_tiles_read_the_copy_at_every_size() -> None:
+    """``At[k, i]`` does not run along the reduction in its last subscript: no dot product
+    (``scop.hold``), one rewrite, whose register tiles read ``Bt`` repacked."""
+    kernel = pd.compile(both_transposed)
+    assert "dot" not in [v.name for v in kernel.variants]
+    assert kernel.select(N=128, M=768, K=768).name == "tiled"
+    assert "pd_rp1" in kernel.source
+
+
+def test_rows_condition() -> None:
+    """The threshold is on the loop of the output's next-to-last subscript; a product whose
+    operands run with stride 1 along the vector has none."""
+    scop, _ = forward_accumulators(batched_linear.scop, repack=True)
+    assert repacked_rows(scop, 24) == f"[{', '.join(scop.syms)}] -> {{ : N - (0) >= 24 }}"
+    from kernels import load
+
+    assert repacked_rows(load("matmul")[0].scop, 24) is None
+
+
+def test_sum_from_zero_plus_a_term_starts_from_the_term() -> None:
+    scop, notes = forward_accumulators(linear_scalar_bias_last.scop, repack=True)
+    assert notes == ("s: the sum is kept in Y[n, o], from b[o]",)
+    assert format_expr(scop.statements[0].value) == "b[o]"
+    _, exact = forward_accumulators(linear_scalar_bias_last.scop)
+    assert exact == ()  # without repacked copies W[o, k] keeps the sum a dot product
