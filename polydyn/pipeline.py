@@ -168,10 +168,12 @@ class _Side:
         from .scop.epilogue import split_epilogues
         from .scop.forward import forward_accumulators
         from .scop.hold import hold_cells
+        from .scop.reuse import reuse_values
         from .scop.selects import canonical_selects
 
         scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
         scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
+        scop, reused = reuse_values(scop)  # a function's value in two loops: computed once
         scop, held = hold_cells(scop, repack)  # dot products in scalars, not in their cells
         # sums kept in their cells, not scalars (again while one moves: ``v = s + b[o]``
         # then ``Y[n, o] = f(v)`` takes v into the cell first, s after)
@@ -185,7 +187,8 @@ class _Side:
         # the automatic CPU schedule: a temporary copied back each time step becomes the other
         # half of a double buffer
         scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-        return scop, selects + contracted + held + forwarded + epilogues + buffers, bool(buffers)
+        notes = selects + contracted + reused + held + forwarded + epilogues + buffers
+        return scop, notes, bool(buffers)
 
     @classmethod
     def planned(cls, rewritten: tuple[Scop, tuple[str, ...], bool], repacked: bool,

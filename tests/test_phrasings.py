@@ -17,7 +17,8 @@ from tests import phrasings as ph
 # the rewrite notes each phrasing's compile gives (a prefix of each note, in order)
 NOTES = {
     ph.softmax_temps: ("mx: the temporary", "sm: the temporary"),
-    ph.softmax_if: ("S1: a conditional expression is a max or a min",),
+    ph.softmax_if: ("S1: a conditional expression is a max or a min",
+                    "exp((X[i, j] - m)): computed once, in Y[i, j]"),
     ph.layernorm_temps: ("mu: the temporary", "var: the temporary"),
     ph.rmsnorm_temp: ("ss: the temporary",),
     ph.matmul_scalar: ("acc: the sum is kept in C[i, j]",),
