@@ -39,6 +39,7 @@ import islpy as isl
 from ..scop.deps import Deps
 from ..scop.epilogue import is_epilogue
 from ..scop.exprs import Load
+from ..scop.forward import read_only, repackable
 from ..scop.ir import Loop, Scop, StmtRef
 from ..target import AVX512, CpuTarget
 from .bands import (
@@ -80,11 +81,41 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
         proximity = proximity.subtract_domain(isl.UnionSet.from_set(scop.statement(name).domain))
     for name in epilogues(scop):  # kept out of the product's band (scop/epilogue.py)
         proximity = proximity.subtract_range(isl.UnionSet.from_set(scop.statement(name).domain))
+    for name in repacked_products(scop):  # their own bands: register tiles over a repacked copy
+        own = isl.UnionSet.from_set(scop.statement(name).domain)
+        proximity = proximity.subtract_domain(own).subtract_range(own)
     return (isl.ScheduleConstraints.on_domain(domain)
             .set_context(region)
             .set_validity(within(deps.validity))
             .set_proximity(within(proximity))
             .set_coincidence(within(deps.all)))
+
+
+def repacked_products(scop: Scop) -> list[str]:
+    """The products that get bands of their own: those that accumulate into a cell while
+    reading a read-only operand along the cell's last subscript in another subscript
+    (attention's ``S[i, j] += Q[i, d] * Kt[j, d]``, kept in its cell by ``scop.hold``'s
+    ``repack``), and products of two arrays, one a temporary (attention's ``Out[i, d] +=
+    S[i, j] * V[j, d]``). Proximity to the statements that write or use their operands' or
+    targets' cells (the softmax over the rows of S) would fuse them into those row loops,
+    where register tiles cannot form."""
+    only = read_only(scop)
+    temps = {a.name for a in scop.arrays if a.kind == "temp"}
+    out = []
+    for s in scop.statements:
+        cell = s.target
+        if s.op == "=" or not isinstance(cell, Load) or not cell.index or \
+                len(cell.index[-1].vars()) != 1:
+            continue
+        v = next(iter(cell.index[-1].vars()))
+        reads = [e for e in s.value.walk() if isinstance(e, Load)]
+        reduced = set(s.iters) - set().union(*(aff.vars() for aff in cell.index))
+        if any(e.array in only and repackable(e) and
+               any(v in aff.vars() for aff in e.index[:-1]) for e in reads) or (
+                len(cell.index) >= 2 and reduced and len(reads) == 2 and
+                any(e.array in temps for e in reads)):
+            out.append(s.name)
+    return out
 
 
 def epilogues(scop: Scop) -> list[str]:
