@@ -72,6 +72,35 @@ def linear_residual(X: f32[N, IN], W: f32[IN, OUTF], bias: f32[OUTF], R: f32[N, 
 
 
 @pd.operator
+def linear_out_major(X: f32[N, IN], W: f32[OUTF, IN], bias: f32[OUTF], Y: out(f32[N, OUTF])):
+    """nn.Linear's own layout, the weight ``[out, in]`` (``--layout nn.Linear``)."""
+    for n, o in pd.grid(N, OUTF):
+        Y[n, o] = bias[o]
+        for i in range(IN):
+            Y[n, o] += X[n, i] * W[o, i]
+
+
+@pd.operator
+def linear_gelu_out_major(X: f32[N, IN], W: f32[OUTF, IN], bias: f32[OUTF],
+                          Y: out(f32[N, OUTF])):
+    for n, o in pd.grid(N, OUTF):
+        s = 0.0
+        for i in range(IN):
+            s += X[n, i] * W[o, i]
+        v = s + bias[o]
+        Y[n, o] = 0.5 * v * (1.0 + pd.erf(v * 0.7071067811865476))
+
+
+@pd.operator
+def linear_residual_out_major(X: f32[N, IN], W: f32[OUTF, IN], bias: f32[OUTF],
+                              R: f32[N, OUTF], Y: out(f32[N, OUTF])):
+    for n, o in pd.grid(N, OUTF):
+        Y[n, o] = bias[o] + R[n, o]
+        for i in range(IN):
+            Y[n, o] += X[n, i] * W[o, i]
+
+
+@pd.operator
 def attn_scores(QKV: f32[B, S, 3, H, DH], P: out(f32[B, H, S, S])):
     for b, h, i, j in pd.grid(B, H, S, S):
         P[b, h, i, j] = 0.0
@@ -138,9 +167,13 @@ def torch_layer(w: dict[str, torch.Tensor], x: torch.Tensor, mask: torch.Tensor
     return F.layer_norm(F.linear(f, w["wf"], w["bf"]) + h, (HIDDEN,), w["g2"], w["b2"], 1e-5)
 
 
-def polydyn_layer(ops: dict, w: dict[str, torch.Tensor]):
-    """The layer from polydyn kernels (or their custom operators): ``ops`` by name."""
-    wt = {k: v.t().contiguous() if v.dim() == 2 else v for k, v in w.items()}  # [in, out]
+def polydyn_layer(ops: dict, w: dict[str, torch.Tensor], layout: str = "input-major"):
+    """The layer from polydyn kernels (or their custom operators): ``ops`` by name. With
+    ``layout`` "input-major" the projections read ``[in, out]`` copies of the weights made
+    once here; with "nn.Linear" the weights as nn.Linear holds them (``ops`` then the
+    ``OPERATORS_NN`` ones)."""
+    wt = w if layout == "nn.Linear" else \
+        {k: v.t().contiguous() if v.dim() == 2 else v for k, v in w.items()}  # [in, out]
     scale = 1.0 / math.sqrt(HIDDEN // HEADS)
 
     def layer(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -163,6 +196,9 @@ def polydyn_layer(ops: dict, w: dict[str, torch.Tensor]):
 OPERATORS = {"linear": linear, "linear_gelu": linear_gelu, "linear_residual": linear_residual,
              "attn_scores": attn_scores, "masked_softmax": masked_softmax,
              "attn_context": attn_context, "layernorm": layernorm}
+# the projections written for nn.Linear's [out, in] weights, the GELU's sum in a scalar
+OPERATORS_NN = {**OPERATORS, "linear": linear_out_major, "linear_gelu": linear_gelu_out_major,
+                "linear_residual": linear_residual_out_major}
 
 
 def timed_in_turns(fns: dict, x: torch.Tensor, mask: torch.Tensor, repeats: int
@@ -185,6 +221,8 @@ def main() -> int:
                         default="1x1,1x16,1x64,1x128,1x256,1x512,2x64,4x128,4x384,16x64",
                         help="batch x seqlen points, comma-separated")
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--layout", choices=("input-major", "nn.Linear"), default="nn.Linear",
+                        help="how the projections' operators read the weights")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "bert_layer.md")
     parser.add_argument("--plot", type=Path, default=None,
                         help="also plot latency against sequence length (batch 1 points)")
@@ -194,16 +232,17 @@ def main() -> int:
     w = weights()
 
     t0 = time.perf_counter()
-    kernels = {name: pd.compile(op) for name, op in OPERATORS.items()}
+    operators = OPERATORS_NN if args.layout == "nn.Linear" else OPERATORS
+    kernels = {name: pd.compile(op) for name, op in operators.items()}
     pd_compile = time.perf_counter() - t0
     custom = {name: polydyn.torch.custom_op(k, name=f"bert::{name}")
               for name, k in kernels.items()}
     impls = {"torch eager": lambda x, mask: torch_layer(w, x, mask),
-             "polydyn eager": polydyn_layer(kernels, w)}
+             "polydyn eager": polydyn_layer(kernels, w, args.layout)}
     compiled = {"torch.compile": torch.compile(lambda x, mask: torch_layer(w, x, mask),
                                                dynamic=True),
-                "polydyn in torch.compile": torch.compile(polydyn_layer(custom, w),
-                                                          dynamic=True, fullgraph=True)}
+                "polydyn in torch.compile": torch.compile(
+                    polydyn_layer(custom, w, args.layout), dynamic=True, fullgraph=True)}
     compile_s = dict.fromkeys(compiled, 0.0)
     frames_before = dict.fromkeys(compiled, 0)
     rows = []
@@ -229,7 +268,7 @@ def main() -> int:
             rows.append(row)
             print(row, flush=True)
     text = report(rows, list({**impls, **compiled}), compile_s, frames_before, pd_compile,
-                  args.repeats)
+                  args.repeats, args.layout)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     if args.plot is not None:
@@ -262,9 +301,11 @@ def plot(rows: list[dict], names: list[str], path: Path) -> None:
 
 
 
-def report(rows, names, compile_s, graphs, pd_compile, repeats) -> str:
+def report(rows, names, compile_s, graphs, pd_compile, repeats, layout) -> str:
     threads = torch.get_num_threads()
+    weights = "nn.Linear's [out, in]" if layout == "nn.Linear" else "an [in, out] copy's"
     lines = [
+        f"Projections read the weights in {weights} layout. "
         f"Machine: {cpu_model()}, {os.cpu_count()} cores (load average at the end below); "
         f"torch {torch.__version__} ({threads} threads); OMP_NUM_THREADS="
         f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; Python {platform.python_version()}. "

@@ -86,11 +86,12 @@ def test_every_variant_against_the_reference(op: pd.Operator) -> None:
     kernel = pd.compile(op)
     for index, v in enumerate(kernel.variants):
         # rows up to past the threshold, columns past two register vectors, k past a tile
-        for sizes in region_points(kernel.scop, v.region, hi=3 * REPACK_ROWS, limit=4,
-                                   lo=1):
+        for sizes in region_points(kernel.scop, v.region, hi=50, limit=4, lo=1):
             check_kernel(kernel, sizes, variant=index)
+    # rows around the threshold; a copy of whole 16 x 16 tiles and partial ones (M = 65,
+    # K = 257), of exactly one (16 x 16) and of none (M < 16)
     for n, m, k in ((REPACK_ROWS - 1, 33, 17), (REPACK_ROWS, 31, 1), (REPACK_ROWS + 1, 1, 5),
-                    (49, 65, 257), (7, 16, 255)):
+                    (49, 65, 257), (7, 16, 255), (REPACK_ROWS, 16, 16), (30, 15, 40)):
         check_kernel(kernel, {"N": n, "M": m, "K": k, "B": 2} if "B" in kernel.scop.syms
                      else {"N": n, "M": m, "K": k})
 
@@ -134,3 +135,40 @@ def test_sum_from_zero_plus_a_term_starts_from_the_term() -> None:
     assert format_expr(scop.statements[0].value) == "b[o]"
     _, exact = forward_accumulators(linear_scalar_bias_last.scop)
     assert exact == ()  # without repacked copies W[o, k] keeps the sum a dot product
+
+
+C_CHECK = r"""
+#include <stdio.h>
+int main(void) {
+  float src[20 * 37], dst[19 * 40];
+  for (int i = 0; i < 20 * 37; i++) src[i] = i * 1.5f + 0.25f;
+  for (int i = 0; i < 19 * 40; i++) dst[i] = -1;
+  pd_tr16_f32(src + 3 * 37 + 5, 37, dst + 2 * 40 + 1, 40);
+  int bad = 0, touched = 0;
+  for (int c = 0; c < 16; c++)
+    for (int r = 0; r < 16; r++) bad += dst[(2 + c) * 40 + 1 + r] != src[(3 + r) * 37 + 5 + c];
+  for (int i = 0; i < 19 * 40; i++) touched += dst[i] != -1;
+  printf("%d %d\n", bad, touched);
+  return bad != 0 || touched != 256;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [["-march=native"], ["-march=native", "-mno-avx512f"]],
+                         ids=["native", "no-avx512"])
+def test_tile_transpose_in_registers_and_in_c(tmp_path, flags: list[str]) -> None:
+    """``pd_tr16_f32`` (the copy's whole 16 x 16 tiles): AVX-512 shuffles or plain C, the
+    same cells, nothing outside the tile written."""
+    import shutil
+    import subprocess
+
+    from polydyn.codegen_c.prelude import PRELUDE, TRANSPOSE16
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "t.c").write_text(PRELUDE + TRANSPOSE16 + TRANSPOSE16 + C_CHECK)  # guarded
+    subprocess.run([cc, "-O2", *flags, "-o", str(tmp_path / "t"), str(tmp_path / "t.c"), "-lm"],
+                   check=True)
+    run = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout

@@ -33,7 +33,7 @@ from .astnodes import (
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
-from .prelude import PRELUDE
+from .prelude import PRELUDE, TRANSPOSE16
 from .repack import Repack, Repacks
 from .split import SplitSums
 from .tiles import HeldCell, Padded, RegisterTiles, loops_below, mark_role
@@ -260,7 +260,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             tail = [*frees, *tail]
         decls += [r.copy for r in self.repacks.values()]
         block = cgen.Block([*decls, *body, *tail])
-        return f"/* variant {variant.name}: {variant.region} */\n{self.signature(fname)}\n{block}\n"
+        text = f"/* variant {variant.name}: {variant.region} */\n{self.signature(fname)}\n{block}\n"
+        return TRANSPOSE16 + text if "pd_tr16_f32(" in text else text
 
     def signature(self, fname: str) -> str:
         return f"PD_VARIANT int {fname}({', '.join(self.params(True))})"

@@ -110,3 +110,51 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 #define PD_VARIANT static
 #endif
 """
+
+
+# ``pd_tr16_f32``: a 16 x 16 tile of floats transposed, in AVX-512 registers where the target
+# has them. Printed before the variant functions that call it (``emit.CEmitter``), not in the
+# prelude: <immintrin.h> costs every translation unit's compile time. The guard keeps it to
+# one definition where the units build as one file.
+TRANSPOSE16 = r"""#ifndef PD_TR16
+#define PD_TR16
+/* dst[c * ld + r] = src[r * ls + c] for r, c < 16: a repacked copy's whole 16 x 16 tile
+   (codegen_c/repack.py), transposed in registers where AVX-512 is there */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define PD_LO64(a, b) \
+  _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define PD_HI64(a, b) \
+  _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#endif
+static inline void pd_tr16_f32(const float *src, int64_t ls, float *dst, int64_t ld) {
+#if defined(__AVX512F__)
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ls);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = PD_LO64(t[i], t[i + 2]);
+    r[i + 1] = PD_HI64(t[i], t[i + 2]);
+    r[i + 2] = PD_LO64(t[i + 1], t[i + 3]);
+    r[i + 3] = PD_HI64(t[i + 1], t[i + 3]);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ld, r[i]);
+#else
+  for (int64_t c = 0; c < 16; c++)
+    for (int64_t r = 0; r < 16; r++) dst[c * ld + r] = src[r * ls + c];
+#endif
+}
+#endif
+"""

@@ -117,20 +117,33 @@ class Repacks:
         its = [f"pd_q{d}" for d in range(len(order))]
         dst = " + ".join(f"{its[d]} * {strides[d]}" for d in order)
         src = self.flat_index(array, [Aff.var(q) for q in its])
+        fast = None
+        if ctype == "float" and len(order) >= 2 and order[-2] == len(order) - 1:
+            # the array's rows run along the tile's second dimension: whole 16 x 16 tiles
+            # are transposed in registers (pd_tr16_f32)
+            inner, second = order[-1], order[-2]
+            at = {inner: "pd_qi", second: "pd_qs"}
+            tile_its = [at.get(d, q) for d, q in enumerate(its)]
+            src_at = self.flat_index(array, [Aff.var(q) for q in tile_its])
+            dst_at = " + ".join(f"{tile_its[d]} * {strides[d]}" for d in order)
+            ld_src = " * ".join(shape[inner + 1:]) or "1"
+            fast = (f"&{array}[{src_at}]", ld_src, f"&{buf}[{dst_at}]", strides[second])
         copy = cgen.If(buf, cgen.Block(self._transpose(
             array, shape, order, its, f"{buf}[{dst}]", f"{array}[{src}]", row_len,
-            ctype, f"{stride} >= 65536")))
+            ctype, f"{stride} >= 65536", fast)))
         return Repack(buf, strides, alloc, f"({wanted} && !{buf})", copy,
                       cgen.Statement(f"pd_give(&{buf}_keep, {buf})"))
 
     def _transpose(self, array: str, shape: list[str], order: list[int], its: list[str],
-                   dst: str, src: str, row_len: str, ctype: str, threads: str
-                   ) -> list[cgen.Generable]:
+                   dst: str, src: str, row_len: str, ctype: str, threads: str,
+                   fast: tuple[str, str, str, str] | None = None) -> list[cgen.Generable]:
         """The loops of a repack's copy (``dst = src`` over the copy's cells, zeros in its
         rows' padding up to ``row_len``): tiles of 16 x 16 cells along the copy's two
         innermost dimensions, each read into a local tile in the array's order of the two,
         then written a line at a time; the tiles of the second dimension shared out among
-        the threads, the other dimensions in the array's own order inside."""
+        the threads, the other dimensions in the array's own order inside. ``fast``: the
+        source and destination of a tile and their rows' strides, where whole tiles are
+        transposed by ``pd_tr16_f32`` instead."""
         inner = order[-1]
         if len(order) < 2:  # a one-dimensional copy: one loop
             return [cgen.Pragma(f"omp parallel for if({threads})"), cgen.For(
@@ -152,10 +165,16 @@ class Repacks:
                          cgen.Block([cgen.Pragma("omp simd"), cgen.For(
                              f"int64_t {qi} = pd_qi", f"{qi} < pd_qi + 16", f"{qi}++",
                              cgen.Block([cgen.Statement(f"{dst} = {cell}")]))]))
+        tile: list[cgen.Generable] = [fill, store]
+        if fast is not None:
+            whole = f"pd_ns == 16 && pd_qi + 16 <= {shape[inner]}"
+            tile = [cgen.If(whole, cgen.Block([cgen.Statement(
+                f"pd_tr16_f32({fast[0]}, {fast[1]}, {fast[2]}, {fast[3]})")]),
+                cgen.Block(tile))]
         body: cgen.Generable = cgen.Block([
             cgen.Statement(f"{ctype} pd_t[16][16]"),
             cgen.Statement(f"const int64_t pd_ns = pd_min(16, {shape[second]} - pd_qs)"),
-            fill, store])
+            *tile])
         for d in reversed([d for d in range(len(order)) if d not in (inner, second)]):
             body = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {shape[d]}", f"{its[d]}++",
                             cgen.Block([body]))
