@@ -72,22 +72,27 @@ BERT_SECTION = """
 
 From `bench/bert_layer.py` (files `bench/results/bert_layer.md` and `.png`): the post-norm
 encoder layer (hidden 768, 12 heads, FFN 3072, erf GELU, the padding mask: each batch's last
-sequence half padding) written with `@pd.operator`: linear, linear with bias and GELU in its
-epilogue, linear + residual, attention scores over a [B, S, 3, H, DH] view of the fused QKV
-projection, scale + mask + softmax in one operator, attention context, the library's
-layernorm. polydyn runs it called eagerly with tensors and as `polydyn.torch.custom_op`
-operators inside
+sequence half padding) written with `@pd.operator`: linear, linear with bias and GELU, linear
++ residual, attention scores over a [B, S, 3, H, DH] view of the fused QKV projection, scale +
+mask + softmax in one operator, attention context, the library's layernorm. The projections
+are written for nn.Linear's weights as the model holds them (`W[o, i]`, `--layout
+nn.Linear`; the GELU's sum in a local scalar): from 6 rows they run register tiles reading a
+copy of W repacked at every call, below that dot products (`pipeline.REPACK_ROWS`). polydyn
+runs it called eagerly with tensors and as `polydyn.torch.custom_op` operators inside
 `torch.compile(dynamic=True, fullgraph=True)`; torch runs the same weights in eager mode and
-under `torch.compile(dynamic=True)`; 2 threads each, the machine otherwise quiet. Each point is
-checked against torch eager first (max |error| / max |output| under 1e-4). The projections
-read their weights input-major (`W[i, o]`, transposed once when the layer is built), not in
-nn.Linear's `[out, in]` layout: a product written in that layout runs as a dot product per
-output (`scop/hold.py`, 0.49x torch at 128 rows in `bench/phrasings.py`), which this table
-does not show. Both compiled versions compile 3 graphs over the 10 shapes: Dynamo specializes
-sizes 1 (batch 1, then sequence length 1), for torch's own layer as for polydyn's operators;
-no other shape compiles again. The GELU written in the projection's epilogue runs as a vector
-pass of its own after the product's register tiles (`scop/epilogue.py`). What is weak: the
-attention scores run a plain-loop variant.
+under `torch.compile(dynamic=True)`; 2 threads each. Each point is checked against torch
+eager first (max |error| / max |output| under 1e-4). Dynamo specializes sizes 1 (batch 1,
+then sequence length 1), for torch's own layer as for polydyn's operators; no other shape
+compiles again. What is weak: from 16 to 64 tokens the layer runs at 0.86-0.88x torch
+although each projection, timed alone in a loop, runs 1.0-1.8x torch at those rows: in the
+layer the four weights (28 MB) come from memory at every call, and the per-call copy of each
+(written, then read by the register tiles) triples that traffic where the product is small.
+Timed alone, the layer's operators at 1 x 16 sum to 1.2 ms against the layer's 3.2 ms. A copy
+per cache tile, shared by the threads and transposed in registers, would read each weight
+once. The attention scores over the QKV view run a plain-loop variant (0.26x torch at 1 x 64)
+and so does the masked softmax over them (0.24x). The same layer with the weights read from
+`[in, out]` copies made once (`--layout input-major`, the bundled matmul's layout, no copy
+per call) follows the first table.
 
 ![bert_layer](results/bert_layer.png)
 
@@ -99,12 +104,18 @@ PHRASINGS_SECTION = """
 From `bench/phrasings.py` (file `bench/results/phrasings.md`): the operators of
 `tests/phrasings.py`, written with temporaries or local scalars as accumulators, the weight in
 nn.Linear's layout, the max as a conditional, masks as `if`, timed in turns in one process
-beside the bundled kernel each phrases and PyTorch eager (2 threads each, the machine quiet).
+beside the bundled kernel each phrases and PyTorch eager (2 threads each; the machine was
+shared, load average 2 to 3 on its 2 cores, so the ratios timed in turns are the steadier
+figures; each call's operands stay in cache from the call before: the BERT section below
+shows a weight read from memory).
 "vs bundled" and "vs torch eager" are the other's time over the phrasing's (above 1: the
 phrasing is faster). What limits the rest: products whose operands both run along the
-reduction (`matmul_bt`, nn.Linear's layout, attention's scores) run as held dot products
-(`scop/hold.py`) at 90-100 GFLOP/s, not the register tiles of the bundled product (packing
-the weight transposed is not done); `softmax_if` computes `exp` twice, as written.
+reduction (`matmul_bt`, nn.Linear's layout, attention's scores) take register tiles over a
+copy of the operand repacked at every call from 6 rows (`pipeline.REPACK_ROWS`; whole 16 x 16
+tiles of the copy transposed in AVX-512 registers), held dot products below (`scop/hold.py`,
+80-90 GFLOP/s); the copy costs most where the weight is large and the rows few.
+`softmax_if`'s two exponentials are computed once (`scop/reuse.py`); attention's two
+products run in bands of their own around the softmax (`schedule/auto.repacked_products`).
 
 """
 
@@ -240,15 +251,26 @@ def _results_text(out: Path, results_md: Path, render) -> str:
         table = HERE / "results" / f"{name}.md"
         if table.is_file():  # bench/NAME.py's table, or the compile-time breakdown
             text += section + table.read_text()
-    bert = HERE / "results" / "bert_layer.md"
-    if bert.is_file():  # bench/bert_layer.py's table (issue 34)
-        text += BERT_SECTION + bert.read_text()
+    text += _bert_text()
     ragged = HERE / "results" / "ragged.md"
     if ragged.is_file():  # bench/ragged.py's table (issue 35)
         text += RAGGED_SECTION + ragged.read_text()
     gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
     if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
         text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)
+    return text
+
+
+def _bert_text() -> str:
+    """bench/bert_layer.py's tables (issue 34): nn.Linear's layout, then input-major."""
+    bert = HERE / "results" / "bert_layer.md"
+    if not bert.is_file():
+        return ""
+    text = BERT_SECTION + bert.read_text()
+    other = HERE / "results" / "bert_layer_input_major.md"
+    if other.is_file():
+        text += "\nThe weights read from `[in, out]` copies (`--layout input-major`):\n\n" + \
+            other.read_text()
     return text
 
 

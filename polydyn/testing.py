@@ -36,6 +36,24 @@ def make_inputs(op: Any, sizes: Mapping[str, int], seed: int = 0) -> dict[str, n
     return out
 
 
+def interpreted_outputs(op: Any, scop: Scop, sizes: Mapping[str, int],
+                        start: Mapping[str, float]) -> list[np.ndarray]:
+    """The outputs and inouts of ``op`` after ``scop`` (``op``'s Scop or a rewrite of it)
+    runs on the reference interpreter over ``make_inputs(op, sizes)``, the arrays of each
+    kind in ``start`` (out, temp) filled with that value first (NaN: a read before a write
+    shows)."""
+    from .scop.interp import compiled_runner
+
+    arrays: dict[str, Any] = make_inputs(op, sizes)
+    for a in scop.arrays:
+        if a.kind in start:
+            arrays[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), start[a.kind],
+                                     np.dtype(NUMPY_NAME[a.dtype]))
+    tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
+    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
+    return [arrays[a.name] for a in _scop(op).arrays if a.kind in ("out", "inout")]
+
+
 def call_args(op: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int]
               ) -> tuple[list[Any], dict[str, int]]:
     """Positional arguments (copied) and the keyword sizes a call needs."""

@@ -19,9 +19,8 @@ import polydyn as pd
 from polydyn import f32, out, temp
 from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.contract import contract_temporaries
-from polydyn.scop.interp import compiled_runner
-from polydyn.scop.ir import Load, Scop
-from polydyn.testing import check_everywhere, make_inputs
+from polydyn.scop.ir import Load
+from polydyn.testing import check_everywhere, interpreted_outputs
 
 N, M, D = pd.sym("N M D")
 
@@ -175,33 +174,16 @@ def test_temporaries_that_do_not_fit_stay(op: pd.Operator) -> None:
     assert notes == () and scop is op.scop
 
 
-def _run(scop: Scop, sizes: dict[str, int], arrays: dict[str, np.ndarray]) -> None:
-    tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
-    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
-
-
 @pytest.mark.parametrize("op", list(CONTRACTED), ids=lambda op: op.scop.name)
 def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
     """The rewritten Scop on the reference interpreter, temporaries starting as NaN."""
     rewritten, _ = contract_temporaries(op.scop)
     for values in ((1, 1, 1), (2, 3, 1), (3, 5, 2), (7, 4, 3)):
         sizes = _sizes(op, values[:len(op.scop.syms)])
-        results = []
-        for scop in (op.scop, rewritten):
-            inputs = make_inputs(op, sizes)
-            for a in scop.arrays:
-                if a.kind == "temp":
-                    inputs[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), np.nan,
-                                             np.float32)
-                elif a.kind == "out":
-                    inputs[a.name] = np.zeros(tuple(d.eval(sizes) for d in a.shape),
-                                              np.float32)
-            arrays = {k: np.array(v, copy=True) for k, v in inputs.items()}
-            _run(scop, sizes, arrays)
-            results.append([arrays[a.name] for a in op.scop.arrays
-                            if a.kind in ("out", "inout")])
-        for want, got in zip(*results, strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-6)
+        want, got = (interpreted_outputs(op, scop, sizes, {"temp": np.nan, "out": 0.0})
+                     for scop in (op.scop, rewritten))
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
 TARGETS = ["c", pytest.param("opencl", marks=[

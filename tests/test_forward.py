@@ -21,9 +21,8 @@ from kernels import load
 from polydyn import f32, inout, out
 from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.forward import forward_accumulators
-from polydyn.scop.interp import compiled_runner
-from polydyn.scop.ir import Scalar, Scop
-from polydyn.testing import check_everywhere, check_kernel, make_inputs, region_points
+from polydyn.scop.ir import Scalar
+from polydyn.testing import check_everywhere, check_kernel, interpreted_outputs, region_points
 
 N, M, K, D = pd.sym("N M K D")
 
@@ -241,29 +240,16 @@ def test_scalar_that_does_not_fit_stays(op: pd.Operator) -> None:
         assert notes == () and scop is op.scop
 
 
-def _run(scop: Scop, sizes: dict[str, int], arrays: dict[str, np.ndarray]) -> None:
-    tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
-    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
-
-
 @pytest.mark.parametrize("op", [*FORWARDED, *FORCED], ids=lambda op: op.scop.name)
 def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
     """The rewritten Scop on the reference interpreter, outputs starting as NaN."""
     rewritten, _ = forward_accumulators(op.scop, everywhere=True)
     for values in ((0, 0, 0, 0), (1, 1, 1, 1), (2, 3, 0, 1), (3, 5, 7, 2), (7, 1, 4, 11)):
         sizes = _sizes(op, values[:len(op.scop.syms)])
-        results = []
-        for scop in (op.scop, rewritten):
-            inputs = make_inputs(op, sizes)
-            for a in op.scop.arrays:
-                if a.kind in ("out", "temp"):
-                    shape = tuple(d.eval(sizes) for d in a.shape)
-                    inputs[a.name] = np.full(shape, np.nan, np.float32)
-            arrays = {**inputs}
-            _run(scop, sizes, arrays)
-            results.append([arrays[a.name] for a in op.scop.outputs])
-        for want, got in zip(*results, strict=True):
-            np.testing.assert_array_equal(got, want)
+        want, got = (interpreted_outputs(op, scop, sizes, {"out": np.nan, "temp": np.nan})
+                     for scop in (op.scop, rewritten))
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(g, w)
 
 
 def test_matmul_with_a_scalar_gets_the_bundled_schedule() -> None:

@@ -18,9 +18,7 @@ from kernels import load
 from polydyn import f32, out
 from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.hold import hold_cells
-from polydyn.scop.interp import compiled_runner
-from polydyn.scop.ir import Scop
-from polydyn.testing import check_everywhere, make_inputs
+from polydyn.testing import check_everywhere, interpreted_outputs
 
 N, M, K = pd.sym("N M K")
 
@@ -110,29 +108,16 @@ def test_cells_that_do_not_fit_stay(op: pd.Operator) -> None:
     assert notes == () and scop is op.scop
 
 
-def _run(scop: Scop, sizes: dict[str, int], arrays: dict[str, np.ndarray]) -> None:
-    tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
-    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
-
-
 @pytest.mark.parametrize("op", list(HELD), ids=lambda op: op.scop.name)
 def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
     """The rewritten Scop on the reference interpreter, outputs starting as NaN."""
     rewritten, _ = hold_cells(op.scop)
     for values in ((1, 1, 0), (1, 1, 1), (2, 3, 1), (3, 5, 7), (7, 4, 3)):
         sizes = _sizes(op, values[:len(op.scop.syms)])
-        results = []
-        for scop in (op.scop, rewritten):
-            inputs = make_inputs(op, sizes)
-            for a in scop.arrays:
-                if a.kind == "out":
-                    inputs[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), np.nan,
-                                             np.float32)
-            arrays = {k: np.array(v, copy=True) for k, v in inputs.items()}
-            _run(scop, sizes, arrays)
-            results.append([arrays[a.name] for a in op.scop.outputs])
-        for want, got in zip(*results, strict=True):
-            np.testing.assert_array_equal(got, want)
+        want, got = (interpreted_outputs(op, scop, sizes, {"out": np.nan})
+                     for scop in (op.scop, rewritten))
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(g, w)
 
 
 TARGETS = ["c", pytest.param("opencl", marks=[

@@ -21,17 +21,12 @@ from polydyn.scop.forward import forward_accumulators
 from polydyn.scop.hold import repacked_rows
 from polydyn.scop.printer import format_expr
 from polydyn.testing import check_kernel, make_inputs, region_points
+from tests import phrasings as ph
 
 N, M, K, B = pd.sym("N M K B")
 
 
-@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
-def linear_bias_first(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
-    for n in range(N):
-        for o in range(M):
-            Y[n, o] = b[o]
-            for k in range(K):
-                Y[n, o] += X[n, k] * W[o, k]
+linear_bias_first = ph.linear_cell  # the bias first, the sum in the cell
 
 
 @pd.operator(assume="N >= 1 and M >= 1 and K >= 1")

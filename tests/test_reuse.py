@@ -11,11 +11,9 @@ import pytest
 
 import polydyn as pd
 from polydyn import f32, out
-from polydyn.scop.interp import compiled_runner
-from polydyn.scop.ir import Scop
 from polydyn.scop.printer import format_expr
 from polydyn.scop.reuse import reuse_values
-from polydyn.testing import check_everywhere, make_inputs
+from polydyn.testing import check_everywhere, interpreted_outputs
 
 N, M = pd.sym("N M")
 
@@ -122,28 +120,16 @@ def test_other_forms_stay(op: pd.Operator) -> None:
     assert notes == () and scop is op.scop
 
 
-def _run(scop: Scop, sizes: dict[str, int], arrays: dict[str, np.ndarray]) -> None:
-    tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
-    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
-
-
 @pytest.mark.parametrize("op", list(REUSED), ids=lambda op: op.scop.name)
 def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
     """On the reference interpreter, the outputs starting as NaN: bit for bit."""
     rewritten, _ = reuse_values(op.scop)
     for n, m in ((0, 1), (1, 1), (2, 3), (3, 17), (5, 64)):
         sizes = {"N": n, "M": m}
-        results = []
-        for scop in (op.scop, rewritten):
-            arrays = make_inputs(op, sizes)
-            for a in op.scop.arrays:
-                if a.kind == "out":
-                    arrays[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), np.nan,
-                                             np.float32)
-            _run(scop, sizes, arrays)
-            results.append([arrays[a.name] for a in op.scop.outputs])
-        for want, got in zip(*results, strict=True):
-            np.testing.assert_array_equal(got, want)
+        want, got = (interpreted_outputs(op, scop, sizes, {"out": np.nan})
+                     for scop in (op.scop, rewritten))
+        for w, g in zip(want, got, strict=True):
+            np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("op", [*REUSED, changed_between], ids=lambda op: op.scop.name)
