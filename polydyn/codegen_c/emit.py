@@ -260,8 +260,9 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             tail = [*frees, *tail]
         decls += [r.copy for r in self.repacks.values()]
         block = cgen.Block([*decls, *body, *tail])
-        text = f"/* variant {variant.name}: {variant.region} */\n{self.signature(fname)}\n{block}\n"
-        return TRANSPOSE16 + text if "pd_tr16_f32(" in text else text
+        helper = TRANSPOSE16 if any(r.in_registers for r in self.repacks.values()) else ""
+        return f"{helper}/* variant {variant.name}: {variant.region} */\n" \
+            f"{self.signature(fname)}\n{block}\n"
 
     def signature(self, fname: str) -> str:
         return f"PD_VARIANT int {fname}({', '.join(self.params(True))})"

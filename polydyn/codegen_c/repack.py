@@ -36,6 +36,7 @@ class Repack:
     fail: str  # C: the allocation was wanted and failed
     copy: cgen.Generable
     release: cgen.Generable  # the buffer kept for the next call (pd_give)
+    in_registers: bool = False  # whole tiles copied by pd_tr16_f32 (prelude.TRANSPOSE16)
 
 
 class Repacks:
@@ -132,7 +133,7 @@ class Repacks:
             array, shape, order, its, f"{buf}[{dst}]", f"{array}[{src}]", row_len,
             ctype, f"{stride} >= 65536", fast)))
         return Repack(buf, strides, alloc, f"({wanted} && !{buf})", copy,
-                      cgen.Statement(f"pd_give(&{buf}_keep, {buf})"))
+                      cgen.Statement(f"pd_give(&{buf}_keep, {buf})"), fast is not None)
 
     def _transpose(self, array: str, shape: list[str], order: list[int], its: list[str],
                    dst: str, src: str, row_len: str, ctype: str, threads: str,

@@ -39,7 +39,7 @@ import islpy as isl
 from ..scop.deps import Deps
 from ..scop.epilogue import is_epilogue
 from ..scop.exprs import Load
-from ..scop.forward import read_only, repackable
+from ..scop.forward import read_only, reads_across
 from ..scop.ir import Loop, Scop, StmtRef
 from ..target import AVX512, CpuTarget
 from .bands import (
@@ -107,13 +107,10 @@ def repacked_products(scop: Scop) -> list[str]:
         if s.op == "=" or not isinstance(cell, Load) or not cell.index or \
                 len(cell.index[-1].vars()) != 1:
             continue
-        v = next(iter(cell.index[-1].vars()))
         reads = [e for e in s.value.walk() if isinstance(e, Load)]
         reduced = set(s.iters) - set().union(*(aff.vars() for aff in cell.index))
-        if any(e.array in only and repackable(e) and
-               any(v in aff.vars() for aff in e.index[:-1]) for e in reads) or (
-                len(cell.index) >= 2 and reduced and len(reads) == 2 and
-                any(e.array in temps for e in reads)):
+        if reads_across(s, only) or (len(cell.index) >= 2 and reduced and len(reads) == 2 and
+                                     any(e.array in temps for e in reads)):
             out.append(s.name)
     return out
 

@@ -219,6 +219,19 @@ def read_only(scop: Scop) -> frozenset[str]:
     return frozenset(a.name for a in scop.arrays if a.is_tensor and a.name not in written)
 
 
+def reads_across(stmt: Statement, only: frozenset[str]) -> bool:
+    """``stmt`` writes a cell whose last subscript is one iterator ``v`` and reads an array
+    of ``only`` (read-only ones, ``read_only``) that moves along ``v`` in another subscript
+    and can be repacked (nn.Linear's ``W[o, k]`` for ``Y[n, o]``): register tiles over the
+    cell's loops read that operand from a copy with ``v``'s dimension innermost."""
+    cell = stmt.target
+    if not isinstance(cell, Load) or not cell.index or len(cell.index[-1].vars()) != 1:
+        return False
+    (v,) = cell.index[-1].vars()
+    return any(isinstance(e, Load) and e.array in only and repackable(e) and
+               any(v in aff.vars() for aff in e.index[:-1]) for e in stmt.value.walk())
+
+
 def _scalars_named(stmt: Statement) -> set[str]:
     return {e.name for e in (stmt.target, *stmt.value.walk()) if isinstance(e, Scalar)}
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from .exprs import Bin, Expr, Load, Scalar, map_children, reads_array
-from .forward import along_cells, read_only, repackable
+from .forward import along_cells, read_only, reads_across
 from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
@@ -82,13 +82,7 @@ def repacked_rows(scop: Scop, rows: int) -> str | None:
     for stmt, loops in _with_loops(scop.tree, ()):
         statement = scop.statement(stmt)
         cell = statement.target
-        if not isinstance(cell, Load) or len(cell.index) < 2 or \
-                len(cell.index[-1].vars()) != 1:
-            continue
-        (v,) = cell.index[-1].vars()
-        if not any(isinstance(e, Load) and e.array in only and repackable(e) and
-                   any(v in aff.vars() for aff in e.index[:-1])
-                   for e in statement.value.walk()):
+        if not reads_across(statement, only) or len(cell.index) < 2:
             continue
         row = cell.index[-2].vars()
         loop = next((x for x in loops if {x.var} == row), None)
