@@ -24,6 +24,10 @@ from polydyn.testing import check_kernel, make_inputs, region_points
 from tests import phrasings as ph
 
 N, M, K, B = pd.sym("N M K B")
+# the L2 the tests plan for, and the longest reduction whose panel (32 floats a step) fits
+# half of it: the untiled register tiles' region (schedule.auto._repacked_reduction)
+L2 = 1 << 20
+PANEL_K = L2 // 2 // 128
 
 
 linear_bias_first = ph.linear_cell  # the bias first, the sum in the cell
@@ -66,14 +70,18 @@ PRODUCTS = [linear_bias_first, linear_scalar_bias_last, both_transposed, batched
 @pytest.mark.parametrize("op", [linear_bias_first, linear_scalar_bias_last, batched_linear],
                          ids=lambda op: op.scop.name)
 def test_rows_choose_tiles_or_dot_products(op: pd.Operator) -> None:
-    kernel = pd.compile(op)
+    """Dot products below ``REPACK_ROWS`` rows; above, the untiled register tiles while a
+    vector tile's panel of the copy (K x 32 floats) fits half the L2, cache tiles past it."""
+    kernel = pd.compile(op, l2_bytes=L2)
     names = [v.name for v in kernel.variants]
     assert names[-1] == "generic" and "dot" in names, names
     sizes = {"N": REPACK_ROWS - 1, "M": 768, "K": 768, "B": 2}
     syms = {s: sizes[s] for s in kernel.scop.syms}
     assert kernel.select(**syms).name == "dot"
     assert kernel.select(**{**syms, "N": REPACK_ROWS}).name != "dot"
-    assert kernel.select(**{**syms, "N": 128}).name in ("tiled", "full")
+    for n in (48, 128, 4096):
+        assert kernel.select(**{**syms, "N": n, "K": PANEL_K}).name == "small"
+        assert kernel.select(**{**syms, "N": n, "K": PANEL_K + 1}).name in ("tiled", "full")
 
 
 @pytest.mark.parametrize("op", PRODUCTS, ids=lambda op: op.scop.name)
@@ -93,9 +101,11 @@ def test_every_variant_against_the_reference(op: pd.Operator) -> None:
 
 @pytest.mark.parametrize("op", [linear_bias_first, both_transposed], ids=lambda op: op.scop.name)
 def test_big_tiles_against_numpy(op: pd.Operator) -> None:
-    """The cache-tiled variants (sizes beyond the reference's reach) against NumPy."""
-    kernel = pd.compile(op)
-    for n, m, k in ((96, 256, 256), (97, 257, 255), (48, 512, 300)):
+    """The cache-tiled variants (sizes beyond the reference's reach) against NumPy: a
+    reduction past the panel's, whole cache tiles and partial ones."""
+    kernel = pd.compile(op, l2_bytes=L2)
+    for n, m, k in ((96, 256, PANEL_K + 256), (97, 257, PANEL_K + 255), (48, 512, PANEL_K + 1)):
+        assert kernel.select(N=n, M=m, K=k).name in ("tiled", "full")
         sizes = {"N": n, "M": m, "K": k}
         inputs = make_inputs(op, sizes, seed=2)
         args = [inputs[a.name] for a in op.scop.arg_arrays if a.kind == "in"]
@@ -108,10 +118,12 @@ def test_big_tiles_against_numpy(op: pd.Operator) -> None:
 def test_without_a_dot_product_the_tiles_read_the_copy_at_every_size() -> None:
     """``At[k, i]`` does not run along the reduction in its last subscript: no dot product
     (``scop.hold``), one rewrite, whose register tiles read ``Bt`` repacked."""
-    kernel = pd.compile(both_transposed)
+    kernel = pd.compile(both_transposed, l2_bytes=L2)
     assert "dot" not in [v.name for v in kernel.variants]
-    assert kernel.select(N=128, M=768, K=768).name == "tiled"
-    assert "pd_rp1" in kernel.source
+    assert kernel.select(N=128, M=768, K=768).name == "small"
+    assert kernel.select(N=128, M=768, K=PANEL_K + 1).name == "tiled"
+    # the untiled tiles read panels each thread copies, the cache tiles a whole copy
+    assert "pd_pl1" in kernel.source and "pd_rp1" in kernel.source
 
 
 def test_rows_condition() -> None:
@@ -167,3 +179,44 @@ def test_tile_transpose_in_registers_and_in_c(tmp_path, flags: list[str]) -> Non
                    check=True)
     run = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
+
+
+def _linear_want(args: list[np.ndarray]) -> np.ndarray:
+    x, w, b = (a.astype(np.float64) for a in args)
+    return x @ w.T + b
+
+
+def test_panels_are_copied_again_at_every_call() -> None:
+    """A thread's panel (``codegen_c.repack.Repacks.panel_plan``) is kept from one call to
+    the next with its buffer: a second call with another weight of the same shape must not
+    read the first one's cells; nor must a call whose vectors end elsewhere (M = 40: a
+    partial panel at 32)."""
+    kernel = pd.compile(linear_bias_first)
+    for sizes in ({"N": 16, "M": 64, "K": 40}, {"N": 16, "M": 64, "K": 40},
+                  {"N": 16, "M": 40, "K": 40}):
+        assert kernel.select(**sizes).name == "small"
+        for seed in (3, 4):
+            inputs = make_inputs(linear_bias_first, sizes, seed=seed)
+            args = [inputs[a] for a in ("X", "W", "b")]
+            want = _linear_want(args)
+            np.testing.assert_allclose(kernel(*args), want, rtol=1e-5,
+                                       atol=1e-5 * np.abs(want).max())
+
+
+def test_panels_under_concurrent_calls() -> None:
+    """Calls from several threads at once each get panels of their own (pd_take) and each
+    thread of a call its own slice: every result is its own inputs' product."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    kernel = pd.compile(linear_bias_first)
+    sizes = {"N": 37, "M": 200, "K": 300}
+    cases = []
+    for seed in range(8):
+        inputs = make_inputs(linear_bias_first, sizes, seed=seed)
+        cases.append([inputs[a] for a in ("X", "W", "b")])
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda args: [kernel(*args) for _ in range(5)], cases))
+    for args, got in zip(cases, results, strict=True):
+        want = _linear_want(args)
+        for y in got:
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

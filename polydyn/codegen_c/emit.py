@@ -33,7 +33,7 @@ from .astnodes import (
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
-from .prelude import PRELUDE, TRANSPOSE16
+from .prelude import PANEL_SLOT, PRELUDE, TRANSPOSE16
 from .repack import Repack, Repacks
 from .split import SplitSums
 from .tiles import HeldCell, Padded, RegisterTiles, loops_below, mark_role
@@ -70,9 +70,9 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         # arrays read from a pack buffer here: (buffer, box offsets as C, buffer strides)
         self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
         self.pack_count = 0
-        # the function's repacked copies, by array, dimension order and padding (see
-        # RegisterTiles.repack)
-        self.repacks: dict[tuple[str, tuple[int, ...], int], Repack] = {}
+        # the function's repacked copies, by array, dimension order, padding and whether it is
+        # a panel (see Repacks.repack, Repacks.panel_plan)
+        self.repacks: dict[tuple[str, tuple[int, ...], int, bool], Repack] = {}
         self.tile_count = 0
         self.team_count = 0
         self.split_count = 0
@@ -261,6 +261,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         decls += [r.copy for r in self.repacks.values()]
         block = cgen.Block([*decls, *body, *tail])
         helper = TRANSPOSE16 if any(r.in_registers for r in self.repacks.values()) else ""
+        if any(r.panel for r in self.repacks.values()):
+            helper += PANEL_SLOT
         return f"{helper}/* variant {variant.name}: {variant.region} */\n" \
             f"{self.signature(fname)}\n{block}\n"
 

@@ -158,3 +158,24 @@ static inline void pd_tr16_f32(const float *src, int64_t ls, float *dst, int64_t
 }
 #endif
 """
+
+# ``pd_level``/``pd_slot``: which of a function's per-thread panels (codegen_c/repack.py,
+# ``Repacks.panel_plan``) the calling thread owns. Printed before the functions that have
+# panels, like ``TRANSPOSE16``.
+PANEL_SLOT = r"""#ifndef PD_PANEL
+#define PD_PANEL
+/* The calling thread's number in the team of the function's own parallel region (level
+   lv + 1, lv the level the function was called at), 0 outside one: a caller's own threads,
+   each calling the function, have each a buffer of their own (pd_take). */
+#ifdef _OPENMP
+static inline int pd_level(void) { return omp_get_level(); }
+static inline int64_t pd_slot(int lv) {
+  const int t = omp_get_ancestor_thread_num(lv + 1);
+  return t < 0 ? 0 : t;
+}
+#else
+static inline int pd_level(void) { return 0; }
+static inline int64_t pd_slot(int lv) { (void)lv; return 0; }
+#endif
+#endif
+"""

@@ -1,5 +1,6 @@
 """Repacked copies in C: a read-only array copied at a function's entry in the dimension order
-a register tile reads it in, where the tile's work pays for the copy. ``Repacks`` is a part of
+a register tile reads it in, where the tile's work pays for the copy, or copied a panel at a
+time by the thread whose tiles read it (``Repacks.panel_plan``). ``Repacks`` is a part of
 ``emit.CEmitter``."""
 
 from __future__ import annotations
@@ -7,10 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import cgen
+import islpy as isl
 
 from ..astgen import iterator_depth
+from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
+from ..scop.forward import repackable
 from ..scop.ir import Statement
 
 # Register tiles of at least this many rows read their rows' operand from a repacked copy
@@ -37,10 +41,110 @@ class Repack:
     copy: cgen.Generable
     release: cgen.Generable  # the buffer kept for the next call (pd_give)
     in_registers: bool = False  # whole tiles copied by pd_tr16_f32 (prelude.TRANSPOSE16)
+    panel: tuple[str, str, str, int] | None = None  # a panel's array, extents (C), width
 
 
 class Repacks:
     """The repacking methods of ``emit.CEmitter``."""
+
+    def panel_plan(self, stmt: Statement, uses: dict[str, frozenset[str]], n: isl.AstNode,
+                   row_var: str, vec_var: str) -> str | None:
+        """For a register tile around the reduction loop ``n`` whose one operand moving along
+        the vector does so in its first of two subscripts (nn.Linear's ``W[o, i]``, the
+        vector along ``o``): read it from a panel, a copy of its cells at the tile's vector
+        (``MAX_REG_VECTOR_BYTES`` wide) and every value of its other subscript, the vector's
+        dimension innermost, that the thread running the tile makes where its panel holds
+        another vector (``panel_fill``). Each thread has a panel of its own. Where the loops
+        around the tile keep the vector and move the rows (the untiled code's row tiles
+        inside its vector tiles), every tile of a vector tile reads the panel the first one
+        copied, so the array is read once, where a copy of all of it at the function's entry
+        wrote it to memory and read it back (the BERT layer's weights at 16 to 64 tokens).
+        Not where the tile covers part of the other subscript's range (cache tiles of the
+        reduction) or the loops around it move the rows outside the vector's. Returns the
+        panel's name, the array then read from it; None otherwise."""
+        moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
+                  any(vec_var in sub.vars() for sub in ref.index)]
+        written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
+        if len(moving) != 1 or moving[0].array in written or len(moving[0].index) != 2 or \
+                not repackable(moving[0]) or moving[0].index[0].vars() != {vec_var}:
+            return None
+        ref = moving[0]
+        (other,) = ref.index[1].vars()
+        if other in (vec_var, row_var):
+            return None
+        limit = iterator_depth(n.for_get_iterator().get_id().get_name())
+
+        def outside(v: str) -> list[int]:  # the depths of the loops around the tile v uses
+            return [d for c in uses.get(v, ()) if (d := iterator_depth(c)) is not None and
+                    limit is not None and d < limit]
+
+        rows, vecs = outside(row_var), outside(vec_var)
+        if limit is None or outside(other) or (rows and vecs and min(rows) < min(vecs)):
+            return None
+        key = (ref.array, (), 0, True)
+        if key not in self.repacks:
+            self.repacks[key] = self._panel(ref.array)
+        name = self.repacks[key].buf
+        self.packed[ref.array] = (f"{name}_d", [f"{name}_o", "0"], ["1", str(
+            self.repacks[key].panel[3])])
+        return name
+
+    def _panel(self, array: str) -> Repack:
+        """The per-thread panels of ``array`` (``panel_plan``), allocated at the function's
+        entry (one slice a thread: 64 bytes holding the vector the panel holds, then the
+        panel), every slice marked as holding none."""
+        arr = self.scop.array(array)
+        ctype = C_TYPE[arr.dtype]
+        elem = 8 if arr.dtype in ("f64", "i64") else 4
+        width = MAX_REG_VECTOR_BYTES // elem
+        head = 64 // elem
+        buf = f"pd_pl{len(self.repacks) + 1}"
+        extents = [f"({d.to_c()})" for d in arr.shape]
+        alloc = [cgen.Statement(f"const int64_t {buf}_s = {head} + {extents[1]} * {width}"),
+                 cgen.Statement(f"const int64_t {buf}_t = pd_threads()"),
+                 cgen.Statement(f"const int {buf}_lv = pd_level()"),
+                 cgen.Statement(f"static _Atomic(void *) {buf}_keep = NULL"),
+                 cgen.Statement(f"{ctype} *{self.restrict} {buf} = ({ctype} *)pd_take("
+                                f"&{buf}_keep, sizeof({ctype}) * (size_t)({buf}_s * {buf}_t))")]
+        marks = cgen.If(buf, cgen.Block([cgen.For(
+            "int64_t pd_q = 0", f"pd_q < {buf}_t", "pd_q++", cgen.Block([cgen.Statement(
+                f"*(int64_t *)({buf} + pd_q * {buf}_s) = INT64_MIN")]))]))
+        return Repack(buf, [], alloc, f"!{buf}", marks,
+                      cgen.Statement(f"pd_give(&{buf}_keep, {buf})"), ctype == "float",
+                      (array, extents[0], extents[1], width))
+
+    def panel_fill(self, name: str, base: str) -> list[cgen.Generable]:
+        """In a register tile that reads panel ``name`` (``panel_plan``) at the vector that
+        starts at ``base`` (C): the thread's panel, filled with that vector's cells unless it
+        holds them already (zeros where the vector runs past the array's ends)."""
+        repack = next(r for r in self.repacks.values() if r.buf == name)
+        array, vecs, others, width = repack.panel
+        head = 64 // (8 if self.scop.array(array).dtype in ("f64", "i64") else 4)
+        data, at = f"{name}_d", f"{name}_o"
+        cell = f"{data}[pd_q1 * {width} + pd_qi + pd_q0]"
+        at_cell = [Aff.var("pd_qo") + Aff.var("pd_q0"), Aff.var("pd_q1")]
+        src = f"{array}[{self.flat_index(array, at_cell)}]"
+        scalar: cgen.Generable = cgen.For(
+            "int64_t pd_q1 = pd_qs", "pd_q1 < pd_qs + pd_ns", "pd_q1++", cgen.Block([cgen.For(
+                "int64_t pd_q0 = 0", "pd_q0 < 16", "pd_q0++", cgen.Block([cgen.Statement(
+                    f"{cell} = pd_qo + pd_q0 >= 0 && pd_qo + pd_q0 < {vecs} ? {src} : 0")]))]))
+        tile: list[cgen.Generable] = [scalar]
+        if repack.in_registers:
+            start = self.flat_index(array, [Aff.var("pd_qo"), Aff.var("pd_qs")])
+            tile = [cgen.If(f"pd_ns == 16 && pd_qo >= 0 && pd_qo + 16 <= {vecs}", cgen.Block([
+                cgen.Statement(f"pd_tr16_f32(&{array}[{start}], {others}, "
+                               f"&{data}[pd_qs * {width} + pd_qi], {width})")]),
+                cgen.Block([scalar]))]
+        fill = cgen.For("int64_t pd_qs = 0", f"pd_qs < {others}", "pd_qs += 16", cgen.Block([
+            cgen.Statement(f"const int64_t pd_ns = pd_min(16, {others} - pd_qs)"),
+            cgen.For("int64_t pd_qi = 0", f"pd_qi < {width}", "pd_qi += 16", cgen.Block([
+                cgen.Statement(f"const int64_t pd_qo = {at} + pd_qi"), *tile]))]))
+        ctype = C_TYPE[self.scop.array(array).dtype]
+        mark = f"*(int64_t *)({data} - {head})"
+        return [cgen.Statement(f"{ctype} *{self.restrict} {data} = "
+                               f"{name} + pd_slot({name}_lv) * {name}_s + {head}"),
+                cgen.Statement(f"const int64_t {at} = {base}"),
+                cgen.If(f"{mark} != {at}", cgen.Block([fill, cgen.Statement(f"{mark} = {at}")]))]
 
     def repack(self, stmts: list[Statement], uses: dict[str, frozenset[str]], row_var: str,
                vec_var: str, rows: int, always: bool = False) -> list[str]:
@@ -79,7 +183,7 @@ class Repacks:
             orders.append([*others, row_dim])
         pad = -(-rows // 16) * 16  # a partial tile's rows past the last one read zeros
         for ref, order in zip(along_rows, orders, strict=True):
-            key = (ref.array, tuple(order), pad)
+            key = (ref.array, tuple(order), pad, False)
             if key not in self.repacks:
                 self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name,
                                                       0 if always else REPACK_MIN_REUSE)

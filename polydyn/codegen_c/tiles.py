@@ -62,6 +62,7 @@ class _Tile:
     extents: list[int | None]
     transposed: bool
     saved_packed: dict
+    panel: str | None = None  # the panel the vector operand is read from (Repacks.panel_plan)
 
 
 @dataclass
@@ -171,19 +172,10 @@ class RegisterTiles:
             return None
         (row_var,), (vec_var,) = row_sub.vars(), vec_sub.vars()
         saved_packed = dict(self.packed)
-        # a transposed tile (RegisterShape.transposed: the vector along a subscript of the
-        # target that is not its last) reads the operands that move along the vector from
-        # copies with the vector's dimension innermost, always: in place, each vector would
-        # be a gather
-        transposed = vec_dim != len(target.index) - 1
-        # ... and so does a tile whose operands move along the vector other than with stride 1
-        # (B stored transposed: ``Bt[j, k]``, the vector along j)
-        if not transposed and _strided_along(stmts[0].value, vec_var):
-            transposed = True
-        if transposed:
-            lanes = MAX_REG_VECTOR_BYTES // dtype_bytes(self.scop.array(target.array).dtype)
-            if not self.repack(stmts, uses, vec_var, row_var, lanes, always=True):
-                return None
+        vector_copies = self._vector_copies(n, stmts, uses, target, vec_dim, row_var, vec_var)
+        if vector_copies is None:
+            return None
+        transposed, panel = vector_copies
         padded = None
         if not full:
             padded = self._padded_plan(stmts, users, box, row_var, vec_var, row_it, vec_it)
@@ -194,7 +186,7 @@ class RegisterTiles:
         # cells past the box cost half as much (33 columns: 32 + 1 computed as 32 + 16)
         narrow = self._narrow_plan(padded, stmts, users, box, row_var, vec_var, row_it, vec_it)
         tile = _Tile(n, stmts, args, uses, target, row_dim, vec_dim, row_var, vec_var, row_it,
-                     vec_it, extents, transposed, saved_packed)
+                     vec_it, extents, transposed, saved_packed, panel)
         entry = dict(self.packed)  # each version starts from the copies made so far
         wide = self._tile_version(tile, st, padded)
         if wide is None or narrow is None:
@@ -202,6 +194,26 @@ class RegisterTiles:
         self.packed = dict(entry)
         half = self._tile_version(tile, st, narrow, fallback=cgen.Block(wide))
         return half if half is not None else wide
+
+    def _vector_copies(self, n: isl.AstNode, stmts: list[Statement],
+                       uses: dict[str, frozenset[str]], target: Load, vec_dim: int,
+                       row_var: str, vec_var: str) -> tuple[bool, str | None] | None:
+        """Whether the tile reads the operands that move along its vector from copies with
+        the vector's dimension innermost, and the panel it reads (``Repacks.panel_plan``;
+        else a whole copy, ``Repacks.repack``); None where they cannot be copied. A
+        transposed tile (RegisterShape.transposed: the vector along a subscript of the
+        target that is not its last) does so always: in place, each vector would be a
+        gather; so does a tile whose operands move along the vector other than with stride
+        1 (B stored transposed: ``Bt[j, k]``, the vector along j)."""
+        last = vec_dim == len(target.index) - 1
+        if last and not _strided_along(stmts[0].value, vec_var):
+            return False, None
+        panel = self.panel_plan(stmts[0], uses, n, row_var, vec_var) \
+            if last and len(stmts) == 1 else None
+        lanes = MAX_REG_VECTOR_BYTES // dtype_bytes(self.scop.array(target.array).dtype)
+        if panel is None and not self.repack(stmts, uses, vec_var, row_var, lanes, always=True):
+            return None
+        return True, panel
 
     def _narrow_plan(self, padded: Padded | None, stmts: list[Statement],
                      users: list[UserCall], box: InstanceBox | None, row_var: str,
@@ -310,8 +322,9 @@ class RegisterTiles:
             del self.promoted[target.array]
             self.padded = None
             self.packed = saved_packed
+        fill = [] if tile.panel is None else self.panel_fill(tile.panel, bases[vec_var])
         code = cgen.Block([*(self.init_loops(st, PROMOTE) if start is None else []),
-                           *decl, cgen.Block([*zero, *assign]),
+                           *decl, cgen.Block([*zero, *assign]), *fill,
                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
                            *copy_in, *body, copy_out])
         if padded is None:
@@ -408,8 +421,8 @@ class RegisterTiles:
     def _repacked_along(self, ref: Load, var: str) -> bool:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
         its rows run on past the array's end by the widest register vector, in zeros."""
-        if ref.array not in self.packed or \
-                self.packed[ref.array][0] not in {r.buf for r in self.repacks.values()}:
+        if ref.array not in self.packed or self.packed[ref.array][0] not in \
+                {f"{r.buf}_d" if r.panel else r.buf for r in self.repacks.values()}:
             return False
         strides = self.packed[ref.array][2]
         return any(sub.vars() == {var} and strides[d] == "1" for d, sub in enumerate(ref.index))
