@@ -187,20 +187,23 @@ def test_layernorm_and_lengths_as_values(target):
 
 def test_every_variant_reached_in_one_skewed_batch():
     """Each sequence runs the variant of its own length: one batch reaches every variant
-    (at D = 256; the fallback ``generic`` is covered by the ones before it)."""
-    k = _kernel(seq_scores)
+    (at D = 768, planned for a 128 KiB L2: past the reduction up to which the untiled
+    register tiles run, ``schedule.auto._repacked_reduction``; the fallback ``generic`` is
+    covered by the ones before it)."""
+    k = pd.compile(seq_scores, l2_bytes=1 << 17)
+    d = 768
     found = {}
     for n in [*range(0, 300), 768]:
-        found.setdefault(k.select(L=n, D=256).name, n)
+        found.setdefault(k.select(L=n, D=d).name, n)
     earlier = k.variants[0].region
     for v in k.variants[1:-1]:
         earlier = earlier.union(v.region)
     assert k.variants[-1].region.subtract(earlier).is_empty()
     assert set(found) == {v.name for v in k.variants[:-1]}, found
-    assert k.select(L=1, D=256).name == "L=1"
+    assert k.select(L=1, D=d).name == "L=1"
     rng = np.random.default_rng(6)
     lengths = sorted(found.values()) + [int(n) for n in rng.integers(0, 120, 30)]
-    q, kk = _jagged(lengths, 256, seed=7), _jagged(lengths, 256, seed=8)
+    q, kk = _jagged(lengths, d, seed=7), _jagged(lengths, d, seed=8)
     s = k(q, kk)
     for qb, kb, sb in zip(q.blocks(), kk.blocks(), s.blocks(), strict=True):
         np.testing.assert_allclose(sb, np.tril(qb @ kb.T), rtol=1e-3, atol=1e-3)

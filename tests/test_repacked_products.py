@@ -64,7 +64,31 @@ def batched_linear(X: f32[B, N, K], W: f32[M, K], Y: out(f32[B, N, M])):
                 Y[b, n, o] = acc
 
 
-PRODUCTS = [linear_bias_first, linear_scalar_bias_last, both_transposed, batched_linear]
+@pd.operator(assume="N >= 1 and K >= 1 and B >= 1")
+def fused_scores(QK: f32[B, N, 2, K], P: out(f32[B, N, N])):
+    """Attention's scores over a fused projection: queries and keys are slices of one array
+    (a constant subscript), the keys read along the vector in another subscript."""
+    for b in range(B):
+        for i in range(N):
+            for j in range(N):
+                P[b, i, j] = 0.0
+                for k in range(K):
+                    P[b, i, j] += QK[b, i, 0, k] * QK[b, j, 1, k]
+
+
+@pd.operator(assume="N >= 1 and K >= 1")
+def gram(A: f32[N, K], C: out(f32[N, N])):
+    """``A A^T``: the array read along the rows and, in another subscript, along the vector:
+    a copy of some of its cells would not serve the rows' read."""
+    for i in range(N):
+        for j in range(N):
+            C[i, j] = 0.0
+            for k in range(K):
+                C[i, j] += A[i, k] * A[j, k]
+
+
+PRODUCTS = [linear_bias_first, linear_scalar_bias_last, both_transposed, batched_linear,
+            fused_scores, gram]
 
 
 @pytest.mark.parametrize("op", [linear_bias_first, linear_scalar_bias_last, batched_linear],
@@ -95,8 +119,8 @@ def test_every_variant_against_the_reference(op: pd.Operator) -> None:
     # K = 257), of exactly one (16 x 16) and of none (M < 16)
     for n, m, k in ((REPACK_ROWS - 1, 33, 17), (REPACK_ROWS, 31, 1), (REPACK_ROWS + 1, 1, 5),
                     (49, 65, 257), (7, 16, 255), (REPACK_ROWS, 16, 16), (30, 15, 40)):
-        check_kernel(kernel, {"N": n, "M": m, "K": k, "B": 2} if "B" in kernel.scop.syms
-                     else {"N": n, "M": m, "K": k})
+        sizes = {"N": n, "M": m, "K": k, "B": 2}
+        check_kernel(kernel, {s: sizes[s] for s in kernel.scop.syms})
 
 
 @pytest.mark.parametrize("op", [linear_bias_first, both_transposed], ids=lambda op: op.scop.name)
@@ -220,3 +244,13 @@ def test_panels_under_concurrent_calls() -> None:
         want = _linear_want(args)
         for y in got:
             np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_panels_only_where_no_other_read_is_of_their_cells() -> None:
+    """The keys of a fused projection are read from panels (the queries, another constant
+    subscript, in place); ``A A^T`` reads ``A`` along the rows too, so its tiles read a whole
+    copy, which holds every cell."""
+    scores = pd.compile(fused_scores).source
+    assert "pd_pl1_d" in scores and "pd_tr16_f32(&QK[" in scores
+    source = pd.compile(gram).source
+    assert "pd_pl1" not in source and "pd_rp1" in source

@@ -86,8 +86,8 @@ class BodyEmitter:
                 return f"{self.promoted[e.array][0]}[pd_r][pd_v]"
             acc, row, vec, base_row, base_vec = self._promoted_ref(e)
             return f"{acc}[{row} - {base_row}][{vec} - {base_vec}]"
-        if e.array in self.packed:
-            buf, offsets, strides = self.packed[e.array]
+        if (copy := self.copy_of(e)) is not None:
+            buf, offsets, strides = copy
             cell = " + ".join(f"(({i.to_c()}) - ({o})) * {w}"
                               for i, o, w in zip(e.index, offsets, strides, strict=True))
             return f"{buf}[{cell}]"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 import cgen
 import islpy as isl
@@ -70,9 +71,9 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         # arrays read from a pack buffer here: (buffer, box offsets as C, buffer strides)
         self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
         self.pack_count = 0
-        # the function's repacked copies, by array, dimension order, padding and whether it is
-        # a panel (see Repacks.repack, Repacks.panel_plan)
-        self.repacks: dict[tuple[str, tuple[int, ...], int, bool], Repack] = {}
+        # the function's repacked copies and panels, by what they copy (Repacks.repack,
+        # Repacks.panel_plan)
+        self.repacks: dict[tuple[Any, ...], Repack] = {}
         self.tile_count = 0
         self.team_count = 0
         self.split_count = 0

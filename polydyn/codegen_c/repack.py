@@ -41,7 +41,19 @@ class Repack:
     copy: cgen.Generable
     release: cgen.Generable  # the buffer kept for the next call (pd_give)
     in_registers: bool = False  # whole tiles copied by pd_tr16_f32 (prelude.TRANSPOSE16)
-    panel: tuple[str, str, str, int] | None = None  # a panel's array, extents (C), width
+    panel: Panel | None = None  # per-thread panels (Repacks.panel_plan), not a whole copy
+
+
+@dataclass(frozen=True)
+class Panel:
+    """Per-thread panels of the array ``ref`` reads (``Repacks.panel_plan``)."""
+
+    name: str
+    ref: Load
+    vec_dim: int  # the array's dimension along the tile's vector
+    other_dim: int  # the one its reduction moves: the panel's rows
+    width: int  # elements of a panel row (the widest register tile's vector)
+    head: int  # elements before a thread's panel: what it holds
 
 
 class Repacks:
@@ -50,57 +62,78 @@ class Repacks:
     def panel_plan(self, stmt: Statement, uses: dict[str, frozenset[str]], n: isl.AstNode,
                    row_var: str, vec_var: str) -> str | None:
         """For a register tile around the reduction loop ``n`` whose one operand moving along
-        the vector does so in its first of two subscripts (nn.Linear's ``W[o, i]``, the
-        vector along ``o``): read it from a panel, a copy of its cells at the tile's vector
-        (``MAX_REG_VECTOR_BYTES`` wide) and every value of its other subscript, the vector's
-        dimension innermost, that the thread running the tile makes where its panel holds
-        another vector (``panel_fill``). Each thread has a panel of its own. Where the loops
-        around the tile keep the vector and move the rows (the untiled code's row tiles
-        inside its vector tiles), every tile of a vector tile reads the panel the first one
-        copied, so the array is read once, where a copy of all of it at the function's entry
-        wrote it to memory and read it back (the BERT layer's weights at 16 to 64 tokens).
-        Not where the tile covers part of the other subscript's range (cache tiles of the
-        reduction) or the loops around it move the rows outside the vector's. Returns the
-        panel's name, the array then read from it; None otherwise."""
+        the vector does so in a subscript other than its last (nn.Linear's ``W[o, i]``, the
+        vector along ``o``; a fused QKV projection's keys ``QKV[b, j, 1, h, d]``, along
+        ``j``): read it from a panel, a copy of its cells at the tile's vector
+        (``MAX_REG_VECTOR_BYTES`` wide) and every value of the one subscript the tile's
+        reduction moves, at the values the others have in the tile, the vector's dimension
+        innermost. The thread running the tile makes it where its panel holds other cells
+        (``panel_fill``); each thread has a panel of its own. Where the loops around the tile
+        keep the vector and move the rows (the untiled code's row tiles inside its vector
+        tiles), every tile of a vector tile reads the panel the first one copied, so the array
+        is read once, where a copy of all of it at the function's entry wrote it to memory and
+        read it back (the BERT layer's weights at 16 to 64 tokens). Not where the tile covers
+        part of that subscript's range (cache tiles of the reduction), the loops around it
+        move the rows outside the vector's, or another read of the array could be one of the
+        panel's cells. Returns the panel's name, the array then read from it; else None."""
         moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
                   any(vec_var in sub.vars() for sub in ref.index)]
         written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
-        if len(moving) != 1 or moving[0].array in written or len(moving[0].index) != 2 or \
-                not repackable(moving[0]) or moving[0].index[0].vars() != {vec_var}:
+        limit = iterator_depth(n.for_get_iterator().get_id().get_name())
+        if len(moving) != 1 or moving[0].array in written or not repackable(moving[0]) or \
+                limit is None:
             return None
         ref = moving[0]
-        (other,) = ref.index[1].vars()
-        if other in (vec_var, row_var):
-            return None
-        limit = iterator_depth(n.for_get_iterator().get_id().get_name())
 
         def outside(v: str) -> list[int]:  # the depths of the loops around the tile v uses
             return [d for c in uses.get(v, ()) if (d := iterator_depth(c)) is not None and
-                    limit is not None and d < limit]
+                    d < limit]
 
+        def inside(v: str) -> bool:  # v's value moves with loops of the tile
+            return any((d := iterator_depth(c)) is not None and d >= limit
+                       for c in uses.get(v, ()))
+
+        its = {d: next(iter(sub.vars())) for d, sub in enumerate(ref.index) if sub.vars()}
+        vec_dims = [d for d, v in its.items() if v == vec_var]
+        # the subscript the tile's reduction moves (over its whole range: none of the loops
+        # around the tile moves it), and those that keep their value in the tile
+        reduced = [d for d, v in its.items() if v != vec_var and inside(v)]
+        kept = [v for d, v in its.items() if v != vec_var and d not in reduced]
         rows, vecs = outside(row_var), outside(vec_var)
-        if limit is None or outside(other) or (rows and vecs and min(rows) < min(vecs)):
+        if len(vec_dims) != 1 or len(reduced) != 1 or vec_dims[0] == len(ref.index) - 1 or \
+                outside(its[reduced[0]]) or row_var in its.values() or len(kept) > 7 or \
+                (rows and vecs and min(rows) < min(vecs)):
             return None
-        key = (ref.array, (), 0, True)
+        constant = [d for d, sub in enumerate(ref.index) if not sub.vars()]
+        if any(isinstance(e, Load) and e.array == ref.array and e is not ref and
+               all(e.index[d].to_c() == ref.index[d].to_c() for d in constant)
+               for e in stmt.value.walk()):
+            return None  # a read the copy's offsets cannot tell from the panel's cells
+        key = (ref.array, tuple(sub.to_c() for sub in ref.index), 0, True)
         if key not in self.repacks:
-            self.repacks[key] = self._panel(ref.array)
-        name = self.repacks[key].buf
-        self.packed[ref.array] = (f"{name}_d", [f"{name}_o", "0"], ["1", str(
-            self.repacks[key].panel[3])])
-        return name
+            self.repacks[key] = self._panel(ref, vec_dims[0], reduced[0])
+        panel = self.repacks[key].panel
+        offsets = [sub.to_c() for sub in ref.index]
+        strides = ["0"] * len(ref.index)  # the tile's values: this copy's cells (copy_of)
+        offsets[panel.vec_dim], strides[panel.vec_dim] = f"{panel.name}_o", "1"
+        offsets[panel.other_dim], strides[panel.other_dim] = "0", str(panel.width)
+        self.packed[ref.array] = (f"{panel.name}_d", offsets, strides)
+        return panel.name
 
-    def _panel(self, array: str) -> Repack:
-        """The per-thread panels of ``array`` (``panel_plan``), allocated at the function's
-        entry (one slice a thread: 64 bytes holding the vector the panel holds, then the
-        panel), every slice marked as holding none."""
-        arr = self.scop.array(array)
+    def _panel(self, ref: Load, vec_dim: int, other_dim: int) -> Repack:
+        """The per-thread panels of ``ref``'s array (``panel_plan``), allocated at the
+        function's entry (one slice a thread: 64 bytes recording the cells the panel holds,
+        the vector's start and the other iterators' values, then the panel), every slice
+        marked as holding none."""
+        arr = self.scop.array(ref.array)
         ctype = C_TYPE[arr.dtype]
         elem = 8 if arr.dtype in ("f64", "i64") else 4
-        width = MAX_REG_VECTOR_BYTES // elem
-        head = 64 // elem
-        buf = f"pd_pl{len(self.repacks) + 1}"
-        extents = [f"({d.to_c()})" for d in arr.shape]
-        alloc = [cgen.Statement(f"const int64_t {buf}_s = {head} + {extents[1]} * {width}"),
+        panel = Panel(f"pd_pl{len(self.repacks) + 1}", ref, vec_dim, other_dim,
+                      MAX_REG_VECTOR_BYTES // elem, 64 // elem)
+        buf = panel.name
+        others = f"({arr.shape[other_dim].to_c()})"
+        alloc = [cgen.Statement(f"const int64_t {buf}_s = {panel.head} + {others} * "
+                                f"{panel.width}"),
                  cgen.Statement(f"const int64_t {buf}_t = pd_threads()"),
                  cgen.Statement(f"const int {buf}_lv = pd_level()"),
                  cgen.Statement(f"static _Atomic(void *) {buf}_keep = NULL"),
@@ -109,30 +142,40 @@ class Repacks:
         marks = cgen.If(buf, cgen.Block([cgen.For(
             "int64_t pd_q = 0", f"pd_q < {buf}_t", "pd_q++", cgen.Block([cgen.Statement(
                 f"*(int64_t *)({buf} + pd_q * {buf}_s) = INT64_MIN")]))]))
+        fast = ctype == "float" and other_dim == len(ref.index) - 1
         return Repack(buf, [], alloc, f"!{buf}", marks,
-                      cgen.Statement(f"pd_give(&{buf}_keep, {buf})"), ctype == "float",
-                      (array, extents[0], extents[1], width))
+                      cgen.Statement(f"pd_give(&{buf}_keep, {buf})"), fast, panel)
 
-    def panel_fill(self, name: str, base: str) -> list[cgen.Generable]:
+    def panel_fill(self, name: str, base: str, values: dict[str, str]) -> list[cgen.Generable]:
         """In a register tile that reads panel ``name`` (``panel_plan``) at the vector that
-        starts at ``base`` (C): the thread's panel, filled with that vector's cells unless it
-        holds them already (zeros where the vector runs past the array's ends)."""
+        starts at ``base`` (C), its iterators' values ``values`` (C): the thread's panel,
+        filled with the cells there unless it holds them already (zeros where the vector
+        runs past the array's end)."""
         repack = next(r for r in self.repacks.values() if r.buf == name)
-        array, vecs, others, width = repack.panel
-        head = 64 // (8 if self.scop.array(array).dtype in ("f64", "i64") else 4)
+        panel = repack.panel
+        ref, width, array = panel.ref, panel.width, panel.ref.array
+        shape = [f"({d.to_c()})" for d in self.scop.array(array).shape]
+        vecs, others = shape[panel.vec_dim], shape[panel.other_dim]
         data, at = f"{name}_d", f"{name}_o"
+
+        def cell_at(vec: Aff, other: Aff) -> str:
+            index = [vec if d == panel.vec_dim else other if d == panel.other_dim else
+                     sub.subst({v: Aff.var(values[v]) for v in sub.vars()})
+                     for d, sub in enumerate(ref.index)]
+            return self.flat_index(array, index)
+
         cell = f"{data}[pd_q1 * {width} + pd_qi + pd_q0]"
-        at_cell = [Aff.var("pd_qo") + Aff.var("pd_q0"), Aff.var("pd_q1")]
-        src = f"{array}[{self.flat_index(array, at_cell)}]"
+        src = f"{array}[{cell_at(Aff.var('pd_qo') + Aff.var('pd_q0'), Aff.var('pd_q1'))}]"
         scalar: cgen.Generable = cgen.For(
             "int64_t pd_q1 = pd_qs", "pd_q1 < pd_qs + pd_ns", "pd_q1++", cgen.Block([cgen.For(
                 "int64_t pd_q0 = 0", "pd_q0 < 16", "pd_q0++", cgen.Block([cgen.Statement(
                     f"{cell} = pd_qo + pd_q0 >= 0 && pd_qo + pd_q0 < {vecs} ? {src} : 0")]))]))
         tile: list[cgen.Generable] = [scalar]
-        if repack.in_registers:
-            start = self.flat_index(array, [Aff.var("pd_qo"), Aff.var("pd_qs")])
+        if repack.in_registers:  # the other subscript is the last: 16 x 16 tiles in registers
+            start = cell_at(Aff.var("pd_qo"), Aff.var("pd_qs"))
+            ld = " * ".join(shape[panel.vec_dim + 1:])
             tile = [cgen.If(f"pd_ns == 16 && pd_qo >= 0 && pd_qo + 16 <= {vecs}", cgen.Block([
-                cgen.Statement(f"pd_tr16_f32(&{array}[{start}], {others}, "
+                cgen.Statement(f"pd_tr16_f32(&{array}[{start}], {ld}, "
                                f"&{data}[pd_qs * {width} + pd_qi], {width})")]),
                 cgen.Block([scalar]))]
         fill = cgen.For("int64_t pd_qs = 0", f"pd_qs < {others}", "pd_qs += 16", cgen.Block([
@@ -140,11 +183,27 @@ class Repacks:
             cgen.For("int64_t pd_qi = 0", f"pd_qi < {width}", "pd_qi += 16", cgen.Block([
                 cgen.Statement(f"const int64_t pd_qo = {at} + pd_qi"), *tile]))]))
         ctype = C_TYPE[self.scop.array(array).dtype]
-        mark = f"*(int64_t *)({data} - {head})"
+        # what the panel holds: the vector's start, then the values of the iterators that
+        # stay the same in the tile (a batch's, a head's)
+        held = [at] + [values[v] for d, sub in enumerate(ref.index) if sub.vars() and
+                       d not in (panel.vec_dim, panel.other_dim) for v in sub.vars()]
+        mark = f"((int64_t *)({data} - {panel.head}))"
         return [cgen.Statement(f"{ctype} *{self.restrict} {data} = "
-                               f"{name} + pd_slot({name}_lv) * {name}_s + {head}"),
+                               f"{name} + pd_slot({name}_lv) * {name}_s + {panel.head}"),
                 cgen.Statement(f"const int64_t {at} = {base}"),
-                cgen.If(f"{mark} != {at}", cgen.Block([fill, cgen.Statement(f"{mark} = {at}")]))]
+                cgen.If(" || ".join(f"{mark}[{k}] != {h}" for k, h in enumerate(held)),
+                        cgen.Block([fill, *(cgen.Statement(f"{mark}[{k}] = {h}")
+                                            for k, h in enumerate(held))]))]
+
+    def copy_of(self, e: Load) -> tuple[str, list[str], list[str]] | None:
+        """The copy ``e`` reads (``self.packed``: buffer, offsets, strides), or None: a
+        dimension of stride 0 is one the copy holds at one subscript only (its offset, as
+        C), and a read with another subscript there reads the array itself."""
+        entry = self.packed.get(e.array)
+        if entry is None or any(str(w) == "0" and e.index[d].to_c() != entry[1][d]
+                                for d, w in enumerate(entry[2])):
+            return None
+        return entry
 
     def repack(self, stmts: list[Statement], uses: dict[str, frozenset[str]], row_var: str,
                vec_var: str, rows: int, always: bool = False) -> list[str]:
@@ -165,11 +224,11 @@ class Repacks:
                       any(row_var in sub.vars() for sub in ref.index)]
         orders = []
         for ref in along_rows:
-            lins = [sub.linear() for sub in ref.index]
-            if ref.array in written or any(lin is None or lin[1] != 0 or len(lin[0]) != 1 or
-                                           set(lin[0].values()) != {1} for lin in lins):
+            if ref.array in written or not repackable(ref):
                 return []
-            its = [next(iter(lin[0])) for lin in lins]
+            # a constant subscript (the keys of a fused QKV, QKV[b, j, 1, h, d]): the copy
+            # holds that slice only
+            its = [next(iter(sub.vars()), None) for sub in ref.index]
             if its.count(row_var) != 1 or vec_var in its:
                 return []
 
@@ -178,23 +237,26 @@ class Repacks:
                            default=-1)
 
             row_dim = its.index(row_var)
-            others = sorted((d for d in range(len(its)) if d != row_dim),
+            others = sorted((d for d, it in enumerate(its) if d != row_dim and it is not None),
                             key=lambda d: (depth(its[d]), d))
             orders.append([*others, row_dim])
         pad = -(-rows // 16) * 16  # a partial tile's rows past the last one read zeros
         for ref, order in zip(along_rows, orders, strict=True):
-            key = (ref.array, tuple(order), pad, False)
+            fixed = {d: sub for d, sub in enumerate(ref.index) if not sub.vars()}
+            key = (ref.array, tuple(order), pad, False,
+                   tuple((d, sub.to_c()) for d, sub in fixed.items()))
             if key not in self.repacks:
                 self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name,
-                                                      0 if always else REPACK_MIN_REUSE)
-            self.packed[ref.array] = (self.repacks[key].buf, ["0"] * len(order),
-                                      self.repacks[key].strides)
+                                                      0 if always else REPACK_MIN_REUSE, fixed)
+            offsets = [fixed[d].to_c() if d in fixed else "0" for d in range(len(ref.index))]
+            self.packed[ref.array] = (self.repacks[key].buf, offsets, self.repacks[key].strides)
         return sorted({self.packed[ref.array][0] for ref in along_rows})
 
     def _repack_copy(self, array: str, order: list[int], pad: int, stmt: str,
-                     min_reuse: int) -> Repack:
+                     min_reuse: int, fixed: dict[int, Aff]) -> Repack:
         """A copy of ``array`` with its dimensions in ``order`` (the last one rounded up to
-        16 elements, then ``pad`` more, zeros), made where ``stmt`` does ``min_reuse``
+        16 elements, then ``pad`` more, zeros; the others at the subscripts ``fixed`` gives
+        them, stride 0: ``copy_of``), made where ``stmt`` does ``min_reuse``
         multiply-adds per element of the array (0: always), in local tiles of 16 x 16
         (``_transpose``). In the copy's own order, conv's weights (9.4 MiB at 512 channels)
         were read a line per element, the lines 18 KiB apart in two L1 sets, nine times
@@ -205,7 +267,7 @@ class Repacks:
         buf = f"pd_rp{len(self.repacks) + 1}"
         row_len = f"{buf}_n"
         extents = [shape[d] for d in order[:-1]] + [row_len]
-        strides = [""] * len(order)
+        strides = ["0"] * len(shape)
         stride = "1"
         for pos in range(len(order) - 1, -1, -1):
             strides[order[pos]] = stride
@@ -219,17 +281,18 @@ class Repacks:
                  cgen.Statement(f"{ctype} *{self.restrict} {buf} = {wanted} ? ({ctype} *)"
                                 f"pd_take(&{buf}_keep, sizeof({ctype}) * (size_t)({stride})) "
                                 ": NULL")]
-        its = [f"pd_q{d}" for d in range(len(order))]
+        its = [f"pd_q{d}" for d in range(len(shape))]
         dst = " + ".join(f"{its[d]} * {strides[d]}" for d in order)
-        src = self.flat_index(array, [Aff.var(q) for q in its])
+        src = self.flat_index(array, [fixed.get(d, Aff.var(q)) for d, q in enumerate(its)])
         fast = None
-        if ctype == "float" and len(order) >= 2 and order[-2] == len(order) - 1:
+        if ctype == "float" and len(order) >= 2 and order[-2] == len(shape) - 1:
             # the array's rows run along the tile's second dimension: whole 16 x 16 tiles
             # are transposed in registers (pd_tr16_f32)
             inner, second = order[-1], order[-2]
             at = {inner: "pd_qi", second: "pd_qs"}
             tile_its = [at.get(d, q) for d, q in enumerate(its)]
-            src_at = self.flat_index(array, [Aff.var(q) for q in tile_its])
+            src_at = self.flat_index(array, [fixed.get(d, Aff.var(q))
+                                             for d, q in enumerate(tile_its)])
             dst_at = " + ".join(f"{tile_its[d]} * {strides[d]}" for d in order)
             ld_src = " * ".join(shape[inner + 1:]) or "1"
             fast = (f"&{array}[{src_at}]", ld_src, f"&{buf}[{dst_at}]", strides[second])
@@ -280,7 +343,7 @@ class Repacks:
             cgen.Statement(f"{ctype} pd_t[16][16]"),
             cgen.Statement(f"const int64_t pd_ns = pd_min(16, {shape[second]} - pd_qs)"),
             *tile])
-        for d in reversed([d for d in range(len(order)) if d not in (inner, second)]):
+        for d in reversed([d for d in sorted(order) if d not in (inner, second)]):
             body = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < {shape[d]}", f"{its[d]}++",
                             cgen.Block([body]))
         return [cgen.Pragma(f"omp parallel for if({threads})"),

@@ -322,7 +322,8 @@ class RegisterTiles:
             del self.promoted[target.array]
             self.padded = None
             self.packed = saved_packed
-        fill = [] if tile.panel is None else self.panel_fill(tile.panel, bases[vec_var])
+        fill = [] if tile.panel is None else \
+            self.panel_fill(tile.panel, bases[vec_var], bases)
         code = cgen.Block([*(self.init_loops(st, PROMOTE) if start is None else []),
                            *decl, cgen.Block([*zero, *assign]), *fill,
                            cgen.Statement(f"{ctype} {acc}[{rows}][{width}]"),
@@ -401,11 +402,12 @@ class RegisterTiles:
             past = not _guarded_along(stmt.value, vec_var)
             if past and all(self._repacked_along(ref, vec_var) for ref in moving):
                 pass  # a transposed tile's copies: zeros past the vector's end, in bounds
-            elif past and all(ref.array in self.packed and ref.index[-1].vars() == {vec_var} and
-                     vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
-                     for ref in moving):
+            elif past and all(self.copy_of(ref) is not None and
+                              ref.index[-1].vars() == {vec_var} and
+                              vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
+                              for ref in moving):
                 for ref in moving:
-                    _, offsets, strides = self.packed[ref.array]
+                    _, offsets, strides = self.copy_of(ref)
                     top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
                     last = ref.index[-1].subst({vec_var: top_cell})
                     checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
@@ -421,10 +423,11 @@ class RegisterTiles:
     def _repacked_along(self, ref: Load, var: str) -> bool:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
         its rows run on past the array's end by the widest register vector, in zeros."""
-        if ref.array not in self.packed or self.packed[ref.array][0] not in \
+        copy = self.copy_of(ref)
+        if copy is None or copy[0] not in \
                 {f"{r.buf}_d" if r.panel else r.buf for r in self.repacks.values()}:
             return False
-        strides = self.packed[ref.array][2]
+        strides = copy[2]
         return any(sub.vars() == {var} and strides[d] == "1" for d, sub in enumerate(ref.index))
 
     def padded_rows(self, st: LoopState) -> list[cgen.Generable]:

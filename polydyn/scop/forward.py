@@ -185,8 +185,8 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
     and every read is independent of ``v`` or runs along it with stride 1 in its last
     subscript only: the cell's loops can carry register tiles with their vector along v.
     A read of an array in ``repacked`` (read-only ones) may also run along ``v`` in another
-    subscript when every subscript is a single iterator: the tiles read it from a copy with
-    that dimension innermost (``codegen_c.repack``)."""
+    subscript when every subscript is a single iterator or a constant (``repackable``): the
+    tiles read it from a copy with that dimension innermost (``codegen_c.repack``)."""
     last = cell.index[-1].linear() if cell.index else None
     if last is None or len(last[0]) != 1 or next(iter(last[0].values())) != 1:
         return False
@@ -207,10 +207,13 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
 
 
 def repackable(load: Load) -> bool:
-    """Every subscript of ``load`` is one iterator, coefficient 1, no constant: a repacked
-    copy's cells (``codegen_c.repack``)."""
-    return all((lin := aff.linear()) is not None and lin[1] == 0 and len(lin[0]) == 1 and
-               set(lin[0].values()) == {1} for aff in load.index)
+    """Every subscript of ``load`` is one iterator (coefficient 1, no constant) or a constant,
+    one at least an iterator: a repacked copy's cells (``codegen_c.repack``), of the slice
+    the constants pick (a fused QKV projection's keys, ``QKV[b, j, 1, h, d]``)."""
+    lins = [aff.linear() for aff in load.index]
+    return any(lin is not None and lin[0] for lin in lins) and all(
+        lin is not None and (not lin[0] or (lin[1] == 0 and len(lin[0]) == 1 and
+                                            set(lin[0].values()) == {1})) for lin in lins)
 
 
 def read_only(scop: Scop) -> frozenset[str]:
