@@ -29,7 +29,7 @@ from ..scop.exprs import (
 )
 from ..scop.ir import Statement
 
-_MATH_F32 = {"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
+_MATH_F32 = {"exp": "pd_exp_f32", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
              "abs": "fabsf", "sin": "sinf", "cos": "cosf", "floor": "floorf", "ceil": "ceilf",
              "pow": "powf"}
 _MATH_F64 = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf",
@@ -141,6 +141,8 @@ class BodyEmitter:
             return f"(({self.expr(e.args[0])}) < 0 ? -({self.expr(e.args[0])}) : " \
                    f"({self.expr(e.args[0])}))"
         table = _MATH_F32 if t == "f32" else _MATH_F64
+        if table[e.fn].startswith("pd_"):
+            self.helpers.add(table[e.fn])  # printed before the function (prelude.EXP_F32)
         return f"{table[e.fn]}({self.cast_to(e.args[0], t)})"
 
     def statement(self, stmt: Statement, args: list[str]) -> cgen.Generable:

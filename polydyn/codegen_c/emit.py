@@ -34,7 +34,7 @@ from .astnodes import (
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
-from .prelude import PANEL_SLOT, PRELUDE, TRANSPOSE16
+from .prelude import EXP_F32, PANEL_SLOT, PRELUDE, TRANSPOSE16
 from .repack import Repack, Repacks
 from .split import SplitSums
 from .tiles import HeldCell, Padded, RegisterTiles, loops_below, mark_role
@@ -74,6 +74,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         # the function's repacked copies and panels, by what they copy (Repacks.repack,
         # Repacks.panel_plan)
         self.repacks: dict[tuple[Any, ...], Repack] = {}
+        # the prelude's helpers the function calls (``pd_exp_f32``: prelude.EXP_F32)
+        self.helpers: set[str] = set()
         self.tile_count = 0
         self.team_count = 0
         self.split_count = 0
@@ -237,6 +239,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.user_counts = Counter(u.name for u in ast_users(ast, self))
         st = LoopState()
         self.repacks = {}
+        self.helpers = set()
         body = self.node(ast, st)
         decls: list[cgen.Generable] = []
         for a in self.scop.arrays:
@@ -264,6 +267,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         helper = TRANSPOSE16 if any(r.in_registers for r in self.repacks.values()) else ""
         if any(r.panel for r in self.repacks.values()):
             helper += PANEL_SLOT
+        if "pd_exp_f32" in self.helpers:
+            helper += EXP_F32
         return f"{helper}/* variant {variant.name}: {variant.region} */\n" \
             f"{self.signature(fname)}\n{block}\n"
 

@@ -103,6 +103,30 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 #endif
 
 /* -- polydyn: translation unit -- */
+#ifndef PD_EXPF
+#define PD_EXPF
+#if defined(__AVX512F__)
+static inline float pd_exp_f32(float x) {
+  const float h = x > 89.0f ? 89.0f : x;
+  const float c = h < -104.0f ? -104.0f : h;
+  const float n = __builtin_rintf(c * 1.44269504088896341f);
+  const float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const int32_t k = (int32_t)n, k1 = k >> 1;
+  const int32_t k2 = x < -104.0f ? -127 : k - k1; /* 2^-127: the bits of +0 */
+  union { int32_t i; float f; } s1 = {(k1 + 127) << 23}, s2 = {(k2 + 127) << 23};
+  return y * s1.f * s2.f;
+}
+#else
+static inline float pd_exp_f32(float x) { return expf(x); }
+#endif
+#endif
 /* variant N=1: [N, L] -> {  : N = 1 and L > 0 } */
 PD_VARIANT int softmax_v0(int64_t N, int64_t L, const float *restrict X, float *restrict Y)
 {
@@ -132,7 +156,7 @@ PD_VARIANT int softmax_v0(int64_t N, int64_t L, const float *restrict X, float *
     {
       const int64_t i = 0;
       const int64_t j = ((-L) + pd_c1);
-      Y[(i) * L + j] = expf((X[(i) * L + j] - m));
+      Y[(i) * L + j] = pd_exp_f32((X[(i) * L + j] - m));
     }
     {
       const int64_t i = 0;
@@ -157,6 +181,30 @@ PD_VARIANT int softmax_v0(int64_t N, int64_t L, const float *restrict X, float *
 }
 
 /* -- polydyn: translation unit -- */
+#ifndef PD_EXPF
+#define PD_EXPF
+#if defined(__AVX512F__)
+static inline float pd_exp_f32(float x) {
+  const float h = x > 89.0f ? 89.0f : x;
+  const float c = h < -104.0f ? -104.0f : h;
+  const float n = __builtin_rintf(c * 1.44269504088896341f);
+  const float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const int32_t k = (int32_t)n, k1 = k >> 1;
+  const int32_t k2 = x < -104.0f ? -127 : k - k1; /* 2^-127: the bits of +0 */
+  union { int32_t i; float f; } s1 = {(k1 + 127) << 23}, s2 = {(k2 + 127) << 23};
+  return y * s1.f * s2.f;
+}
+#else
+static inline float pd_exp_f32(float x) { return expf(x); }
+#endif
+#endif
 /* variant generic: [N, L] -> {  : N >= 0 and L > 0 } */
 PD_VARIANT int softmax_v1(int64_t N, int64_t L, const float *restrict X, float *restrict Y)
 {
@@ -189,7 +237,7 @@ PD_VARIANT int softmax_v1(int64_t N, int64_t L, const float *restrict X, float *
       {
         const int64_t i = pd_c0;
         const int64_t j = ((-L) + pd_c1);
-        Y[(i) * L + j] = expf((X[(i) * L + j] - m));
+        Y[(i) * L + j] = pd_exp_f32((X[(i) * L + j] - m));
       }
       {
         const int64_t i = pd_c0;

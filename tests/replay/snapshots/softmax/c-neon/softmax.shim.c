@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_d8f3187485d5", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_softmax_d8f3187485d5(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_e304dd40c9a4", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_softmax_e304dd40c9a4(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }
