@@ -76,24 +76,22 @@ sequence half padding) written with `@pd.operator`: linear, linear with bias and
 + residual, attention scores over a [B, S, 3, H, DH] view of the fused QKV projection, scale +
 mask + softmax in one operator, attention context, the library's layernorm. The projections
 are written for nn.Linear's weights as the model holds them (`W[o, i]`, `--layout
-nn.Linear`; the GELU's sum in a local scalar): from 6 rows they run register tiles reading a
-copy of W repacked at every call, below that dot products (`pipeline.REPACK_ROWS`). polydyn
+nn.Linear`; the GELU's sum in a local scalar): from 6 rows they run register tiles over
+panels of W (32 output columns over all of its input, transposed by the thread whose tiles
+read them, `codegen_c.repack.Repacks.panel_plan`), so each weight is read from memory once
+a call; below 6 rows dot products (`pipeline.REPACK_ROWS`). The attention scores read the
+keys of the QKV view from such panels too (a constant subscript picks the slice), and the
+masked softmax's exp runs the masked entries at full speed (`prelude.EXP_F32`). polydyn
 runs it called eagerly with tensors and as `polydyn.torch.custom_op` operators inside
 `torch.compile(dynamic=True, fullgraph=True)`; torch runs the same weights in eager mode and
 under `torch.compile(dynamic=True)`; 2 threads each. Each point is checked against torch
 eager first (max |error| / max |output| under 1e-4). Dynamo specializes sizes 1 (batch 1,
 then sequence length 1), for torch's own layer as for polydyn's operators; no other shape
-compiles again. What is weak: from 16 to 64 tokens the layer runs at 0.86-0.88x torch
-although each projection, timed alone in a loop, runs 1.0-1.8x torch at those rows: in the
-layer the four weights (28 MB) come from memory at every call, and the per-call copy of each
-(written, then read by the register tiles) triples that traffic where the product is small.
-Timed one by one inside the layer (medians of 25 layers), the projections take 1.8x the
-input-major ones at 1 x 16 (QKV 0.56 against 0.31 ms, FFN in 0.73 against 0.40) and 1.3-1.5x
-at 1 x 64. A copy per panel of 32 output columns, made by the thread that uses it just before,
-would read each weight once. The attention scores over the QKV view run a plain-loop variant (0.26x torch at 1 x 64)
-and so does the masked softmax over them (0.24x). The same layer with the weights read from
-`[in, out]` copies made once (`--layout input-major`, the bundled matmul's layout, no copy
-per call) follows the first table.
+compiles again. Timed one by one inside the layer at 1 x 64 (medians of 25 layers, polydyn /
+torch, ms): QKV 0.83 / 1.52, scores 0.054 / 0.099, masked softmax 0.017 / 0.025 (alone),
+context 0.037 / 0.069, out projection 0.28 / 0.50, FFN in 1.04 / 2.13, FFN out 0.98 / 1.96.
+The same layer with the weights read from `[in, out]` copies made once (`--layout
+input-major`, the bundled matmul's layout) follows the first table.
 
 ![bert_layer](results/bert_layer.png)
 
@@ -110,11 +108,12 @@ shared, load average 2 to 3 on its 2 cores, so the ratios timed in turns are the
 figures; each call's operands stay in cache from the call before: the BERT section below
 shows a weight read from memory).
 "vs bundled" and "vs torch eager" are the other's time over the phrasing's (above 1: the
-phrasing is faster). What limits the rest: products whose operands both run along the
-reduction (`matmul_bt`, nn.Linear's layout, attention's scores) take register tiles over a
-copy of the operand repacked at every call from 6 rows (`pipeline.REPACK_ROWS`; whole 16 x 16
-tiles of the copy transposed in AVX-512 registers), held dot products below (`scop/hold.py`,
-80-90 GFLOP/s); the copy costs most where the weight is large and the rows few.
+phrasing is faster). Products whose operands both run along the reduction (`matmul_bt`,
+nn.Linear's layout, attention's scores) take register tiles from 6 rows
+(`pipeline.REPACK_ROWS`) over panels of the operand, 32 columns over the whole reduction,
+transposed (16 x 16 tiles in AVX-512 registers) by the thread whose tiles read them, untiled
+up to a reduction of 4096 (the panel in half the L2), cache-tiled over a whole copy past it;
+held dot products below 6 rows (`scop/hold.py`, 80-90 GFLOP/s).
 `softmax_if`'s two exponentials are computed once (`scop/reuse.py`); attention's two
 products run in bands of their own around the softmax (`schedule/auto.repacked_products`).
 
@@ -127,9 +126,13 @@ From `bench/fixed_sizes.py` (file `bench/results/fixed_sizes.md`): every bundled
 compiled dynamic and with its sizes fixed (`--assume "N = ..."`), timed in turns at those
 sizes. Two causes found and fixed this turn: conv2d's init stayed in its band once isl dropped
 the band member of B = 1 (0.01x before), and a thread test multiplying constant extents as
-int overflowed at 1531^3 and kept matmul on one thread (0.51x before). Below 0.95x still:
-matmul's skinny N = 8 (0.89x), conv2d with 3 input channels (0.93x), maxpool with B = 1
-(0.86x: the fixed compile has no B=1 variant and runs the generic one).
+int overflowed at 1531^3 and kept matmul on one thread (0.51x before). Below 0.95x still, in
+two runs each: matmul's skinny N = 8 (0.89x: with the rows fixed at 8 the AST holds a whole
+register tile of 6 rows and one of 2, where the dynamic code runs the 2 as a padded tile of
+the full shape), conv2d with 3 input channels (0.90-0.93x), maxpool with B = 1 (0.85-0.86x:
+the same loops with constant bounds; gcc vectorizes the fixed one's body across statements
+instead). layernorm 128 x 768 ran 0.90x in the second run and 1.08x in the first (9 us a
+call).
 
 """
 
