@@ -186,8 +186,8 @@ static inline int64_t pd_slot(int lv) { (void)lv; return 0; }
 # one (Cephes' polynomial, the scale 2^n applied as two powers of two, +0 for x < -104)
 # runs every lane alike at libmvec's speed, within 1.01 ulp of exp over all floats, with
 # inf, -inf and NaN right. Without AVX-512 gcc 12 does not vectorize it (its selects stay
-# branches: the operations they choose from may trap), so there it is expf. Printed before the functions that call it, like
-# ``TRANSPOSE16``.
+# branches: the operations they choose from may trap), so there it is expf. Printed before
+# the functions that call it, like ``TRANSPOSE16``.
 EXP_F32 = r"""#ifndef PD_EXPF
 #define PD_EXPF
 #if defined(__AVX512F__)

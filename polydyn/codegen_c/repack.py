@@ -100,10 +100,12 @@ class Repacks:
         reduced = [d for d, v in its.items() if v != vec_var and inside(v)]
         kept = [v for d, v in its.items() if v != vec_var and d not in reduced]
         rows, vecs = outside(row_var), outside(vec_var)
+        target = set().union(*(sub.vars() for sub in stmt.target.index)) \
+            if isinstance(stmt.target, Load) else set()
         if len(vec_dims) != 1 or len(reduced) != 1 or vec_dims[0] == len(ref.index) - 1 or \
                 outside(its[reduced[0]]) or row_var in its.values() or len(kept) > 7 or \
-                (rows and vecs and min(rows) < min(vecs)):
-            return None
+                not set(kept) <= target or (rows and vecs and min(rows) < min(vecs)):
+            return None  # (the tile's base values are certain for the target's iterators)
         constant = [d for d, sub in enumerate(ref.index) if not sub.vars()]
         if any(isinstance(e, Load) and e.array == ref.array and e is not ref and
                all(e.index[d].to_c() == ref.index[d].to_c() for d in constant)
