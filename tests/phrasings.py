@@ -154,6 +154,17 @@ def linear_scalar_gelu(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M]))
             Y[n, o] = 0.5 * v * (1.0 + pd.erf(v * 0.7071067811865476))
 
 
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def linear_relu(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
+    """nn.Linear then ReLU as a conditional expression, the sum in the cell from the bias."""
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = b[o]
+            for k in range(K):
+                Y[n, o] += X[n, k] * W[o, k]
+            Y[n, o] = Y[n, o] if Y[n, o] > 0.0 else 0.0
+
+
 # --- masks and attention ----------------------------------------------------------------------
 
 
@@ -200,6 +211,18 @@ def attention(Q: f32[L, D], Kt: f32[L, D], V: f32[L, D], Out: out(f32[L, D])):  
             Out[i, d] = 0.0
             for j in range(L):
                 Out[i, d] += S[i, j] * V[j, d]
+
+
+@pd.operator(assume="L >= 1 and D >= 1")
+def scores_scaled(Q: f32[H, L, D], Kh: f32[H, L, D], S: out(f32[H, L, L])):
+    """Attention's scores per head, the sum in a scalar, scaled as it is stored."""
+    for h in range(H):
+        for i in range(L):
+            for j in range(L):
+                acc = 0.0
+                for d in range(D):
+                    acc += Q[h, i, d] * Kh[h, j, d]
+                S[h, i, j] = acc * 0.125
 
 
 @pd.operator()
@@ -257,8 +280,10 @@ NUMPY = {
     linear_cell: lambda X, W, b: X @ W.T + b,
     linear_scalar_gelu: lambda X, W, b: (lambda v: 0.5 * v * (1 + _erf(v / np.sqrt(2))))(
         X @ W.T + b),
+    linear_relu: lambda X, W, b: np.maximum(X @ W.T + b, 0.0),
     causal_softmax: _causal,
     attention: _attention,
+    scores_scaled: lambda Q, Kh: Q @ Kh.transpose(0, 2, 1) * 0.125,
     gelu_tanh: _gelu,
 }
 
@@ -287,8 +312,10 @@ BENCH_SIZES = {
                   {"N": 64, "M": 768, "K": 768}, {"N": 128, "M": 768, "K": 768},
                   {"N": 64, "M": 3072, "K": 768}],
     linear_scalar_gelu: [{"N": 16, "M": 3072, "K": 768}, {"N": 128, "M": 3072, "K": 768}],
+    linear_relu: [{"N": 64, "M": 3072, "K": 768}],
     causal_softmax: [{"H": 8, "L": 512}],
     attention: [{"L": 512, "D": 64}],
+    scores_scaled: [{"H": 12, "L": 64, "D": 64}, {"H": 12, "L": 384, "D": 64}],
     gelu_tanh: [{"N": 1024, "M": 4096}],
 }
 
@@ -305,6 +332,8 @@ TORCH = {
     linear_cell: lambda t, X, W, b: t.nn.functional.linear(X, W, b),
     linear_scalar_gelu: lambda t, X, W, b: t.nn.functional.gelu(
         t.nn.functional.linear(X, W, b)),
+    linear_relu: lambda t, X, W, b: t.relu(t.nn.functional.linear(X, W, b)),
+    scores_scaled: lambda t, Q, Kh: Q @ Kh.transpose(1, 2) * 0.125,
     causal_softmax: lambda t, S: t.softmax(S.masked_fill(t.triu(t.ones(
         S.shape[-1], S.shape[-1], dtype=t.bool), 1), float("-inf")), -1),
     attention: lambda t, Q, Kt, V: t.softmax(Q @ Kt.T * 0.125, -1) @ V,

@@ -28,6 +28,7 @@ NOTES = {
                             "S3: the element-wise epilogue runs after the product's loops"),
     ph.attention: ("S[i, j]: the sum over d is kept in the local scalar",),
     ph.gelu_tanh: ("x: the value is kept in Y[i, j]",),
+    ph.linear_relu: ("Y[n, o]: the sum over k is kept in the local scalar",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
@@ -35,6 +36,10 @@ NOTES_C = {
     ph.linear_scalar_gelu: ("v: the value is kept in Y[n, o]",
                             "s: the sum is kept in Y[n, o], from b[o]",
                             "S3: the element-wise epilogue runs after the product's loops"),
+    ph.linear_relu: ("S2: the element-wise epilogue runs after the product's loops",
+                     "Y[n, o]: the sum over k is kept in the local scalar"),
+    ph.scores_scaled: ("acc: the sum is kept in S[h, i, j]",
+                       "S2: the element-wise epilogue runs after the product's loops"),
 }
 
 # per phrasing, sizes against NumPy: 1, primes, tile edges (48, 256 for products)
@@ -56,6 +61,8 @@ SIZES = {
                   {"L": 23, "D": 16}, {"L": 24, "D": 65}, {"L": 257, "D": 33},
                   {"L": 5, "D": 64}, {"L": 6, "D": 9}],
     "gelu": [{"N": 0, "M": 3}, {"N": 3, "M": 1031}],
+    "scores": [{"H": 1, "L": 1, "D": 1}, {"H": 2, "L": 67, "D": 64}, {"H": 3, "L": 23, "D": 17},
+               {"H": 1, "L": 6, "D": 9}, {"H": 2, "L": 257, "D": 33}],
 }
 
 

@@ -1,5 +1,6 @@
 """Element-wise epilogues moved out of the loops of their product: a statement that ends the
-innermost loop around a reduction and calls a math function on the cell it updates,
+innermost loop around a reduction and calls a math function or computes on the cell it
+updates (``P = P * 0.125``),
 
     for n: for o:  Y[n, o] = b[o];  for k: Y[n, o] += X[n, k] * W[k, o];  Y[n, o] = gelu(Y[n, o])
 
@@ -9,9 +10,10 @@ runs in a nest of its own after the product:
     for n: for o:  Y[n, o] = gelu(Y[n, o])
 
 Inside the product's loops the epilogue keeps the band from carrying register tiles (its
-statements no longer all accumulate into one target) and runs once per output between
-reductions, so its math call is not vectorized; in a nest of its own its innermost loop is
-stride 1 and calls the vector math library. It costs one more pass over the outputs.
+statements no longer all accumulate into one target: attention's scaled scores ran at 0.1x
+torch so) and runs once per output between reductions, so a math call is not vectorized; in
+a nest of its own its innermost loop is stride 1 and calls the vector math library. It
+costs one more pass over the outputs.
 
 The move is made only where it keeps every dependence: the operator's program order with the
 epilogue moved is checked against the dependences of the order as written (isl).
@@ -51,8 +53,9 @@ def _candidates(scop: Scop, body: tuple[Node, ...], loops: tuple[Loop, ...]) -> 
 
 
 def is_epilogue(scop: Scop, name: str) -> bool:
-    """``T[i...] = f(T[i...], ...)`` with ``f`` calling a math function, the subscripts the
-    statement's own loop variables, one each."""
+    """``T[i...] = f(...)``, the subscripts the statement's own loop variables, one each,
+    ``f`` calling a math function (GELU) or reading ``T[i...]`` (attention's scores scaled,
+    ``P = P * 0.125``, after a sum kept in a scalar that ``scop.forward`` moved into P)."""
     stmt = scop.statement(name)
     target = stmt.target
     if not isinstance(target, Load) or stmt.op != "=":
@@ -61,7 +64,9 @@ def is_epilogue(scop: Scop, name: str) -> bool:
             for a in target.index for v in a.vars()]
     if None in subs or sorted(subs) != sorted(set(subs)) or set(subs) != set(stmt.iters):
         return False
-    return any(isinstance(e, Call) and e.fn in MATH_FUNCS for e in stmt.value.walk())
+    return any((isinstance(e, Call) and e.fn in MATH_FUNCS) or
+               (isinstance(e, Load) and e.array == target.array and e.index == target.index)
+               for e in stmt.value.walk())
 
 
 def _move(tree: tuple[Node, ...], name: str) -> tuple[Node, ...]:
