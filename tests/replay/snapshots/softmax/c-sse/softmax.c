@@ -107,8 +107,9 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 #define PD_EXPF
 #if defined(__AVX512F__)
 static inline float pd_exp_f32(float x) {
-  const float h = x > 89.0f ? 89.0f : x;
-  const float c = h < -104.0f ? -104.0f : h;
+  /* quiet comparisons: no invalid-operation flag on NaN, and gcc keeps them as selects */
+  const float h = __builtin_isgreater(x, 89.0f) ? 89.0f : x;
+  const float c = __builtin_isless(h, -104.0f) ? -104.0f : h;
   const float n = __builtin_rintf(c * 1.44269504088896341f);
   const float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -119,7 +120,7 @@ static inline float pd_exp_f32(float x) {
   p = p * r + 5.0000001201e-1f;
   const float y = (p * (r * r) + r) + 1.0f;
   const int32_t k = (int32_t)n, k1 = k >> 1;
-  const int32_t k2 = x < -104.0f ? -127 : k - k1; /* 2^-127: the bits of +0 */
+  const int32_t k2 = __builtin_isless(x, -104.0f) ? -127 : k - k1; /* 2^-127: +0's bits */
   union { int32_t i; float f; } s1 = {(k1 + 127) << 23}, s2 = {(k2 + 127) << 23};
   return y * s1.f * s2.f;
 }
@@ -185,8 +186,9 @@ PD_VARIANT int softmax_v0(int64_t N, int64_t L, const float *restrict X, float *
 #define PD_EXPF
 #if defined(__AVX512F__)
 static inline float pd_exp_f32(float x) {
-  const float h = x > 89.0f ? 89.0f : x;
-  const float c = h < -104.0f ? -104.0f : h;
+  /* quiet comparisons: no invalid-operation flag on NaN, and gcc keeps them as selects */
+  const float h = __builtin_isgreater(x, 89.0f) ? 89.0f : x;
+  const float c = __builtin_isless(h, -104.0f) ? -104.0f : h;
   const float n = __builtin_rintf(c * 1.44269504088896341f);
   const float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -197,7 +199,7 @@ static inline float pd_exp_f32(float x) {
   p = p * r + 5.0000001201e-1f;
   const float y = (p * (r * r) + r) + 1.0f;
   const int32_t k = (int32_t)n, k1 = k >> 1;
-  const int32_t k2 = x < -104.0f ? -127 : k - k1; /* 2^-127: the bits of +0 */
+  const int32_t k2 = __builtin_isless(x, -104.0f) ? -127 : k - k1; /* 2^-127: +0's bits */
   union { int32_t i; float f; } s1 = {(k1 + 127) << 23}, s2 = {(k2 + 127) << 23};
   return y * s1.f * s2.f;
 }
