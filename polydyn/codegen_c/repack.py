@@ -43,6 +43,11 @@ class Repack:
     in_registers: bool = False  # whole tiles copied by pd_tr16_f32 (prelude.TRANSPOSE16)
     panel: Panel | None = None  # per-thread panels (Repacks.panel_plan), not a whole copy
 
+    @property
+    def data(self) -> str:
+        """The pointer the tiles read: the copy, or the running thread's panel."""
+        return f"{self.buf}_d" if self.panel else self.buf
+
 
 @dataclass(frozen=True)
 class Panel:
@@ -114,12 +119,13 @@ class Repacks:
         key = (ref.array, tuple(sub.to_c() for sub in ref.index), 0, True)
         if key not in self.repacks:
             self.repacks[key] = self._panel(ref, vec_dims[0], reduced[0])
-        panel = self.repacks[key].panel
+        repack = self.repacks[key]
+        panel = repack.panel
         offsets = [sub.to_c() for sub in ref.index]
         strides = ["0"] * len(ref.index)  # the tile's values: this copy's cells (copy_of)
         offsets[panel.vec_dim], strides[panel.vec_dim] = f"{panel.name}_o", "1"
         offsets[panel.other_dim], strides[panel.other_dim] = "0", str(panel.width)
-        self.packed[ref.array] = (f"{panel.name}_d", offsets, strides)
+        self.packed[ref.array] = (repack.data, offsets, strides)
         return panel.name
 
     def _panel(self, ref: Load, vec_dim: int, other_dim: int) -> Repack:
@@ -158,7 +164,7 @@ class Repacks:
         ref, width, array = panel.ref, panel.width, panel.ref.array
         shape = [f"({d.to_c()})" for d in self.scop.array(array).shape]
         vecs, others = shape[panel.vec_dim], shape[panel.other_dim]
-        data, at = f"{name}_d", f"{name}_o"
+        data, at = repack.data, f"{name}_o"
 
         def cell_at(vec: Aff, other: Aff) -> str:
             index = [vec if d == panel.vec_dim else other if d == panel.other_dim else

@@ -424,8 +424,7 @@ class RegisterTiles:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
         its rows run on past the array's end by the widest register vector, in zeros."""
         copy = self.copy_of(ref)
-        if copy is None or copy[0] not in \
-                {f"{r.buf}_d" if r.panel else r.buf for r in self.repacks.values()}:
+        if copy is None or copy[0] not in {r.data for r in self.repacks.values()}:
             return False
         strides = copy[2]
         return any(sub.vars() == {var} and strides[d] == "1" for d, sub in enumerate(ref.index))

@@ -170,6 +170,13 @@ def binary(op: str, a: Expr, b: Expr) -> Bin:
     return Bin(dtype, op, a, b)
 
 
+def replace_subexpr(e: Expr, part: Expr, by: Expr) -> Expr:
+    """``e`` with every sub-expression equal to ``part`` (``part`` itself included) ``by``."""
+    if e == part:
+        return by
+    return map_children(e, lambda x: replace_subexpr(x, part, by))
+
+
 def map_children(e: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     """``e`` with ``fn`` applied to each of its direct sub-expressions (fields that hold an
     expression or a tuple of them); ``e`` itself where none changes. A rewrite recurses by

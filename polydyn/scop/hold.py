@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from .exprs import Bin, Expr, Load, Scalar, map_children, reads_array
+from .exprs import Bin, Expr, Load, Scalar, reads_array, replace_subexpr
 from .forward import along_cells, read_only, reads_across
 from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
+from .names import fresh_name
 
 
 def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]:
@@ -46,19 +47,19 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
     for init, loop, store in holds:
         cell = init.target
         assert isinstance(cell, Load)
-        name = _fresh(f"{cell.array}_acc", taken)
+        name = fresh_name(f"{cell.array}_acc", taken)
         dtype = scop.array(cell.array).dtype
         s = Scalar(dtype, name)
         arrays.append(Array(name, dtype, (), "local", init.iters))
         changed = {init.name: init.replace(target=s)}
         for ref in loop.body:
             upd = scop.statement(ref.name)
-            changed[upd.name] = upd.replace(target=s, value=_substitute(upd.value, cell, s))
+            changed[upd.name] = upd.replace(target=s, value=replace_subexpr(upd.value, cell, s))
         if store is not None:
-            changed[store.name] = store.replace(value=_substitute(store.value, cell, s))
+            changed[store.name] = store.replace(value=replace_subexpr(store.value, cell, s))
         statements = [changed.get(x.name, x) for x in statements]
         if store is None:  # the cell gets the scalar's value after the loop
-            new_name = _fresh(f"{init.name}_h", taken)
+            new_name = fresh_name(f"{init.name}_h", taken)
             new = init.replace(name=new_name, op="=", value=s,
                                domain=init.domain.set_tuple_name(new_name))
             last = max(statements.index(changed[r.name]) for r in loop.body)
@@ -185,12 +186,6 @@ def _only_cell(e: Expr, cell: Load) -> bool:
 
 
 
-def _substitute(e: Expr, cell: Load, s: Scalar) -> Expr:
-    if e == cell:
-        return s
-    return map_children(e, lambda x: _substitute(x, cell, s))
-
-
 def _insert_after(nodes: tuple[Node, ...], body: set[str], new: StmtRef) -> tuple[Node, ...]:
     """The loop tree with ``new`` after the loop whose body holds the statements ``body``."""
     out: list[Node] = []
@@ -205,15 +200,6 @@ def _insert_after(nodes: tuple[Node, ...], body: set[str], new: StmtRef) -> tupl
         else:
             out.append(n)
     return tuple(out)
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    base, n = name, 0
-    while name in taken:
-        n += 1
-        name = f"{base}{n}"
-    taken.add(name)
-    return name
 
 
 def _text(cell: Load) -> str:

@@ -126,6 +126,17 @@ def generated_name(name: str) -> str:
     return f"pdux{escaped}"
 
 
+def fresh_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name`` with the smallest number after it that is not in ``taken``;
+    added to ``taken``."""
+    base, n = name, 0
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    taken.add(name)
+    return name
+
+
 def renaming(names: Iterable[str]) -> dict[str, str]:
     """user -> generated, for the names that change."""
     return {n: generated_name(n) for n in names if not is_safe(n)}

@@ -19,9 +19,9 @@ computed before.
 
 from __future__ import annotations
 
-from .exprs import Call, Expr, Load, Scalar, map_children
+from .exprs import Call, Expr, Load, Scalar, replace_subexpr
 from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
-from .names import rename_expr
+from .names import fresh_name, rename_expr
 from .printer import format_expr
 
 
@@ -100,12 +100,6 @@ def _contains(e: Expr, part: Expr) -> bool:
     return any(x == part for x in e.walk())
 
 
-def _replaced(e: Expr, part: Expr, by: Expr) -> Expr:
-    if e == part:
-        return by
-    return map_children(e, lambda x: _replaced(x, part, by))
-
-
 def _rewrite(scop: Scop, first: Loop, second: Loop, value: Expr) -> tuple[Scop, str]:
     update = scop.statement(first.body[0].name)
     store = scop.statement(second.body[0].name)
@@ -113,14 +107,11 @@ def _rewrite(scop: Scop, first: Loop, second: Loop, value: Expr) -> tuple[Scop, 
     assert isinstance(cell, Load)
     there = rename_expr(cell, {second.var: first.var})  # the cell at the first loop's point
     taken = {s.name for s in scop.statements} | {a.name for a in scop.arrays} | set(scop.syms)
-    name, n = f"{update.name}_v", 0
-    while name in taken:
-        n += 1
-        name = f"{update.name}_v{n}"
+    name = fresh_name(f"{update.name}_v", taken)
     new = Statement(name, update.iters, there, "=", rename_expr(value, {second.var: first.var}),
                     update.domain.set_tuple_name(name), update.loc)
     changed = {update.name: update.replace(value=there),
-               store.name: store.replace(value=_replaced(store.value, value, cell))}
+               store.name: store.replace(value=replace_subexpr(store.value, value, cell))}
     statements: list[Statement] = []
     for s in scop.statements:
         if s.name == update.name:
