@@ -43,6 +43,34 @@ from .toolchain import UNIT_BREAK
 _T = isl.ast_expr_op_type
 
 
+
+def fixed_sizes(region: isl.Set, syms: Iterable[str]) -> dict[str, int]:
+    """The sizes that ``region`` fixes to one value (``assume="N = 8"``, a variant for ``N =
+    1``). The variant's code declares them as constants, so the C compiler sees constant
+    strides in the subscripts too, not only constant loop bounds."""
+    region = region.detect_equalities()
+    out = {}
+    for s in syms:
+        pos = region.find_dim_by_name(isl.dim_type.param, s)
+        if pos < 0:
+            continue
+        val = region.plain_get_val_if_fixed(isl.dim_type.param, pos)
+        if val.is_int():
+            out[s] = int(val.to_python())
+    return out
+
+
+def size_constants(fixed: dict[str, int], ctype: str = "int64_t") -> list[cgen.Generable]:
+    """``const int64_t N = 8;`` for each ``fixed`` size: the first statements of a function
+    whose parameter for it is renamed (``fixed_param``)."""
+    return [cgen.Statement(f"const {ctype} {s} = {v}") for s, v in fixed.items()]
+
+
+def fixed_param(sym: str, fixed: dict[str, int] | None) -> str:
+    """The name of ``sym``'s parameter: ``pd_arg_<sym>`` when ``fixed`` holds it (the callers
+    pass it all the same), else the sym's own."""
+    return f"pd_arg_{sym}" if fixed and sym in fixed else sym
+
 class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, SplitSums):
     """Prints one operator's variants, its dispatcher and its header as C."""
 
@@ -263,17 +291,23 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
                                  cgen.Block([*frees, cgen.Statement("return -2")])))
             tail = [*frees, *tail]
         decls += [r.copy for r in self.repacks.values()]
-        block = cgen.Block([*decls, *body, *tail])
+        fixed = fixed_sizes(variant.region, self.scop.syms)
+        block = cgen.Block([*size_constants(fixed), *decls, *body, *tail])
         helper = TRANSPOSE16 if any(r.in_registers for r in self.repacks.values()) else ""
         if any(r.panel for r in self.repacks.values()):
             helper += PANEL_SLOT
         if "pd_exp_f32" in self.helpers:
             helper += EXP_F32
         return f"{helper}/* variant {variant.name}: {variant.region} */\n" \
-            f"{self.signature(fname)}\n{block}\n"
+            f"{self.signature(fname, fixed)}\n{block}\n"
 
-    def signature(self, fname: str) -> str:
-        return f"PD_VARIANT int {fname}({', '.join(self.params(True))})"
+    def signature(self, fname: str, fixed: dict[str, int] | None = None) -> str:
+        """A variant's signature; the parameters of the ``fixed`` sizes renamed (their
+        constants take the names)."""
+        params = self.params(True)
+        params[:len(self.scop.syms)] = [f"int64_t {fixed_param(s, fixed)}"
+                                        for s in self.scop.syms]
+        return f"PD_VARIANT int {fname}({', '.join(params)})"
 
     def dispatcher(self, variants: list[Variant]) -> str:
         name = self.scop.name

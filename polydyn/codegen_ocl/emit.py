@@ -17,7 +17,7 @@ import cgen
 import islpy as isl
 
 from ..codegen_c.astnodes import LoopState, loop_annotation, strip_parens
-from ..codegen_c.emit import CEmitter
+from ..codegen_c.emit import CEmitter, fixed_param, fixed_sizes, size_constants
 from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..errors import UnsupportedError
 from ..schedule.tree import loop_mark
@@ -64,6 +64,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         self.permute = permute
         self._lane_types: set[str] = set()  # the local scalar types a lane kernel combines
         self._shuffle_types: set[str] = set()  # the types any kernel shuffles (the prelude's)
+        self._fixed: dict[str, int] = {}  # the sizes the variant being printed fixes
 
     # --- the overridden table ------------------------------------------------------------
     def param(self, a: Array, with_restrict: bool) -> str:
@@ -344,7 +345,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         """Sizes, host loop values, grid offsets, then the operator's arguments in declaration
         order, then its temporaries and spilled scalars, then the __local buffers sized at
         launch (the host passes them in this order)."""
-        out = [f"long {s}" for s in self.scop.syms]
+        out = [f"long {fixed_param(s, self._fixed)}" for s in self.scop.syms]
         out += [f"long {HOST}{j}" for j in range(spec.n_host)]
         if spec.grid:
             out += [f"long {OFFSET}{k}" for k in range(len(spec.grid.tiles))]
@@ -409,7 +410,8 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         size = ", ".join(str(s) for s in (*spec.local_size, 1, 1)[:3])
         head = (f"__kernel __attribute__((reqd_work_group_size({size})))\n"
                 f"void {spec.name}({', '.join(self.kernel_params(spec))})")
-        block = cgen.Block([*self.ids(spec), *decls, *body])
+        block = cgen.Block([*size_constants(self._fixed, "long"), *self.ids(spec), *decls,
+                            *body])
         return f"/* {_describe(spec)} */\n{head}\n{block}\n"
 
     def module(self, mappings: list[VariantMapping]) -> str:  # type: ignore[override]
@@ -417,6 +419,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         kernels = []
         for m in mappings:
             kernels.append(f"/* ---- variant {m.variant.name}: {m.variant.region} */")
+            self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
             kernels.extend(self.kernel_function(k) for k in m.kernels)
             kernels.extend(self.kernel_function(x) for k in m.kernels for x in k.family()[1:])
         text = "\n".join(kernels)

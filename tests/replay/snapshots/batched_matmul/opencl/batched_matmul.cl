@@ -42,8 +42,9 @@ static inline float pd_fmod_f32(float a, float b) {
 /* ---- variant B=1: [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and M > 0 } */
 /* batched_matmul_v0_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(1);
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
@@ -228,8 +229,9 @@ void batched_matmul_v0_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
 
 /* batched_matmul_v0_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void batched_matmul_v0_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(1);
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
@@ -414,8 +416,9 @@ void batched_matmul_v0_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
 
 /* batched_matmul_v0_k0_1: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void batched_matmul_v0_k0_1(long B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
+void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(1);
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);

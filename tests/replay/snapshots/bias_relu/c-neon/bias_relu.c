@@ -104,8 +104,9 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 
 /* -- polydyn: translation unit -- */
 /* variant N=1: [N, M] -> {  : N = 1 and M >= 0 } */
-PD_VARIANT int bias_relu_v0(int64_t N, int64_t M, const float *restrict X, const float *restrict b, float *restrict Y)
+PD_VARIANT int bias_relu_v0(int64_t pd_arg_N, int64_t M, const float *restrict X, const float *restrict b, float *restrict Y)
 {
+  const int64_t N = 1;
   #pragma omp simd
   for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 1)
   {

@@ -53,8 +53,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_bias_relu_fc4ee858416a", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_bias_relu_fc4ee858416a(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_bias_relu_5d4afe83b254", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_bias_relu_5d4afe83b254(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -37,8 +37,9 @@ static inline float pd_fmod_f32(float a, float b) {
 /* ---- variant N=1: [N, M] -> {  : N = 1 and M >= 0 } */
 /* bias_relu_v0_k0: 1-D grid of 256 work-groups over schedule dims pd_c0; statements S0 */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void bias_relu_v0_k0(long N, long M, long pd_o0, __global const float *restrict X, __global const float *restrict b, __global float *restrict Y)
+void bias_relu_v0_k0(long pd_arg_N, long M, long pd_o0, __global const float *restrict X, __global const float *restrict b, __global float *restrict Y)
 {
+  const long N = 1;
   const int64_t pd_g0 = get_group_id(0);
   const int64_t pd_l0 = get_local_id(0);
   if (M >= (((256 * pd_g0) + pd_l0) + 1))

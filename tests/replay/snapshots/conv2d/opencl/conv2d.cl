@@ -42,8 +42,9 @@ static inline float pd_fmod_f32(float a, float b) {
 /* ---- variant B=1: [B, C, H, W, F, KH, KW] -> {  : B = 1 and C >= 0 and F >= 0 and 0 < KH <= H and 0 < KW <= W } */
 /* conv2d_v0_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_v0_k0(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);
@@ -498,8 +499,9 @@ void conv2d_v0_k0(long B, long C, long H, long W, long F, long KH, long KW, long
 
 /* conv2d_v0_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void conv2d_v0_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);
@@ -954,8 +956,9 @@ void conv2d_v0_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
 
 /* conv2d_v0_k0_1: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 8, 2)))
-void conv2d_v0_k0_1(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
+void conv2d_v0_k0_1(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);
@@ -1146,8 +1149,9 @@ void conv2d_v0_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
 
 /* conv2d_v0_k0_1_plain: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 8, 2)))
-void conv2d_v0_k0_1_plain(long B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
+void conv2d_v0_k0_1_plain(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);

@@ -104,8 +104,9 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 
 /* -- polydyn: translation unit -- */
 /* variant N=1: [N, D] -> {  : N = 1 and D > 0 } */
-PD_VARIANT int layernorm_v0(int64_t N, int64_t D, const float *restrict X, const float *restrict gamma, const float *restrict beta, float *restrict Y)
+PD_VARIANT int layernorm_v0(int64_t pd_arg_N, int64_t D, const float *restrict X, const float *restrict gamma, const float *restrict beta, float *restrict Y)
 {
+  const int64_t N = 1;
   float s;
   float mean;
   float ss;

@@ -51,8 +51,9 @@ static inline float pd_shfl_xor_f32(float v, int mask) {
 /* ---- variant N=1: [N, D] -> {  : N = 1 and D > 0 } */
 /* layernorm_v0_k0: one work-group of 1024 lanes sharing its loops; statements S0, S1, S2, S3, S4, S5, S6 */
 __kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
-void layernorm_v0_k0(long N, long D, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
+void layernorm_v0_k0(long pd_arg_N, long D, __global const float *restrict X, __global const float *restrict gamma, __global const float *restrict beta, __global float *Y)
 {
+  const long N = 1;
   const int64_t pd_lane = get_local_id(0);
   float s;
   float mean;

@@ -104,8 +104,9 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 
 /* -- polydyn: translation unit -- */
 /* variant N=1: [N, K, M] -> {  : N = 1 and K > 0 and M > 0 } */
-PD_VARIANT int matmul_v0(int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict B, float *restrict C)
+PD_VARIANT int matmul_v0(int64_t pd_arg_N, int64_t K, int64_t M, const float *restrict A, const float *restrict B, float *restrict C)
 {
+  const int64_t N = 1;
   #pragma omp simd
   for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
   {

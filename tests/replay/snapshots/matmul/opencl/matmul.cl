@@ -42,8 +42,9 @@ static inline float pd_fmod_f32(float a, float b) {
 /* ---- variant N=1: [N, K, M] -> {  : N = 1 and K > 0 and M > 0 } */
 /* matmul_v0_k0: 1-D grid of 256 work-groups over schedule dims pd_c0; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void matmul_v0_k0(long N, long K, long M, long pd_o0, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
+void matmul_v0_k0(long pd_arg_N, long K, long M, long pd_o0, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
+  const long N = 1;
   const int64_t pd_g0 = get_group_id(0);
   const int64_t pd_l0 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0);

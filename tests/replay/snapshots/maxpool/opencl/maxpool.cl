@@ -43,8 +43,9 @@ static inline double pd_fmod_f64(double a, double b) {
 /* ---- variant B=1: [B, C, H, W] -> {  : B = 1 and C >= 0 and H >= 0 and W >= 0 } */
 /* maxpool_v0_k0: 3-D grid of 2x8x16 work-groups over schedule dims pd_c0, pd_c1, pd_c2; statements S0, S1, S2 */
 __kernel __attribute__((reqd_work_group_size(16, 8, 2)))
-void maxpool_v0_k0(long B, long C, long H, long W, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global float *restrict Y)
+void maxpool_v0_k0(long pd_arg_B, long C, long H, long W, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global float *restrict Y)
 {
+  const long B = 1;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);

@@ -129,8 +129,9 @@ static inline float pd_exp_f32(float x) { return expf(x); }
 #endif
 #endif
 /* variant N=1: [N, L] -> {  : N = 1 and L > 0 } */
-PD_VARIANT int softmax_v0(int64_t N, int64_t L, const float *restrict X, float *restrict Y)
+PD_VARIANT int softmax_v0(int64_t pd_arg_N, int64_t L, const float *restrict X, float *restrict Y)
 {
+  const int64_t N = 1;
   float m;
   float s;
   float inv;
