@@ -34,16 +34,19 @@ def cmd_compile(args: argparse.Namespace) -> int:
     kernel = pd_compile(scop, target=args.target)
     out = Path(args.output or ".")
     name = scop.name
+    # a ragged operator's artifact is its per-sequence kernel's, with the batch described
+    inner = getattr(kernel, "inner", kernel)
+    extra = {"ragged": kernel.manifest()} if inner is not kernel else {}
     if args.target == "c":
         # the plain C library (no CPython shim), usable from C with the header
         with reporting(f"compiling {name}"):
             stage("C compiler (the plain library)")
-            plain = build_shared(kernel.source, name, Options())
-        written = bundle.write(kernel, out, plain, Options().all_cflags, kernel.module)
+            plain = build_shared(inner.source, name, Options())
+        written = bundle.write(inner, out, plain, Options().all_cflags, inner.module, extra)
     else:
         from .runtime.bundle_ocl import write_opencl
 
-        written = write_opencl(kernel, out)
+        written = write_opencl(inner, out, extra)
     print(f"{name}: {len(kernel.variants)} variant(s), wrote {', '.join(written)} to {out}")
     for k, v in enumerate(kernel.variants):
         print(f"  [{k}] {v.name:12} {v.region}  |  {v.summary}")
@@ -70,6 +73,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     scop = with_assume(op, args.assume)
     kernel = pd_compile(scop, target=args.target)
     sizes = parse_sizes(args.sizes)
+    scop = getattr(scop, "scop", scop)  # a ragged operator's: its length is a size here
     user_syms = [scop.user_name(s) for s in scop.syms]
     unknown = sorted(set(sizes) - set(user_syms))
     if unknown:

@@ -42,12 +42,7 @@ def load_operators(path: str) -> dict[str, Any]:
                          f"{type(exc).__name__}: {exc}") from None
     from .scop.ragged import RaggedOperator
 
-    ragged = [v.name for v in vars(module).values() if isinstance(v, RaggedOperator)]
-    ops = {v.name: v for v in vars(module).values() if isinstance(v, Operator)}
-    if ragged and not ops:
-        raise UsageError(f"{path}: ragged operators ({', '.join(sorted(ragged))}) are not "
-                         "supported by the command line yet; compile them with pd.compile")
-    return ops
+    return {v.name: v for v in vars(module).values() if isinstance(v, Operator | RaggedOperator)}
 
 
 def pick_operator(path: str, op_name: str | None) -> Any:
@@ -73,8 +68,13 @@ def pick_operator(path: str, op_name: str | None) -> Any:
 
 
 def with_assume(op: Any, extra: str | None) -> Any:
-    """The operator's Scop with ``--assume`` added to its context."""
-    scop = op.scop
+    """The operator's Scop with ``--assume`` added to its context; for a ragged operator,
+    the operator over that Scop (its per-sequence one)."""
+    from .scop.ragged import RaggedOperator
+
+    if isinstance(op, RaggedOperator):
+        return op.over(with_assume(op.scop, extra)) if extra else op
+    scop = getattr(op, "scop", op)
     if not extra:
         return scop
     from .scop.names import rename_assume

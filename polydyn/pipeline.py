@@ -400,15 +400,17 @@ def _ocl_settings(options: Options, machine: GpuTarget) -> list[str]:
 def _compile_ragged(op: RaggedOperator, machine: Target,
                     variants: list[tuple[str, Any]] | None, device: Any,
                     options: Options) -> Any:
-    """The RaggedKernel of a ragged operator: its per-sequence operator compiled (C: with the batch entry)."""
+    """The RaggedKernel of a ragged operator: its per-sequence operator compiled (C: with
+    the batch entry)."""
     from .codegen_c.batch import batch_source
     from .runtime.ragged_kernel import RaggedKernel
 
     if isinstance(machine, GpuTarget):  # the sequences run one after another (see guide)
-        return RaggedKernel(op, compile(op.scop, machine, variants, device, options))
+        return RaggedKernel(op.scop, op.info, compile(op.scop, machine, variants, device,
+                                                      options), op)
     info = op.info
     extra = batch_source(op.scop, info.length, info.batched)
-    return RaggedKernel(op, _compile_c(op, machine, variants, options, extra))
+    return RaggedKernel(op.scop, info, _compile_c(op, machine, variants, options, extra), op)
 
 
 def _c_settings(options: Options, machine: CpuTarget) -> list[str]:

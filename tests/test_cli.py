@@ -228,6 +228,37 @@ def test_file_that_is_not_an_operator_module(tmp_path) -> None:
     assert_user_error(polydyn("compile", str(empty)), "no @pd.operator")
 
 
+RAGGED = """
+import polydyn as pd
+from polydyn import f32, out
+
+B, D = pd.sym("B D")
+L = pd.ragged("L", B)
+
+
+@pd.operator(assume="D >= 1")
+def seq_scale(X: f32[B, L, D], G: f32[D], Y: out(f32[B, L, D])):
+    for b in range(B):
+        for s in range(L[b]):
+            for d in range(D):
+                Y[b, s, d] = X[b, s, d] * G[d]
+"""
+
+
+def test_ragged_operator_explain_and_bench(tmp_path) -> None:
+    """explain takes the length as a size (compile and pd.load: tests/test_deploy.py); bench
+    sweeps dense sizes and refuses a ragged operator with one message."""
+    op = tmp_path / "seq.py"
+    op.write_text(RAGGED)
+    result = polydyn("explain", str(op), "L=1", "D=8", "--assume", "D <= 64")
+    assert result.returncode == 0, result.stderr
+    assert "seq_scale at L=1, D=8:" in result.stdout and "runs L=1" in result.stdout
+    assert_user_error(polydyn("explain", str(op), "L=1", "D=80", "--assume", "D <= 64"),
+                      "outside")
+    assert_user_error(polydyn("bench", str(op), "--sweep", "L=1:8"), "ragged operator",
+                      "pd.Jagged")
+
+
 # --------------------------------------------------------------------------------------------
 # the generated C, used from C
 

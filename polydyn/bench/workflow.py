@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..operator_files import pick_operator, with_assume
 from .report import suite_markdown, write_csv, write_json
 from .runner import Settings, SweepResult, sweep
@@ -81,7 +82,13 @@ def bench_operator_file(path: str, op_name: str | None, sweep_specs: Sequence[st
                         assume: str | None = None, plots: bool = True
                         ) -> tuple[list[Path], str]:
     """``polydyn bench op.py ...``: load, sweep, write; returns the files and the table."""
+    from ..scop.ragged import RaggedOperator
+
     op = pick_operator(path, op_name)
+    if isinstance(op, RaggedOperator):  # its inputs are batches of sequences
+        raise UsageError(f"{path}: {op.name} is a ragged operator: `polydyn bench` sweeps "
+                         "dense sizes; time it in Python on pd.Jagged batches "
+                         "(bench/ragged.py does)")
     scop = with_assume(op, assume)
     sweeps = [parse_sweep(s) for s in sweep_specs]
     result = bench_operator(op, numpy_impl_of(op), sweeps, parse_fix(fix_specs), settings,

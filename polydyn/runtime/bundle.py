@@ -94,8 +94,9 @@ def _digest(path: Path) -> str:
 
 
 def write(kernel: Any, out: Path, plain_library: Path | None, cflags: tuple[str, ...],
-          module: str | None) -> list[str]:
-    """Write the C artifact of ``kernel`` to ``out``; returns the file names written."""
+          module: str | None, extra: dict[str, Any] | None = None) -> list[str]:
+    """Write the C artifact of ``kernel`` to ``out``; returns the file names written.
+    ``extra``: more of the manifest (a ragged operator's ``ragged``)."""
     name = kernel.name
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.c").write_text(kernel.source)
@@ -107,7 +108,7 @@ def write(kernel: Any, out: Path, plain_library: Path | None, cflags: tuple[str,
     if module is not None:  # the same code with the CPython fast path (this Python's ABI)
         shutil.copyfile(kernel.library, out / f"{name}.pyext.so")
         files["extension"] = f"{name}.pyext.so"
-    meta = manifest(kernel)
+    meta = {**manifest(kernel), **(extra or {})}
     meta["machine"] = _machine(cflags)
     meta["extension"] = {"module": module, "python": sys.implementation.cache_tag} \
         if module else None

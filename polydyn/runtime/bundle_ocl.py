@@ -47,8 +47,9 @@ def _dtype_name(d: Any) -> str | None:
     return None if d is None else np.dtype(d).name
 
 
-def write_opencl(kernel: Any, out: Path) -> list[str]:
-    """Write the OpenCL artifact of ``kernel`` to ``out``; returns the file names written."""
+def write_opencl(kernel: Any, out: Path, extra: dict[str, Any] | None = None) -> list[str]:
+    """Write the OpenCL artifact of ``kernel`` to ``out``; returns the file names written.
+    ``extra``: more of the manifest (a ragged operator's ``ragged``)."""
     out.mkdir(parents=True, exist_ok=True)
     name = kernel.name
     (out / f"{name}.cl").write_text(kernel.source)
@@ -60,7 +61,7 @@ def write_opencl(kernel: Any, out: Path) -> list[str]:
     if kernel.host_library is not None:
         shutil.copyfile(kernel.host_library, out / f"lib{name}_host.so")
         files["host_library"] = f"lib{name}_host.so"
-    meta = bundle.manifest(kernel)
+    meta = {**bundle.manifest(kernel), **(extra or {})}
     meta["machine"] = {"arch": platform.machine(), "cpu_flags": []}  # built -O2
     meta["opencl"] = {
         "kernels": [{"name": k.name, "local_size": list(k.local_size),

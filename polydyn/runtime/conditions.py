@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_NAMES = {"__builtins__": {}, "max": max, "min": min}
+# what the expressions may call (nothing else)
+EVAL_NAMES = {"__builtins__": {}, "max": max, "min": min}
 
 
 class SizeTests:
@@ -21,10 +22,10 @@ class SizeTests:
         self._regions = [compile(r, "<polydyn region>", "eval") for r in self.regions]
 
     def in_context(self, syms: Mapping[str, int]) -> bool:
-        return bool(eval(self._context, _NAMES, dict(syms)))
+        return bool(eval(self._context, EVAL_NAMES, dict(syms)))
 
     def in_region(self, index: int, syms: Mapping[str, int]) -> bool:
-        return bool(eval(self._regions[index], _NAMES, dict(syms)))
+        return bool(eval(self._regions[index], EVAL_NAMES, dict(syms)))
 
 
 def size_tests(scop: Any, regions: Sequence[Any]) -> SizeTests:

@@ -37,7 +37,7 @@ def load_artifact(path: Path, device: Any = None, own_scop: Any = None, op: Any 
         scop, space = own_scop, own_scop.context.get_space()
         variants = [v.replace(region=isl.Set(v.region).align_params(space)) for v in variants]
     if meta.get("target") == "opencl":
-        return load_opencl(path, meta, scop, variants, tests, device, op)
+        return _ragged(meta, load_opencl(path, meta, scop, variants, tests, device, op), op)
     files = meta["files"]
     ext = meta.get("extension")
     if ext and ext.get("python") == sys.implementation.cache_tag and "extension" in files:
@@ -48,8 +48,25 @@ def load_artifact(path: Path, device: Any = None, own_scop: Any = None, op: Any 
         raise ArtifactError(f"{path}: no library for this Python (built for "
                             f"{ext and ext.get('python')})")
     try:
-        return Kernel(scop, variants, (path / files["source"]).read_text(),
-                      (path / files["header"]).read_text(), library.resolve(), target="c",
-                      op=op, module=module, notes=tuple(meta.get("notes", ())), tests=tests)
+        kernel = Kernel(scop, variants, (path / files["source"]).read_text(),
+                        (path / files["header"]).read_text(), library.resolve(), target="c",
+                        op=op, module=module, notes=tuple(meta.get("notes", ())), tests=tests)
     except OSError as exc:
         raise ArtifactError(f"{path}: the library does not load here ({exc})") from None
+    return _ragged(meta, kernel, op)
+
+
+def _ragged(meta: dict[str, Any], kernel: Any, op: Any) -> Any:
+    """``kernel``, or the RaggedKernel around it where the manifest describes a batch."""
+    ragged = meta.get("ragged")
+    if ragged is None:
+        return kernel
+    from ..scop.ir import RaggedInfo
+    from .ragged_kernel import RaggedKernel
+
+    try:
+        info = RaggedInfo(ragged["batch"], ragged["length"], frozenset(ragged["batched"]))
+        return RaggedKernel(kernel.scop, info, kernel, op, ragged["work"])
+    except (KeyError, TypeError, SyntaxError) as exc:
+        raise ArtifactError(f"malformed ragged section in the manifest of {kernel.name} "
+                            f"({exc!r})") from None

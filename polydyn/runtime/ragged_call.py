@@ -4,7 +4,7 @@ compiled kernels. Every check runs before anything is written."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +12,6 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..scop.exprs import NUMPY_NAME
-from ..scop.interp import check_context, run_reference
 from ..scop.ir import Array, Scop
 from .jagged import Jagged, from_nested, is_nested_tensor, to_nested
 
@@ -34,8 +33,13 @@ class RaggedCall:
 
 
 class RaggedBinder:
-    def __init__(self, scop: Scop, batch: str, length: str, batched: frozenset[str]):
+    """Binds a ragged call's arguments. ``check`` raises ShapeError for sizes outside the
+    operator's context (default: isl's test; a loaded artifact's kernel passes its own)."""
+
+    def __init__(self, scop: Scop, batch: str, length: str, batched: frozenset[str],
+                 check: Callable[[Mapping[str, int]], None] | None = None):
         self.scop, self.batch, self.length, self.batched = scop, batch, length, batched
+        self._in_context = check
         arrays = scop.arg_arrays
         self.positional = [a for a in arrays if a.kind in ("in", "inout", "value")]
         self.outputs = [a for a in arrays if a.kind == "out"]
@@ -192,9 +196,17 @@ class RaggedBinder:
         for length in np.unique(lengths).tolist():
             key = (length, *syms.values())
             if key not in self._checked:  # isl's test costs ~40 us a length
-                check_context(self.scop, {**syms, self.length: length})
+                self.check({**syms, self.length: length})
                 if len(self._checked) < 65536:
                     self._checked.add(key)
+
+    def check(self, syms: Mapping[str, int]) -> None:
+        if self._in_context is not None:
+            self._in_context(syms)
+        else:
+            from ..scop.interp import check_context
+
+            check_context(self.scop, syms)
 
     def _solve_dim(self, syms: dict[str, int], n: str, axis: int, aff: Any, extent: int
                    ) -> bool:
@@ -325,6 +337,8 @@ def _torch_dense(x: np.ndarray) -> Any:
 
 def reference_call(op: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
     """Run the per-sequence reference on every sequence's blocks (the oracle)."""
+    from ..scop.interp import run_reference
+
     info = op.info
     binder = RaggedBinder(op.scop, info.batch, info.length, info.batched)
     call = binder.bind(args, kwargs)

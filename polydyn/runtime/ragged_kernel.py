@@ -9,12 +9,13 @@ import ctypes
 from collections.abc import Mapping
 from typing import Any
 
-import islpy as isl
 import numpy as np
 
 from ..errors import ShapeError, user_facing
 from ..parametric.variants import Variant
+from ..scop.ir import RaggedInfo, Scop
 from .c_library import load_library
+from .conditions import EVAL_NAMES
 from .ragged_call import RaggedBinder, RaggedCall
 
 _CTYPE = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
@@ -24,23 +25,33 @@ _CTYPE = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
 class RaggedKernel:
     """A compiled ragged operator. ``k(*inputs, **outputs)`` takes ``pd.Jagged`` (or jagged
     nested tensors) for tensors with the ragged extent; ``inner`` is the per-sequence Kernel
-    (its ``variants``, ``select`` and ``explain`` take ``L=`` as any size)."""
+    (its ``variants``, ``select`` and ``explain`` take ``L=`` as any size). ``scop`` is the
+    per-sequence Scop and ``info`` relates it to the batch; ``work`` (a Python expression
+    over the syms, default ``work_expression(scop)``) weighs each sequence for sharing the
+    threads. A loaded artifact gives all but ``op`` from its manifest (no isl)."""
 
-    def __init__(self, op: Any, inner: Any):
+    def __init__(self, scop: Scop, info: RaggedInfo, inner: Any, op: Any = None,
+                 work: str | None = None):
         self.op = op
         self.inner = inner
-        self.scop = op.scop
-        self.info = op.info
-        self.name = op.name
+        self.scop = scop
+        self.info = info
+        self.name = scop.name
         self.target = inner.target
         self.variants: list[Variant] = inner.variants
         self.source = inner.source
         self.machine = getattr(inner, "machine", None)
-        self.binder = RaggedBinder(self.scop, self.info.batch, self.info.length,
-                                   self.info.batched)
-        self._extents = [_box_extents(s.domain) for s in self.scop.statements]
+        self.binder = RaggedBinder(scop, info.batch, info.length, info.batched,
+                                   inner._check_context)
+        self.work_expr = work_expression(scop) if work is None else work
+        self._work_code = compile(self.work_expr, "<polydyn work>", "eval")
         self._work_memo: dict[tuple[int, ...], float] = {}
         self._batch = self._batch_function() if self.target == "c" else None
+
+    def manifest(self) -> dict[str, Any]:
+        """What an artifact's manifest holds of the batch (``runtime/bundle.py``)."""
+        return {"batch": self.info.batch, "length": self.info.length,
+                "batched": sorted(self.info.batched), "work": self.work_expr}
 
     def _batch_function(self) -> Any:
         from ..codegen_c.batch import batch_params
@@ -152,21 +163,7 @@ class RaggedKernel:
         return out[inverse.reshape(-1)]
 
     def _count(self, sizes: Mapping[str, int]) -> float:
-        """The statements' bounding-box sizes at these sizes (a triangle counts as its box)."""
-        total = 0.0
-        for extents in self._extents:
-            size = 1.0
-            for extent in extents:
-                space = extent.get_domain_space()
-                point = isl.Point.zero(space)
-                for i in range(space.dim(isl.dim_type.param)):
-                    value = isl.Val.int_from_si(space.get_ctx(),
-                                                sizes[space.get_dim_name(isl.dim_type.param, i)])
-                    point = point.set_coordinate_val(isl.dim_type.param, i, value)
-                val = extent.eval(point)
-                size *= 0.0 if val.is_nan() else max(0.0, float(val.to_python()))
-            total += size
-        return total
+        return float(eval(self._work_code, EVAL_NAMES, dict(sizes)))
 
     # --- introspection -----------------------------------------------------------------------
     def select(self, **syms: int) -> Variant:
@@ -181,8 +178,23 @@ class RaggedKernel:
                 f"variants={[v.name for v in self.variants]}>")
 
 
-def _box_extents(domain: isl.Set) -> list[isl.PwAff]:
-    """Per dimension of a statement domain, its number of indices (a function of the syms)."""
-    one = isl.Val.one(domain.get_ctx())
-    return [domain.dim_max(d).sub(domain.dim_min(d)).add_constant_val(one).coalesce()
-            for d in range(domain.dim(isl.dim_type.set))]
+def work_expression(scop: Scop) -> str:
+    """A Python expression over the syms: the points of the statements' bounding boxes (a
+    triangle counts as its box; a statement with no instances as 0). Needs isl."""
+    import islpy as isl
+
+    from ..codegen_ocl.pyexpr import pw_aff_to_py, set_to_py
+
+    terms = []
+    for stmt in scop.statements:
+        domain = stmt.domain
+        where = domain.params()
+        ctx = scop.context.intersect(where.align_params(scop.context.get_space()))
+        if ctx.is_empty():
+            continue
+        one = isl.Val.one(domain.get_ctx())
+        dims = [pw_aff_to_py(domain.dim_max(d).sub(domain.dim_min(d)).add_constant_val(one)
+                             .coalesce(), ctx) for d in range(domain.dim(isl.dim_type.set))]
+        box = " * ".join(f"max(0, {e})" for e in dims) or "1"
+        terms.append(f"(({box}) if {set_to_py(where, scop.context)} else 0)")
+    return " + ".join(terms) or "0"

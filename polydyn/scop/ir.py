@@ -297,3 +297,14 @@ def format_scop(scop: Scop) -> str:
     out.append(f"  writes: {scop.accesses('write')}")
     out.append(f"  original schedule: {scop.original_schedule()}")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class RaggedInfo:
+    """How the per-sequence Scop's arguments relate to the batch: ``batch`` (B's name),
+    ``length`` (the ragged sym's name in the Scop), ``batched`` (arguments that had a
+    leading B, now dropped)."""
+
+    batch: str
+    length: str
+    batched: frozenset[str]

@@ -14,24 +14,12 @@ import ast
 import copy
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FrontendError, SourceLoc
 from . import dsl
 from .from_python import PythonFrontend
-from .ir import Scop
-
-
-@dataclass(frozen=True)
-class RaggedInfo:
-    """How the per-sequence Scop's arguments relate to the batch: ``batch`` (B's name),
-    ``length`` (the ragged sym's name in the Scop), ``batched`` (arguments that had a
-    leading B, now dropped)."""
-
-    batch: str
-    length: str
-    batched: frozenset[str]
+from .ir import RaggedInfo, Scop
 
 
 def ragged_syms(fn: Callable[..., Any]) -> dict[str, dsl.Ragged]:
@@ -197,6 +185,12 @@ class RaggedOperator:
         self.assume = assume
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+
+    def over(self, scop: Scop) -> RaggedOperator:
+        """This operator over another per-sequence Scop (the same one with more assumed)."""
+        out = copy.copy(self)
+        out.scop = scop
+        return out
 
     def reference(self, *args: Any, **kwargs: Any) -> Any:
         """The per-sequence loop nest run on each sequence's blocks (the oracle)."""
