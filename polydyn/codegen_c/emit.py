@@ -61,9 +61,11 @@ def fixed_sizes(region: isl.Set, syms: Iterable[str]) -> dict[str, int]:
 
 
 def size_constants(fixed: dict[str, int], ctype: str = "int64_t") -> list[cgen.Generable]:
-    """``const int64_t N = 8;`` for each ``fixed`` size: the first statements of a function
-    whose parameter for it is renamed (``fixed_param``)."""
-    return [cgen.Statement(f"const {ctype} {s} = {v}") for s, v in fixed.items()]
+    """``const int64_t N = 8; (void)N;`` for each ``fixed`` size (used or not: the code may
+    be built with -Wall -Werror): the first statements of a function whose parameter for it
+    is renamed (``fixed_param``)."""
+    return [line for s, v in fixed.items()
+            for line in (cgen.Statement(f"const {ctype} {s} = {v}"), cgen.Statement(f"(void){s}"))]
 
 
 def fixed_param(sym: str, fixed: dict[str, int] | None) -> str:

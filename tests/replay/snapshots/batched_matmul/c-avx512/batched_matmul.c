@@ -107,6 +107,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 PD_VARIANT int batched_matmul_v0(int64_t pd_arg_B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
 {
   const int64_t B = 1;
+  (void)B;
   if (((N >= 6) && (M >= 32)))
   {
     #pragma omp parallel for schedule(static) if((int64_t)(1) * (N) * (M) + (int64_t)(1) * (N) * (M) * (K) >= 4194304 && ((((M - 31)) - (0) + (32) - 1) / (32)) >= pd_threads())

@@ -45,6 +45,7 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(1);
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
@@ -232,6 +233,7 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(1);
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);
@@ -419,6 +421,7 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(1);
   const int64_t pd_l0 = get_local_id(1);
   const int64_t pd_g1 = get_group_id(0);

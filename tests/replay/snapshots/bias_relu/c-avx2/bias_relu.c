@@ -107,6 +107,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 PD_VARIANT int bias_relu_v0(int64_t pd_arg_N, int64_t M, const float *restrict X, const float *restrict b, float *restrict Y)
 {
   const int64_t N = 1;
+  (void)N;
   #pragma omp simd
   for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 1)
   {

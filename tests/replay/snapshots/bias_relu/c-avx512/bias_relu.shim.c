@@ -53,8 +53,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_bias_relu_f212e7ca015b", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_bias_relu_f212e7ca015b(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_bias_relu_c7ef85c1c079", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_bias_relu_c7ef85c1c079(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

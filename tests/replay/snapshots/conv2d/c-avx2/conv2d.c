@@ -1624,6 +1624,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
 PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW, const float *restrict X, const float *restrict Wt, float *restrict Y)
 {
   const int64_t B = 1;
+  (void)B;
   if ((C == 0))
   {
     #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)

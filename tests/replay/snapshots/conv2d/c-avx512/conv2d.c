@@ -2525,6 +2525,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
 PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH, int64_t KW, const float *restrict X, const float *restrict Wt, float *restrict Y)
 {
   const int64_t B = 1;
+  (void)B;
   const int64_t pd_rp1_n = ((F) + 15) / 16 * 16 + 16;
   static _Atomic(void *) pd_rp1_keep = NULL;
   float *restrict pd_rp1 = ((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW)) >= 1024 * (F) * (C) * (KH) * (KW) ? (float *)pd_take(&pd_rp1_keep, sizeof(float) * (size_t)(pd_rp1_n * (C) * (KW) * (KH))) : NULL;

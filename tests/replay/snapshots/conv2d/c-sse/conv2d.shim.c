@@ -68,8 +68,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_9ff2084b7f2c", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_conv2d_9ff2084b7f2c(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_17fefc70b721", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_conv2d_17fefc70b721(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -45,6 +45,7 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);
@@ -502,6 +503,7 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);
@@ -959,6 +961,7 @@ __kernel __attribute__((reqd_work_group_size(16, 8, 2)))
 void conv2d_v0_k0_1(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y, __local float *restrict pd_loc_X, __local float *restrict pd_loc_Wt)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);
@@ -1152,6 +1155,7 @@ __kernel __attribute__((reqd_work_group_size(16, 8, 2)))
 void conv2d_v0_k0_1_plain(long pd_arg_B, long C, long H, long W, long F, long KH, long KW, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global const float *restrict Wt, __global float *restrict Y)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);

@@ -58,8 +58,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_981e98da14fa", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_layernorm_981e98da14fa(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_e3e0c31a5a7c", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_layernorm_e3e0c31a5a7c(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

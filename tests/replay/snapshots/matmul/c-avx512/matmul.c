@@ -107,6 +107,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 PD_VARIANT int matmul_v0(int64_t pd_arg_N, int64_t K, int64_t M, const float *restrict A, const float *restrict B, float *restrict C)
 {
   const int64_t N = 1;
+  (void)N;
   #pragma omp simd
   for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
   {

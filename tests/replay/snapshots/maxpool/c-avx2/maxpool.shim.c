@@ -54,8 +54,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_maxpool_c1efeb9829e3", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_maxpool_c1efeb9829e3(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_maxpool_41fe2cf8ca72", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_maxpool_41fe2cf8ca72(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -107,6 +107,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 PD_VARIANT int maxpool_v0(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, const float *restrict X, float *restrict Y)
 {
   const int64_t B = 1;
+  (void)B;
   float m;
   #pragma omp parallel for schedule(static) private(m) if((int64_t)(1) * (C) * ((H / 2)) * ((W / 2)) + (int64_t)(1) * (C) * ((H / 2)) * ((W / 2)) * (2) * (2) + (int64_t)(1) * (C) * ((H / 2)) * ((W / 2)) >= 8192 && (((C) - (0) + (1) - 1) / (1)) >= pd_threads())
   for (int64_t pd_c1 = 0; pd_c1 < C; pd_c1 += 1)

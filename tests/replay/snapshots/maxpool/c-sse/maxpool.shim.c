@@ -54,8 +54,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_maxpool_04b0e83a8163", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_maxpool_04b0e83a8163(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_maxpool_423ba345a03a", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_maxpool_423ba345a03a(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

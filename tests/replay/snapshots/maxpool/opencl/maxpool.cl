@@ -46,6 +46,7 @@ __kernel __attribute__((reqd_work_group_size(16, 8, 2)))
 void maxpool_v0_k0(long pd_arg_B, long C, long H, long W, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict X, __global float *restrict Y)
 {
   const long B = 1;
+  (void)B;
   const int64_t pd_g0 = get_group_id(2);
   const int64_t pd_l0 = get_local_id(2);
   const int64_t pd_g1 = get_group_id(1);

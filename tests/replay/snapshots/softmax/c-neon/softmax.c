@@ -132,6 +132,7 @@ static inline float pd_exp_f32(float x) { return expf(x); }
 PD_VARIANT int softmax_v0(int64_t pd_arg_N, int64_t L, const float *restrict X, float *restrict Y)
 {
   const int64_t N = 1;
+  (void)N;
   float m;
   float s;
   float inv;

@@ -107,6 +107,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 PD_VARIANT int transpose_v0(int64_t pd_arg_N, int64_t M, const float *restrict A, float *restrict B)
 {
   const int64_t N = 1;
+  (void)N;
   #pragma omp parallel for schedule(static) if((int64_t)(1) * (M) >= 8192)
   for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 1)
   {

@@ -40,6 +40,7 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
 void transpose_v0_k0(long pd_arg_N, long M, long pd_o0, __global const float *restrict A, __global float *restrict B)
 {
   const long N = 1;
+  (void)N;
   const int64_t pd_g0 = get_group_id(0);
   const int64_t pd_l0 = get_local_id(0);
   if (M >= (((256 * pd_g0) + pd_l0) + 1))
