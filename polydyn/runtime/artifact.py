@@ -10,6 +10,7 @@ library's cache entry, with no isl scheduling, AST build or C emission.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -57,8 +58,20 @@ def kernel_key(scop: Scop, variants: list[tuple[Any, Any]] | None, settings: lis
                ) -> str:
     """The cache key of a compile: ``settings`` are the options, target and compiler
     identity as text (the pipeline's)."""
-    return cache.content_key(["kernel", str(FORMAT), source_fingerprint(), repr(scop),
+    return cache.content_key(["kernel", str(FORMAT), source_fingerprint(), scop_text(scop),
                               variants_key(variants), *settings])
+
+
+def scop_text(scop: Scop) -> str:
+    """The Scop as key text, its isl sets without redundant constraints. isl drops such
+    constraints from a set in place (``remove_redundancies``, ``lexmin``: the set is the
+    same, its text is not), so a compile changed the text of the operator's own context and
+    the next compile of it in the process missed the cache."""
+    def canonical(s: isl.Set) -> isl.Set:
+        return isl.Set(str(s)).remove_redundancies()  # a copy: the operator's set untouched
+
+    return repr(scop.replace(context=canonical(scop.context), statements=tuple(
+        dataclasses.replace(st, domain=canonical(st.domain)) for st in scop.statements)))
 
 
 def save(root: Path, key: str, sources: dict[str, str], variants: list[Variant],
