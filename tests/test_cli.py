@@ -237,11 +237,12 @@ L = pd.ragged("L", B)
 
 
 @pd.operator(assume="D >= 1")
-def seq_scale(X: f32[B, L, D], G: f32[D], Y: out(f32[B, L, D])):
+def row_max(X: f32[B, L, D], Y: out(f32[B, L])):
     for b in range(B):
         for s in range(L[b]):
-            for d in range(D):
-                Y[b, s, d] = X[b, s, d] * G[d]
+            Y[b, s] = X[b, s, 0]
+            for d in range(1, D):
+                Y[b, s] = max(Y[b, s], X[b, s, d])
 """
 
 
@@ -252,7 +253,7 @@ def test_ragged_operator_explain_and_bench(tmp_path) -> None:
     op.write_text(RAGGED)
     result = polydyn("explain", str(op), "L=1", "D=8", "--assume", "D <= 64")
     assert result.returncode == 0, result.stderr
-    assert "seq_scale at L=1, D=8:" in result.stdout and "runs L=1" in result.stdout
+    assert "row_max at L=1, D=8:" in result.stdout and "runs L=1" in result.stdout
     assert_user_error(polydyn("explain", str(op), "L=1", "D=80", "--assume", "D <= 64"),
                       "outside")
     assert_user_error(polydyn("bench", str(op), "--sweep", "L=1:8"), "ragged operator",
