@@ -43,7 +43,6 @@ from .toolchain import UNIT_BREAK
 _T = isl.ast_expr_op_type
 
 
-
 def fixed_sizes(region: isl.Set, syms: Iterable[str]) -> dict[str, int]:
     """The sizes that ``region`` fixes to one value (``assume="N = 8"``, a variant for ``N =
     1``). The variant's code declares them as constants, so the C compiler sees constant
@@ -72,6 +71,7 @@ def fixed_param(sym: str, fixed: dict[str, int] | None) -> str:
     """The name of ``sym``'s parameter: ``pd_arg_<sym>`` when ``fixed`` holds it (the callers
     pass it all the same), else the sym's own."""
     return f"pd_arg_{sym}" if fixed and sym in fixed else sym
+
 
 class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, SplitSums):
     """Prints one operator's variants, its dispatcher and its header as C."""
