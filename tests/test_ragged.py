@@ -395,3 +395,18 @@ def test_causal_softmax_flat_blocks_in_and_out(target):
         e = np.where(mask, np.exp(sb - np.where(mask, sb, -np.inf).max(1, keepdims=True)), 0)
         np.testing.assert_allclose(pb, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(p.values, seq_causal_softmax.reference(s).values, atol=1e-6)
+
+
+def test_work_per_sequence_is_the_statements_boxes():
+    """The work that orders and shares out the sequences (a Python expression printed from
+    isl at compile time): each statement's bounding box, a triangle as its box, nothing for a
+    statement with no instances at that length."""
+    k = _kernel(seq_cumsum)  # Y[s] = X[s] (L points), then += for s >= 1 (L - 1 of them)
+    lengths = np.array([0, 1, 2, 7, 7, 300])
+    np.testing.assert_array_equal(k.work(lengths, {}), lengths + np.maximum(lengths - 1, 0))
+    k = _kernel(seq_causal_softmax)  # m = -inf, tot = 0 over L; max, sum (triangles) and P
+    np.testing.assert_array_equal(k.work(lengths, {}), 2 * lengths + 3 * lengths * lengths)
+    k = _kernel(seq_proj)  # Y[s, o] = 0 (L x O), Y[s, o] += X[s, d] W[d, o] (L x O x D)
+    np.testing.assert_array_equal(k.work(np.array([0, 3, 5]), {"D": 4, "O": 6}),
+                                  [0, 3 * 6 + 3 * 6 * 4, 5 * 6 + 5 * 6 * 4])
+    assert "L" in k.work_expr and "isl" not in k.work_expr
