@@ -10,7 +10,6 @@ library's cache entry, with no isl scheduling, AST build or C emission.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -71,7 +70,7 @@ def scop_text(scop: Scop) -> str:
         return isl.Set(str(s)).remove_redundancies()  # a copy: the operator's set untouched
 
     return repr(scop.replace(context=canonical(scop.context), statements=tuple(
-        dataclasses.replace(st, domain=canonical(st.domain)) for st in scop.statements)))
+        st.replace(domain=canonical(st.domain)) for st in scop.statements)))
 
 
 def save(root: Path, key: str, sources: dict[str, str], variants: list[Variant],
