@@ -39,7 +39,7 @@ class RaggedBinder:
     def __init__(self, scop: Scop, batch: str, length: str, batched: frozenset[str],
                  check: Callable[[Mapping[str, int]], None] | None = None):
         self.scop, self.batch, self.length, self.batched = scop, batch, length, batched
-        self._in_context = check
+        self.check = check or (lambda syms: _isl_check(scop, syms))
         arrays = scop.arg_arrays
         self.positional = [a for a in arrays if a.kind in ("in", "inout", "value")]
         self.outputs = [a for a in arrays if a.kind == "out"]
@@ -200,14 +200,6 @@ class RaggedBinder:
                 if len(self._checked) < 65536:
                     self._checked.add(key)
 
-    def check(self, syms: Mapping[str, int]) -> None:
-        if self._in_context is not None:
-            self._in_context(syms)
-        else:
-            from ..scop.interp import check_context
-
-            check_context(self.scop, syms)
-
     def _solve_dim(self, syms: dict[str, int], n: str, axis: int, aff: Any, extent: int
                    ) -> bool:
         """Bind the one unknown sym of ``aff`` (an affine dimension) from its extent."""
@@ -333,6 +325,12 @@ def _torch_dense(x: np.ndarray) -> Any:
     import sys
 
     return sys.modules["torch"].from_numpy(x)
+
+
+def _isl_check(scop: Scop, syms: Mapping[str, int]) -> None:
+    from ..scop.interp import check_context  # isl: not imported where an artifact runs
+
+    check_context(scop, syms)
 
 
 def reference_call(op: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
