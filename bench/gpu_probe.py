@@ -1,6 +1,7 @@
 """What limits the OpenCL target on a GPU, in one short run: matmul as polydyn compiles it for
 any size against the same product compiled with its sizes fixed (``--assume``: full blocks,
-no guards, constant reduction tiles) and by register-tile shape; the row reductions (softmax,
+no guards, constant reduction tiles) and by register-tile shape; GEMV both ways by kernel
+width (``run_gemv``); the row reductions (softmax,
 layernorm) at the GPU issue's sizes, in the 32- and the 64-bit index build. torch-cuda runs
 each beside it.
 
@@ -112,6 +113,62 @@ def run_rows(scale: int = 1) -> None:
         print(f"{name} {shape}: " + "; ".join(line), flush=True)
 
 
+N_, M_, K_ = pd.sym("N M K")
+
+
+@pd.operator(assume="M >= 1 and K >= 1")
+def mat_vec(A: pd.f32[M_, K_], x: pd.f32[K_], y: pd.out(pd.f32[M_])):
+    """``A @ x`` as a user writes it: each row's sum in its cell."""
+    for i in range(M_):
+        y[i] = 0.0
+        for k in range(K_):
+            y[i] += A[i, k] * x[k]
+
+
+def run_gemv(scale: int = 1) -> None:
+    """GEMV both ways (``x @ B``: matmul's N = 1 variant; ``A @ x``) at the GPU issue's
+    sizes: polydyn's own choice, then each kernel of the launch forced through the compute
+    units it sees (one value per work-item; lanes for 32 values per group; the wide twin)."""
+    import pyopencl.array as cla
+    import torch
+
+    rng = np.random.default_rng(0)
+    for kk, m in ((4096, 4096), (4096, 11008), (11008, 4096)):
+        kk, m = max(1, kk // scale), max(1, m // scale)
+        for name, op in (("x @ B", matmul), ("A @ x", mat_vec)):
+            if op is matmul:
+                args, shape = (rng.standard_normal((1, kk), dtype=np.float32),
+                               rng.standard_normal((kk, m), dtype=np.float32)), (1, m)
+                tfn = torch.mm
+            else:
+                args, shape = (rng.standard_normal((m, kk), dtype=np.float32),
+                               rng.standard_normal(kk, dtype=np.float32)), (m,)
+                tfn = torch.mv
+            moved = 4 * kk * m
+            t = torch_time(tfn, *args)
+            line = [f"torch {moved / t / 1e9:.0f} GB/s" if t else "torch -"]
+            k = pd.compile(op, target="opencl")
+            dev = [cla.to_device(k.queue, v) for v in args]
+            out = cla.empty(k.queue, shape, np.float32)
+            name_out = "C" if op is matmul else "y"
+            want = op.reference(*args)
+            units = k.compute_units
+            for label, forced in (("auto", units), ("1/item", 1), ("lanes", -(-m // 32)),
+                                  ("wide", 10**6)):
+                k.compute_units = forced
+                try:
+                    k(*dev, **{name_out: out})
+                    err = float(np.abs(out.get() - want).max())
+                    s = timed(lambda k=k, dev=dev, out=out: k(*dev, **{name_out: out}),
+                              k.queue.finish)
+                    ratio = f" {t / s:.2f}x" if t else ""
+                    line.append(f"{label} {moved / s / 1e9:.0f} GB/s{ratio} (err {err:.0e})")
+                except Exception as exc:  # a probe reports and goes on
+                    line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:100]}")
+            k.compute_units = units
+            print(f"gemv {name} K={kk} M={m}: " + "; ".join(line), flush=True)
+
+
 def register_report() -> None:
     k = pd.compile(matmul, target="opencl")
     if "NVIDIA" not in k.device.platform.name:
@@ -129,6 +186,7 @@ def register_report() -> None:
 
 def main() -> None:
     print(f"probe at {os.environ.get('PROBE_REV', '?')}", flush=True)
+    run_gemv(int(os.environ.get("PROBE_ROW_SCALE", "1")))
     run_rows(int(os.environ.get("PROBE_ROW_SCALE", "1")))
     sizes = os.environ.get("PROBE_SIZES", "1024 2048 1000 512 256")
     for n in map(int, sizes.split()):

@@ -269,7 +269,7 @@ def test_an_opencl_error_in_c_names_the_call(monkeypatch) -> None:
 
     k = pd.compile(row_sums, target="opencl")
     host = k._compiled
-    null_kernels = (__import__("ctypes").c_void_p * 4)()
+    null_kernels = (__import__("ctypes").c_void_p * 64)()  # more than the kernels
     monkeypatch.setattr(host, "_kernels_on", lambda queue, narrow: __import__("ctypes").addressof(
         null_kernels))
     X = cla.to_device(k.queue, np.ones((3, 4), np.float32))

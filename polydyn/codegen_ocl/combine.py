@@ -1,12 +1,15 @@
 """The lane combine: a lane kernel's per-lane copies of a reduction's scalar combined into one
 value in every lane (``OpenCLEmitter.lane_combine``).
 
-Two forms, both in a fixed order (the same bits run to run) and with every barrier outside any
+Three forms, all in a fixed order (the same bits run to run) and with every barrier outside any
 condition (PoCL miscompiles barriers under conditions):
 
 - *local memory*, on every device: each lane writes its copy; ``fan`` lanes each combine the
   ``lanes / fan`` copies ``fan`` apart; every lane combines those ``fan`` partials. Three
   barriers for any number of lanes (a tree with a barrier per level took ``log2(lanes) + 1``).
+- *by columns*, for lane kernels over several values per work-group (their lanes are not
+  neighbours in a warp): every copy to local memory, one barrier, each work-item combining
+  its value's copies in lane order.
 - *warp shuffles*, where the runtime defines ``PD_NV_SHUFFLE`` (NVIDIA, whose OpenCL lists no
   sub-group extension but compiles inline PTX): a butterfly over each warp's 32 lanes by
   ``shfl.sync.bfly``, then lane 0 of each warp writes, one barrier, and every lane combines
@@ -106,6 +109,22 @@ def warp_shuffle(name: str, dtype: str, combine: str, lanes: int) -> list[cgen.G
             cgen.Statement(BARRIER), cgen.Statement(f"{name} = {buf}[0]")]
     out += [cgen.Statement(f"{name} = {combine.format(name, f'{buf}[{w}]')}")
             for w in range(1, lanes // WARP)]
+    return out
+
+
+def column_combine(name: str, dtype: str, combine: str, lanes: int,
+                   columns: int) -> list[cgen.Generable]:
+    """``name``'s copies combined over the ``lanes`` lanes of each of ``columns`` values
+    (local id ``pd_lane * columns + pd_col``): each work-item writes its copy, then combines its
+    column's copies in lane order (``lanes`` reads, neighbouring columns in neighbouring
+    banks)."""
+    buf = f"pd_red_{dtype}"
+    out: list[cgen.Generable] = [
+        cgen.Statement(f"{buf}[pd_lane * {columns} + pd_col] = {name}"),
+        cgen.Statement(BARRIER),
+        cgen.Statement(f"{name} = {buf}[pd_col]")]
+    out += [cgen.Statement(f"{name} = " + combine.format(name, f"{buf}[{s * columns} + pd_col]"))
+            for s in range(1, lanes)]
     return out
 
 

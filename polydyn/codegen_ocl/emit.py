@@ -16,14 +16,15 @@ import math
 import cgen
 import islpy as isl
 
-from ..codegen_c.astnodes import LoopState, loop_annotation, strip_parens
+from ..codegen_c.astnodes import LoopState, strip_parens
 from ..codegen_c.emit import CEmitter, fixed_param, fixed_sizes, size_constants
 from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..errors import UnsupportedError
 from ..schedule.tree import loop_mark
 from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
 from ..scop.ir import Array, Expr, Load, Scalar, Scop
-from .combine import lane_combine, shuffle_prelude, shuffles
+from .combine import shuffle_prelude, shuffles
+from .lanemit import LaneLoops
 from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
 from .promotion import OUTER, LocalCopy, only_copies
 from .pyexpr import ITERATOR
@@ -47,7 +48,7 @@ PRELUDE_F64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nPD_MINMAX(double, 
     fmod_helper("double", "f64", "fmod")
 
 
-class OpenCLEmitter(RegisterLoops, CEmitter):
+class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
     """Prints the OpenCL program of one operator: every kernel of every variant.
     ``spilled``: local scalars kept in global memory (live across launches)."""
 
@@ -63,6 +64,7 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
                                    f"{', '.join(repr(p) for p in PERMUTATIONS)}")
         self.permute = permute
         self._lane_types: set[str] = set()  # the local scalar types a lane kernel combines
+        self._cells = {}
         self._shuffle_types: set[str] = set()  # the types any kernel shuffles (the prelude's)
         self._fixed: dict[str, int] = {}  # the sizes the variant being printed fixes
 
@@ -110,16 +112,15 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
         return super().node(n, st)
 
     def user_node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
-        """A statement, a copy into local memory, or, outside a lane kernel's loops, a
-        statement that does not assign a local scalar: lane 0 runs it, once per row, between
-        barriers: every lane has done the reads before it (the statements that assign local
-        scalars run in every lane and may read what it overwrites), and the code after it
-        sees what it wrote."""
+        """A statement (a lane kernel's: ``lane_statement``), a copy into local memory, or a
+        register tile's cell transfer."""
         call = n.user_get_expr()
         name = call.get_op_arg(0).get_id().get_name()
-        if self._lanes_free() and not self._assigns_local(name):
-            barrier = cgen.Statement("barrier(CLK_GLOBAL_MEM_FENCE)")
-            return [barrier, cgen.If("pd_lane == 0", cgen.Block(super().node(n, st))), barrier]
+        if self._private_scalars():
+            lane = self.lane_statement(n, st, name, lambda: super(OpenCLEmitter, self).node(
+                n, st))
+            if lane is not None:
+                return lane
         for copy in self._spec.local:
             if copy.statement == name:
                 args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
@@ -158,62 +159,6 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
             cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {tile} * {GROUP}{k} + "
                            f"{LOCAL}{k}"),
             cgen.If(guard, cgen.Block(body))])]
-
-    # --- lane kernels: loops dealt out to the lanes, reductions combined -----------------------
-    _in_lane_loop = False
-
-    def _assigns_local(self, statement: str) -> bool:
-        target = self.scop.statement(statement).target
-        return isinstance(target, Scalar) and self.scop.array(target.name).kind == "local"
-
-    def _private_scalars(self) -> bool:
-        """A lane kernel keeps every local scalar in the lanes' own copies, even one that
-        another variant spills: none of its values leaves the kernel (``lane_body``)."""
-        return self._spec is not None and self._spec.lanes > 0
-
-    def _lanes_free(self) -> bool:
-        """A lane kernel's loop outside all others: the lanes share it."""
-        return self._private_scalars() and not self._in_lane_loop
-
-    def lane_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
-        """``for (c = init + step * pd_lane; cond; c += lanes * step)``: lane ``pd_lane`` runs
-        every ``lanes``-th iteration (neighbouring lanes, neighbouring elements). Each lane
-        reduces its own iterations into its copy of the scalar (a ``+`` starts from 0 except
-        in lane 0: every lane holds the scalar's value from before the loop), the copies are
-        combined, and a barrier lets the next loop read what any lane wrote."""
-        reductions = list(loop_annotation(n).reductions)
-        it = n.for_get_iterator().get_id().get_name()
-        init = self.ast_expr(n.for_get_init())
-        cond = strip_parens(self.ast_expr(n.for_get_cond()))
-        inc = self.ast_expr(n.for_get_inc())
-        self._in_lane_loop = True
-        try:
-            body = self.node(n.for_get_body(), st)
-        finally:
-            self._in_lane_loop = False
-        lanes = self._spec.lanes
-        out: list[cgen.Generable] = [cgen.If("pd_lane != 0", cgen.Statement(f"{name} = 0"))
-                                     for op, name in reductions if op == "+"]
-        step = str(lanes * int(inc)) if inc.isdigit() else f"{lanes} * ({inc})"
-        first = "pd_lane" if inc == "1" else f"({inc}) * pd_lane"
-        start = first if init == "0" else f"{init} + {first}"
-        out.append(cgen.For(f"int64_t {it} = {start}", cond, f"{it} += {step}",
-                            cgen.Block(body)))
-        for k, (op, name) in enumerate(reductions):
-            if k:  # every lane has read the last result before the buffer is reused
-                out.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"))
-            out += self.lane_combine(op, name)
-        out.append(cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"))
-        return out
-
-    def lane_combine(self, op: str, name: str) -> list[cgen.Generable]:
-        """The lanes' copies of ``name`` combined by ``op`` (``combine.py``), the result in
-        every lane's copy (a barrier must follow before the buffer is written again)."""
-        dtype = self.scop.array(name).dtype
-        self._lane_types.add(dtype)
-        combine = {"+": "{} + {}", "max": f"pd_max_{dtype}({{}}, {{}})",
-                   "min": f"pd_min_{dtype}({{}}, {{}})"}[op]
-        return lane_combine(name, dtype, combine, self._spec.lanes)
 
     def plain_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
         """A loop inside a work-item: no pragma (parallel members are work-items already)."""
@@ -364,13 +309,12 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
 
     def ids(self, spec: KernelSpec) -> list[cgen.Generable]:
         """Mapped member k (outermost first) uses OpenCL dimension n - 1 - k."""
-        lane = cgen.Statement(f"const int64_t pd_lane = {self.local_id(0)}")
         if spec.grid is None:
-            return [lane] if spec.lanes else []
+            return [cgen.Statement(f"const int64_t pd_lane = {self.local_id(0)}")] \
+                if spec.lanes else []
         n = len(spec.grid.tiles)
-        if spec.lanes:  # a group per value of the one mapped member
-            return [cgen.Statement(f"const int64_t {GROUP}0 = {self.group_id(0)}"),
-                    cgen.Statement(f"const int64_t {LOCAL}0 = 0"), lane]
+        if spec.lanes:  # a group per value of the one mapped member, or per columns
+            return self.lane_ids(spec)
         out: list[cgen.Generable] = []
         for k in range(n):
             out.append(cgen.Statement(f"const int64_t {GROUP}{k} = {self.group_id(n - 1 - k)}"))
@@ -402,9 +346,11 @@ class OpenCLEmitter(RegisterLoops, CEmitter):
                  and (a.name not in self.spilled or spec.lanes)]
         decls += self.register_declarations(spec)
         decls += self.local_declarations(spec)
-        decls += [cgen.Statement(f"__local {C_TYPE[t]} pd_red_{t}[{spec.lanes}]")
+        decls += [cgen.Statement(f"__local {C_TYPE[t]} pd_red_{t}"
+                                 f"[{spec.lanes * max(1, spec.columns)}]")
                   for t in sorted(self._lane_types)]
-        shuffled = sorted(t for t in self._lane_types if shuffles(t, spec.lanes))
+        shuffled = sorted(t for t in self._lane_types
+                          if not spec.columns and shuffles(t, spec.lanes))
         decls += [cgen.Statement(f"{C_TYPE[t]} pd_sh_{t}") for t in shuffled]
         self._shuffle_types.update(shuffled)
         size = ", ".join(str(s) for s in (*spec.local_size, 1, 1)[:3])
@@ -471,6 +417,10 @@ def _describe(spec: KernelSpec) -> str:
                 f"statements {', '.join(spec.statements)}")
     if spec.grid is None:
         return f"{spec.name}: one work-item; statements {', '.join(spec.statements)}"
+    if spec.lanes and spec.columns:
+        return (f"{spec.name}: a work-group of {spec.columns} values of schedule dim "
+                f"{ITERATOR}{spec.grid.positions[0]} with {spec.lanes} lanes each, its loops "
+                f"dealt out to the lanes; statements {', '.join(spec.statements)}")
     if spec.lanes:
         return (f"{spec.name}: a work-group of {spec.lanes} lanes per value of schedule dim "
                 f"{ITERATOR}{spec.grid.positions[0]}, its loops dealt out to the lanes; "

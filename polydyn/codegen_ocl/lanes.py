@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import islpy as isl
 
 from ..codegen_c.astnodes import loop_annotation
-from ..schedule.reductions import REDUCE_LOOP
+from ..schedule.reductions import REDUCE_LOOP, cell_reduction_of
+from ..scop.exprs import Load
 from ..scop.ir import Scop
 from .scalars import scalar_users
 
@@ -17,7 +20,8 @@ _AT = isl.ast_node_type
 def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
     """Whether a kernel body can be dealt out to lanes: it has a loop, every loop outside
     all others (loops of one iteration are blocks) is parallel or carried only by reductions
-    (into local scalars of the types the combine knows), and each local scalar it touches is
+    (into local scalars of the types the combine knows, or into one cell per statement:
+    ``cell_reductions``), and each local scalar it touches is
     touched by no other kernel's statement (it stays in the lanes' registers). Statements
     outside the loops run in every lane when they assign a local scalar, else in lane 0
     between barriers."""
@@ -39,10 +43,157 @@ def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
             carry = loop_annotation(n)
             loops.append(carry)
             return carry.parallel or (carry.kind == REDUCE_LOOP and all(
-                scop.array(name).dtype in LANE_TYPES for _, name in carry.reductions))
+                scop.array(name).dtype in LANE_TYPES for _, name in carry.reductions)) or \
+                cell_reductions(scop, n) is not None
         return kind == _AT.user
 
     if not fits(ast) or not loops:
         return False
     return all(users <= statements or not users & statements
                for users in scalar_users(scop).values())
+
+
+def uses_cells(ast: isl.AstNode) -> bool:
+    """Whether a lane kernel's body (``lane_body``) has a loop of cell reductions: its
+    lanes then only pay where the one-point-per-work-item grid leaves the device idle."""
+    kind = ast.get_type()
+    if kind == _AT.block:
+        children = ast.block_get_children()
+        return any(uses_cells(children.get_at(k)) for k in range(children.n_ast_node()))
+    if kind == _AT.if_:
+        return uses_cells(ast.if_get_then_node()) or \
+            (ast.if_has_else_node() and uses_cells(ast.if_get_else_node()))
+    if kind == _AT.mark:
+        return uses_cells(ast.mark_get_node())
+    if kind == _AT.for_ and ast.for_is_degenerate():
+        return uses_cells(ast.for_get_body())
+    if kind == _AT.for_:
+        carry = loop_annotation(ast)
+        return not (carry.parallel or carry.kind == REDUCE_LOOP)
+    return False
+
+
+@dataclass(frozen=True)
+class CellReduction:
+    """A statement under a lane loop that reduces into one cell for the whole loop nest
+    (``C[i, j] += A[i, k] * B[k, j]`` under ``k``): each lane accumulates its iterations in
+    ``pd_cell<k>``, the lanes' values are combined, lane 0 stores the cell. ``call``: one of
+    its AST calls (the cell's subscripts read only iterators outside the loop)."""
+
+    statement: str
+    array: str
+    op: str
+    call: isl.AstExpr
+
+
+def cell_reductions(scop: Scop, loop: isl.AstNode) -> list[CellReduction] | None:
+    """The reductions of a loop whose every statement reduces (``+``, ``max``, ``min``) into
+    a cell that no loop of the nest moves, each statement into an array of its own that no
+    statement of the nest reads (so the updates of a cell are the loop's only carried
+    dependences); None for any other loop."""
+    nest = _calls_and_loops(loop) if loop.get_type() == _AT.for_ else None
+    if nest is None:
+        return None
+    calls, inner = nest
+    found: dict[str, CellReduction] = {}
+    for call in calls:
+        name = call.get_op_arg(0).get_id().get_name()
+        stmt = scop.statement(name)
+        red = cell_reduction_of(stmt)
+        if red is None or scop.array(red[0]).dtype not in LANE_TYPES:
+            return None
+        target = stmt.target
+        assert isinstance(target, Load)
+        used = set().union(*(i.vars() for i in target.index)) if target.index else set()
+        args = {it: call.get_op_arg(k + 1) for k, it in enumerate(stmt.iters)}
+        if any(_ids(args[it]) & inner for it in used if it in args):
+            return None  # the cell moves with a loop of the nest
+        cell = [args[it].to_C_str() for it in sorted(used) if it in args]
+        if name in found:
+            old = found[name]
+            first = {it: old.call.get_op_arg(k + 1) for k, it in enumerate(stmt.iters)}
+            if cell != [first[it].to_C_str() for it in sorted(used) if it in first]:
+                return None
+            continue
+        found[name] = CellReduction(name, red[0], red[1], call)
+    arrays = [c.array for c in found.values()]
+    if not found or len(set(arrays)) < len(arrays):
+        return None
+    for c in found.values():  # a statement's own cell only (``max(T[x], e)``)
+        stmt = scop.statement(c.statement)
+        if any(isinstance(x, Load) and x.array in arrays and x != stmt.target
+               for x in stmt.value.walk()):
+            return None
+    return list(found.values())
+
+
+def _calls_and_loops(loop: isl.AstNode) -> tuple[list[isl.AstExpr], set[str]] | None:
+    """The statement calls of a loop nest and the iterators of its loops; None where it
+    holds another kind of node."""
+    calls: list[isl.AstExpr] = []
+    iterators: set[str] = set()
+
+    def walk(n: isl.AstNode) -> bool:
+        kind = n.get_type()
+        if kind == _AT.block:
+            children = n.block_get_children()
+            return all(walk(children.get_at(k)) for k in range(children.n_ast_node()))
+        if kind == _AT.if_:
+            return walk(n.if_get_then_node()) and \
+                (not n.if_has_else_node() or walk(n.if_get_else_node()))
+        if kind == _AT.mark:
+            return walk(n.mark_get_node())
+        if kind == _AT.for_:
+            iterators.add(n.for_get_iterator().get_id().get_name())
+            return walk(n.for_get_body())
+        if kind == _AT.user:
+            calls.append(n.user_get_expr())
+            return True
+        return False
+
+    return (calls, iterators) if walk(loop) else None
+
+
+def _ids(e: isl.AstExpr) -> set[str]:
+    """The identifiers an AST expression reads."""
+    if e.get_type() == isl.ast_expr_type.id:
+        return {e.get_id().get_name()}
+    if e.get_type() == isl.ast_expr_type.op:
+        return set().union(*(_ids(e.get_op_arg(k)) for k in range(e.get_op_n_arg())))
+    return set()
+
+
+def reads_along(scop: Scop, prefix: isl.UnionMap, pos: int) -> bool:
+    """Whether some read of the statements of ``prefix`` (``{ S[i] -> [p0, ..., p<pos>] }``)
+    of an array they do not write, of several cells per value of the prefix (a read in the
+    kernel's loops), moves by exactly one element along the array's last
+    subscript when dimension ``pos`` of the prefix moves by one and the others stay
+    (``B[k, j]`` for ``j``; not ``A[i, k]`` for ``i``): neighbouring values of the member
+    then read neighbouring elements."""
+    domain = prefix.domain()
+    written = scop.accesses("write", expand_locals=False).intersect_domain(domain).range()
+    reads = scop.accesses("read", expand_locals=False).intersect_domain(domain) \
+        .subtract_range(written.universe())
+    maps: list[isl.Map] = []
+    prefix.foreach_map(maps.append)
+    for m in maps:
+        n = m.dim(isl.dim_type.out)
+        xs, ys = [f"x{k}" for k in range(n)], [f"y{k}" for k in range(n)]
+        cons = [f"{y} = {x} + 1" if k == pos else f"{y} = {x}"
+                for k, (x, y) in enumerate(zip(xs, ys, strict=True))]
+        step = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(ys)}] : {' and '.join(cons)} }}")
+        pairs = m.apply_range(step.align_params(m.get_space())).apply_range(m.reverse())
+        mine: list[isl.Map] = []
+        reads.intersect_domain(isl.UnionSet.from_set(m.domain())).foreach_map(mine.append)
+        for r in mine:
+            dims = r.dim(isl.dim_type.out)
+            if dims == 0 or m.reverse().apply_range(r).is_single_valued():
+                continue  # a scalar, or one cell per value (a bias): not the loop's reads
+            cells = pairs.apply_domain(r).apply_range(r)
+            moved = cells.deltas().project_out(isl.dim_type.set, 0, dims - 1).coalesce()
+            if moved.is_empty():
+                continue
+            step = moved.plain_get_val_if_fixed(isl.dim_type.set, 0)
+            if step.is_int() and step.to_python() == 1:
+                return True
+    return False

@@ -49,7 +49,7 @@ from ..schedule.auto import original_order, schedule_constraints
 from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
-from .lanes import lane_body
+from .lanes import lane_body, reads_along, uses_cells
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
@@ -63,6 +63,9 @@ MAX_MAPPED = 3
 MAX_CONTEXT_PIECES = 8  # disjuncts of a kernel's AST build context (see _build_context)
 LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
 WIDE_LANES = 1024  # the same, where fewer rows than compute units leave the device idle
+# a lane kernel reading along its member with stride 1 takes this many values per group (a
+# warp's loads then cover 32 neighbours) with this many lanes each (more where few groups)
+COLUMNS, COLUMN_LANES = 32, 8
 _NT = isl.schedule_node_type
 
 
@@ -176,8 +179,6 @@ def _summary(kernels: list[KernelSpec]) -> str:
     for k in kernels:
         if k.grid is None:
             parts.append(f"1 group of {k.lanes} lanes" if k.lanes else "1 work-item")
-        elif k.lanes:
-            parts.append(f"1-D grid, a group of {k.lanes} lanes per value")
         else:
             parts.append(_grid_summary(k) + "".join(
                 f" (else, to fill the device: {_grid_summary(alt)})" for alt in k.alternatives))
@@ -185,6 +186,9 @@ def _summary(kernels: list[KernelSpec]) -> str:
 
 
 def _grid_summary(k: KernelSpec) -> str:
+    if k.lanes:
+        per = f"{k.columns} values" if k.columns else "value"
+        return f"1-D grid, a group of {k.lanes} lanes per {per}"
     text = "x".join(str(t) for t in k.grid.tiles)
     return (f"{len(k.grid.tiles)}-D grid, groups {text}" +
             (f", {k.regtiles.describe()}" if k.regtiles else "") +
@@ -322,14 +326,13 @@ class _Mapper:
         when_py, statements = set_to_py(when, host_ctx), tuple(sorted(statement_names(domain)))
         if len(mapped) == 1 and depth == 0 and self.whole_statements(domain):
             lane = self.lane_kernel(prefix, ranges, positions, n_dims, when, ctx)
-            if lane is not None:
-                spec = KernelSpec(name, depth, lane[0], when_py, statements, lane[1],
-                                  placement=placement, lanes=self.lanes)
-                if self.wide_lanes > self.lanes:  # few rows: wider groups fill the device
-                    spec = replace(spec, alternatives=(replace(
-                        spec, name=f"{name}_w", lanes=self.wide_lanes),))
+            if lane is not None and not uses_cells(lane[1]):
+                spec = self.lane_spec(KernelSpec(name, depth, lane[0], when_py, statements,
+                                                 lane[1], placement=placement), lane[2])
                 self.kernels.append(spec)
                 return [spec]
+        else:
+            lane = None
         tiled = self.register_tiled(name, domain, depth, chain or mapped, mapped, ranges,
                                     (ctx, when, params, when_py), grid, placement) \
             if len(mapped) >= 2 and self.local_memory else []
@@ -350,6 +353,11 @@ class _Mapper:
                               placement=placement)
         if tiled:  # register tiles, and smaller work-groups' work where they fill the device
             spec = replace(tiled[0], alternatives=(*tiled[1:], spec))
+        elif lane is not None:  # sums into cells: shared by lanes where the grid is too small
+            lanes = self.lane_spec(KernelSpec(f"{name}_lanes", depth, lane[0], when_py,
+                                              statements, lane[1], placement=placement), lane[2])
+            spec = replace(spec, alternatives=(replace(lanes, alternatives=()),
+                                               *lanes.alternatives))
         self.kernels.append(spec)
         return [spec]
 
@@ -417,12 +425,29 @@ class _Mapper:
                           tuple(sorted(statement_names(domain))), ast,
                           placement=isl.UnionMap.from_domain(domain), lanes=self.wide_lanes)
 
+    def lane_spec(self, spec: KernelSpec, last: isl.AstExpr | None) -> KernelSpec:
+        """``spec`` (a lane kernel's grid and body) with its lanes, and a wider alternative
+        for launches of few groups. ``last``: the member's last value where a group takes
+        ``COLUMNS`` values (the kernel reads along the member with stride 1), else None."""
+        if last is not None:
+            lanes, wide = COLUMN_LANES, self.max_group // COLUMNS
+            spec = replace(spec, grid=replace(spec.grid, tiles=(COLUMNS,)), lanes=lanes,
+                           columns=COLUMNS, last=last)
+        else:
+            lanes, wide = self.lanes, self.wide_lanes
+            spec = replace(spec, lanes=lanes)
+        if wide > lanes:  # few groups: wider groups fill the device
+            spec = replace(spec, alternatives=(replace(spec, name=f"{spec.name}_w",
+                                                       lanes=wide),))
+        return spec
+
     def lane_kernel(self, prefix: isl.UnionMap, ranges: list[isl.Set],
                     positions: tuple[int, ...], n_dims: int, when: isl.Set,
-                    ctx: isl.Set) -> tuple[Grid, isl.AstNode] | None:
+                    ctx: isl.Set) -> tuple[Grid, isl.AstNode, isl.AstExpr | None] | None:
         """The grid and body of the one-member kernel (no host loop around it) as a lane
-        kernel, a group per value of the member; None when its body does not allow it
-        (``lane_body``)."""
+        kernel, a group per value of the member, and the member's last value where a group
+        should take ``COLUMNS`` values instead (``reads_along``); None when its body does not
+        allow it (``lane_body``)."""
         if self.lanes < 2:
             return None
         params = self.params(0, 1)
@@ -435,7 +460,13 @@ class _Mapper:
             return None
         grid = Grid(positions, (1,), (pw_aff_to_py(ranges[0].dim_min(0), ctx),),
                     (pw_aff_to_py(ranges[0].dim_max(0), ctx),))
-        return grid, ast
+        last = None
+        if self.max_group >= COLUMNS * COLUMN_LANES and \
+                reads_along(self.scop, prefix, n_dims - 1):
+            ctx = ctx.align_params(ranges[0].get_space())
+            last = isl.AstBuild.from_context(ctx).expr_from_pw_aff(
+                ranges[0].dim_max(0).align_params(ctx.get_space()).gist(ctx))
+        return grid, ast, last
 
     def params(self, depth: int, n_mapped: int) -> list[str]:
         out = list(self.scop.syms) + [f"{HOST}{j}" for j in range(depth)]

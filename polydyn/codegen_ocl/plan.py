@@ -51,6 +51,10 @@ class KernelSpec:
     # work-items per value of the one mapped member (0: one work-item per value): its loops
     # are dealt out to them
     lanes: int = 0
+    # values of that member per work-group of a lane kernel (0: one), and the member's last
+    # value (an isl AST expression of the sizes: work-items past it store nothing)
+    columns: int = 0
+    last: Any = field(default=None, compare=False, repr=False)
     # each work-item computes a register tile of the two innermost mapped members
     # (regtiles.py); None: one value of each per work-item
     regtiles: RegisterTiles | None = None
@@ -88,7 +92,7 @@ class KernelSpec:
     def local_size(self) -> tuple[int, ...]:
         """OpenCL local size (dimension 0 first: the innermost mapped member)."""
         if self.lanes:
-            return (self.lanes,)
+            return (self.lanes * max(1, self.columns),)
         if self.grid is None:
             return (1,)
         per_item = self.regtiles.per_item(len(self.grid.tiles)) if self.regtiles else \
@@ -117,6 +121,8 @@ class KernelSpec:
                            "schedule_dims": [f"{ITERATOR}{p}" for p in reversed(g.positions)]}
             if self.lanes:
                 out["grid"]["lanes"] = self.lanes
+            if self.columns:
+                out["grid"]["values_per_group"] = self.columns
             if self.regtiles:
                 out["grid"]["register_tiles"] = self.regtiles.describe()
         out["local_memory"] = [c.describe() for c in self.local]

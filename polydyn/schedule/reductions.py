@@ -35,6 +35,13 @@ def reduction_of(scop: Scop, stmt: Statement) -> tuple[str, str] | None:
 def array_reduction_of(stmt: Statement) -> str | None:
     """The target array of ``T[x] += e`` or ``T[x] = max(T[x], e)`` (``min``) with ``e`` not
     reading ``T``; else None."""
+    found = cell_reduction_of(stmt)
+    return None if found is None else found[0]
+
+
+def cell_reduction_of(stmt: Statement) -> tuple[str, str] | None:
+    """``(array, op)`` for ``T[x] += e`` (``+``) or ``T[x] = max(T[x], e)`` (``max``,
+    ``min``) with ``e`` not reading ``T``; else None."""
     t = stmt.target
     if not isinstance(t, Load):
         return None
@@ -46,7 +53,8 @@ def array_reduction_of(stmt: Statement) -> str | None:
     def cell(x: object) -> bool:
         return of_array(x) and [str(i) for i in x.index] == index
 
-    return None if _reduction_op(stmt, cell, of_array) is None else t.array
+    op = _reduction_op(stmt, cell, of_array)
+    return None if op is None else (t.array, op)
 
 
 def sum_targets(scop: Scop, names: set[str]) -> set[str] | None:

@@ -95,6 +95,154 @@ void matmul_v0_k0(long pd_arg_N, long K, long M, long pd_o0, __global const floa
   }
 }
 
+/* matmul_v0_k0_lanes: a work-group of 32 values of schedule dim pd_c0 with 8 lanes each, its loops dealt out to the lanes; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void matmul_v0_k0_lanes(long pd_arg_N, long K, long M, long pd_o0, __global const float *restrict A, __global const float *restrict B, __global float *C)
+{
+  const long N = 1;
+  (void)N;
+  const int64_t pd_lane = get_local_id(0) / 32;
+  const int64_t pd_col = get_local_id(0) % 32;
+  const int64_t pd_v = 32 * get_group_id(0) + pd_col;
+  const int64_t pd_n = (M - 1) - pd_o0;
+  const int pd_live = pd_v <= pd_n;
+  const int64_t pd_g0 = pd_live ? pd_v : pd_n;
+  const int64_t pd_l0 = 0;
+  __local float pd_red_f32[256];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (pd_lane == 0 && pd_live)
+  {
+    {
+      const int64_t i = 0;
+      const int64_t j = pd_g0;
+      C[(i) * M + j] = 0.0f;
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  {
+    float pd_cell0;
+    {
+      const int64_t i = 0;
+      const int64_t j = pd_g0;
+      pd_cell0 = (pd_lane == 0) ? C[(i) * M + j] : 0;
+    }
+    for (int64_t pd_c1 = pd_lane; pd_c1 < K; pd_c1 += 8)
+    {
+      {
+        const int64_t i = 0;
+        const int64_t j = pd_g0;
+        const int64_t k = pd_c1;
+        pd_cell0 = (pd_cell0 + (A[(i) * K + k] * B[(k) * M + j]));
+      }
+    }
+    pd_red_f32[pd_lane * 32 + pd_col] = pd_cell0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_cell0 = pd_red_f32[pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[32 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[64 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[96 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[128 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[160 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[192 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[224 + pd_col];
+    if (pd_lane == 0 && pd_live)
+    {
+      {
+        const int64_t i = 0;
+        const int64_t j = pd_g0;
+        C[(i) * M + j] = pd_cell0;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  }
+}
+
+/* matmul_v0_k0_lanes_w: a work-group of 32 values of schedule dim pd_c0 with 32 lanes each, its loops dealt out to the lanes; statements S0, S1 */
+__kernel __attribute__((reqd_work_group_size(1024, 1, 1)))
+void matmul_v0_k0_lanes_w(long pd_arg_N, long K, long M, long pd_o0, __global const float *restrict A, __global const float *restrict B, __global float *C)
+{
+  const long N = 1;
+  (void)N;
+  const int64_t pd_lane = get_local_id(0) / 32;
+  const int64_t pd_col = get_local_id(0) % 32;
+  const int64_t pd_v = 32 * get_group_id(0) + pd_col;
+  const int64_t pd_n = (M - 1) - pd_o0;
+  const int pd_live = pd_v <= pd_n;
+  const int64_t pd_g0 = pd_live ? pd_v : pd_n;
+  const int64_t pd_l0 = 0;
+  __local float pd_red_f32[1024];
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (pd_lane == 0 && pd_live)
+  {
+    {
+      const int64_t i = 0;
+      const int64_t j = pd_g0;
+      C[(i) * M + j] = 0.0f;
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  {
+    float pd_cell0;
+    {
+      const int64_t i = 0;
+      const int64_t j = pd_g0;
+      pd_cell0 = (pd_lane == 0) ? C[(i) * M + j] : 0;
+    }
+    for (int64_t pd_c1 = pd_lane; pd_c1 < K; pd_c1 += 32)
+    {
+      {
+        const int64_t i = 0;
+        const int64_t j = pd_g0;
+        const int64_t k = pd_c1;
+        pd_cell0 = (pd_cell0 + (A[(i) * K + k] * B[(k) * M + j]));
+      }
+    }
+    pd_red_f32[pd_lane * 32 + pd_col] = pd_cell0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_cell0 = pd_red_f32[pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[32 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[64 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[96 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[128 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[160 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[192 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[224 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[256 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[288 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[320 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[352 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[384 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[416 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[448 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[480 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[512 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[544 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[576 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[608 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[640 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[672 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[704 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[736 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[768 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[800 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[832 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[864 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[896 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[928 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[960 + pd_col];
+    pd_cell0 = pd_cell0 + pd_red_f32[992 + pd_col];
+    if (pd_lane == 0 && pd_live)
+    {
+      {
+        const int64_t i = 0;
+        const int64_t j = pd_g0;
+        C[(i) * M + j] = pd_cell0;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  }
+}
+
 /* ---- variant full: [N, K, M] -> {  : (N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and N > 0 and K > 0 and M >= 96 } */
 /* matmul_v1_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))

@@ -55,7 +55,7 @@ static int pd_fail(const pd_call *c, int call, int kernel, int arg, int32_t rc) 
 static const unsigned char pd_tail_bytes[] = {0, 0, 0};
 static const unsigned char pd_tail_written[] = {0, 0, 1};
 /* each kernel's work-group size, dimension 0 first */
-static const size_t pd_local_size[][3] = {{256}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}};
+static const size_t pd_local_size[][3] = {{256}, {256}, {1024}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}};
 
 /* One launch (the Python host code's _launch): nothing when a dimension has no group; the
    kernel's arguments are the syms, the host loop values, the offsets, the call's buffers
@@ -122,10 +122,26 @@ static int pd_variant_0(const pd_call *pd_c, const int64_t *pd_s) {
   int64_t pd_v__o[1];
   if (1) {
     pd_v__o[0] = 0;
-    {
-      const int64_t pd_groups[] = {(pd_floord(((pd_v_M - 1) - pd_v__o[0]), 256) + 1)};
-      int pd_rc = pd_enqueue(pd_c, 0, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
-      if (pd_rc) return pd_rc;
+    if (((pd_floord(((pd_v_M - 1) - pd_v__o[0]), 256) + 1) >= pd_c->slot[PD_UNITS])) {
+      {
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_M - 1) - pd_v__o[0]), 256) + 1)};
+        int pd_rc = pd_enqueue(pd_c, 0, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
+        if (pd_rc) return pd_rc;
+      }
+    } else {
+      if (((pd_floord(((pd_v_M - 1) - pd_v__o[0]), 32) + 1) >= pd_c->slot[PD_UNITS])) {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_M - 1) - pd_v__o[0]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 1, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      } else {
+        {
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_M - 1) - pd_v__o[0]), 32) + 1)};
+          int pd_rc = pd_enqueue(pd_c, 2, NULL, 0, pd_v__o, 1, pd_groups, 1, NULL, 0);
+          if (pd_rc) return pd_rc;
+        }
+      }
     }
   }
   return 0;
@@ -141,20 +157,20 @@ static int pd_variant_1(const pd_call *pd_c, const int64_t *pd_s) {
     if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 1, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 3, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 2, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 4, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 16) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 3, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 5, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }
@@ -173,20 +189,20 @@ static int pd_variant_2(const pd_call *pd_c, const int64_t *pd_s) {
     if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 4, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 6, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 5, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 7, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 16) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 6, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 8, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }
@@ -205,20 +221,20 @@ static int pd_variant_3(const pd_call *pd_c, const int64_t *pd_s) {
     if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 7, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 9, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 8, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 10, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 16) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 9, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 11, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }
@@ -237,20 +253,20 @@ static int pd_variant_4(const pd_call *pd_c, const int64_t *pd_s) {
     if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
         const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 64) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 64) + 1)};
-        int pd_rc = pd_enqueue(pd_c, 10, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+        int pd_rc = pd_enqueue(pd_c, 12, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
       if ((((pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1) * (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 32) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 32) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 11, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 13, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
         {
           const int64_t pd_groups[] = {(pd_floord(((pd_v_N - 1) - pd_v__o[0]), 16) + 1), (pd_floord(((pd_v_M - 1) - pd_v__o[1]), 16) + 1)};
-          int pd_rc = pd_enqueue(pd_c, 12, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
+          int pd_rc = pd_enqueue(pd_c, 14, NULL, 0, pd_v__o, 2, pd_groups, 2, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       }
