@@ -15,6 +15,7 @@ from .errors import (
     ScheduleError,
     ShapeError,
     UnsupportedError,
+    UsageError,
 )
 from .options import Options
 from .runtime.jagged import Jagged
@@ -68,7 +69,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ArtifactError", "CompileError", "FrontendError", "InternalError", "Jagged", "Kernel",
     "Operator", "Options", "PolydynError", "Schedule", "ScheduleError", "ShapeError",
-    "UnsupportedError", "__version__", "abs", "compile", "compile_c", "cos", "erf", "exp", "f32",
+    "UnsupportedError", "UsageError", "__version__", "abs", "compile", "compile_c", "cos", "erf", "exp", "f32",
     "f64", "grid", "i32", "i64", "index", "inf", "inout", "load", "log", "operator", "out",
     "ragged", "sin", "sqrt", "sym", "tanh", "temp",
 ]

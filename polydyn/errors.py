@@ -81,7 +81,8 @@ class UnsupportedError(PolydynError):
 
 
 class UsageError(PolydynError):
-    """A command-line mistake (missing file, unknown operator, malformed size)."""
+    """A mistake in how polydyn is called, on the command line or through the API (missing
+    file, unknown operator or compile option, malformed size)."""
 
 
 class InternalError(Exception):

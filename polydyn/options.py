@@ -85,7 +85,22 @@ class Options:
     ocl_host: str = field(default_factory=lambda: os.environ.get("POLYDYN_OCL_HOST", "c"))
     debug: int = field(default_factory=lambda: int(os.environ.get("POLYDYN_DEBUG", "0") or 0))
 
+    def __post_init__(self) -> None:
+        for name in ("cache_dir", "dump_dir"):  # a str or another os.PathLike from the caller
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+
     def replace(self, **kw: Any) -> Options:
+        from dataclasses import fields
+
+        from .errors import UsageError
+
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(kw) - known)
+        if unknown:
+            raise UsageError(f"unknown compile option(s) {', '.join(map(repr, unknown))}; "
+                             f"the options are {', '.join(sorted(known))}")
         return replace(self, **kw)
 
     def dump(self, name: str, stage: str, text: Any) -> None:

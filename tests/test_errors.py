@@ -482,3 +482,15 @@ def test_shape_and_schedule_errors_replace_internal_exceptions(mm) -> None:
     bad = pd.Schedule().interchange("k", "i")
     _no_internal_chain(_raised(pd.compile, matmul, variants=[("true", bad)]))
     _no_internal_chain(_raised(pd.compile, matmul, variants=[("N >= 1000", pd.Schedule())]))
+
+
+def test_a_misspelt_compile_option_is_a_usage_error(tmp_path) -> None:
+    """An unknown keyword names itself and the options there are; a cache folder given as a
+    string works as a Path does."""
+    with pytest.raises(pd.UsageError, match=r"unknown compile option\(s\) 'cachedir'.*cache_dir"):
+        pd.compile(matmul, cachedir=str(tmp_path))
+    assert not any(tmp_path.iterdir())
+    kernel = pd.compile(matmul, cache_dir=str(tmp_path / "cache"))
+    a = np.ones((3, 2), np.float32)
+    np.testing.assert_allclose(kernel(a, a.T.copy()), a @ a.T)
+    assert any((tmp_path / "cache").iterdir())
