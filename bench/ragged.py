@@ -9,9 +9,11 @@ D = 768, and causal attention scores (D = 64). Each runs as
 - polydyn dense, padded: polydyn's dense kernel of the same operator on the padded batch;
 - torch nested: ``layout=torch.jagged`` nested tensors, where torch supports the operator.
 
-Useful GFLOP/s count only the work of the real (unpadded) rows. Times are medians of
-repeated calls, the implementations timed in turns. Usage:
-``python bench/ragged.py [--repeat 7] [--out bench/results/ragged.md]``.
+With ``--target opencl`` the kernels are OpenCL ones, and the ragged kernels also run one
+sequence after another (``RaggedKernel.together`` off), against their launches shared by
+the sequences. Useful GFLOP/s count only the work of the real (unpadded) rows. Times are
+medians of repeated calls, the implementations timed in turns. Usage:
+``python bench/ragged.py [--target opencl] [--repeat 7] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -132,11 +134,30 @@ def timed(fns: dict, repeat: int) -> dict[str, float]:
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
-def cases(lengths: np.ndarray, torch) -> list[tuple[str, float, dict]]:
+def one_by_one(kernel, *args):
+    """A ragged OpenCL kernel run one sequence after another (``RaggedKernel.together``
+    off): the launches it makes without grouping, for comparison."""
+    kernel.together = False
+    try:
+        return kernel(*args)
+    finally:
+        kernel.together = True
+
+
+def cases(lengths: np.ndarray, torch, target: str = "c") -> list[tuple[str, float, dict]]:
     """(name, useful flops, implementations) per operator; each implementation is checked
-    against NumPy before timing."""
+    against NumPy before timing. OpenCL: the ragged kernels also one sequence at a time."""
     rng = np.random.default_rng(1)
     total = int(lengths.sum())
+    compile_ = (lambda op: pd.compile(op, target="opencl")) if target == "opencl" else \
+        pd.compile
+
+    def alone(impls: dict, kernel, *args) -> dict:
+        if target == "opencl":
+            np.testing.assert_allclose(one_by_one(kernel, *args).values, kernel(*args).values,
+                                       rtol=1e-4, atol=1e-4)
+            impls["polydyn ragged, one by one"] = lambda: one_by_one(kernel, *args)
+        return impls
 
     def jag(d: int) -> pd.Jagged:
         return pd.Jagged(rng.standard_normal((total, d)).astype(np.float32), lengths)
@@ -148,29 +169,29 @@ def cases(lengths: np.ndarray, torch) -> list[tuple[str, float, dict]]:
     out_cases = []
     # projection: Y = X W per sequence, W 768 x 768
     x, w = jag(768), rng.standard_normal((768, 768)).astype(np.float32) / 28
-    kr1, kd1 = pd.compile(rag_proj), pd.compile(dense_proj)
+    kr1, kd1 = compile_(rag_proj), compile_(dense_proj)
     xp, tw = padded(x), torch.from_numpy(w)
     txp, xn = torch.from_numpy(xp), nested(x)
     np.testing.assert_allclose(kr1(x, w).values, x.values @ w, rtol=1e-3, atol=1e-3)
-    out_cases.append(("projection 768x768", 2.0 * total * 768 * 768, {
+    out_cases.append(("projection 768x768", 2.0 * total * 768 * 768, alone({
         "polydyn ragged": lambda: kr1(x, w), "torch padded": lambda: torch.matmul(txp, tw),
         "polydyn dense padded": lambda: kd1(xp, w), "torch nested": lambda: torch.matmul(xn, tw),
-    }))
+    }, kr1, x, w)))
     # layernorm over D = 768
     g = rng.standard_normal(768).astype(np.float32)
-    kr2, kd2 = pd.compile(rag_layernorm), pd.compile(dense_layernorm)
+    kr2, kd2 = compile_(rag_layernorm), compile_(dense_layernorm)
     tg = torch.from_numpy(g)
     np.testing.assert_allclose(
         kr2(x, g).values, torch.nn.functional.layer_norm(torch.from_numpy(x.values), (768,),
                                                         tg).numpy(), rtol=1e-3, atol=1e-3)
     ln = torch.nn.functional.layer_norm
-    out_cases.append(("layernorm D=768", 8.0 * total * 768, {
+    out_cases.append(("layernorm D=768", 8.0 * total * 768, alone({
         "polydyn ragged": lambda: kr2(x, g), "torch padded": lambda: ln(txp, (768,), tg),
         "polydyn dense padded": lambda: kd2(xp, g), "torch nested": lambda: ln(xn, (768,), tg),
-    }))
+    }, kr2, x, g)))
     # causal scores, D = 64
     q, k = jag(64), jag(64)
-    kr3, kd3 = pd.compile(rag_scores), pd.compile(dense_scores)
+    kr3, kd3 = compile_(rag_scores), compile_(dense_scores)
     qp, kp = padded(q), padded(k)
     tq, tk = torch.from_numpy(qp), torch.from_numpy(kp)
     n = qp.shape[1]
@@ -193,7 +214,7 @@ def cases(lengths: np.ndarray, torch) -> list[tuple[str, float, dict]]:
         impls["torch nested"] = nested_scores
     except Exception as exc:  # torch's jagged matmul of two ragged operands
         print(f"torch nested scores: not supported ({type(exc).__name__})")
-    out_cases.append(("causal scores D=64", flops, impls))
+    out_cases.append(("causal scores D=64", flops, alone(impls, kr3, q, k)))
     return out_cases
 
 
@@ -203,39 +224,52 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--out", default="bench/results/ragged.md")
+    parser.add_argument("--target", choices=("c", "opencl"), default="c")
+    parser.add_argument("--out", default=None,
+                        help="default bench/results/ragged.md (ragged_opencl.md for OpenCL)")
     args = parser.parse_args()
+    opencl = args.target == "opencl"
+    out_path = args.out or f"bench/results/ragged{'_opencl' if opencl else ''}.md"
     torch.set_num_threads(os.cpu_count() or 1)
     lengths = skewed_lengths()
     load_before = os.getloadavg()[0]
-    names = ["polydyn ragged", "torch padded", "polydyn dense padded", "torch nested"]
+    names = ["polydyn ragged", *(["polydyn ragged, one by one"] if opencl else []),
+             "torch padded", "polydyn dense padded", "torch nested"]
+    where = ""
+    if opencl:
+        from polydyn.runtime.opencl import resolve_device
+
+        where = (f" OpenCL device: {resolve_device(None).describe()} (NumPy arrays in and "
+                 "out: each call copies them); torch on the CPU.")
     lines = [
         f"Batch: {len(lengths)} sequences, lengths log-normal clipped to 1..512 (sum "
         f"{int(lengths.sum())}, max {int(lengths.max())}, median {int(np.median(lengths))}; "
         f"padding does {len(lengths) * int(lengths.max()) / lengths.sum():.1f}x the rows). "
         f"Machine: {cpu_model()}, {os.cpu_count()} cores; "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads). Medians of "
-        f"{args.repeat} calls, in turns.", "",
+        f"{args.repeat} calls, in turns.{where}", "",
         "| operator | " + " | ".join(f"{n} ms (useful GFLOP/s)" for n in names) +
-        " | ragged speedup over torch padded | over polydyn dense padded |",
-        "|---|" + "---|" * (len(names) + 2),
+        " | ragged speedup over torch padded | over polydyn dense padded |" +
+        (" over one by one |" if opencl else ""),
+        "|---|" + "---|" * (len(names) + 2 + opencl),
     ]
-    for name, flops, impls in cases(lengths, torch):
+    for name, flops, impls in cases(lengths, torch, args.target):
         t = timed(impls, args.repeat)
         cells = [f"{t[n] * 1e3:.2f} ({flops / t[n] / 1e9:.1f})" if n in t else "n/a"
                  for n in names]
         base = t["polydyn ragged"]
         lines.append(f"| {name} | " + " | ".join(cells) +
                      f" | {t['torch padded'] / base:.2f}x | "
-                     f"{t['polydyn dense padded'] / base:.2f}x |")
+                     f"{t['polydyn dense padded'] / base:.2f}x |" +
+                     (f" {t['polydyn ragged, one by one'] / base:.2f}x |" if opencl else ""))
         print(lines[-1], flush=True)
     lines += ["", f"Load average (1 min) {load_before:.1f} before the run and "
               f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores: other processes "
               "share the CPUs, so absolute times move between runs; the implementations are "
               "timed in turns, so the ratios are the steadier figures."]
     text = "\n".join(lines) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(text)
     print(text)
 
 

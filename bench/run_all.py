@@ -156,6 +156,16 @@ for the guarded triangle are far from a tuned batched matmul), which inflates th
 
 """
 
+RAGGED_OPENCL_SECTION = """
+From `bench/ragged.py --target opencl` (file `bench/results/ragged_opencl.md`, its own run, on
+PoCL's CPU device): the same batch and operators as OpenCL kernels, the ragged kernel's
+launches shared by the sequences (each kernel launched once per step for every sequence that
+runs it) against the same kernel launched sequence by sequence. PoCL runs OpenCL on this
+machine's CPU, so the absolute figures say little about a GPU; the shared launches' gain over
+one-by-one launches is what the table shows.
+
+"""
+
 C_VS_GCC_SECTION = """
 ## C input against gcc -O3 -march=native (issue 6)
 
@@ -260,6 +270,9 @@ def _results_text(out: Path, results_md: Path, render) -> str:
     ragged = HERE / "results" / "ragged.md"
     if ragged.is_file():  # bench/ragged.py's table (issue 35)
         text += RAGGED_SECTION + ragged.read_text()
+    ragged_ocl = HERE / "results" / "ragged_opencl.md"
+    if ragged_ocl.is_file():  # bench/ragged.py --target opencl
+        text += RAGGED_OPENCL_SECTION + ragged_ocl.read_text()
     gcc = [HERE / "results" / f"c_vs_gcc_t{t}.md" for t in (1, 2)]
     if all(f.is_file() for f in gcc):  # bench/c_vs_gcc.py's tables (issue 6)
         text += C_VS_GCC_SECTION + "\n".join(f.read_text() for f in gcc)

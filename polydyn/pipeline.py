@@ -68,11 +68,12 @@ class Generated:
 @user_facing
 def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]] | None = None,
              options: Options | None = None, on_unit: Callable[[str], None] | None = None,
-             **option_kw: Any) -> Generated:
+             sequences: bool = False, **option_kw: Any) -> Generated:
     """Every stage up to the generated text, for ``target``: "c" (the CPU of
     ``target.host_cpu``), "opencl" (the default device's limits) or a ``CpuTarget`` or
     ``GpuTarget`` to plan for; builds nothing. ``on_unit`` (C): called with each variant's
-    translation unit as soon as its text exists."""
+    translation unit as soon as its text exists. ``sequences`` (OpenCL): ``op`` is a ragged
+    operator's sequence, and the kernels get their twins over a grid of sequences."""
     # the stages, imported on first use: a cache hit needs none of them
     from .astgen import build_ast
     from .codegen_c.emit import CEmitter
@@ -95,7 +96,7 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
         (side,) = sides
         stage("OpenCL mapping and code")
         program = generate_opencl(side.scop, side.deps, side.variants, options,
-                                  machine.max_group, computed=side.own)
+                                  machine.max_group, computed=side.own, sequences=sequences)
         sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
         if program.host_c is not None:
             sources[f"{name}.host.c"] = program.host_c
@@ -353,17 +354,18 @@ def _compile_c(op: Any, machine: CpuTarget, variants: list[tuple[str, Any]] | No
 
 
 def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]] | None,
-                    device: Any, options: Options) -> Any:
+                    device: Any, options: Options, sequences: bool = False) -> Any:
     """The OpenCLKernel: from the cache entry keyed before scheduling (an artifact directory,
-    ``runtime/bundle_ocl.py``) when there is one, else generated, built and published."""
+    ``runtime/bundle_ocl.py``) when there is one, else generated, built and published.
+    ``sequences``: a ragged operator's sequence (``generate``)."""
     from .errors import ArtifactError
     from .runtime.bundle_ocl import write_opencl
     from .runtime.loader import load_artifact
     from .runtime.opencl import resolve_device
 
     scop = _scop_of(op)
-    key = None if options.dump_dir else kernel_key(scop, variants,
-                                                    _ocl_settings(options, machine))
+    settings = _ocl_settings(options, machine) + (["sequences"] if sequences else [])
+    key = None if options.dump_dir else kernel_key(scop, variants, settings)
     entry = key and cache.find(options.cache_dir, key)
     if entry:
         try:
@@ -371,11 +373,12 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
         except ArtifactError:  # another CPU, a library gone: build again
             kernel = None
         if kernel is not None:
-            kernel.regenerate = lambda: generate(op, machine, variants, options).program.mappings
+            kernel.regenerate = lambda: generate(op, machine, variants, options,
+                                                 sequences=sequences).program.mappings
             return kernel
     from .codegen_ocl.pipeline import build_opencl  # the OpenCL stages: a miss only
 
-    gen = generate(op, machine, variants, options)
+    gen = generate(op, machine, variants, options, sequences=sequences)
     stage("OpenCL build")
     kernel = build_opencl(gen.scop, gen.program, gen.zero_init, resolve_device(device), op,
                           options, gen.notes)
@@ -400,14 +403,15 @@ def _ocl_settings(options: Options, machine: GpuTarget) -> list[str]:
 def _compile_ragged(op: RaggedOperator, machine: Target,
                     variants: list[tuple[str, Any]] | None, device: Any,
                     options: Options) -> Any:
-    """The RaggedKernel of a ragged operator: its per-sequence operator compiled (C: with
-    the batch entry)."""
+    """The RaggedKernel of a ragged operator: its per-sequence operator compiled, with the
+    batch entry (C) or the kernels' twins over sequences (OpenCL)."""
     from .codegen_c.batch import batch_source
     from .runtime.ragged_kernel import RaggedKernel
 
-    if isinstance(machine, GpuTarget):  # the sequences run one after another (see guide)
-        return RaggedKernel(op.scop, op.info, compile(op.scop, machine, variants, device,
-                                                      options), op)
+    if isinstance(machine, GpuTarget):  # kernels with twins over a grid of sequences
+        inner = _compile_opencl(op.scop, machine, variants, device, options, sequences=True)
+        inner.machine = machine
+        return RaggedKernel(op.scop, op.info, inner, op)
     info = op.info
     extra = batch_source(op.scop, info.length, info.batched)
     return RaggedKernel(op.scop, info, _compile_c(op, machine, variants, options, extra), op)

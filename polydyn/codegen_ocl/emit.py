@@ -30,6 +30,7 @@ from .promotion import OUTER, LocalCopy, only_copies
 from .pyexpr import ITERATOR
 from .regemit import UNROLL_PRELUDE, RegisterLoops
 from .scalars import SpilledScalar
+from .sequences import group_var, prologue, twin_spec
 
 # OpenCL C overloads these for float and double: one table for both types.
 MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "erf": "erf",
@@ -65,6 +66,7 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
         self.permute = permute
         self._lane_types: set[str] = set()  # the local scalar types a lane kernel combines
         self._cells = {}
+        self._sequences = False  # printing a kernel's twin over sequences
         self._shuffle_types: set[str] = set()  # the types any kernel shuffles (the prelude's)
         self._fixed: dict[str, int] = {}  # the sizes the variant being printed fixes
 
@@ -323,6 +325,8 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
 
     def group_id(self, d: int) -> str:
         """The work-group id along dimension ``d``, through the test permutation."""
+        if self._sequences:  # a twin over sequences: its group's id in its sequence's grid
+            return group_var(d)
         return _permuted(self.permute, f"get_group_id({d})", f"get_num_groups({d})")
 
     def local_id(self, d: int) -> str:
@@ -333,14 +337,17 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
             return f"get_local_id({d})"
         return _permuted(self.permute, f"get_local_id({d})", f"get_local_size({d})")
 
-    def kernel_function(self, spec: KernelSpec) -> str:
-        self._spec = spec
+    def kernel_function(self, spec: KernelSpec, sequences: bool = False) -> str:
+        """The kernel's text; with ``sequences``, its twin over the groups of many sequences
+        (``sequences.py``: the group ids come from its table)."""
+        self._spec, self._sequences = spec, sequences
         self._lane_types = set()
         st = LoopState()
         try:
             body = self.node(spec.ast, st)
+            ids = self.ids(spec)
         finally:
-            self._spec = None
+            self._spec, self._sequences = None, False
         decls = [cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}{self.register_dims(spec)}")
                  for a in self.scop.arrays if a.kind == "local" and a.name in st.used_locals
                  and (a.name not in self.spilled or spec.lanes)]
@@ -354,13 +361,26 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
         decls += [cgen.Statement(f"{C_TYPE[t]} pd_sh_{t}") for t in shuffled]
         self._shuffle_types.update(shuffled)
         size = ", ".join(str(s) for s in (*spec.local_size, 1, 1)[:3])
+        params, first = self.kernel_params(spec), []
+        name = spec.name
+        if sequences:
+            n = len(spec.grid.tiles) if spec.grid is not None else 0
+            syms = [fixed_param(s, self._fixed) for s in self.scop.syms]
+            params = ["__global const long *restrict pd_group_table",
+                      "__global const long *restrict pd_seq_table", *params[len(syms) + n:]]
+            first = prologue(self.scop, spec, syms)
+            name = twin_spec(spec).name
         head = (f"__kernel __attribute__((reqd_work_group_size({size})))\n"
-                f"void {spec.name}({', '.join(self.kernel_params(spec))})")
-        block = cgen.Block([*size_constants(self._fixed, "long"), *self.ids(spec), *decls,
+                f"void {name}({', '.join(params)})")
+        block = cgen.Block([*first, *size_constants(self._fixed, "long"), *ids, *decls,
                             *body])
-        return f"/* {_describe(spec)} */\n{head}\n{block}\n"
+        what = f"the twin over sequences of {_describe(spec)}" if sequences else \
+            _describe(spec)
+        return f"/* {what} */\n{head}\n{block}\n"
 
-    def module(self, mappings: list[VariantMapping]) -> str:  # type: ignore[override]
+    def module(self, mappings: list[VariantMapping],  # type: ignore[override]
+               twins: list[tuple[VariantMapping, KernelSpec]] = ()) -> str:
+        """Every kernel of every variant, then the ``twins`` over sequences."""
         self._shuffle_types = set()
         kernels = []
         for m in mappings:
@@ -368,6 +388,9 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
             self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
             kernels.extend(self.kernel_function(k) for k in m.kernels)
             kernels.extend(self.kernel_function(x) for k in m.kernels for x in k.family()[1:])
+        for m, x in twins:
+            self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
+            kernels.append(self.kernel_function(x, sequences=True))
         text = "\n".join(kernels)
         index = INDEX_32_OR_64 if self.scop.narrow_indices else INDEX_64
         prelude = index + PRELUDE + (PRELUDE_F64 if uses_double(self.scop, text) else "")

@@ -34,6 +34,7 @@ from .mapping import map_variant
 from .plan import KernelSpec, VariantMapping
 from .regtiles import parse_override
 from .scalars import spilled_scalars, spills_of_variants
+from .sequences import twin_spec, twins
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,15 @@ class Program:
 
 
 def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: Options,
-                    max_group: int, computed: isl.Schedule | None = None) -> Program:
+                    max_group: int, computed: isl.Schedule | None = None,
+                    sequences: bool = False) -> Program:
     """The program for the scheduled variants, for a device whose work-groups hold at most
     ``max_group`` work-items (each kernel gets its own AST from the mapping). ``computed``:
     isl's schedule under the operator's context, when the caller has it (the mapping reuses
-    it instead of running isl's scheduler again: minutes on some fuzz operators)."""
+    it instead of running isl's scheduler again: minutes on some fuzz operators).
+    ``sequences``: the program of a ragged operator's sequence, with the kernels' twins over
+    a grid of sequences (``sequences.py``) where it has no temporaries nor scalars kept in
+    global memory (those are sized per sequence)."""
     parse_override(options.ocl_regtile)  # a bad value is an error even where nothing fits
     mappings = [map_variant(scop, deps, v, k, max_group=max_group, computed=computed,
                             regtile=options.ocl_regtile)
@@ -69,13 +74,15 @@ def generate_opencl(scop: Scop, deps: Deps, scheduled: list[Variant], options: O
         check_launches(list(m.kernels), deps.all, f"{scop.name}, variant {m.variant.name}")
 
     spilled = spilled_scalars(scop, [list(m.kernels) for m in mappings])
-    source = OpenCLEmitter(scop, tuple(spilled), options.ocl_permute).module(mappings)
+    pairs = twins(mappings) if sequences and not spilled and not temporaries(scop) else []
+    source = OpenCLEmitter(scop, tuple(spilled), options.ocl_permute).module(mappings, pairs)
     options.dump(scop.name, "8-source.cl", source)
 
     host = host_source(scop, mappings, spilled)
     options.dump(scop.name, "9-host.py", host)
 
     infos = [kernel_info(scop, spec, len(spilled)) for spec in all_kernels(mappings)]
+    infos += [twin_info(scop, spec) for _, spec in pairs]
     spills = spills_of_variants(scop, [list(m.kernels) for m in mappings], spilled)
     try:
         host_c = host_c_source(scop, host, [i.local_size for i in infos], len(spilled))
@@ -121,6 +128,15 @@ def kernel_info(scop: Scop, spec: KernelSpec, n_spilled: int) -> KernelInfo:
         dtypes.append(np.dtype(NUMPY_NAME[a.dtype]) if a.kind == "value" else None)
     dtypes += [None] * (len(temporaries(scop)) + n_spilled + len(spec.dynamic_local))
     return KernelInfo(spec.name, spec.local_size, tuple(dtypes), spec.regtiles is not None)
+
+
+def twin_info(scop: Scop, spec: KernelSpec) -> KernelInfo:
+    """The launch facts of ``spec``'s twin over sequences: its two tables, then the
+    arguments after the kernel's scalars."""
+    info = kernel_info(scop, spec, 0)
+    n_scalars = len(scop.syms) + (len(spec.grid.tiles) if spec.grid else 0)
+    return KernelInfo(twin_spec(spec).name, spec.local_size,
+                      (None, None, *info.arg_dtypes[n_scalars:]), False)
 
 
 HOST_PATHS = ("c", "python")

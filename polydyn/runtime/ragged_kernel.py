@@ -1,7 +1,7 @@
 """The callable of a ragged operator: binds the lengths and checks every Jagged argument
 (``ragged_call.py``), then one call into the generated batch entry (C), which runs each
-sequence's own variant. OpenCL runs the per-sequence kernel on each sequence's blocks from
-the host, one after another (no grid over sequences yet)."""
+sequence's own variant. OpenCL launches each kernel once for all the sequences that run it
+at the same step of their variants (``ocl_sequences.py``)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,9 @@ class RaggedKernel:
         self._work_code = compile(self.work_expr, "<polydyn work>", "eval")
         self._work_memo: dict[tuple[int, ...], float] = {}
         self._batch = self._batch_function() if self.target == "c" else None
+        # OpenCL: the sequences share launches (False: one sequence after another, the
+        # baseline bench/ragged.py measures them against)
+        self.together = True
 
     def manifest(self) -> dict[str, Any]:
         """What an artifact's manifest holds of the batch (``runtime/bundle.py``)."""
@@ -102,35 +105,53 @@ class RaggedKernel:
             raise ShapeError(f"{self.name}: the kernel refused the call (code {rc})")
 
     def _run_each(self, call: RaggedCall) -> None:
-        """The per-sequence kernel on each sequence's blocks (targets with no batch entry).
-        OpenCL: every array goes to the device once, each sequence reads and writes its
-        blocks there, and the written arrays come back once."""
-        scop = self.scop
+        """The sequences on OpenCL: every array goes to the device once, the sequences'
+        kernels run together (``ocl_sequences.py``), any sequence that cannot share launches
+        runs the per-sequence kernel on its blocks there, and the written arrays come back
+        once. (Without a device, the per-sequence kernel on each sequence's blocks.)"""
         device = self._on_device(call)
-        for b, length in enumerate(call.lengths.tolist()):
-            pos, kw = [], {}
-            for a in scop.arg_arrays:
-                n = a.name
-                if a.kind == "value":
-                    x = call.values[n]
-                elif n in self.info.batched:
-                    off, size = int(call.offsets[n][b]), int(call.sizes[n][b])
-                    shape = self.binder._shape(a, call.syms, length)
-                    x = device[n][off:off + size].reshape(shape) if size else \
-                        np.empty(shape, call.data[n].dtype)
-                else:
-                    x = device[n]
-                if a.kind == "out":
-                    kw[scop.user_name(n)] = x
-                else:
-                    pos.append(x)
-            for s in scop.index_syms:
-                kw[scop.user_name(s)] = call.syms[s]
-            self.inner(*pos, **kw)
-        for a in scop.arg_arrays:  # the written arrays back from the device
+        alone: Any = range(len(call.lengths))
+        if self.together and getattr(self.inner, "queue", None) is not None and \
+                len(call.lengths):
+            from .ocl_sequences import launch_together
+
+            for a in self.scop.arg_arrays:  # outputs read before written start at 0, once
+                x = device.get(a.name)
+                if a.kind == "out" and a.name in self.inner._zero_init and x.size:
+                    x.fill(0)
+            alone = launch_together(self.inner, call, device, self.info.length,
+                                    self.info.batched)
+        lengths = call.lengths.tolist()
+        for b in alone:
+            self._run_one(call, device, b, lengths[b])
+        for a in self.scop.arg_arrays:  # the written arrays back from the device
             x = device.get(a.name)
             if a.kind in ("out", "inout") and x is not None and not isinstance(x, np.ndarray):
                 x.get(ary=call.data[a.name].reshape(-1))
+
+    def _run_one(self, call: RaggedCall, device: Mapping[str, Any], b: int,
+                 length: int) -> None:
+        """The per-sequence kernel on sequence ``b``'s blocks."""
+        scop = self.scop
+        pos, kw = [], {}
+        for a in scop.arg_arrays:
+            n = a.name
+            if a.kind == "value":
+                x = call.values[n]
+            elif n in self.info.batched:
+                off, size = int(call.offsets[n][b]), int(call.sizes[n][b])
+                shape = self.binder._shape(a, call.syms, length)
+                x = device[n][off:off + size].reshape(shape) if size else \
+                    np.empty(shape, call.data[n].dtype)
+            else:
+                x = device[n]
+            if a.kind == "out":
+                kw[scop.user_name(n)] = x
+            else:
+                pos.append(x)
+        for s in scop.index_syms:
+            kw[scop.user_name(s)] = call.syms[s]
+        self.inner(*pos, **kw)
 
     def _on_device(self, call: RaggedCall) -> dict[str, Any]:
         """Flat device copies of the arrays (OpenCL), or the host arrays themselves."""
