@@ -273,7 +273,7 @@ if [ "$device_rc" = 0 ] && [ "$PROBE_S" -gt 0 ]; then
     env "${probe_env[@]}" PROBE_REV="$(git rev-parse --short HEAD 2>/dev/null)" \
       timeout -k 5 "$limit" "$PYTHON" bench/gpu_probe.py >"$PROBE_LOG" 2>&1
     rc=$?
-    grep -E '^(matmul|softmax|layernorm|ptxas info)' "$PROBE_LOG" | tee -a "$SUMMARY"
+    grep -E '^(matmul|gemv|ragged|softmax|layernorm|ptxas info)' "$PROBE_LOG" | tee -a "$SUMMARY"
     end_phase probe "$([ "$rc" = 0 ] && echo ok || echo "rc $rc") (probe.log)"
   fi
 fi

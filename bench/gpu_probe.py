@@ -1,7 +1,8 @@
 """What limits the OpenCL target on a GPU, in one short run: matmul as polydyn compiles it for
 any size against the same product compiled with its sizes fixed (``--assume``: full blocks,
 no guards, constant reduction tiles) and by register-tile shape; GEMV both ways by kernel
-width (``run_gemv``); the row reductions (softmax,
+width (``run_gemv``); ragged batches with launches shared or not (``run_ragged``); the row
+reductions (softmax,
 layernorm) at the GPU issue's sizes, in the 32- and the 64-bit index build. torch-cuda runs
 each beside it.
 
@@ -117,7 +118,7 @@ N_, M_, K_ = pd.sym("N M K")
 
 
 @pd.operator(assume="M >= 1 and K >= 1")
-def mat_vec(A: pd.f32[M_, K_], x: pd.f32[K_], y: pd.out(pd.f32[M_])):
+def mat_vec(A: pd.f32[M_, K_], x: pd.f32[K_], y: pd.out(pd.f32[M_])):  # noqa: N803
     """``A @ x`` as a user writes it: each row's sum in its cell."""
     for i in range(M_):
         y[i] = 0.0
@@ -159,7 +160,7 @@ def run_gemv(scale: int = 1) -> None:
                 try:
                     k(*dev, **{name_out: out})
                     err = float(np.abs(out.get() - want).max())
-                    s = timed(lambda k=k, dev=dev, out=out: k(*dev, **{name_out: out}),
+                    s = timed(lambda k=k, dev=dev, kw={name_out: out}: k(*dev, **kw),
                               k.queue.finish)
                     ratio = f" {t / s:.2f}x" if t else ""
                     line.append(f"{label} {moved / s / 1e9:.0f} GB/s{ratio} (err {err:.0e})")
@@ -167,6 +168,30 @@ def run_gemv(scale: int = 1) -> None:
                     line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:100]}")
             k.compute_units = units
             print(f"gemv {name} K={kk} M={m}: " + "; ".join(line), flush=True)
+
+
+def run_ragged() -> None:
+    """bench/ragged.py's skewed batch (64 sequences) on the GPU: the ragged kernels with
+    the sequences' launches shared against sequence by sequence (both copy the NumPy
+    arrays in and out on each call)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ragged
+
+    lengths = ragged.skewed_lengths()
+    rng = np.random.default_rng(0)
+    total = int(lengths.sum())
+    x = pd.Jagged(rng.standard_normal((total, 768)).astype(np.float32), lengths)
+    w = rng.standard_normal((768, 768)).astype(np.float32) / 28
+    g = rng.standard_normal(768).astype(np.float32)
+    for name, op, args in (("projection 768x768", ragged.rag_proj, (x, w)),
+                           ("layernorm D=768", ragged.rag_layernorm, (x, g))):
+        k = pd.compile(op, target="opencl")
+        line = []
+        for label, call in (("shared", lambda k=k, args=args: k(*args)),
+                            ("one by one", lambda k=k, args=args: ragged.one_by_one(k, *args))):
+            s = timed(call, lambda: None)
+            line.append(f"{label} {s * 1e3:.2f} ms")
+        print(f"ragged {name}, 64 sequences (copies included): " + "; ".join(line), flush=True)
 
 
 def register_report() -> None:
@@ -187,6 +212,7 @@ def register_report() -> None:
 def main() -> None:
     print(f"probe at {os.environ.get('PROBE_REV', '?')}", flush=True)
     run_gemv(int(os.environ.get("PROBE_ROW_SCALE", "1")))
+    run_ragged()
     run_rows(int(os.environ.get("PROBE_ROW_SCALE", "1")))
     sizes = os.environ.get("PROBE_SIZES", "1024 2048 1000 512 256")
     for n in map(int, sizes.split()):

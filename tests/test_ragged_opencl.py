@@ -141,3 +141,19 @@ def test_group_table_enumerates_each_sequence_grid():
         [[2, 0, 0, 0]]
     assert sequences.group_table(np.zeros((3, 0), np.int64)).tolist() == \
         [[r, 0, 0, 0] for r in range(3)]
+
+
+def test_every_variant_reached_in_one_batch(monkeypatch):
+    """At D = O = 256 the lengths reach every variant the dispatcher picks (``L=1``,
+    ``full`` at multiples of 48, ``tiled``, ``small`` for the empty ones); all share
+    launches, and the results are NumPy's."""
+    k = pd.compile(ops.seq_proj, target="opencl")
+    lengths = [0, 1, 2, 47, 48, 49, 96, 97, 5, 130, 1, 48]
+    picked = {k.select(L=n, D=256, O=256).name for n in lengths}
+    assert picked == {v.name for v in k.variants[:-1]}  # the fallback is never picked
+    counted = Counted(monkeypatch)
+    x = _jagged(lengths, 256, seed=15)
+    w = np.random.default_rng(16).standard_normal((256, 256)).astype(np.float32)
+    y = k(x, w)
+    np.testing.assert_allclose(y.values, x.values @ w, rtol=1e-3, atol=1e-3)
+    assert counted.alone == [] and counted.launches
