@@ -100,8 +100,8 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
         sources = {f"{name}.cl": program.source, f"{name}.host.py": program.host}
         if program.host_c is not None:
             sources[f"{name}.host.c"] = program.host_c
-        return Generated(own_scop, tuple(side.variants), sources, side.zero_init,
-                         side.notes, program)
+        return Generated(own_scop, tuple(m.variant for m in program.mappings), sources,
+                         side.zero_init, side.notes, program)
     scheduled = [v for side in sides for v in side.variants]
     options.dump(name, "5-schedules.txt",
           "\n".join(f"{v.name}: {v.schedule}" for v in scheduled))

@@ -603,7 +603,7 @@ def test_compile_raises_compile_error_for_bad_generated_code(monkeypatch, tmp_pa
     monkeypatch.setenv("POLYDYN_CACHE_DIR", str(tmp_path))
     real = pipeline.OpenCLEmitter.module
     monkeypatch.setattr(pipeline.OpenCLEmitter, "module",
-                        lambda self, m: real(self, m) + "\nthis is not OpenCL C;\n")
+                        lambda self, *a: real(self, *a) + "\nthis is not OpenCL C;\n")
     with pytest.raises(pd.CompileError, match="bias_relu") as err:
         pd.compile(load("bias_relu")[0], target="opencl")
     assert err.value.log

@@ -136,7 +136,35 @@ def test_repr_and_str() -> None:
     assert eval(repr(odd), {"pd": pd}) == odd
 
 
+def test_the_gpu_mapping_is_a_directive() -> None:
+    """An OpenCL variant's recipe is isl's schedule and the mapping's choices (``gpu``),
+    not the CPU policy's tiles; a variant's own register tiles replay, and the C target
+    ignores the directive."""
+    k = pd.compile(matmul_scalar, target=_plan("opencl"),
+                   variants=[("N >= 64 and M >= 64", pd.Schedule.isl().gpu(regtile="2x4")),
+                             ("true", pd.Schedule.isl().gpu(regtile="off"))])
+    first, second = k.variants
+    assert repr(first.recipe) == "pd.Schedule.isl().gpu(regtile='2x4').label('user0')"
+    assert "register tiles 2x4" in first.summary and "register tiles" not in second.summary
+    for sizes in ({"N": 64, "M": 65, "K": 3}, {"N": 130, "M": 64, "K": 17},
+                  {"N": 5, "M": 7, "K": 9}):
+        check_kernel(k, sizes)
+    again = pd.compile(matmul_scalar, target=_plan("opencl"),
+                       variants=[(v.region, v.recipe) for v in k.variants])
+    assert again.source == k.source
+    auto = generate(heat, _plan("opencl"))
+    assert all(not v.recipe.has("tile_band") and v.recipe.has("gpu")
+               for v in auto.scheduled)
+    plain = generate(matmul_scalar, "c")
+    mapped = [(v.region, eval(repr(v.recipe), {"pd": pd}).gpu(regtile="4x4"))
+              for v in plain.scheduled]
+    assert generate(matmul_scalar, "c", variants=mapped).sources == plain.sources
+
+
 @pytest.mark.parametrize("build, message", [
+    (lambda: pd.Schedule.isl().gpu(regtile="5"), "TMxTN"),
+    (lambda: pd.Schedule.isl().gpu(outer=1), "True or False"),
+    (lambda: pd.Schedule().gpu(outer=True), "start the recipe with pd.Schedule.isl"),
     (lambda: pd.Schedule().tile_band((0,), (4,)), "start the recipe with pd.Schedule.isl"),
     (lambda: pd.Schedule.isl().tile(i=4), "names the operator's loops"),
     (lambda: pd.Schedule.isl().tile_band((0,), (0, 4)), "positive integers"),

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..codegen_c.astnodes import loop_annotation
+from ..codegen_c.astnodes import has_loop, loop_annotation
 from ..schedule.reductions import REDUCE_LOOP, cell_reduction_of
 from ..scop.exprs import Load
 from ..scop.ir import Scop
 from .scalars import scalar_users
+
+if TYPE_CHECKING:
+    from .plan import KernelSpec
 
 # local scalar types a lane kernel combines (the prelude's pd_max_<type>/pd_min_<type>)
 LANE_TYPES = ("f32", "f64", "i32", "i64")
@@ -197,3 +201,26 @@ def reads_along(scop: Scop, prefix: isl.UnionMap, pos: int) -> bool:
             if step.is_int() and step.to_python() == 1:
                 return True
     return False
+
+
+def grids_within_serial_loops(kernels: tuple[KernelSpec, ...], domain: isl.UnionSet,
+                               region: isl.Set) -> bool:
+    """Whether the grids' work grows with no size that the single work-item's loops do not
+    grow with too (softmax at ``N = 1``: all loops run over ``L``): one group of lanes then
+    does the loops' work faster and the grids' work not much slower. A sum over ``K`` before
+    a grid over ``N`` keeps the grid."""
+    def syms(names: set[str]) -> set[str]:
+        sets: list[isl.Set] = []
+        domain.foreach_set(sets.append)
+        out = set()
+        for x in sets:
+            if x.get_tuple_name() in names:
+                x = x.gist_params(region)
+                out |= {x.get_dim_name(isl.dim_type.param, k)
+                        for k in range(x.dim(isl.dim_type.param))
+                        if x.involves_dims(isl.dim_type.param, k, 1)}
+        return out
+
+    serial = {n for k in kernels if k.grid is None and has_loop(k.ast) for n in k.statements}
+    grids = {n for k in kernels if k.grid is not None for n in k.statements}
+    return syms(grids) <= syms(serial)

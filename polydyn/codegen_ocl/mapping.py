@@ -49,7 +49,7 @@ from ..schedule.auto import original_order, schedule_constraints
 from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
-from .lanes import lane_body, reads_along, uses_cells
+from .lanes import grids_within_serial_loops, lane_body, reads_along, uses_cells
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
@@ -117,22 +117,35 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
     outer coincidence when fewer statements then run in loops of a single work-item
     (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
     that isl would fuse into one sequential loop); user schedules are mapped as given.
-    ``computed``: isl's schedule under the operator's context, if the caller has it;
-    ``regtile``: POLYDYN_OCL_REGTILE (regtiles.py)."""
+    A recipe's ``gpu`` directive decides both choices (the schedule, the register tiles);
+    otherwise the mapping chooses and the variant's recipe records the choice
+    (``Schedule.on_gpu``). ``computed``: isl's schedule under the operator's context, if the
+    caller has it; ``regtile``: POLYDYN_OCL_REGTILE (regtiles.py), where no directive
+    says."""
     prefix = f"{scop.name}_v{index}"
+    given = variant.recipe.args("gpu")
+    outer, regtile = given[-1] if given else (None, regtile.strip().lower())
     if not is_automatic(variant):
-        return _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory,
-                    regtile)
+        mapped = _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory,
+                      regtile)
+        return _recorded(mapped, variant, False, regtile)
     best = None
-    for outer in (False, True):
-        schedule = gpu_schedule(scop, deps, variant, outer, computed)
+    for choice in (False, True) if outer is None else (outer,):
+        schedule = gpu_schedule(scop, deps, variant, choice, computed)
         mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory, regtile)
         score = (mapped.serial_statements, _count_launch_sites(mapped.host))
         if best is None or score < best[0]:
-            best = (score, mapped)
+            best = (score, mapped, choice)
         if mapped.serial_statements == 0:
             break
-    return best[1]
+    return _recorded(best[1], variant, best[2], regtile)
+
+
+def _recorded(mapped: VariantMapping, variant: Variant, outer: bool,
+              regtile: str) -> VariantMapping:
+    """``mapped`` with its variant's recipe stating the mapping's choices."""
+    recipe = variant.recipe.on_gpu(outer, regtile)
+    return replace(mapped, variant=mapped.variant.replace(recipe=recipe))
 
 
 def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefix: str,
@@ -143,35 +156,12 @@ def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefi
     host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
     kernels = tuple(mapper.kernels)
     if any(k.grid is None and has_loop(k.ast) for k in kernels) and \
-            _grids_within_serial_loops(kernels, schedule.get_domain(), variant.region):
+            grids_within_serial_loops(kernels, schedule.get_domain(), variant.region):
         whole = mapper.whole_lane_kernel()  # loops of one work-item: one group shares them
         if whole is not None:
             host = kernels = (whole,)
     mapped_variant = variant.replace(schedule=schedule, summary=_summary(list(kernels)))
     return VariantMapping(mapped_variant, host, kernels)
-
-
-def _grids_within_serial_loops(kernels: tuple[KernelSpec, ...], domain: isl.UnionSet,
-                               region: isl.Set) -> bool:
-    """Whether the grids' work grows with no size that the single work-item's loops do not
-    grow with too (softmax at ``N = 1``: all loops run over ``L``): one group of lanes then
-    does the loops' work faster and the grids' work not much slower. A sum over ``K`` before
-    a grid over ``N`` keeps the grid."""
-    def syms(names: set[str]) -> set[str]:
-        sets: list[isl.Set] = []
-        domain.foreach_set(sets.append)
-        out = set()
-        for x in sets:
-            if x.get_tuple_name() in names:
-                x = x.gist_params(region)
-                out |= {x.get_dim_name(isl.dim_type.param, k)
-                        for k in range(x.dim(isl.dim_type.param))
-                        if x.involves_dims(isl.dim_type.param, k, 1)}
-        return out
-
-    serial = {n for k in kernels if k.grid is None and has_loop(k.ast) for n in k.statements}
-    grids = {n for k in kernels if k.grid is not None for n in k.statements}
-    return syms(grids) <= syms(serial)
 
 
 def _summary(kernels: list[KernelSpec]) -> str:

@@ -41,6 +41,7 @@ from typing import Any
 import islpy as isl
 
 from ..errors import UnsupportedError
+from ..schedule.recipe import parse_regtile
 from ..schedule.tree import is_band, is_sequential_mark
 from ..scop.ir import Scop
 from .promotion import (
@@ -124,17 +125,10 @@ class RegisterCode:
 
 def parse_override(text: str) -> tuple[int, int] | None:
     """POLYDYN_OCL_REGTILE: "" (automatic: None), "off" ((1, 1): none) or "TMxTN"."""
-    text = text.strip().lower()
-    if not text:
-        return None
-    if text == "off":
-        return (1, 1)
-    tm, sep, tn = text.partition("x")
-    sizes = (tm, tn)
-    if not sep or not all(v.isascii() and v.isdigit() and 1 <= int(v) <= 16 for v in sizes):
-        raise UnsupportedError(f"POLYDYN_OCL_REGTILE={text!r}: choose 'off' or TMxTN with "
-                               "sizes 1 to 16 (such as 4x4)")
-    return int(tm), int(tn)
+    try:
+        return parse_regtile(text)
+    except ValueError as exc:
+        raise UnsupportedError(f"POLYDYN_OCL_REGTILE={text!r}: {exc}") from None
 
 
 def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],

@@ -81,6 +81,9 @@ class AutoRecipe:
     wave: WaveTiling | None = None
     # statements that initialize register-tile cells run inside the tiles (schedule.inits)
     fuse_inits: bool = True
+    # the OpenCL mapping's choices (``Schedule.gpu``: outer, regtile), where the recipe
+    # gives them; the C target ignores them
+    gpu: tuple[bool, str] | None = None
 
     def describe(self) -> str:
         if self.wave is not None:
@@ -124,6 +127,12 @@ class AutoRecipe:
             recipe = recipe.fuse_inits()
         if not self.parallel:
             recipe = recipe.single_thread()
+        return self._named(recipe, name)
+
+    def _named(self, recipe: Schedule, name: str | None) -> Schedule:
+        """``recipe`` with the OpenCL mapping's choices given, and the label."""
+        if self.gpu is not None:
+            recipe = recipe.gpu(*self.gpu)
         return recipe.label(name) if name else recipe
 
     @staticmethod
@@ -147,7 +156,8 @@ class AutoRecipe:
                           parallel=not recipe.has("single_thread"),
                           registers=shapes[-1] if shapes else None,
                           pack=not recipe.has("no_packing"), wave=wave,
-                          fuse_inits=recipe.has("fuse_inits"))
+                          fuse_inits=recipe.has("fuse_inits"),
+                          gpu=recipe.args("gpu")[-1] if recipe.has("gpu") else None)
 
 
 def _nonempty(region: isl.Set) -> bool:

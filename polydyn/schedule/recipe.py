@@ -23,7 +23,7 @@ LOOP_DIRECTIVES = ("tile", "interchange", "fuse", "distribute", "parallel", "vec
                    "unroll", "auto")
 POLICY_DIRECTIVES = ("isl", "tile_band", "keep_partial_tiles", "registers", "no_packing",
                      "wavefront", "fuse_inits", "single_thread")
-COMMON_DIRECTIVES = ("double_buffer", "repack", "label")
+COMMON_DIRECTIVES = ("double_buffer", "repack", "gpu", "label")
 DIRECTIVES = LOOP_DIRECTIVES + POLICY_DIRECTIVES + COMMON_DIRECTIVES
 
 
@@ -166,6 +166,24 @@ class Schedule:
         this variant only (CPU)."""
         return self._add("repack")
 
+    def gpu(self, outer: bool = False, regtile: str = "") -> Schedule:
+        """The OpenCL mapping's choices (the GPU target's part of the schedule; the C
+        target ignores it): with ``outer``, isl's schedule computed with parallelism sought
+        in the outermost band first (PPCG's setting for GPUs; policy recipes only), else
+        isl's default one; ``regtile``, the register tiles of the work-items: "" (each
+        kernel's own choice), "off" or "TMxTN" (1 to 16 each). The automatic policy records
+        what it chose here, so that the recipe maps the same way again."""
+        if not isinstance(outer, bool):
+            raise ScheduleError(f"gpu(outer={outer!r}): True or False")
+        if outer and not self.is_policy:
+            raise ScheduleError("gpu(outer=True) chooses among isl's schedules: start the "
+                                "recipe with pd.Schedule.isl()")
+        try:
+            parse_regtile(regtile)
+        except ValueError as exc:
+            raise ScheduleError(f"gpu(regtile={regtile!r}): {exc}") from None
+        return self._add("gpu", outer, regtile.strip().lower())
+
     def label(self, name: str) -> Schedule:
         """Name the variant (its function in the generated code, ``k.explain``)."""
         if not isinstance(name, str) or not name.strip() or not name.isprintable() or \
@@ -173,6 +191,19 @@ class Schedule:
             raise ScheduleError(f"label({name!r}): a variant's name is a line of printable "
                                 "text")
         return self._add("label", name)
+
+    def on_gpu(self, outer: bool, regtile: str) -> Schedule:
+        """This variant's recipe as the OpenCL target runs it, with the mapping's choices
+        (``gpu``): a policy recipe is isl's schedule so mapped (the CPU policy's tiling,
+        register tiles and threads do not apply), keeping the operator's rewrites; a loop
+        recipe stays as given, its register tiles stated. The label stays last."""
+        if self.is_policy:
+            kept = [step for step in self.steps[1:] if step[0] in ("double_buffer", "repack")]
+            out = Schedule((self.steps[0], *kept)).gpu(outer=outer, regtile=regtile)
+        else:
+            kept = [step for step in self.steps if step[0] not in ("gpu", "label")]
+            out = Schedule(tuple(kept)).gpu(regtile=regtile)
+        return out if self.name is None else out.label(self.name)
 
     # ---- reading a recipe ---------------------------------------------------------------------
 
@@ -236,6 +267,10 @@ class Schedule:
             elif name in ("tile_band", "registers") and len(args) == 3:
                 flag = "deep" if name == "tile_band" else "transposed"
                 text = f"{args[0]!r}, {args[1]!r}, {flag}=True"
+            elif name == "gpu":  # the settings that differ from the defaults, by keyword
+                text = ", ".join(f"{key}={value!r}" for key, value, default in
+                                 zip(("outer", "regtile"), args, (False, ""), strict=True)
+                                 if value != default)
             else:
                 text = ", ".join(repr(a) for a in args)
             out.append(f".{name}({text})")
@@ -252,6 +287,22 @@ class Schedule:
         if calls is None:
             return repr(self)
         return "\n    ".join(calls)
+
+
+def parse_regtile(text: str) -> tuple[int, int] | None:
+    """Register tiles as text: "" (the mapping chooses: None), "off" ((1, 1): none) or
+    "TMxTN" (sizes 1 to 16); ValueError for anything else."""
+    if not isinstance(text, str):
+        raise ValueError("a string: '', 'off' or TMxTN such as '4x4'")
+    text = text.strip().lower()
+    if not text:
+        return None
+    if text == "off":
+        return (1, 1)
+    tm, sep, tn = text.partition("x")
+    if not sep or not all(v.isascii() and v.isdigit() and 1 <= int(v) <= 16 for v in (tm, tn)):
+        raise ValueError("choose 'off' or TMxTN with sizes 1 to 16 (such as 4x4)")
+    return int(tm), int(tn)
 
 
 def _is_pair(name: str, arg: Any) -> bool:
