@@ -23,58 +23,56 @@ _AT = isl.ast_node_type
 
 def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
     """Whether a kernel body can be dealt out to lanes: it has a loop, every loop outside
-    all others (loops of one iteration are blocks) is parallel or carried only by reductions
-    (into local scalars of the types the combine knows, or into one cell per statement:
-    ``cell_reductions``), and each local scalar it touches is
-    touched by no other kernel's statement (it stays in the lanes' registers). Statements
-    outside the loops run in every lane when they assign a local scalar, else in lane 0
-    between barriers."""
-    loops: list[str] = []
-
-    def fits(n: isl.AstNode) -> bool:
-        kind = n.get_type()
-        if kind == _AT.block:
-            children = n.block_get_children()
-            return all(fits(children.get_at(k)) for k in range(children.n_ast_node()))
-        if kind == _AT.if_:
-            return fits(n.if_get_then_node()) and \
-                (not n.if_has_else_node() or fits(n.if_get_else_node()))
-        if kind == _AT.mark:
-            return fits(n.mark_get_node())
-        if kind == _AT.for_ and n.for_is_degenerate():  # one value: a block, not a loop
-            return fits(n.for_get_body())
-        if kind == _AT.for_:
-            carry = loop_annotation(n)
-            loops.append(carry)
-            return carry.parallel or (carry.kind == REDUCE_LOOP and all(
-                scop.array(name).dtype in LANE_TYPES for _, name in carry.reductions)) or \
-                cell_reductions(scop, n) is not None
-        return kind == _AT.user
-
-    if not fits(ast) or not loops:
+    all others (``top_loops``) is parallel or carried only by reductions (into local scalars
+    of the types the combine knows, or into one cell per statement: ``cell_reductions``),
+    and each local scalar it touches is touched by no other kernel's statement (it stays in
+    the lanes' registers). Statements outside the loops run in every lane when they assign a
+    local scalar, else in lane 0 between barriers."""
+    loops = top_loops(ast)
+    if not loops or not all(_shared(scop, loop) for loop in loops):
         return False
     return all(users <= statements or not users & statements
                for users in scalar_users(scop).values())
 
 
+def _shared(scop: Scop, loop: isl.AstNode) -> bool:
+    carry = loop_annotation(loop)
+    return carry.parallel or (carry.kind == REDUCE_LOOP and all(
+        scop.array(name).dtype in LANE_TYPES for _, name in carry.reductions)) or \
+        cell_reductions(scop, loop) is not None
+
+
 def uses_cells(ast: isl.AstNode) -> bool:
     """Whether a lane kernel's body (``lane_body``) has a loop of cell reductions: its
     lanes then only pay where the one-point-per-work-item grid leaves the device idle."""
-    kind = ast.get_type()
-    if kind == _AT.block:
-        children = ast.block_get_children()
-        return any(uses_cells(children.get_at(k)) for k in range(children.n_ast_node()))
-    if kind == _AT.if_:
-        return uses_cells(ast.if_get_then_node()) or \
-            (ast.if_has_else_node() and uses_cells(ast.if_get_else_node()))
-    if kind == _AT.mark:
-        return uses_cells(ast.mark_get_node())
-    if kind == _AT.for_ and ast.for_is_degenerate():
-        return uses_cells(ast.for_get_body())
-    if kind == _AT.for_:
-        carry = loop_annotation(ast)
-        return not (carry.parallel or carry.kind == REDUCE_LOOP)
-    return False
+    return any(not (carry.parallel or carry.kind == REDUCE_LOOP)
+               for carry in map(loop_annotation, top_loops(ast) or ()))
+
+
+def top_loops(ast: isl.AstNode) -> list[isl.AstNode] | None:
+    """The loops of a kernel body outside all others (a loop of one value is a block around
+    its body); None where the body holds a node other than blocks, ifs, marks, loops and
+    statements."""
+    loops: list[isl.AstNode] = []
+
+    def walk(n: isl.AstNode) -> bool:
+        kind = n.get_type()
+        if kind == _AT.block:
+            children = n.block_get_children()
+            return all(walk(children.get_at(k)) for k in range(children.n_ast_node()))
+        if kind == _AT.if_:
+            return walk(n.if_get_then_node()) and \
+                (not n.if_has_else_node() or walk(n.if_get_else_node()))
+        if kind == _AT.mark:
+            return walk(n.mark_get_node())
+        if kind == _AT.for_ and n.for_is_degenerate():
+            return walk(n.for_get_body())
+        if kind == _AT.for_:
+            loops.append(n)
+            return True
+        return kind == _AT.user
+
+    return loops if walk(ast) else None
 
 
 @dataclass(frozen=True)

@@ -342,22 +342,35 @@ def reference_call(op: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
     call = binder.bind(args, kwargs)
     scop = op.scop
     for b, length in enumerate(call.lengths.tolist()):
-        pos, kw = [], {}
-        for a in scop.arg_arrays:
-            n = a.name
-            if a.kind == "value":
-                x = call.values[n]
-            elif n in info.batched:
-                off, size = call.offsets[n][b], call.sizes[n][b]
-                shape = binder._shape(a, call.syms, length)
-                x = call.data[n].reshape(-1)[off:off + size].reshape(shape)
-            else:
-                x = call.data[n]
-            if a.kind == "out":
-                kw[scop.user_name(n)] = x
-            else:
-                pos.append(x)
-        for s in scop.index_syms:
-            kw[scop.user_name(s)] = call.syms[s]
+        flat = {n: x.reshape(-1) if n in info.batched else x for n, x in call.data.items()}
+        pos, kw = sequence_args(binder, call, flat, b, length)
         run_reference(scop, tuple(pos), kw)
     return binder.results(call)
+
+
+def sequence_args(binder: RaggedBinder, call: RaggedCall, flat: Mapping[str, Any], b: int,
+                  length: int) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword arguments of sequence ``b``'s per-sequence call: each
+    batched array's block of ``flat[name]`` (its values, flat: host or device arrays), the
+    other arrays as they are, the scalar values and the index syms."""
+    scop = binder.scop
+    pos: list[Any] = []
+    kw: dict[str, Any] = {}
+    for a in scop.arg_arrays:
+        n = a.name
+        if a.kind == "value":
+            x = call.values[n]
+        elif n in binder.batched:
+            off, size = int(call.offsets[n][b]), int(call.sizes[n][b])
+            shape = binder._shape(a, call.syms, length)
+            x = flat[n][off:off + size].reshape(shape) if size else \
+                np.empty(shape, call.data[n].dtype)
+        else:
+            x = flat[n]
+        if a.kind == "out":
+            kw[scop.user_name(n)] = x
+        else:
+            pos.append(x)
+    for s in scop.index_syms:
+        kw[scop.user_name(s)] = call.syms[s]
+    return pos, kw

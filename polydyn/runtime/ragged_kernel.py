@@ -16,7 +16,7 @@ from ..parametric.variants import Variant
 from ..scop.ir import RaggedInfo, Scop
 from .c_library import load_library
 from .conditions import EVAL_NAMES
-from .ragged_call import RaggedBinder, RaggedCall
+from .ragged_call import RaggedBinder, RaggedCall, sequence_args
 
 _CTYPE = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32,
           "i64": ctypes.c_int64}
@@ -132,25 +132,7 @@ class RaggedKernel:
     def _run_one(self, call: RaggedCall, device: Mapping[str, Any], b: int,
                  length: int) -> None:
         """The per-sequence kernel on sequence ``b``'s blocks."""
-        scop = self.scop
-        pos, kw = [], {}
-        for a in scop.arg_arrays:
-            n = a.name
-            if a.kind == "value":
-                x = call.values[n]
-            elif n in self.info.batched:
-                off, size = int(call.offsets[n][b]), int(call.sizes[n][b])
-                shape = self.binder._shape(a, call.syms, length)
-                x = device[n][off:off + size].reshape(shape) if size else \
-                    np.empty(shape, call.data[n].dtype)
-            else:
-                x = device[n]
-            if a.kind == "out":
-                kw[scop.user_name(n)] = x
-            else:
-                pos.append(x)
-        for s in scop.index_syms:
-            kw[scop.user_name(s)] = call.syms[s]
+        pos, kw = sequence_args(self.binder, call, device, b, length)
         self.inner(*pos, **kw)
 
     def _on_device(self, call: RaggedCall) -> dict[str, Any]:
