@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,24 +56,35 @@ def top_loops(ast: isl.AstNode) -> list[isl.AstNode] | None:
     statements."""
     loops: list[isl.AstNode] = []
 
-    def walk(n: isl.AstNode) -> bool:
-        kind = n.get_type()
-        if kind == _AT.block:
-            children = n.block_get_children()
-            return all(walk(children.get_at(k)) for k in range(children.n_ast_node()))
-        if kind == _AT.if_:
-            return walk(n.if_get_then_node()) and \
-                (not n.if_has_else_node() or walk(n.if_get_else_node()))
-        if kind == _AT.mark:
-            return walk(n.mark_get_node())
-        if kind == _AT.for_ and n.for_is_degenerate():
-            return walk(n.for_get_body())
-        if kind == _AT.for_:
-            loops.append(n)
-            return True
-        return kind == _AT.user
+    def at_for(n: isl.AstNode) -> bool:
+        if n.for_is_degenerate():
+            return _walk(n.for_get_body(), at_for)
+        loops.append(n)
+        return True
 
-    return loops if walk(ast) else None
+    return loops if _walk(ast, at_for) else None
+
+
+def _walk(n: isl.AstNode, at_for: Callable[[isl.AstNode], bool],
+          at_user: Callable[[isl.AstNode], None] = lambda n: None) -> bool:
+    """Through blocks, ifs and marks to the for nodes (``at_for``: whether the walk goes
+    on) and the statements (``at_user``); False at any other node."""
+    kind = n.get_type()
+    if kind == _AT.block:
+        children = n.block_get_children()
+        return all(_walk(children.get_at(k), at_for, at_user)
+                   for k in range(children.n_ast_node()))
+    if kind == _AT.if_:
+        return _walk(n.if_get_then_node(), at_for, at_user) and \
+            (not n.if_has_else_node() or _walk(n.if_get_else_node(), at_for, at_user))
+    if kind == _AT.mark:
+        return _walk(n.mark_get_node(), at_for, at_user)
+    if kind == _AT.for_:
+        return at_for(n)
+    if kind == _AT.user:
+        at_user(n)
+        return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -135,25 +147,14 @@ def _calls_and_loops(loop: isl.AstNode) -> tuple[list[isl.AstExpr], set[str]] | 
     calls: list[isl.AstExpr] = []
     iterators: set[str] = set()
 
-    def walk(n: isl.AstNode) -> bool:
-        kind = n.get_type()
-        if kind == _AT.block:
-            children = n.block_get_children()
-            return all(walk(children.get_at(k)) for k in range(children.n_ast_node()))
-        if kind == _AT.if_:
-            return walk(n.if_get_then_node()) and \
-                (not n.if_has_else_node() or walk(n.if_get_else_node()))
-        if kind == _AT.mark:
-            return walk(n.mark_get_node())
-        if kind == _AT.for_:
-            iterators.add(n.for_get_iterator().get_id().get_name())
-            return walk(n.for_get_body())
-        if kind == _AT.user:
-            calls.append(n.user_get_expr())
-            return True
-        return False
+    def at_for(n: isl.AstNode) -> bool:
+        iterators.add(n.for_get_iterator().get_id().get_name())
+        return _walk(n.for_get_body(), at_for, at_user)
 
-    return (calls, iterators) if walk(loop) else None
+    def at_user(n: isl.AstNode) -> None:
+        calls.append(n.user_get_expr())
+
+    return (calls, iterators) if _walk(loop, at_for, at_user) else None
 
 
 def _ids(e: isl.AstExpr) -> set[str]:
