@@ -152,6 +152,11 @@ def test_the_gpu_mapping_is_a_directive() -> None:
     again = pd.compile(matmul_scalar, target=_plan("opencl"),
                        variants=[(v.region, v.recipe) for v in k.variants])
     assert again.source == k.source
+    bare = pd.compile(matmul_scalar, target=_plan("opencl"),
+                      variants=[("true", pd.Schedule.isl().gpu(local=False))])
+    assert repr(bare.variants[0].recipe) == "pd.Schedule.isl().gpu(local=False).label('user0')"
+    assert "__local" not in bare.source and "register tiles" not in bare.variants[0].summary
+    check_kernel(bare, {"N": 33, "M": 17, "K": 5})
     auto = generate(heat, _plan("opencl"))
     assert all(not v.recipe.has("tile_band") and v.recipe.has("gpu")
                for v in auto.scheduled)
@@ -164,6 +169,7 @@ def test_the_gpu_mapping_is_a_directive() -> None:
 @pytest.mark.parametrize("build, message", [
     (lambda: pd.Schedule.isl().gpu(regtile="5"), "TMxTN"),
     (lambda: pd.Schedule.isl().gpu(outer=1), "True or False"),
+    (lambda: pd.Schedule.isl().gpu(local="no"), "True or False"),
     (lambda: pd.Schedule().gpu(outer=True), "start the recipe with pd.Schedule.isl"),
     (lambda: pd.Schedule().tile_band((0,), (4,)), "start the recipe with pd.Schedule.isl"),
     (lambda: pd.Schedule.isl().tile(i=4), "names the operator's loops"),

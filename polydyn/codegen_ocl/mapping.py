@@ -117,18 +117,19 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
     outer coincidence when fewer statements then run in loops of a single work-item
     (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
     that isl would fuse into one sequential loop); user schedules are mapped as given.
-    A recipe's ``gpu`` directive decides both choices (the schedule, the register tiles);
-    otherwise the mapping chooses and the variant's recipe records the choice
+    A recipe's ``gpu`` directive decides the choices (the schedule, the register tiles,
+    local memory); otherwise the mapping chooses and the variant's recipe records the choice
     (``Schedule.on_gpu``). ``computed``: isl's schedule under the operator's context, if the
-    caller has it; ``regtile``: POLYDYN_OCL_REGTILE (regtiles.py), where no directive
-    says."""
+    caller has it; ``regtile``: POLYDYN_OCL_REGTILE (regtiles.py) and ``local_memory``, where
+    no directive says."""
     prefix = f"{scop.name}_v{index}"
     given = variant.recipe.args("gpu")
-    outer, regtile = given[-1] if given else (None, regtile.strip().lower())
+    outer, regtile, local_memory = given[-1] if given else \
+        (None, regtile.strip().lower(), local_memory)
     if not is_automatic(variant):
         mapped = _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory,
                       regtile)
-        return _recorded(mapped, variant, False, regtile)
+        return _recorded(mapped, variant, False, regtile, local_memory)
     best = None
     for choice in (False, True) if outer is None else (outer,):
         schedule = gpu_schedule(scop, deps, variant, choice, computed)
@@ -138,13 +139,13 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
             best = (score, mapped, choice)
         if mapped.serial_statements == 0:
             break
-    return _recorded(best[1], variant, best[2], regtile)
+    return _recorded(best[1], variant, best[2], regtile, local_memory)
 
 
-def _recorded(mapped: VariantMapping, variant: Variant, outer: bool,
-              regtile: str) -> VariantMapping:
+def _recorded(mapped: VariantMapping, variant: Variant, outer: bool, regtile: str,
+              local: bool) -> VariantMapping:
     """``mapped`` with its variant's recipe stating the mapping's choices."""
-    recipe = variant.recipe.on_gpu(outer, regtile)
+    recipe = variant.recipe.on_gpu(outer, regtile, local)
     return replace(mapped, variant=mapped.variant.replace(recipe=recipe))
 
 

@@ -81,9 +81,9 @@ class AutoRecipe:
     wave: WaveTiling | None = None
     # statements that initialize register-tile cells run inside the tiles (schedule.inits)
     fuse_inits: bool = True
-    # the OpenCL mapping's choices (``Schedule.gpu``: outer, regtile), where the recipe
-    # gives them; the C target ignores them
-    gpu: tuple[bool, str] | None = None
+    # the OpenCL mapping's choices (``Schedule.gpu``: outer, regtile, local), where the
+    # recipe gives them; the C target ignores them
+    gpu: tuple[bool, str, bool] | None = None
 
     def describe(self) -> str:
         if self.wave is not None:

@@ -166,15 +166,18 @@ class Schedule:
         this variant only (CPU)."""
         return self._add("repack")
 
-    def gpu(self, outer: bool = False, regtile: str = "") -> Schedule:
+    def gpu(self, outer: bool = False, regtile: str = "", local: bool = True) -> Schedule:
         """The OpenCL mapping's choices (the GPU target's part of the schedule; the C
         target ignores it): with ``outer``, isl's schedule computed with parallelism sought
         in the outermost band first (PPCG's setting for GPUs; policy recipes only), else
         isl's default one; ``regtile``, the register tiles of the work-items: "" (each
-        kernel's own choice), "off" or "TMxTN" (1 to 16 each). The automatic policy records
-        what it chose here, so that the recipe maps the same way again."""
-        if not isinstance(outer, bool):
-            raise ScheduleError(f"gpu(outer={outer!r}): True or False")
+        kernel's own choice), "off" or "TMxTN" (1 to 16 each); without ``local``, no tile
+        is copied into local memory (and so no register tiles either, which stage their
+        operands there). The automatic policy records what it chose here, so that the
+        recipe maps the same way again."""
+        for name, flag in (("outer", outer), ("local", local)):
+            if not isinstance(flag, bool):
+                raise ScheduleError(f"gpu({name}={flag!r}): True or False")
         if outer and not self.is_policy:
             raise ScheduleError("gpu(outer=True) chooses among isl's schedules: start the "
                                 "recipe with pd.Schedule.isl()")
@@ -182,7 +185,7 @@ class Schedule:
             parse_regtile(regtile)
         except ValueError as exc:
             raise ScheduleError(f"gpu(regtile={regtile!r}): {exc}") from None
-        return self._add("gpu", outer, regtile.strip().lower())
+        return self._add("gpu", outer, regtile.strip().lower(), local)
 
     def label(self, name: str) -> Schedule:
         """Name the variant (its function in the generated code, ``k.explain``)."""
@@ -192,17 +195,17 @@ class Schedule:
                                 "text")
         return self._add("label", name)
 
-    def on_gpu(self, outer: bool, regtile: str) -> Schedule:
+    def on_gpu(self, outer: bool, regtile: str, local: bool = True) -> Schedule:
         """This variant's recipe as the OpenCL target runs it, with the mapping's choices
         (``gpu``): a policy recipe is isl's schedule so mapped (the CPU policy's tiling,
         register tiles and threads do not apply), keeping the operator's rewrites; a loop
         recipe stays as given, its register tiles stated. The label stays last."""
         if self.is_policy:
             kept = [step for step in self.steps[1:] if step[0] in ("double_buffer", "repack")]
-            out = Schedule((self.steps[0], *kept)).gpu(outer=outer, regtile=regtile)
+            out = Schedule((self.steps[0], *kept)).gpu(outer, regtile, local)
         else:
             kept = [step for step in self.steps if step[0] not in ("gpu", "label")]
-            out = Schedule(tuple(kept)).gpu(regtile=regtile)
+            out = Schedule(tuple(kept)).gpu(regtile=regtile, local=local)
         return out if self.name is None else out.label(self.name)
 
     # ---- reading a recipe ---------------------------------------------------------------------
@@ -269,7 +272,8 @@ class Schedule:
                 text = f"{args[0]!r}, {args[1]!r}, {flag}=True"
             elif name == "gpu":  # the settings that differ from the defaults, by keyword
                 text = ", ".join(f"{key}={value!r}" for key, value, default in
-                                 zip(("outer", "regtile"), args, (False, ""), strict=True)
+                                 zip(("outer", "regtile", "local"), args, (False, "", True),
+                                     strict=True)
                                  if value != default)
             else:
                 text = ", ".join(repr(a) for a in args)
