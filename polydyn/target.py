@@ -69,19 +69,15 @@ class CpuTarget:
     @property
     def registers(self) -> RegisterShape:
         """6 rows x two registers (12 accumulators), BLIS's shape on Haswell and its
-        successors. Zen 5 (matmul, B packed): best among 4, 6, 8 and 14 rows. Zen 3 (16 ymm):
-        6 x 16 f32 ran 1.4-1.6x the 6 x 32 f32 of AVX-512 (24 accumulators: spilled), 4 rows
-        0.6-0.8x of 6."""
+        successors; it fits 16 registers as well as 32 (bench/HISTORY.md, points 0 and 5)."""
         return RegisterShape(6, self.reg_vector_bytes)
 
     @property
     def deep(self) -> RegisterShape:
         """Deep bands (conv): as many rows as the registers hold next to the two vector loads
         and a broadcast (14 of 32 zmm: 28 accumulators), the weights read from a repacked
-        copy (codegen_c.tiles.REPACK_MIN_ROWS). Zen 5: 2-21% faster than 6 rows in every
-        conv measured, 12 rows below 14 in most (docs/design.md, point 5). With 16
-        registers that is 6 rows, the regular shape (Zen 3: conv 1.9-2.6x the 14 x 32 f32
-        tiles of AVX-512)."""
+        copy (codegen_c.tiles.REPACK_MIN_ROWS). With 16 registers that is 6 rows, the
+        regular shape (bench/HISTORY.md, point 5)."""
         return RegisterShape((self.vector_registers - 4) // 2, self.reg_vector_bytes)
 
     @property
@@ -100,10 +96,8 @@ class CpuTarget:
         vector (images under 34 x 34 for 3 x 3 f32 windows on AVX-512) ran plain loops.
         Narrower tiers, by the vector member's extent in bytes (at least that many): rows
         (output channels) of one register, then of half and quarter registers down to
-        16 bytes; untiled code (``partition``'s ``vectorW``). Zen 5, 2 threads, against the
-        plain loops: (8, 64, 64, 28) 6.3x, (2, 64, 64, 16) 13x, (1, 64, 64, 9) 11x; 16 rows
-        beat 8, 12, 24 and 28 (12: 0.9x, 24: spills). With 16 registers: 12 rows beside a
-        load and a broadcast (not measured there)."""
+        16 bytes; untiled code (``partition``'s ``vectorW``); 16 rows, or 12 with 16
+        registers (beside a load and a broadcast). Figures: bench/HISTORY.md, point 5."""
         rows = min(16, self.vector_registers - 4)
         return tuple((w, RegisterShape(rows, w)) for w in self._narrow_widths())
 
@@ -111,8 +105,8 @@ class CpuTarget:
     def narrow_rows(self) -> tuple[tuple[int, RegisterShape], ...]:
         """The same for a packed band (matmul) whose vector loop (M) is shorter than the
         regular vector: the untiled code's last partial vector tile cannot move down to end
-        at the row's end, so the whole row ran plain loops (Zen 5, 31^3: 6.7 GFLOP/s against
-        NumPy's 28). 8 rows of one register or less."""
+        at the row's end, so the whole row would run plain loops. 8 rows of one register or
+        less."""
         return tuple((w, RegisterShape(8, w)) for w in self._narrow_widths())
 
     def _narrow_widths(self) -> list[int]:

@@ -20,12 +20,11 @@ from ..scop.ir import Statement
 # Register tiles of at least this many rows read their rows' operand from a repacked copy
 # (``RegisterTiles.repack``): reading it in place takes one pointer per row, and gcc keeps
 # at most about 12 of them in the 15 general registers (16 rows of conv: 8 pointers
-# reloaded from the stack in every step of the micro-kernel). With 6 rows the copy's layout
-# was slower than reading in place (measured: conv (1, 64, 64, 56) 0.88x).
+# reloaded from the stack in every step of the micro-kernel); with 6 rows the copy's layout
+# is slower than reading in place (bench/HISTORY.md, point 5).
 REPACK_MIN_ROWS = 12
 # ... and when the tile's statement does this many multiply-adds per element copied (the
-# copy's cost, about 2 cycles an element, then stays under 3% of the work; conv
-# (1, 64, 64, 9): 49, where the copy made the call 1.4x slower).
+# copy's cost, about 2 cycles an element, then stays under 3% of the work).
 REPACK_MIN_REUSE = 1024
 
 

@@ -308,9 +308,8 @@ def _live(plans: list[VariantPlan]) -> list[VariantPlan]:
 # Row tiles of a packed band up to which it runs unpacked (``skinny``): with one row tile
 # (48 rows), B's tile is read by so few register tiles that copying it costs more than the
 # power-of-two strides it avoids, and one team region shares out its column tiles rather
-# than forking per packed tile. Measured, M = K = 1024, 2 threads, GFLOP/s unpacked vs
-# packed: N = 8 64-71 vs 40, N = 33 130-138 vs 70, N = 48 150-156 vs 78; at two row tiles
-# and more, packed wins (N = 64: 81 vs 94-99; 1024^3: 165 vs 251).
+# than forking per packed tile; from two row tiles packing wins (bench/HISTORY.md, point
+# 5b).
 SKINNY_ROW_TILES = 1
 
 

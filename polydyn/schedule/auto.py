@@ -319,9 +319,8 @@ def channels_region(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
 
 # The vector member's smallest extent, in register vectors, for a packed band's tiled code:
 # with partial register tiles running as full ones, the tiled matmul beats the untiled one
-# at any number of rows (8 x 1024 x 1024: 1.5x; 33: 2.5x) and any depth (K = 100: 1.5x),
-# and from about three vectors of columns on (M = 100: 2.2x; 127: 3.3x); below that the
-# untiled code wins (M = 64: 1.25x, M = 32: 1.8x; single thread, f32, this machine).
+# at any number of rows and any depth from about three vectors of columns on; below that the
+# untiled code wins (bench/HISTORY.md, point 6).
 MIN_TILED_VECTORS = 3
 
 
@@ -351,10 +350,8 @@ def _repacked_reduction(node: isl.ScheduleNode, scop: Scop) -> int | None:
     along a member through repacked copies (``register_plan``: nn.Linear's ``W[o, i]``
     along ``o``), its one reduction member; else None. The untiled code's register tiles
     then run over a whole vector tile's panel of the copy (K x 32 floats), which stays in the
-    L2 while the rows pass: the copy is the packed operand that cache tiles would make. It
-    beat the tiled code from 16 to 4096 rows at K <= 4096 (nn.Linear's product, 2 threads:
-    64 x 2304 x 768 1.8x, 512 x 3072 x 768 1.16x, 4096 x 2048 x 256 2.5x); from K = 8192
-    (a 1 MiB panel) the tiled code wins (1024 x 768 x 8192: 1.4x)."""
+    L2 while the rows pass: the copy is the packed operand that cache tiles would make, up
+    to K = 4096 (a 1 MiB panel past it; bench/HISTORY.md, point 5)."""
     n = node.band_n_member()
     if n < 3 or not node.band_get_permutable():
         return None

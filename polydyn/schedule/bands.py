@@ -21,7 +21,7 @@ class BandTiling:
     path: tuple[int, ...]
     sizes: tuple[int, ...]
     # loops below the band (conv's ky, kx): the tiled code, register tiles in partial tiles
-    # included, beats plain loops at every size measured, so no untiled "small" variant
+    # included, beats plain loops at every size, so no untiled "small" variant
     deep: bool = False
     # per member, the smallest extent at which the tiled code runs (shorter: the untiled
     # "small" variant); None: the tile sizes

@@ -376,9 +376,8 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
         point = _permute_point_band(node, scop)
         # a deep band's regular tiles (conv's output channels x columns) run with the rows'
         # tiles outside: consecutive tiles then continue the same output rows, which the
-        # hardware prefetchers stream (measured: conv (4, 3, 32, 224), whose 25 MB output
-        # dominates, 1.3x; (2, 32, 64, 57) and others the same). Narrow and transposed tiles
-        # keep the vector's tiles outside ((2, 16, 32, 20): 1.45x; channels 1.05-1.15x)
+        # hardware prefetchers stream; narrow and transposed tiles keep the vector's tiles
+        # outside (bench/HISTORY.md, point 5)
         rows_outer = deep and shape == target.deep
         node = register_tile(point, scop, deps, vector_outer=not rows_outer, shape=shape)
         if node is point:
@@ -388,10 +387,8 @@ def order_for_vectors(schedule: isl.Schedule, scop: Scop, deps: Deps | None = No
 
 
 # Bytes per strip of a vector loop that only reductions enclose (a row vector times a
-# matrix): 512 f32 columns, 2 strips of a 1024-wide row for 2 threads. Strips read B's rows
-# in pieces: 1 KiB pieces ran slower on one thread than 2 KiB (0.65x vs 0.72x NumPy).
-# Bytes per strip of a vector loop that only reductions enclose (a row vector times a
-# matrix): two strips of a 1024-wide f32 row, one per thread.
+# matrix): two strips of a 1024-wide f32 row, one per thread; strips read B's rows in
+# pieces, and pieces under 2 KiB ran slower (bench/HISTORY.md, point 5d).
 VECTOR_STRIP_BYTES = 2048
 # The same strips where the threads split the sum instead: whole rows of B up to 16 KiB,
 # the prefetchers' stream (OpenBLAS's gemv blocks its rows by 4096 elements too).

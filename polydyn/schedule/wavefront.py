@@ -27,13 +27,8 @@ from .legality import is_legal
 from .transforms import multi_val, outermost_bands
 from .tree import node_at, node_path, statement_names
 
-# Tile sizes (time steps, rows of the skewed outer space member). Measured on jacobi-2d
-# double-buffered, T = 20, 2 threads, Zen 4, against the program's loops with OpenMP (N =
-# 500 / 1000 / 2000): 5 x 32 1.47-1.51x / 1.48-1.50x / 2.75-3.09x, 10 x 32 1.48x / 1.52x /
-# 3.23x, 4 x 32 1.30x / 1.36x / 2.78x, 6 x 32 1.33x / 1.30x / 2.80x, 8 x 32 1.29x / 1.40x /
-# 2.92x; 16, 48 and 64 rows within 0.05x of 32. (With the copy, an earlier machine: 5 x 32 1.2x /
-# 1.9x / 1.8x, 2-4 x 64 0.9-1.0x / 1.8-1.9x / 1.4-1.7x.) Tiling the inner member too (x
-# 128-1024) was no faster. A tile of 5 x 32 touches 32 + 5 + 2 rows of A and of B: 0.6
+# Tile sizes (time steps, rows of the skewed outer space member; the sizes measured are in
+# bench/HISTORY.md, point 5c). A tile of 5 x 32 touches 32 + 5 + 2 rows of A and of B: 0.6
 # MiB at 2000 f32 columns, within the 1 MiB L2. Five steps give four time tiles at T = 20,
 # two per thread in each full wavefront; ten give two, one wavefront of two tiles.
 WAVE_SIZES = (5, 32)

@@ -10,8 +10,8 @@ runs in a nest of its own after the product:
     for n: for o:  Y[n, o] = gelu(Y[n, o])
 
 Inside the product's loops the epilogue keeps the band from carrying register tiles (its
-statements no longer all accumulate into one target: attention's scaled scores ran at 0.1x
-torch so) and runs once per output between reductions, so a math call is not vectorized; in
+statements no longer all accumulate into one target) and runs once per output between
+reductions, so a math call is not vectorized; in
 a nest of its own its innermost loop is stride 1 and calls the vector math library. It
 costs one more pass over the outputs.
 
