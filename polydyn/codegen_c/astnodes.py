@@ -13,25 +13,17 @@ from ..schedule.reductions import LoopCarry
 from ..schedule.tree import loop_mark
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
-# more than they save (an OpenMP fork/join is about a microsecond here). Measured from
-# Python on the Zen 4 machine, rows x columns, 2 threads against 1 (each statement's
-# instances counted): bias + relu (one statement) 64 x 64 0.97x, 64 x 127 1.03x, 64 x 256
-# 1.17x; layernorm (three passes a row) 64 x 32 1.21x, 64 x 64 1.33x; softmax (four)
-# 64 x 16 1.00x, 64 x 32 1.65x, 64 x 127 1.77x.
+# more than they save (an OpenMP fork/join is about a microsecond here; each statement's
+# instances count). The figures behind these thresholds: bench/HISTORY.md, points 5b and 7.
 PARALLEL_MIN_WORK = 8192
-# The same for a loop around register tiles (a micro-kernel does 32 multiply-adds a cycle):
-# square matmuls on 2 threads ran slower than on one up to 160^3 (4.1M; 64^3: 7.9 against
-# 4.6 us, 128^3: 46 against 37 us) and faster from 192^3 (7.1M: 78 against 104 us); a call
-# this size takes about 65 us on one thread.
+# The same for a loop around register tiles (a micro-kernel does 32 multiply-adds a cycle:
+# 2^22 of them take about 65 us on one thread).
 TILED_PARALLEL_MIN_WORK = 1 << 22
 # The same for a loop around register tiles whose iterations share no data (every access
 # moves with its iterator: batched matmul's batch loop): no thread reads another's tiles.
-# Measured on Zen 4 from Python, 2 threads against 1 (2^20 before): 2 x 32^3 (2^16) 1.28x,
-# 8 x 16^3 (2^15) 1.24x, 8 x 32^3 1.66x, 16 x 32^3 1.77x, 2 x 64^3 1.73x.
 SEPARATE_PARALLEL_MIN_WORK = 1 << 15
 # The same for the region a pack opens (every thread copies the tile, no fork per tile:
-# RegisterTiles.pack): measured from C, 2 threads against 1, square matmul: 104^3 1.01-1.15x,
-# 128^3 1.17-1.23x, 160^3 1.32x, 200 x 96 x 200 1.9x.
+# RegisterTiles.pack).
 PACKED_PARALLEL_MIN_WORK = 1 << 20
 
 

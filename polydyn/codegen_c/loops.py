@@ -141,12 +141,12 @@ class LoopEmitter:
         """One parallel region around a parallel loop whose trip count may be below the
         number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
         tiles on 2 threads): the threads share out whole iterations while every thread has
-        one, in blocks of consecutive ones (cyclically: up to 19% slower, 288 x 64 x 256
-        matmul); every thread runs each of the rest (fewer than the threads), whose parallel
+        one, in blocks of consecutive ones (cyclically was slower); every thread runs each
+        of the rest (fewer than the threads), whose parallel
         loops share out theirs (cyclically, a barrier after each), so no thread waits a
         whole iteration at the end. Never nested parallel constructs: libgomp creates fresh
         threads for every nested team, even under a region made inactive by its ``if``
-        clause (an 8 x 1024 x 1024 matmul ran 50x slower with two threads than with one).
+        clause (bench/HISTORY.md, point 7).
         ``fork``: False inside a region opened around it (RegisterTiles.pack)."""
         self.team_count += 1
         flag = f"pd_w{self.team_count}"

@@ -26,10 +26,7 @@ from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users
 from .tiles import dtype_bytes
 
 # Terms of each cell's sum that a thread adds, at least, for the split to run: the private
-# copies cost a zeroing and an addition per cell and thread. Measured on Zen 4 with
-# hand-written C, 2 threads, 1 x K x M, the split against 512-wide strips for the threads:
-# K = 64 0.9x (M = 1024), 0.77x (16384); K = 256 1.08x, 1.17x; K = 1024 0.92-1.2x (1024,
-# the noise of one run), 1.6x (16384).
+# copies cost a zeroing and an addition per cell and thread (bench/HISTORY.md, point 5d).
 SPLIT_MIN_TERMS = 64
 
 
