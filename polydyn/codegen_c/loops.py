@@ -142,12 +142,12 @@ class LoopEmitter:
         number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
         tiles on 2 threads): the threads share out whole iterations while every thread has
         one, in blocks of consecutive ones (cyclically was slower); every thread runs each
-        of the rest (fewer than the threads), whose parallel
-        loops share out theirs (cyclically, a barrier after each), so no thread waits a
-        whole iteration at the end. Never nested parallel constructs: libgomp creates fresh
-        threads for every nested team, even under a region made inactive by its ``if``
-        clause (bench/HISTORY.md, point 7).
-        ``fork``: False inside a region opened around it (RegisterTiles.pack)."""
+        of the rest (fewer than the threads), whose parallel loops share out theirs
+        (cyclically, a barrier after each), so no thread waits a whole iteration at the
+        end. Never nested parallel constructs: libgomp creates fresh threads for every
+        nested team, even under a region made inactive by its ``if`` clause
+        (bench/HISTORY.md, point 7). ``fork``: False inside a region opened around it
+        (RegisterTiles.pack)."""
         self.team_count += 1
         flag = f"pd_w{self.team_count}"
         count, whole, end, step = (f"pd_{x}{self.team_count}" for x in ("n", "s", "e", "t"))
