@@ -187,10 +187,11 @@ def test_recipes_are_reproducible_and_name_existing_loops(tmp_path: Path) -> Non
         assert [r.to_json() for r in recipes] == \
             [draw_recipe(op.scop, again).to_json() for _ in range(4)]
         for r in recipes:
-            assert 1 <= len(r.steps) <= 4, r
+            loop_steps = [name for name, _ in r.steps if name != "gpu"]
+            assert 1 <= len(loop_steps) <= 4 and len(r.steps) - len(loop_steps) <= 1, r
             assert named_loops(r.to_json()) <= loops, (r, loops)
             kinds |= {name for name, _ in r.steps}
-    assert kinds == set(DIRECTIVE_KINDS)
+    assert kinds == {*DIRECTIVE_KINDS, "gpu"}  # gpu: the OpenCL mapping, in some recipes
 
 
 def test_draw_recipes_prefers_legal_ones(tmp_path: Path) -> None:

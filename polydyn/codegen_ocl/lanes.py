@@ -30,10 +30,26 @@ def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
     the lanes' registers). Statements outside the loops run in every lane when they assign a
     local scalar, else in lane 0 between barriers."""
     loops = top_loops(ast)
-    if not loops or not all(_shared(scop, loop) for loop in loops):
+    if not loops or _conditional(ast) or not all(_shared(scop, loop) for loop in loops):
         return False
     return all(users <= statements or not users & statements
                for users in scalar_users(scop).values())
+
+
+def _conditional(ast: isl.AstNode) -> bool:
+    """Whether an if stands outside the loops of a kernel body: the barriers after its loops
+    and around lane 0's statements would then stand under a condition, which PoCL runs
+    wrongly (it corrupted memory with a uniform condition on the sizes)."""
+    found = []
+
+    def at_for(n: isl.AstNode) -> bool:
+        return _walk(n.for_get_body(), at_for, at_if=at_if) if n.for_is_degenerate() else True
+
+    def at_if(n: isl.AstNode) -> None:
+        found.append(n)
+
+    _walk(ast, at_for, at_if=at_if)
+    return bool(found)
 
 
 def _shared(scop: Scop, loop: isl.AstNode) -> bool:
@@ -66,19 +82,21 @@ def top_loops(ast: isl.AstNode) -> list[isl.AstNode] | None:
 
 
 def _walk(n: isl.AstNode, at_for: Callable[[isl.AstNode], bool],
-          at_user: Callable[[isl.AstNode], None] = lambda n: None) -> bool:
-    """Through blocks, ifs and marks to the for nodes (``at_for``: whether the walk goes
-    on) and the statements (``at_user``); False at any other node."""
+          at_user: Callable[[isl.AstNode], None] = lambda n: None,
+          at_if: Callable[[isl.AstNode], None] = lambda n: None) -> bool:
+    """Through blocks, ifs (``at_if`` hears of each) and marks to the for nodes (``at_for``:
+    whether the walk goes on) and the statements (``at_user``); False at any other node."""
     kind = n.get_type()
     if kind == _AT.block:
         children = n.block_get_children()
-        return all(_walk(children.get_at(k), at_for, at_user)
+        return all(_walk(children.get_at(k), at_for, at_user, at_if)
                    for k in range(children.n_ast_node()))
     if kind == _AT.if_:
-        return _walk(n.if_get_then_node(), at_for, at_user) and \
-            (not n.if_has_else_node() or _walk(n.if_get_else_node(), at_for, at_user))
+        at_if(n)
+        return _walk(n.if_get_then_node(), at_for, at_user, at_if) and \
+            (not n.if_has_else_node() or _walk(n.if_get_else_node(), at_for, at_user, at_if))
     if kind == _AT.mark:
-        return _walk(n.mark_get_node(), at_for, at_user)
+        return _walk(n.mark_get_node(), at_for, at_user, at_if)
     if kind == _AT.for_:
         return at_for(n)
     if kind == _AT.user:

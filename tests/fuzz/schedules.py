@@ -239,7 +239,15 @@ def draw_recipe(scop: Any, rng: random.Random) -> Any:
     steps = tuple(dict.fromkeys((kinds[k], args[k]) for k in sorted(args)))
     if not steps:  # no directive found a loop to name: parallelize an outer one
         steps = (("parallel", (rng.choice(all_loops(tree)).var,)),)
+    if rng.random() < GPU_SHARE:  # the OpenCL mapping's settings (the C target ignores them)
+        steps += (("gpu", (False, rng.choice(GPU_REGTILES), rng.random() < 0.75)),)
     return pd.Schedule(steps)
+
+
+# the share of recipes that state the OpenCL mapping (``Schedule.gpu``), and its register
+# tiles drawn from these
+GPU_SHARE = 0.3
+GPU_REGTILES = ("", "off", "2x2", "4x1", "1x4", "3x5")
 
 
 def _apply_edit(kind: str, tree: tuple[Nest | str, ...], args: tuple[Any, ...]
@@ -315,9 +323,13 @@ def named_loops(steps: list[Any]) -> set[str]:
             out |= {a[0] for a in args}
         elif name == "unroll":
             out.add(args[0])
-        elif name != "auto":
+        elif name not in NAMING_NO_LOOP:
             out |= set(args)
     return out
+
+
+# directives whose arguments name no loop (the automatic policy; the OpenCL mapping)
+NAMING_NO_LOOP = ("auto", "gpu")
 
 
 def restrict(steps: list[Any], loops: set[str]) -> list[Any]:
@@ -330,10 +342,10 @@ def restrict(steps: list[Any], loops: set[str]) -> list[Any]:
             args = [a for a in args if a[0] in loops]
         elif name == "unroll":
             args = args if args[0] in loops else []
-        elif name != "auto":
+        elif name not in NAMING_NO_LOOP:
             args = [a for a in args if a in loops]
         if (name == "interchange" and len(args) >= 2) or (name != "interchange" and args) or \
-                name == "auto":
+                name in NAMING_NO_LOOP:
             out.append([name, args])
     return out
 
