@@ -20,6 +20,10 @@ from the root:
   there. PPCG maps no reductions; this is what loopy and TVM do for row reductions. A
   variant that would run loops in a single work-item (a reduction with no parallel loop
   around it: the rows when ``N = 1``) runs whole as one such group when its body allows.
+  Loops that sum into one cell per value (``C[i, j] += ...`` under ``k``) are shared by
+  lanes only where the one-value-per-work-item grid's groups would not fill the device (an
+  alternative of that grid); where the kernel reads along the member with stride 1
+  (``x @ B``), a group takes ``COLUMNS`` values with ``COLUMN_LANES`` lanes each.
 
 A kernel whose two innermost mapped members enclose a reduction accumulating into one cell
 per point (matmul) gets register tiles instead (regtiles.py): each work-item computes TM x

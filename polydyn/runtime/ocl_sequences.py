@@ -1,14 +1,14 @@
-"""The sequences of a ragged call on OpenCL, launched together: each kernel's twin over a grid
-of sequences (``codegen_ocl/sequences.py``) runs, in one launch, that kernel for every
-sequence whose variant launches it at the same step.
+"""The sequences of a ragged call on OpenCL, launched together: each kernel's twin over the
+groups of many sequences (``codegen_ocl/sequences.py``) runs, in one launch, that kernel for
+every sequence whose variant launches it at the same step.
 
 The per-sequence host code (``codegen_ocl/host.py``) says what each sequence launches: it runs
 once per sequence with a recorder in place of the launcher (a few integer expressions each).
 Launches are grouped by their step in the sequence's list and the kernel: the groups of step
 0 go first, then step 1, and so on, which keeps each sequence's own order (the queue runs in
-order; sequences share no written data, SPEC section 7). A group's launch takes the largest
-work-group counts of its sequences along each mapped member, and the table row of each
-sequence (``row``) tells its work-groups where their sequence's ends. A sequence whose
+order; sequences share no written data, SPEC section 7). A launch holds every work-group of
+its sequences, one after another along dimension 0 (``group_table``), and each group reads
+its sequence's row of the sequence table (``row``). A sequence whose
 variant loops on the host, uses local memory sized at launch or scalars kept in global
 memory, or launches a kernel with no twin, runs on its own as before (``RaggedKernel``).
 """
