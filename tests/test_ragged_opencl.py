@@ -157,3 +157,15 @@ def test_every_variant_reached_in_one_batch(monkeypatch):
     y = k(x, w)
     np.testing.assert_allclose(y.values, x.values @ w, rtol=1e-3, atol=1e-3)
     assert counted.alone == [] and counted.launches
+
+
+@pytest.mark.parametrize("order", ["reverse", "rotate"])
+def test_any_order_of_work_items(order, monkeypatch):
+    """The work-items of each group in another order (POLYDYN_OCL_PERMUTE): the same
+    results (a race between the work-items of a twin would show)."""
+    monkeypatch.setenv("POLYDYN_OCL_PERMUTE", order)
+    for name in ("seq_proj", "seq_layernorm", "seq_causal_softmax"):
+        op = getattr(ops, name)
+        make, tol = CASES[name]
+        args = make()
+        _same(pd.compile(op, target="opencl")(*args), op.reference(*args), tol)
