@@ -69,7 +69,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ArtifactError", "CompileError", "FrontendError", "InternalError", "Jagged", "Kernel",
     "Operator", "Options", "PolydynError", "Schedule", "ScheduleError", "ShapeError",
-    "UnsupportedError", "UsageError", "__version__", "abs", "compile", "compile_c", "cos", "erf", "exp", "f32",
-    "f64", "grid", "i32", "i64", "index", "inf", "inout", "load", "log", "operator", "out",
-    "ragged", "sin", "sqrt", "sym", "tanh", "temp",
+    "UnsupportedError", "UsageError", "__version__", "abs", "compile", "compile_c", "cos",
+    "erf", "exp", "f32", "f64", "grid", "i32", "i64", "index", "inf", "inout", "load", "log",
+    "operator", "out", "ragged", "sin", "sqrt", "sym", "tanh", "temp",
 ]

@@ -12,7 +12,6 @@ Fixed: a kernel body with an if outside its loops is not dealt out to lanes
 Found by `python -m tests.fuzz --seed 9131 --targets opencl` (fz913100028), not shrunk.
 """
 
-# ruff: noqa: B007  (generated code: unused loop variables)
 import polydyn as pd
 from polydyn import f32, inout
 
@@ -25,13 +24,13 @@ def opencl_lane_barrier_under_if(A: inout(f32[N + 3, K + 2]), B: f32[N + 3, K + 
     for i in range(N + 2):
         for j in range(K):
             for k in range(L):
-                A[i + 1, j + 2] = (((pd.f32(k) + A[i + 1, j]) / 3.0) + ((i * 0.25) / 3.0))
+                A[i + 1, j + 2] = ((pd.f32(k) + A[i + 1, j]) / 3.0) + ((i * 0.25) / 3.0)
                 A[i, j + 2] += B[i, j]
     for i in range((N + 1) // 3):
         A[i, 0] -= (A[i + 1, 0] - (K * 0.5))
         A[i, 1] += (A[i, K] - pd.f32(i))
     for i in range(L):
-        A[N, K] *= pd.tanh((A[N, 0] / (2.0 + abs(A[0, 0]))))
+        A[N, K] *= pd.tanh(A[N, 0] / (2.0 + abs(A[0, 0])))
         if i >= 2:
             for j in range(K):
                 A[0, j] = min((i * 0.25), (i - 2.5))
