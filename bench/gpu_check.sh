@@ -193,8 +193,9 @@ if [ "$device_rc" = 0 ]; then
   runs=("marked" "fuzz")
   for run in "${runs[@]}"; do
     if [ "$run" = marked ]; then
-      args=(tests/test_opencl_cells.py tests/test_opencl_lanes.py tests/test_opencl_regtiles.py
-            tests/test_opencl_host.py tests/test_opencl_index32.py tests/test_opencl.py
+      args=(tests/test_opencl_cells.py tests/test_opencl_lanes.py tests/test_ragged_opencl.py
+            tests/test_opencl_regtiles.py tests/test_opencl_host.py tests/test_opencl_index32.py
+            tests/test_opencl.py
             tests/test_opencl_safety.py tests/test_c_input.py tests/test_conformance.py
             tests/test_bench.py -m opencl)
       limit=$((tests_end - SECONDS - 25))  # 25 s kept for the regressions
