@@ -234,9 +234,7 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
     statements = flat.intersect_domain(group)  # not empty: the group has instances
     speculate = _speculative(scop, statements, copies, accumulators, lay)
     widen = lay.widen(statements, k_r, k_c, blocks[k_r], blocks[k_c], speculate)
-    # without redundant constraints: with them isl's coalescing inside the AST build failed
-    # on an internal check (fuzz regression opencl_regtile_coalesce)
-    ast = lay.build(kctx).node_from_schedule_map(parts.apply_range(widen).remove_redundancies())
+    ast = lay.build(kctx).node_from_schedule_map(parts.apply_range(widen))
     n_flat = lay.n_dims
     threads = ((f"{ITERATOR}{n_flat}", k_r), (f"{ITERATOR}{n_flat + 1}", k_c),
                (f"{ITERATOR}{n_flat + 2}", k_r), (f"{ITERATOR}{n_flat + 3}", k_c))
