@@ -14,6 +14,8 @@ leaves early (a barrier after a return is what PoCL runs wrong).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import cgen
 
 from ..runtime.ocl_sequences import GROUP_ROW, SUFFIX
@@ -33,8 +35,6 @@ def twins(mappings: list[VariantMapping]) -> list[tuple[VariantMapping, KernelSp
 
 def twin_spec(spec: KernelSpec) -> KernelSpec:
     """``spec`` under its twin's name (the emitter prints the twin from it)."""
-    from dataclasses import replace
-
     return replace(spec, name=spec.name + SUFFIX)
 
 

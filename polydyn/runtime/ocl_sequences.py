@@ -34,16 +34,18 @@ def row(syms: list[int], offsets: tuple[int, ...], groups: tuple[int, ...],
     return [*syms, *offsets, *groups, *array_offsets]
 
 
+def twin_ids(kernels: list[Any]) -> list[int | None]:
+    """For each kernel id (``KernelInfo``s in id order), its twin's id, or None."""
+    ids = {info.name: j for j, info in enumerate(kernels)}
+    return [ids.get(info.name + SUFFIX) for info in kernels]
+
+
 def launch_together(inner: Any, call: Any, device: Mapping[str, Any], length: str,
-                    batched: frozenset[str]) -> list[int]:
+                    batched: frozenset[str], twin_of: list[int | None]) -> list[int]:
     """Launch the kernels of every sequence of ``call`` that can share launches on
     ``inner``'s queue (``device``: the call's flat device arrays); the sequences left to run
-    one by one. ``length``: the ragged sym; ``batched``: the arrays split by sequence."""
-    kernels = inner._kernels
-    twin = {info.name: j for j, info in enumerate(kernels)}
-    twin_of = [twin.get(info.name + SUFFIX) for info in kernels]
-    if not any(t is not None for t in twin_of):
-        return list(range(len(call.lengths)))
+    one by one. ``length``: the ragged sym; ``batched``: the arrays split by sequence;
+    ``twin_of``: ``twin_ids`` of the kernels."""
     scop = inner.scop
     arrays = [a.name for a in scop.arg_arrays if a.kind != "value"]
     steps: dict[tuple[int, int], list[tuple[int, list[int]]]] = defaultdict(list)

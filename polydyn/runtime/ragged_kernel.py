@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ShapeError, user_facing
 from ..parametric.variants import Variant
 from ..scop.ir import RaggedInfo, Scop
+from . import ocl_sequences
 from .c_library import load_library
 from .conditions import EVAL_NAMES
 from .ragged_call import RaggedBinder, RaggedCall, sequence_args
@@ -47,6 +48,9 @@ class RaggedKernel:
         self._work_code = compile(self.work_expr, "<polydyn work>", "eval")
         self._work_memo: dict[tuple[int, ...], float] = {}
         self._batch = self._batch_function() if self.target == "c" else None
+        # OpenCL: each kernel's twin over the groups of many sequences (ocl_sequences.py)
+        self._twin_of = ocl_sequences.twin_ids(inner._kernels) \
+            if self.target == "opencl" else []
         # OpenCL: the sequences share launches (False: one sequence after another, the
         # baseline bench/ragged.py measures them against)
         self.together = True
@@ -111,16 +115,14 @@ class RaggedKernel:
         once. (Without a device, the per-sequence kernel on each sequence's blocks.)"""
         device = self._on_device(call)
         alone: Any = range(len(call.lengths))
-        if self.together and getattr(self.inner, "queue", None) is not None and \
+        if self.together and any(t is not None for t in self._twin_of) and \
                 len(call.lengths):
-            from .ocl_sequences import launch_together
-
             for a in self.scop.arg_arrays:  # outputs read before written start at 0, once
                 x = device.get(a.name)
                 if a.kind == "out" and a.name in self.inner._zero_init and x.size:
                     x.fill(0)
-            alone = launch_together(self.inner, call, device, self.info.length,
-                                    self.info.batched)
+            alone = ocl_sequences.launch_together(self.inner, call, device, self.info.length,
+                                                  self.info.batched, self._twin_of)
         lengths = call.lengths.tolist()
         for b in alone:
             self._run_one(call, device, b, lengths[b])
