@@ -13,7 +13,7 @@ import numpy as np
 import polydyn as pd
 from polydyn import f32, out, temp
 
-N, M, K, D, L, H = pd.sym("N M K D L H")
+B, N, M, K, D, L, H = pd.sym("B N M K D L H")
 
 # --- softmax ----------------------------------------------------------------------------------
 
@@ -165,6 +165,16 @@ def linear_relu(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
             Y[n, o] = Y[n, o] if Y[n, o] > 0.0 else 0.0
 
 
+@pd.operator(assume="B >= 1 and N >= 1 and M >= 1 and K >= 1")
+def batched_linear(X: f32[B, N, K], W: f32[K, M], b: f32[M], Y: out(f32[B, N, M])):
+    """``X @ W + b`` on a [batch, rows, features] input, the weight input-major, the bias
+    first (its nest stands before the product in isl's schedule)."""
+    for s, n, o in pd.grid(B, N, M):
+        Y[s, n, o] = b[o]
+        for k in range(K):
+            Y[s, n, o] += X[s, n, k] * W[k, o]
+
+
 # --- masks and attention ----------------------------------------------------------------------
 
 
@@ -281,6 +291,7 @@ NUMPY = {
     linear_scalar_gelu: lambda X, W, b: (lambda v: 0.5 * v * (1 + _erf(v / np.sqrt(2))))(
         X @ W.T + b),
     linear_relu: lambda X, W, b: np.maximum(X @ W.T + b, 0.0),
+    batched_linear: lambda X, W, b: X @ W + b,
     causal_softmax: _causal,
     attention: _attention,
     scores_scaled: lambda Q, Kh: Q @ Kh.transpose(0, 2, 1) * 0.125,
@@ -313,6 +324,8 @@ BENCH_SIZES = {
                   {"N": 64, "M": 3072, "K": 768}],
     linear_scalar_gelu: [{"N": 16, "M": 3072, "K": 768}, {"N": 128, "M": 3072, "K": 768}],
     linear_relu: [{"N": 64, "M": 3072, "K": 768}],
+    batched_linear: [{"B": 8, "N": 128, "M": 768, "K": 768},
+                     {"B": 4, "N": 128, "M": 3072, "K": 768}],
     causal_softmax: [{"H": 8, "L": 512}],
     attention: [{"L": 512, "D": 64}],
     scores_scaled: [{"H": 12, "L": 64, "D": 64}, {"H": 12, "L": 384, "D": 64}],
@@ -333,6 +346,8 @@ TORCH = {
     linear_scalar_gelu: lambda t, X, W, b: t.nn.functional.gelu(
         t.nn.functional.linear(X, W, b)),
     linear_relu: lambda t, X, W, b: t.relu(t.nn.functional.linear(X, W, b)),
+    batched_linear: lambda t, X, W, b: t.addmm(b, X.reshape(-1, X.shape[-1]), W).view(
+        *X.shape[:-1], W.shape[1]),
     scores_scaled: lambda t, Q, Kh: Q @ Kh.transpose(1, 2) * 0.125,
     causal_softmax: lambda t, S: t.softmax(S.masked_fill(t.triu(t.ones(
         S.shape[-1], S.shape[-1], dtype=t.bool), 1), float("-inf")), -1),

@@ -24,6 +24,7 @@ from kernels.matmul import matmul
 from polydyn import f32, out
 from polydyn.scop.interp import run_reference
 from polydyn.testing import call_args, make_inputs
+from tests import phrasings as ph
 
 B, C, F, H, W, N, M, K = pd.sym("B C F H W N M K")
 
@@ -182,3 +183,27 @@ def test_conv_without_input_channels_is_the_init(b, f, hw) -> None:
                                             (13, 95, 64), (12, 97, 300), (47, 3, 11)])
 def test_matmul_every_variant(n, m, kk) -> None:
     assert _check_all_variants(matmul, {"N": n, "M": m, "K": kk}, seed=n + m)
+
+
+def test_broadcast_init_is_not_tiled() -> None:
+    """A linear layer's bias on a [batch, rows, features] input is a nest of its own in
+    isl's schedule, before the product. It reads one vector along one loop, which the cache
+    keeps without tiles: that nest is not tiled, and the product's regions do not depend on
+    its sizes (tiled, it sent every batch under 48 to the untiled variant, at half the
+    speed)."""
+    from polydyn.parametric.regions import partition
+    from polydyn.schedule.auto import isl_schedule
+    from polydyn.scop.deps import compute_deps
+
+    scop = ph.batched_linear.scop
+    base = isl_schedule(scop, compute_deps(scop), scop.context)
+    plans = {p.name: p for p in partition(scop, base)}
+    assert [t.path for t in plans["tiled"].recipe.tile] == [(0, 1, 0)]
+    for sizes in ({"B": 2, "N": 128, "M": 768, "K": 768}, {"B": 47, "N": 64, "M": 96, "K": 1}):
+        assert not plans["tiled"].region.intersect(_point(scop, sizes)).is_empty(), sizes
+
+
+@pytest.mark.parametrize(("b", "n", "m", "kk"), [(1, 1, 1, 1), (2, 5, 31, 7), (3, 49, 97, 3),
+                                                 (2, 48, 256, 256), (1, 17, 300, 2)])
+def test_batched_linear_every_variant(b, n, m, kk) -> None:
+    assert _check_all_variants(ph.batched_linear, {"B": b, "N": n, "M": m, "K": kk}, seed=b + n)

@@ -92,14 +92,17 @@ def repacked_vector(scop: Scop, deps_of: dict[str, list[set[str]]], k: int) -> b
 
 
 def has_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], live: list[int]) -> bool:
-    """Some read does not move along some live member: tiling keeps it in cache."""
+    """Some read that moves along two or more live members does not move along another:
+    tiling keeps its tile in cache. A read along one member at most (a bias row broadcast
+    over a batch, a scale per row) is a vector the cache keeps without tiles."""
     for name, members in deps_of.items():
         stmt = scop.statement(name)
         for ref in stmt.value.walk():
             if not isinstance(ref, Load):
                 continue
             used = set().union(*(sub.vars() for sub in ref.index))
-            if any(not (members[k] & used) for k in live):
+            moving = [k for k in live if members[k] & used]
+            if len(moving) >= 2 and len(moving) < len(live):
                 return True
     return False
 
