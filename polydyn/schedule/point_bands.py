@@ -113,7 +113,10 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
             order, packed = pack
             node = reorder_band(node, order)
             sizes = [sizes[k] for k in order]
-        node = tile_band(node, sizes, isolate=isolate)
+        # full tiles isolated along the parallel members only: a reduction's partial tile
+        # keeps a min() bound on its sequential loop rather than a copy of the tile's code
+        along = [k for k in range(len(sizes)) if node.band_member_get_coincident(k)]
+        node = tile_band(node, sizes, isolate=isolate, full_along=along)
         depth = node.get_tree_depth()
         point = node.child(0)
         node = register_tile(_permute_point_band(point, scop), scop, deps,

@@ -580,14 +580,14 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if (((N == 48) && (K >= 256)))
+  if ((N == 48))
   {
     #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       for (int64_t pd_c2 = 0; pd_c2 < (M - 255); pd_c2 += 256)
       {
-        for (int64_t pd_c3 = 0; pd_c3 < (K - 255); pd_c3 += 256)
+        for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
         {
           for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
           {
@@ -614,7 +614,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                   }
                 }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                 {
                   #pragma GCC unroll 16
                   for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -644,60 +644,6 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
             }
           }
         }
-        for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
-        {
-          for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
-          {
-            {
-              int64_t pd_b7_b;
-              int64_t pd_b7_i;
-              int64_t pd_b7_j;
-              int64_t pd_b7_k;
-              {
-                const int64_t pd_c9 = 0;
-                const int64_t pd_c10 = 0;
-                pd_b7_b = pd_c0;
-                pd_b7_i = (pd_c5 + pd_c9);
-                pd_b7_j = ((pd_c2 + pd_c6) + pd_c10);
-              }
-              float pd_acc7[6][16];
-              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-              {
-                #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                {
-                  pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
-                }
-              }
-              for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-              {
-                #pragma GCC unroll 16
-                for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                  {
-                    {
-                      const int64_t b = pd_c0;
-                      const int64_t i = (pd_c5 + pd_c9);
-                      const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                      const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                      pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] = (pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-              {
-                #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                {
-                  C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
-                }
-              }
-            }
-          }
-        }
       }
       if (((M % 256) >= 1))
       {
@@ -710,24 +656,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 16); pd_c6 += 16)
               {
                 {
-                  int64_t pd_b8_b;
-                  int64_t pd_b8_i;
-                  int64_t pd_b8_j;
-                  int64_t pd_b8_k;
+                  int64_t pd_b7_b;
+                  int64_t pd_b7_i;
+                  int64_t pd_b7_j;
+                  int64_t pd_b7_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b8_b = pd_c0;
-                    pd_b8_i = (pd_c5 + pd_c9);
-                    pd_b8_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                    pd_b7_b = pd_c0;
+                    pd_b7_i = (pd_c5 + pd_c9);
+                    pd_b7_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                   }
-                  float pd_acc8[6][16];
+                  float pd_acc7[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
+                      pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -743,7 +689,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           const int64_t i = (pd_c5 + pd_c9);
                           const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc8[(i) - pd_b8_i][(j) - pd_b8_j] = (pd_acc8[(i) - pd_b8_i][(j) - pd_b8_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] = (pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
@@ -753,40 +699,40 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
+                      C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                     }
                   }
                 }
               }
-              if (((((((((((((N == 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+              if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                 if ((((-(M % 16)) + M)) + ((M % 16)) - 16 >= (0))
                 {
-                  int64_t pd_b9_b;
-                  int64_t pd_b9_i;
-                  int64_t pd_b9_j;
-                  int64_t pd_b9_k;
-                  const int64_t pd_nr9 = 6;
-                  const int64_t pd_nv9 = (M % 16);
+                  int64_t pd_b8_b;
+                  int64_t pd_b8_i;
+                  int64_t pd_b8_j;
+                  int64_t pd_b8_k;
+                  const int64_t pd_nr8 = 6;
+                  const int64_t pd_nv8 = (M % 16);
                   {
-                    pd_b9_b = pd_c0;
-                    pd_b9_i = pd_c5;
-                    pd_b9_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
+                    pd_b8_b = pd_c0;
+                    pd_b8_i = pd_c5;
+                    pd_b8_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
                   }
-                  float pd_acc9[6][16];
+                  float pd_acc8[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc9[pd_r][pd_v] = 0;
+                      pd_acc8[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
                     {
-                      pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
+                      pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -799,20 +745,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
-                          const int64_t j = pd_b9_j + pd_v;
+                          const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                          const int64_t j = pd_b8_j + pd_v;
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
+                      C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                     }
                   }
                 }
@@ -841,35 +787,35 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
           {
-            if (((((((((((((N == 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+            if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
               if ((((-(M % 256)) + M)) + ((M % 256)) - 16 >= (0))
               {
-                int64_t pd_b10_b;
-                int64_t pd_b10_i;
-                int64_t pd_b10_j;
-                int64_t pd_b10_k;
-                const int64_t pd_nr10 = 6;
-                const int64_t pd_nv10 = (M % 256);
+                int64_t pd_b9_b;
+                int64_t pd_b9_i;
+                int64_t pd_b9_j;
+                int64_t pd_b9_k;
+                const int64_t pd_nr9 = 6;
+                const int64_t pd_nv9 = (M % 256);
                 {
-                  pd_b10_b = pd_c0;
-                  pd_b10_i = pd_c5;
-                  pd_b10_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
+                  pd_b9_b = pd_c0;
+                  pd_b9_i = pd_c5;
+                  pd_b9_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
                 }
-                float pd_acc10[6][16];
+                float pd_acc9[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = 0;
+                    pd_acc9[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv10; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                    pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -882,20 +828,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b10_i + pd_min(pd_r, pd_nr10 - 1);
-                        const int64_t j = pd_b10_j + pd_v;
+                        const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
+                        const int64_t j = pd_b9_j + pd_v;
                         const int64_t k = (pd_c3 + pd_c7);
-                        pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv10; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                    C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                   }
                 }
               }
@@ -938,179 +884,264 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
         const int64_t pd_c0 = 0 + pd_t2 * 1;
         for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c2 < M; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 256)
         {
-          if ((N <= 47))
+          for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
           {
-            for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
+            if (((N >= 6) && (M >= (pd_c2 + 16))))
             {
-              if (((N >= 6) && (M >= (pd_c2 + 16))))
+              for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
               {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c2) - 16)); pd_c6 += 16)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c2) - 16)); pd_c6 += 16)
                   {
+                    int64_t pd_b15_b;
+                    int64_t pd_b15_i;
+                    int64_t pd_b15_j;
+                    int64_t pd_b15_k;
                     {
-                      int64_t pd_b19_b;
-                      int64_t pd_b19_i;
-                      int64_t pd_b19_j;
-                      int64_t pd_b19_k;
+                      const int64_t pd_c9 = 0;
+                      const int64_t pd_c10 = 0;
+                      pd_b15_b = pd_c0;
+                      pd_b15_i = (pd_c5 + pd_c9);
+                      pd_b15_j = ((pd_c2 + pd_c6) + pd_c10);
+                    }
+                    float pd_acc15[6][16];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b19_b = pd_c0;
-                        pd_b19_i = (pd_c5 + pd_c9);
-                        pd_b19_j = ((pd_c2 + pd_c6) + pd_c10);
+                        pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
                       }
-                      float pd_acc19[6][16];
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = (pd_c5 + pd_c9);
+                            const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      {
+                        C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (((pd_c2 + 255) >= M))
+                {
+                  if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 16))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 16) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                    if ((((-((M - pd_c2) % 16)) + M)) + (((M - pd_c2) % 16)) - 16 >= (0))
+                    {
+                      int64_t pd_b16_b;
+                      int64_t pd_b16_i;
+                      int64_t pd_b16_j;
+                      int64_t pd_b16_k;
+                      const int64_t pd_nr16 = 6;
+                      const int64_t pd_nv16 = ((M - pd_c2) % 16);
+                      {
+                        pd_b16_b = pd_c0;
+                        pd_b16_i = pd_c5;
+                        pd_b16_j = (((-((M - pd_c2) % 16)) + M)) + (((M - pd_c2) % 16)) - 16;
+                      }
+                      float pd_acc16[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                          pd_acc16[pd_r][pd_v] = 0;
                         }
                       }
+                      for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv16; pd_v < 16; pd_v++)
+                        {
+                          pd_acc16[pd_r][pd_v] = C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
+                              const int64_t j = pd_b16_j + pd_v;
+                              const int64_t k = (pd_c3 + pd_c7);
+                              pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv16; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
                         for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
+                          for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                              const int64_t j = (((-(M % 16)) + M) + pd_c10);
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] = (pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
                         }
                       }
                     }
-                  }
-                  if (((pd_c2 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 16))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 16) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((((-((M - pd_c2) % 16)) + M)) + (((M - pd_c2) % 16)) - 16 >= (0))
-                      {
-                        int64_t pd_b20_b;
-                        int64_t pd_b20_i;
-                        int64_t pd_b20_j;
-                        int64_t pd_b20_k;
-                        const int64_t pd_nr20 = 6;
-                        const int64_t pd_nv20 = ((M - pd_c2) % 16);
-                        {
-                          pd_b20_b = pd_c0;
-                          pd_b20_i = pd_c5;
-                          pd_b20_j = (((-((M - pd_c2) % 16)) + M)) + (((M - pd_c2) % 16)) - 16;
-                        }
-                        float pd_acc20[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc20[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv20; pd_v < 16; pd_v++)
-                          {
-                            pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
-                                const int64_t j = pd_b20_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv20; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (((-(M % 16)) + M) + pd_c10);
-                                const int64_t k = (pd_c3 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
                 }
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 16)
-                {
-                  if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 16))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-                    if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) ? 16 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+              }
+              for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 16)
+              {
+                if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 16))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+                  if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) ? 16 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+                  {
+                    int64_t pd_b17_b;
+                    int64_t pd_b17_i;
+                    int64_t pd_b17_j;
+                    int64_t pd_b17_k;
+                    const int64_t pd_nr17 = (N % 6);
+                    const int64_t pd_nv17 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) ? 16 : ((M - pd_c2) - pd_c6));
                     {
-                      int64_t pd_b21_b;
-                      int64_t pd_b21_i;
-                      int64_t pd_b21_j;
-                      int64_t pd_b21_k;
-                      const int64_t pd_nr21 = (N % 6);
-                      const int64_t pd_nv21 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) ? 16 : ((M - pd_c2) - pd_c6));
+                      pd_b17_b = pd_c0;
+                      pd_b17_i = ((-(N % 6)) + N);
+                      pd_b17_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) ? 16 : ((M - pd_c2) - pd_c6))) - 16;
+                    }
+                    float pd_acc17[5][16];
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_b21_b = pd_c0;
-                        pd_b21_i = ((-(N % 6)) + N);
-                        pd_b21_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) ? 16 : ((M - pd_c2) - pd_c6))) - 16;
+                        pd_acc17[pd_r][pd_v] = 0;
                       }
-                      float pd_acc21[5][16];
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv17; pd_v < 16; pd_v++)
+                      {
+                        pd_acc17[pd_r][pd_v] = C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc21[pd_r][pd_v] = 0;
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
+                            const int64_t j = pd_b17_j + pd_v;
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv17; pd_v < 16; pd_v++)
+                      {
+                        C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                        for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
                         {
-                          pd_acc21[pd_r][pd_v] = C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                            const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                            const int64_t k = (pd_c3 + pd_c7);
+                            C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                  }
+              }
+            }
+            else
+            {
+              if ((N <= 5))
+              {
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 16)
+                {
+                  if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+                    if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+                    {
+                      int64_t pd_b18_b;
+                      int64_t pd_b18_i;
+                      int64_t pd_b18_j;
+                      int64_t pd_b18_k;
+                      const int64_t pd_nr18 = N;
+                      const int64_t pd_nv18 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c2) - pd_c6));
+                      {
+                        pd_b18_b = pd_c0;
+                        pd_b18_i = 0;
+                        pd_b18_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c2) - pd_c6))) - 16;
+                      }
+                      float pd_acc18[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc18[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv18; pd_v < 16; pd_v++)
+                        {
+                          pd_acc18[pd_r][pd_v] = C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1123,20 +1154,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-                              const int64_t j = pd_b21_j + pd_v;
+                              const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
+                              const int64_t j = pd_b18_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv18; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+                          C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
                         }
                       }
                     }
@@ -1145,14 +1176,14 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                        for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
                         {
                           #pragma omp simd
                           for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                              const int64_t i = pd_c9;
                               const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c3 + pd_c7);
                               C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
@@ -1165,270 +1196,40 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               else
               {
-                if ((N <= 5))
+                for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 16)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-                      if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
-                      {
-                        int64_t pd_b22_b;
-                        int64_t pd_b22_i;
-                        int64_t pd_b22_j;
-                        int64_t pd_b22_k;
-                        const int64_t pd_nr22 = N;
-                        const int64_t pd_nv22 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c2) - pd_c6));
-                        {
-                          pd_b22_b = pd_c0;
-                          pd_b22_i = 0;
-                          pd_b22_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c2) - pd_c6))) - 16;
-                        }
-                        float pd_acc22[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc22[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv22; pd_v < 16; pd_v++)
-                          {
-                            pd_acc22[pd_r][pd_v] = C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-                                const int64_t j = pd_b22_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv22; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_c9;
-                                const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c3 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 15) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((pd_c2) + ((M - pd_c2)) - 16 >= (0))
-                      {
-                        int64_t pd_b23_b;
-                        int64_t pd_b23_i;
-                        int64_t pd_b23_j;
-                        int64_t pd_b23_k;
-                        const int64_t pd_nr23 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv23 = (M - pd_c2);
-                        {
-                          pd_b23_b = pd_c0;
-                          pd_b23_i = pd_c5;
-                          pd_b23_j = (pd_c2) + ((M - pd_c2)) - 16;
-                        }
-                        float pd_acc23[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc23[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv23; pd_v < 16; pd_v++)
-                          {
-                            pd_acc23[pd_r][pd_v] = C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                                const int64_t j = pd_b23_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv23; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c2); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (pd_c2 + pd_c10);
-                                const int64_t k = (pd_c3 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            if ((M >= (pd_c2 + 16)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c2) - 16)); pd_c6 += 16)
-                {
-                  {
-                    int64_t pd_b24_b;
-                    int64_t pd_b24_i;
-                    int64_t pd_b24_j;
-                    int64_t pd_b24_k;
+                  if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 15) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                    if ((pd_c2) + ((M - pd_c2)) - 16 >= (0))
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b24_b = pd_c0;
-                      pd_b24_i = (pd_c5 + pd_c9);
-                      pd_b24_j = ((pd_c2 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc24[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      int64_t pd_b19_b;
+                      int64_t pd_b19_i;
+                      int64_t pd_b19_j;
+                      int64_t pd_b19_k;
+                      const int64_t pd_nr19 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                      const int64_t pd_nv19 = (M - pd_c2);
                       {
-                        pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
+                        pd_b19_b = pd_c0;
+                        pd_b19_i = pd_c5;
+                        pd_b19_j = (pd_c2) + ((M - pd_c2)) - 16;
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = (pd_c5 + pd_c9);
-                            const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                            const int64_t k = pd_c7;
-                            pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (((pd_c2 + 255) >= M))
-                {
-                  if ((((((((((((N == 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 16))) && ((pd_c2 + 255) >= M)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c2) % 16) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                    if ((((-((M - pd_c2) % 16)) + M)) + (((M - pd_c2) % 16)) - 16 >= (0))
-                    {
-                      int64_t pd_b25_b;
-                      int64_t pd_b25_i;
-                      int64_t pd_b25_j;
-                      int64_t pd_b25_k;
-                      const int64_t pd_nr25 = 6;
-                      const int64_t pd_nv25 = ((M - pd_c2) % 16);
-                      {
-                        pd_b25_b = pd_c0;
-                        pd_b25_i = pd_c5;
-                        pd_b25_j = (((-((M - pd_c2) % 16)) + M)) + (((M - pd_c2) % 16)) - 16;
-                      }
-                      float pd_acc25[6][16];
+                      float pd_acc19[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc25[pd_r][pd_v] = 0;
+                          pd_acc19[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv25; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv19; pd_v < 16; pd_v++)
                         {
-                          pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+                          pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
                         }
                       }
-                      for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1438,38 +1239,38 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                              const int64_t j = pd_b25_j + pd_v;
-                              const int64_t k = pd_c7;
-                              pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
+                              const int64_t j = pd_b19_j + pd_v;
+                              const int64_t k = (pd_c3 + pd_c7);
+                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv25; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv19; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+                          C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
+                          for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c2); pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = (((-(M % 16)) + M) + pd_c10);
-                              const int64_t k = pd_c7;
+                              const int64_t j = (pd_c2 + pd_c10);
+                              const int64_t k = (pd_c3 + pd_c7);
                               C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
@@ -1477,91 +1278,6 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       }
                     }
                 }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
-              {
-                if (((((((((((N == 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 15) >= M)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                  if ((pd_c2) + ((M - pd_c2)) - 16 >= (0))
-                  {
-                    int64_t pd_b26_b;
-                    int64_t pd_b26_i;
-                    int64_t pd_b26_j;
-                    int64_t pd_b26_k;
-                    const int64_t pd_nr26 = 6;
-                    const int64_t pd_nv26 = (M - pd_c2);
-                    {
-                      pd_b26_b = pd_c0;
-                      pd_b26_i = pd_c5;
-                      pd_b26_j = (pd_c2) + ((M - pd_c2)) - 16;
-                    }
-                    float pd_acc26[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc26[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
-                      {
-                        pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                            const int64_t j = pd_b26_j + pd_v;
-                            const int64_t k = pd_c7;
-                            pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c2); pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = (pd_c5 + pd_c9);
-                            const int64_t j = (pd_c2 + pd_c10);
-                            const int64_t k = pd_c7;
-                            C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                  }
               }
             }
           }
@@ -1642,24 +1358,24 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
               for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
               {
                 {
-                  int64_t pd_b27_b;
-                  int64_t pd_b27_i;
-                  int64_t pd_b27_j;
-                  int64_t pd_b27_k;
+                  int64_t pd_b20_b;
+                  int64_t pd_b20_i;
+                  int64_t pd_b20_j;
+                  int64_t pd_b20_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b27_b = pd_c0;
-                    pd_b27_i = ((pd_c3 + pd_c5) + pd_c9);
-                    pd_b27_j = ((pd_c1 + pd_c6) + pd_c10);
+                    pd_b20_b = pd_c0;
+                    pd_b20_i = ((pd_c3 + pd_c5) + pd_c9);
+                    pd_b20_j = ((pd_c1 + pd_c6) + pd_c10);
                   }
-                  float pd_acc27[6][16];
+                  float pd_acc20[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                      pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
@@ -1675,7 +1391,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                           const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                           const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                           const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc27[(i) - pd_b27_i][(j) - pd_b27_j] = (pd_acc27[(i) - pd_b27_i][(j) - pd_b27_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                          pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] = (pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                         }
                       }
                     }
@@ -1685,7 +1401,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                      C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
                     }
                   }
                 }
@@ -1731,21 +1447,21 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if ((((N >= 48) && (K >= 256)) && (M >= 256)))
+  if (((N >= 48) && (M >= 256)))
   {
     #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
       {
-        for (int64_t pd_c2 = 0; pd_c2 < (K - 255); pd_c2 += 256)
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
             float pd_pk2_s[69632] __attribute__((aligned(64)));
             float *restrict pd_pk2 = pd_pk2_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
               {
                 {
                   #pragma omp simd
@@ -1767,27 +1483,27 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
                 {
                   {
-                    int64_t pd_b28_b;
-                    int64_t pd_b28_i;
-                    int64_t pd_b28_j;
-                    int64_t pd_b28_k;
+                    int64_t pd_b21_b;
+                    int64_t pd_b21_i;
+                    int64_t pd_b21_j;
+                    int64_t pd_b21_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b28_b = pd_c0;
-                      pd_b28_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b28_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b21_b = pd_c0;
+                      pd_b21_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b21_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc28[6][16];
+                    float pd_acc21[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc28[pd_r][pd_v] = C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                        pd_acc21[pd_r][pd_v] = C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -1800,7 +1516,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] = (pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] = (pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -1810,7 +1526,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                        C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
                       }
                     }
                   }
@@ -1824,27 +1540,27 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
                 {
                   {
-                    int64_t pd_b29_b;
-                    int64_t pd_b29_i;
-                    int64_t pd_b29_j;
-                    int64_t pd_b29_k;
+                    int64_t pd_b22_b;
+                    int64_t pd_b22_i;
+                    int64_t pd_b22_j;
+                    int64_t pd_b22_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b29_b = pd_c0;
-                      pd_b29_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b29_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b22_b = pd_c0;
+                      pd_b22_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
+                      pd_b22_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc29[6][16];
+                    float pd_acc22[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+                        pd_acc22[pd_r][pd_v] = C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -1857,7 +1573,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] = (pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc22[(i) - pd_b22_i][(j) - pd_b22_j] = (pd_acc22[(i) - pd_b22_i][(j) - pd_b22_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -1867,7 +1583,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+                        C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
                       }
                     }
                   }
@@ -1875,37 +1591,37 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
               {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
                 {
-                  int64_t pd_b30_b;
-                  int64_t pd_b30_i;
-                  int64_t pd_b30_j;
-                  int64_t pd_b30_k;
-                  const int64_t pd_nr30 = (N % 6);
-                  const int64_t pd_nv30 = 16;
+                  int64_t pd_b23_b;
+                  int64_t pd_b23_i;
+                  int64_t pd_b23_j;
+                  int64_t pd_b23_k;
+                  const int64_t pd_nr23 = (N % 6);
+                  const int64_t pd_nv23 = 16;
                   {
-                    pd_b30_b = pd_c0;
-                    pd_b30_i = ((-(N % 6)) + N);
-                    pd_b30_j = (pd_c1 + pd_c6);
+                    pd_b23_b = pd_c0;
+                    pd_b23_i = ((-(N % 6)) + N);
+                    pd_b23_j = (pd_c1 + pd_c6);
                   }
-                  float pd_acc30[5][16];
+                  float pd_acc23[5][16];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc30[pd_r][pd_v] = 0;
+                      pd_acc23[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
                     {
-                      pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+                      pd_acc23[pd_r][pd_v] = C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
                     }
                   }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                   {
                     #pragma GCC unroll 16
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -1915,20 +1631,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                          const int64_t j = pd_b30_j + pd_v;
+                          const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
+                          const int64_t j = pd_b23_j + pd_v;
                           const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                          pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
                     {
-                      C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+                      C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
                     }
                   }
                 }
@@ -1936,37 +1652,37 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
             }
             for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
             {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
               {
-                int64_t pd_b31_b;
-                int64_t pd_b31_i;
-                int64_t pd_b31_j;
-                int64_t pd_b31_k;
-                const int64_t pd_nr31 = (N % 48);
-                const int64_t pd_nv31 = 16;
+                int64_t pd_b24_b;
+                int64_t pd_b24_i;
+                int64_t pd_b24_j;
+                int64_t pd_b24_k;
+                const int64_t pd_nr24 = (N % 48);
+                const int64_t pd_nv24 = 16;
                 {
-                  pd_b31_b = pd_c0;
-                  pd_b31_i = ((-(N % 48)) + N);
-                  pd_b31_j = (pd_c1 + pd_c6);
+                  pd_b24_b = pd_c0;
+                  pd_b24_i = ((-(N % 48)) + N);
+                  pd_b24_j = (pd_c1 + pd_c6);
                 }
-                float pd_acc31[5][16];
+                float pd_acc24[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc31[pd_r][pd_v] = 0;
+                    pd_acc24[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
                   {
-                    pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+                    pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
                   }
                 }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                 {
                   #pragma GCC unroll 16
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -1976,227 +1692,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                        const int64_t j = pd_b31_j + pd_v;
+                        const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
+                        const int64_t j = pd_b24_j + pd_v;
                         const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                        pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
                   {
-                    C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-        {
-          float pd_pk3_s[69360] __attribute__((aligned(64)));
-          float *restrict pd_pk3 = pd_pk3_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < ((K % 256)); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk3[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((((-(K % 256)) + K)) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk3[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if ((N >= (pd_c3 + 6)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 240; pd_c6 += 16)
-                {
-                  {
-                    int64_t pd_b32_b;
-                    int64_t pd_b32_i;
-                    int64_t pd_b32_j;
-                    int64_t pd_b32_k;
-                    {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b32_b = pd_c0;
-                      pd_b32_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b32_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc32[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc32[pd_r][pd_v] = C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] = (pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
-                {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((K % 256) >= 1)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                  {
-                    int64_t pd_b33_b;
-                    int64_t pd_b33_i;
-                    int64_t pd_b33_j;
-                    int64_t pd_b33_k;
-                    const int64_t pd_nr33 = ((N - pd_c3) % 6);
-                    const int64_t pd_nv33 = 16;
-                    {
-                      pd_b33_b = pd_c0;
-                      pd_b33_i = ((-((N - pd_c3) % 6)) + N);
-                      pd_b33_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc33[5][16];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc33[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
-                      {
-                        pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                            const int64_t j = pd_b33_j + pd_v;
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
-                      {
-                        C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 16)
-              {
-                if (((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((K % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                {
-                  int64_t pd_b34_b;
-                  int64_t pd_b34_i;
-                  int64_t pd_b34_j;
-                  int64_t pd_b34_k;
-                  const int64_t pd_nr34 = (N - pd_c3);
-                  const int64_t pd_nv34 = 16;
-                  {
-                    pd_b34_b = pd_c0;
-                    pd_b34_i = pd_c3;
-                    pd_b34_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc34[5][16];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      pd_acc34[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
-                    {
-                      pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                          const int64_t j = pd_b34_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                          pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
-                    {
-                      C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
-                    }
+                    C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
                   }
                 }
               }
@@ -2209,8 +1718,8 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk4_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk4 = pd_pk4_s;
+            float pd_pk3_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk3 = pd_pk3_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -2219,11 +1728,11 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
                   }
                   for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
@@ -2237,6 +1746,858 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 16); pd_c6 += 16)
                   {
                     {
+                      int64_t pd_b25_b;
+                      int64_t pd_b25_i;
+                      int64_t pd_b25_j;
+                      int64_t pd_b25_k;
+                      {
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b25_b = pd_c0;
+                        pd_b25_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b25_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                      }
+                      float pd_acc25[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((-(M % 16)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                    {
+                      int64_t pd_b26_b;
+                      int64_t pd_b26_i;
+                      int64_t pd_b26_j;
+                      int64_t pd_b26_k;
+                      const int64_t pd_nr26 = 6;
+                      const int64_t pd_nv26 = (M % 16);
+                      {
+                        pd_b26_b = pd_c0;
+                        pd_b26_i = (pd_c3 + pd_c5);
+                        pd_b26_j = ((-(M % 16)) + M);
+                      }
+                      float pd_acc26[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc26[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                        {
+                          pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
+                              const int64_t j = pd_b26_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                        {
+                          C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (((-(M % 16)) + M) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+                if (((pd_c3 + 47) >= N))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 16)
+                  {
+                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
+                      if ((((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b27_b;
+                        int64_t pd_b27_i;
+                        int64_t pd_b27_j;
+                        int64_t pd_b27_k;
+                        const int64_t pd_nr27 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv27 = (((M % 256) >= (pd_c6 + 17)) ? 16 : ((M % 256) - pd_c6));
+                        {
+                          pd_b27_b = pd_c0;
+                          pd_b27_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b27_j = (((-(M % 256)) + M) + pd_c6);
+                        }
+                        float pd_acc27[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc27[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                          {
+                            pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
+                                const int64_t j = pd_b27_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                          {
+                            C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+              }
+              else
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                {
+                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                    {
+                      int64_t pd_b28_b;
+                      int64_t pd_b28_i;
+                      int64_t pd_b28_j;
+                      int64_t pd_b28_k;
+                      const int64_t pd_nr28 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv28 = (M % 256);
+                      {
+                        pd_b28_b = pd_c0;
+                        pd_b28_i = (pd_c3 + pd_c5);
+                        pd_b28_j = ((-(M % 256)) + M);
+                      }
+                      float pd_acc28[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc28[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
+                        {
+                          pd_acc28[pd_r][pd_v] = C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
+                              const int64_t j = pd_b28_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
+                        {
+                          C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 < (((M - 16) % 256) - 240); pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = ((((-((M - 16) % 256)) + M) + pd_c10) + 240);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 16)))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 16)
+                  {
+                    if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
+                      if ((((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b29_b;
+                        int64_t pd_b29_i;
+                        int64_t pd_b29_j;
+                        int64_t pd_b29_k;
+                        const int64_t pd_nr29 = (N - pd_c3);
+                        const int64_t pd_nv29 = (((M % 256) >= (pd_c6 + 17)) ? 16 : ((M % 256) - pd_c6));
+                        {
+                          pd_b29_b = pd_c0;
+                          pd_b29_i = pd_c3;
+                          pd_b29_j = (((-(M % 256)) + M) + pd_c6);
+                        }
+                        float pd_acc29[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc29[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                          {
+                            pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
+                                const int64_t j = pd_b29_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                          {
+                            C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c3 + pd_c9);
+                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    {
+      if ((N <= 47))
+      {
+        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+        {
+          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+          {
+            {
+              float pd_pk4_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk4 = pd_pk4_s;
+              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+              {
+                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                {
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                    {
+                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                    }
+                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                    {
+                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    }
+                  }
+                }
+              }
+              if (((N >= 6) && (M >= (pd_c1 + 16))))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
+                  {
+                    {
+                      int64_t pd_b30_b;
+                      int64_t pd_b30_i;
+                      int64_t pd_b30_j;
+                      int64_t pd_b30_k;
+                      {
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b30_b = pd_c0;
+                        pd_b30_i = (pd_c5 + pd_c9);
+                        pd_b30_j = ((pd_c1 + pd_c6) + pd_c10);
+                      }
+                      float pd_acc30[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = (pd_c5 + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] = (pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if (((pd_c1 + 255) >= M))
+                  {
+                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b31_b;
+                        int64_t pd_b31_i;
+                        int64_t pd_b31_j;
+                        int64_t pd_b31_k;
+                        const int64_t pd_nr31 = 6;
+                        const int64_t pd_nv31 = ((M - pd_c1) % 16);
+                        {
+                          pd_b31_b = pd_c0;
+                          pd_b31_i = pd_c5;
+                          pd_b31_j = ((-((M - pd_c1) % 16)) + M);
+                        }
+                        float pd_acc31[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc31[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                          {
+                            pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
+                                const int64_t j = pd_b31_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                          {
+                            C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c5 + pd_c9);
+                                const int64_t j = (((-(M % 16)) + M) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
+                {
+                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+                    if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b32_b;
+                      int64_t pd_b32_i;
+                      int64_t pd_b32_j;
+                      int64_t pd_b32_k;
+                      const int64_t pd_nr32 = (N % 6);
+                      const int64_t pd_nv32 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
+                      {
+                        pd_b32_b = pd_c0;
+                        pd_b32_i = ((-(N % 6)) + N);
+                        pd_b32_j = (pd_c1 + pd_c6);
+                      }
+                      float pd_acc32[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc32[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+                        {
+                          pd_acc32[pd_r][pd_v] = C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
+                              const int64_t j = pd_b32_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+                        {
+                          C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+              }
+              else
+              {
+                if ((N <= 5))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
+                  {
+                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
+                      if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b33_b;
+                        int64_t pd_b33_i;
+                        int64_t pd_b33_j;
+                        int64_t pd_b33_k;
+                        const int64_t pd_nr33 = N;
+                        const int64_t pd_nv33 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c1) - pd_c6));
+                        {
+                          pd_b33_b = pd_c0;
+                          pd_b33_i = 0;
+                          pd_b33_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc33[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc33[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+                          {
+                            pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
+                                const int64_t j = pd_b33_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+                          {
+                            C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_c9;
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
+                  {
+                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((pd_c1 + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b34_b;
+                        int64_t pd_b34_i;
+                        int64_t pd_b34_j;
+                        int64_t pd_b34_k;
+                        const int64_t pd_nr34 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
+                        const int64_t pd_nv34 = (M - pd_c1);
+                        {
+                          pd_b34_b = pd_c0;
+                          pd_b34_i = pd_c5;
+                          pd_b34_j = pd_c1;
+                        }
+                        float pd_acc34[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc34[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
+                          {
+                            pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
+                                const int64_t j = pd_b34_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
+                          {
+                            C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c5 + pd_c9);
+                                const int64_t j = (pd_c1 + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+        {
+          {
+            float pd_pk5_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk5 = pd_pk5_s;
+            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+            {
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+              {
+                {
+                  #pragma omp simd
+                  for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
+                  {
+                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                  }
+                  for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
+                  {
+                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  }
+                }
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
+            {
+              if ((N >= (pd_c3 + 6)))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < (M - 15); pd_c6 += 16)
+                  {
+                    {
                       int64_t pd_b35_b;
                       int64_t pd_b35_i;
                       int64_t pd_b35_j;
@@ -2246,7 +2607,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         const int64_t pd_c10 = 0;
                         pd_b35_b = pd_c0;
                         pd_b35_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b35_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                        pd_b35_j = (pd_c6 + pd_c10);
                       }
                       float pd_acc35[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -2268,9 +2629,9 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                              const int64_t j = (pd_c6 + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2285,8 +2646,8 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       }
                     }
                   }
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 16)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                  if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((-(M % 16)) + M) + 15)) - (0) < 272)
                     {
                       int64_t pd_b36_b;
                       int64_t pd_b36_i;
@@ -2329,7 +2690,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
                               const int64_t j = pd_b36_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2358,7 +2719,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = (((-(M % 16)) + M) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2367,21 +2728,21 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
                 if (((pd_c3 + 47) >= N))
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 16)
+                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 16)
                   {
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
+                      if (((pd_c6 + 15)) - (0) < 272)
                       {
                         int64_t pd_b37_b;
                         int64_t pd_b37_i;
                         int64_t pd_b37_j;
                         int64_t pd_b37_k;
                         const int64_t pd_nr37 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv37 = (((M % 256) >= (pd_c6 + 17)) ? 16 : ((M % 256) - pd_c6));
+                        const int64_t pd_nv37 = (((M >= (pd_c6 + 16)) && (pd_c6 >= 0)) ? 16 : (M - pd_c6));
                         {
                           pd_b37_b = pd_c0;
                           pd_b37_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b37_j = (((-(M % 256)) + M) + pd_c6);
+                          pd_b37_j = pd_c6;
                         }
                         float pd_acc37[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -2413,7 +2774,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
                                 const int64_t j = pd_b37_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
@@ -2432,17 +2793,17 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                         {
                           #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
+                          for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
                           {
                             #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, ((M - pd_c6) - 1)); pd_c10 += 1)
                             {
                               {
                                 const int64_t b = pd_c0;
                                 const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                const int64_t j = (pd_c6 + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
@@ -2453,24 +2814,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               else
               {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 16)
                 {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                  if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
+                    if (((pd_c6 + 15)) - (0) < 272)
                     {
                       int64_t pd_b38_b;
                       int64_t pd_b38_i;
                       int64_t pd_b38_j;
                       int64_t pd_b38_k;
-                      const int64_t pd_nr38 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv38 = (M % 256);
+                      const int64_t pd_nr38 = (N - pd_c3);
+                      const int64_t pd_nv38 = (((M >= (pd_c6 + 16)) && (pd_c6 >= 0)) ? 16 : (M - pd_c6));
                       {
                         pd_b38_b = pd_c0;
-                        pd_b38_i = (pd_c3 + pd_c5);
-                        pd_b38_j = ((-(M % 256)) + M);
+                        pd_b38_i = pd_c3;
+                        pd_b38_j = pd_c6;
                       }
-                      float pd_acc38[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      float pd_acc38[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
@@ -2489,7 +2850,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
@@ -2499,7 +2860,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
                               const int64_t j = pd_b38_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2518,1304 +2879,22 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                        for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (((M - 16) % 256) - 240); pd_c10 += 1)
+                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, ((M - pd_c6) - 1)); pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-((M - 16) % 256)) + M) + pd_c10) + 240);
+                              const int64_t i = (pd_c3 + pd_c9);
+                              const int64_t j = (pd_c6 + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
                       }
                     }
-                }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 16)))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 16)
-                  {
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b39_b;
-                        int64_t pd_b39_i;
-                        int64_t pd_b39_j;
-                        int64_t pd_b39_k;
-                        const int64_t pd_nr39 = (N - pd_c3);
-                        const int64_t pd_nv39 = (((M % 256) >= (pd_c6 + 17)) ? 16 : ((M % 256) - pd_c6));
-                        {
-                          pd_b39_b = pd_c0;
-                          pd_b39_i = pd_c3;
-                          pd_b39_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc39[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc39[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
-                          {
-                            pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
-                                const int64_t j = pd_b39_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
-                          {
-                            C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c3 + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  else
-  {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-    {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk5_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk5 = pd_pk5_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              if (((N >= 6) && (M >= (pd_c1 + 16))))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
-                  {
-                    {
-                      int64_t pd_b40_b;
-                      int64_t pd_b40_i;
-                      int64_t pd_b40_j;
-                      int64_t pd_b40_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b40_b = pd_c0;
-                        pd_b40_i = (pd_c5 + pd_c9);
-                        pd_b40_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc40[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] = (pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b41_b;
-                        int64_t pd_b41_i;
-                        int64_t pd_b41_j;
-                        int64_t pd_b41_k;
-                        const int64_t pd_nr41 = 6;
-                        const int64_t pd_nv41 = ((M - pd_c1) % 16);
-                        {
-                          pd_b41_b = pd_c0;
-                          pd_b41_i = pd_c5;
-                          pd_b41_j = ((-((M - pd_c1) % 16)) + M);
-                        }
-                        float pd_acc41[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc41[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
-                          {
-                            pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                                const int64_t j = pd_b41_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
-                          {
-                            C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (((-(M % 16)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-                    if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b42_b;
-                      int64_t pd_b42_i;
-                      int64_t pd_b42_j;
-                      int64_t pd_b42_k;
-                      const int64_t pd_nr42 = (N % 6);
-                      const int64_t pd_nv42 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
-                      {
-                        pd_b42_b = pd_c0;
-                        pd_b42_i = ((-(N % 6)) + N);
-                        pd_b42_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc42[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc42[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
-                        {
-                          pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                              const int64_t j = pd_b42_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
-                        {
-                          C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-              else
-              {
-                if ((N <= 5))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 16) == 0)))
-                      if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b43_b;
-                        int64_t pd_b43_i;
-                        int64_t pd_b43_j;
-                        int64_t pd_b43_k;
-                        const int64_t pd_nr43 = N;
-                        const int64_t pd_nv43 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) && (pd_c6 >= 0)) ? 16 : ((M - pd_c1) - pd_c6));
-                        {
-                          pd_b43_b = pd_c0;
-                          pd_b43_i = 0;
-                          pd_b43_j = (pd_c1 + pd_c6);
-                        }
-                        float pd_acc43[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc43[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                          {
-                            pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                                const int64_t j = pd_b43_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                          {
-                            C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_c9;
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((pd_c1 + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b44_b;
-                        int64_t pd_b44_i;
-                        int64_t pd_b44_j;
-                        int64_t pd_b44_k;
-                        const int64_t pd_nr44 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv44 = (M - pd_c1);
-                        {
-                          pd_b44_b = pd_c0;
-                          pd_b44_i = pd_c5;
-                          pd_b44_j = pd_c1;
-                        }
-                        float pd_acc44[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc44[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
-                          {
-                            pd_acc44[pd_r][pd_v] = C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b44_i + pd_min(pd_r, pd_nr44 - 1);
-                                const int64_t j = pd_b44_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
-                          {
-                            C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (pd_c1 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((K <= 255))
-        {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-          {
-            {
-              float pd_pk6_s[69360] __attribute__((aligned(64)));
-              float *restrict pd_pk6 = pd_pk6_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (K); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk6[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((0) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk6[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= (pd_c1 + 16)) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
-                    {
-                      {
-                        int64_t pd_b45_b;
-                        int64_t pd_b45_i;
-                        int64_t pd_b45_j;
-                        int64_t pd_b45_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b45_b = pd_c0;
-                          pd_b45_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b45_j = ((pd_c1 + pd_c6) + pd_c10);
-                        }
-                        float pd_acc45[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc45[pd_r][pd_v] = C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = pd_c7;
-                                pd_acc45[(i) - pd_b45_i][(j) - pd_b45_j] = (pd_acc45[(i) - pd_b45_i][(j) - pd_b45_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b46_b;
-                          int64_t pd_b46_i;
-                          int64_t pd_b46_j;
-                          int64_t pd_b46_k;
-                          const int64_t pd_nr46 = 6;
-                          const int64_t pd_nv46 = ((M - pd_c1) % 16);
-                          {
-                            pd_b46_b = pd_c0;
-                            pd_b46_i = (pd_c3 + pd_c5);
-                            pd_b46_j = ((-((M - pd_c1) % 16)) + M);
-                          }
-                          float pd_acc46[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc46[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
-                            {
-                              pd_acc46[pd_r][pd_v] = C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                                  const int64_t j = pd_b46_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
-                            {
-                              C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-(M % 16)) + M) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                    {
-                      if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b47_b;
-                          int64_t pd_b47_i;
-                          int64_t pd_b47_j;
-                          int64_t pd_b47_k;
-                          const int64_t pd_nr47 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv47 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b47_b = pd_c0;
-                            pd_b47_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b47_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc47[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc47[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
-                            {
-                              pd_acc47[pd_r][pd_v] = C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
-                                  const int64_t j = pd_b47_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
-                            {
-                              C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if (((pd_c1 + 15) >= M))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((pd_c1 + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b48_b;
-                          int64_t pd_b48_i;
-                          int64_t pd_b48_j;
-                          int64_t pd_b48_k;
-                          const int64_t pd_nr48 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv48 = (M - pd_c1);
-                          {
-                            pd_b48_b = pd_c0;
-                            pd_b48_i = (pd_c3 + pd_c5);
-                            pd_b48_j = pd_c1;
-                          }
-                          float pd_acc48[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc48[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
-                            {
-                              pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
-                                  const int64_t j = pd_b48_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
-                            {
-                              C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (pd_c1 + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 16)
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b49_b;
-                          int64_t pd_b49_i;
-                          int64_t pd_b49_j;
-                          int64_t pd_b49_k;
-                          const int64_t pd_nr49 = (N - pd_c3);
-                          const int64_t pd_nv49 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b49_b = pd_c0;
-                            pd_b49_i = pd_c3;
-                            pd_b49_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc49[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc49[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
-                            {
-                              pd_acc49[pd_r][pd_v] = C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
-                                  const int64_t j = pd_b49_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
-                            {
-                              C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = pd_c7;
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk7_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk7 = pd_pk7_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                    {
-                      pd_pk7[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk7[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if ((N >= (pd_c3 + 6)))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 15); pd_c6 += 16)
-                    {
-                      {
-                        int64_t pd_b50_b;
-                        int64_t pd_b50_i;
-                        int64_t pd_b50_j;
-                        int64_t pd_b50_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b50_b = pd_c0;
-                          pd_b50_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b50_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc50[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc50[pd_r][pd_v] = C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 15; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc50[(i) - pd_b50_i][(j) - pd_b50_j] = (pd_acc50[(i) - pd_b50_i][(j) - pd_b50_j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 16) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-(M % 16)) + M) + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b51_b;
-                        int64_t pd_b51_i;
-                        int64_t pd_b51_j;
-                        int64_t pd_b51_k;
-                        const int64_t pd_nr51 = 6;
-                        const int64_t pd_nv51 = (M % 16);
-                        {
-                          pd_b51_b = pd_c0;
-                          pd_b51_i = (pd_c3 + pd_c5);
-                          pd_b51_j = ((-(M % 16)) + M);
-                        }
-                        float pd_acc51[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc51[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                          {
-                            pd_acc51[pd_r][pd_v] = C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
-                                const int64_t j = pd_b51_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                          {
-                            C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 16); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (((-(M % 16)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 16)
-                    {
-                      if ((((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                        if (((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b52_b;
-                          int64_t pd_b52_i;
-                          int64_t pd_b52_j;
-                          int64_t pd_b52_k;
-                          const int64_t pd_nr52 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv52 = (((M >= (pd_c6 + 16)) && (pd_c6 >= 0)) ? 16 : (M - pd_c6));
-                          {
-                            pd_b52_b = pd_c0;
-                            pd_b52_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b52_j = pd_c6;
-                          }
-                          float pd_acc52[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc52[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
-                            {
-                              pd_acc52[pd_r][pd_v] = C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b52_i + pd_min(pd_r, pd_nr52 - 1);
-                                  const int64_t j = pd_b52_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
-                            {
-                              C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 16)
-                  {
-                    if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
-                      if (((pd_c6 + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b53_b;
-                        int64_t pd_b53_i;
-                        int64_t pd_b53_j;
-                        int64_t pd_b53_k;
-                        const int64_t pd_nr53 = (N - pd_c3);
-                        const int64_t pd_nv53 = (((M >= (pd_c6 + 16)) && (pd_c6 >= 0)) ? 16 : (M - pd_c6));
-                        {
-                          pd_b53_b = pd_c0;
-                          pd_b53_i = pd_c3;
-                          pd_b53_j = pd_c6;
-                        }
-                        float pd_acc53[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc53[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
-                          {
-                            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                                const int64_t j = pd_b53_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
-                          {
-                            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(15, ((M - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c3 + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
                 }
               }
             }
@@ -3839,27 +2918,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b54_b;
-          int64_t pd_b54_i;
-          int64_t pd_b54_j;
-          int64_t pd_b54_k;
+          int64_t pd_b39_b;
+          int64_t pd_b39_i;
+          int64_t pd_b39_j;
+          int64_t pd_b39_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b54_b = pd_c0;
-            pd_b54_i = (pd_c2 + pd_c5);
-            pd_b54_j = pd_c6;
+            pd_b39_b = pd_c0;
+            pd_b39_i = (pd_c2 + pd_c5);
+            pd_b39_j = pd_c6;
           }
-          float pd_acc54[8][8];
+          float pd_acc39[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t b = (pd_b54_b) - 0;
-              const int64_t i = ((pd_b54_i + pd_r)) - 0;
-              const int64_t j = ((pd_b54_j + pd_v)) - 0;
-              pd_acc54[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b39_b) - 0;
+              const int64_t i = ((pd_b39_i + pd_r)) - 0;
+              const int64_t j = ((pd_b39_j + pd_v)) - 0;
+              pd_acc39[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3875,7 +2954,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] = (pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] = (pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -3885,7 +2964,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+              C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
             }
           }
         }
@@ -3905,32 +2984,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b55_b;
-        int64_t pd_b55_i;
-        int64_t pd_b55_j;
-        int64_t pd_b55_k;
-        const int64_t pd_nr55 = (N % 8);
-        const int64_t pd_nv55 = 8;
+        int64_t pd_b40_b;
+        int64_t pd_b40_i;
+        int64_t pd_b40_j;
+        int64_t pd_b40_k;
+        const int64_t pd_nr40 = (N % 8);
+        const int64_t pd_nv40 = 8;
         {
-          pd_b55_b = pd_c0;
-          pd_b55_i = ((-(N % 8)) + N);
-          pd_b55_j = 0;
+          pd_b40_b = pd_c0;
+          pd_b40_i = ((-(N % 8)) + N);
+          pd_b40_j = 0;
         }
-        float pd_acc55[7][8];
+        float pd_acc40[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc55[pd_r][pd_v] = 0;
+            pd_acc40[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
           {
-            pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
+            pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3943,20 +3022,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                const int64_t j = pd_b55_j + pd_v;
+                const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
+                const int64_t j = pd_b40_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
           {
-            C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+            C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
           }
         }
       }
@@ -3965,35 +3044,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 9)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((8) + ((M - 8)) - 8 >= (0))
           {
-            int64_t pd_b56_b;
-            int64_t pd_b56_i;
-            int64_t pd_b56_j;
-            int64_t pd_b56_k;
-            const int64_t pd_nr56 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv56 = (M - 8);
+            int64_t pd_b41_b;
+            int64_t pd_b41_i;
+            int64_t pd_b41_j;
+            int64_t pd_b41_k;
+            const int64_t pd_nr41 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv41 = (M - 8);
             {
-              pd_b56_b = pd_c0;
-              pd_b56_i = pd_c2;
-              pd_b56_j = (8) + ((M - 8)) - 8;
+              pd_b41_b = pd_c0;
+              pd_b41_i = pd_c2;
+              pd_b41_j = (8) + ((M - 8)) - 8;
             }
-            float pd_acc56[8][8];
+            float pd_acc41[8][8];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc56[pd_r][pd_v] = 0;
+                pd_acc41[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv56; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv41; pd_v < 8; pd_v++)
               {
-                const int64_t b = (pd_b56_b) - 0;
-                const int64_t i = ((pd_b56_i + pd_r)) - 0;
-                const int64_t j = ((pd_b56_j + pd_v)) - 0;
-                pd_acc56[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b41_b) - 0;
+                const int64_t i = ((pd_b41_i + pd_r)) - 0;
+                const int64_t j = ((pd_b41_j + pd_v)) - 0;
+                pd_acc41[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4006,20 +3085,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
-                    const int64_t j = pd_b56_j + pd_v;
+                    const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
+                    const int64_t j = pd_b41_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv56; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv41; pd_v < 8; pd_v++)
               {
-                C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
               }
             }
           }
@@ -4089,32 +3168,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8 >= (0))
             {
-              int64_t pd_b58_b;
-              int64_t pd_b58_i;
-              int64_t pd_b58_j;
-              int64_t pd_b58_k;
-              const int64_t pd_nr58 = N;
-              const int64_t pd_nv58 = ((pd_c1 == 0) ? 8 : (M - 8));
+              int64_t pd_b43_b;
+              int64_t pd_b43_i;
+              int64_t pd_b43_j;
+              int64_t pd_b43_k;
+              const int64_t pd_nr43 = N;
+              const int64_t pd_nv43 = ((pd_c1 == 0) ? 8 : (M - 8));
               {
-                pd_b58_b = pd_c0;
-                pd_b58_i = 0;
-                pd_b58_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
+                pd_b43_b = pd_c0;
+                pd_b43_i = 0;
+                pd_b43_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
               }
-              float pd_acc58[7][8];
+              float pd_acc43[7][8];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc58[pd_r][pd_v] = 0;
+                  pd_acc43[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv58; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv43; pd_v < 8; pd_v++)
                 {
-                  pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
+                  pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4127,20 +3206,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
-                      const int64_t j = pd_b58_j + pd_v;
+                      const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
+                      const int64_t j = pd_b43_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv58; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv43; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
+                  C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
                 }
               }
             }
@@ -4188,27 +3267,27 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b59_b;
-          int64_t pd_b59_i;
-          int64_t pd_b59_j;
-          int64_t pd_b59_k;
+          int64_t pd_b44_b;
+          int64_t pd_b44_i;
+          int64_t pd_b44_j;
+          int64_t pd_b44_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b59_b = pd_c0;
-            pd_b59_i = (pd_c2 + pd_c5);
-            pd_b59_j = pd_c6;
+            pd_b44_b = pd_c0;
+            pd_b44_i = (pd_c2 + pd_c5);
+            pd_b44_j = pd_c6;
           }
-          float pd_acc59[8][4];
+          float pd_acc44[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b59_b) - 0;
-              const int64_t i = ((pd_b59_i + pd_r)) - 0;
-              const int64_t j = ((pd_b59_j + pd_v)) - 0;
-              pd_acc59[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b44_b) - 0;
+              const int64_t i = ((pd_b44_i + pd_r)) - 0;
+              const int64_t j = ((pd_b44_j + pd_v)) - 0;
+              pd_acc44[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4224,7 +3303,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc59[(i) - pd_b59_i][(j) - pd_b59_j] = (pd_acc59[(i) - pd_b59_i][(j) - pd_b59_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] = (pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4234,7 +3313,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
+              C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
             }
           }
         }
@@ -4254,32 +3333,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b60_b;
-        int64_t pd_b60_i;
-        int64_t pd_b60_j;
-        int64_t pd_b60_k;
-        const int64_t pd_nr60 = (N % 8);
-        const int64_t pd_nv60 = 4;
+        int64_t pd_b45_b;
+        int64_t pd_b45_i;
+        int64_t pd_b45_j;
+        int64_t pd_b45_k;
+        const int64_t pd_nr45 = (N % 8);
+        const int64_t pd_nv45 = 4;
         {
-          pd_b60_b = pd_c0;
-          pd_b60_i = ((-(N % 8)) + N);
-          pd_b60_j = 0;
+          pd_b45_b = pd_c0;
+          pd_b45_i = ((-(N % 8)) + N);
+          pd_b45_j = 0;
         }
-        float pd_acc60[7][4];
+        float pd_acc45[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc60[pd_r][pd_v] = 0;
+            pd_acc45[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
           {
-            pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
+            pd_acc45[pd_r][pd_v] = C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4292,20 +3371,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
-                const int64_t j = pd_b60_j + pd_v;
+                const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
+                const int64_t j = pd_b45_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
           {
-            C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
+            C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
           }
         }
       }
@@ -4314,35 +3393,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b61_b;
-            int64_t pd_b61_i;
-            int64_t pd_b61_j;
-            int64_t pd_b61_k;
-            const int64_t pd_nr61 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv61 = (M - 4);
+            int64_t pd_b46_b;
+            int64_t pd_b46_i;
+            int64_t pd_b46_j;
+            int64_t pd_b46_k;
+            const int64_t pd_nr46 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv46 = (M - 4);
             {
-              pd_b61_b = pd_c0;
-              pd_b61_i = pd_c2;
-              pd_b61_j = (4) + ((M - 4)) - 4;
+              pd_b46_b = pd_c0;
+              pd_b46_i = pd_c2;
+              pd_b46_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc61[8][4];
+            float pd_acc46[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc61[pd_r][pd_v] = 0;
+                pd_acc46[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv61; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv46; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b61_b) - 0;
-                const int64_t i = ((pd_b61_i + pd_r)) - 0;
-                const int64_t j = ((pd_b61_j + pd_v)) - 0;
-                pd_acc61[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b46_b) - 0;
+                const int64_t i = ((pd_b46_i + pd_r)) - 0;
+                const int64_t j = ((pd_b46_j + pd_v)) - 0;
+                pd_acc46[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4355,20 +3434,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
-                    const int64_t j = pd_b61_j + pd_v;
+                    const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
+                    const int64_t j = pd_b46_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv61; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv46; pd_v < 4; pd_v++)
               {
-                C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
               }
             }
           }
@@ -4438,32 +3517,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b63_b;
-              int64_t pd_b63_i;
-              int64_t pd_b63_j;
-              int64_t pd_b63_k;
-              const int64_t pd_nr63 = N;
-              const int64_t pd_nv63 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b48_b;
+              int64_t pd_b48_i;
+              int64_t pd_b48_j;
+              int64_t pd_b48_k;
+              const int64_t pd_nr48 = N;
+              const int64_t pd_nv48 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b63_b = pd_c0;
-                pd_b63_i = 0;
-                pd_b63_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b48_b = pd_c0;
+                pd_b48_i = 0;
+                pd_b48_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc63[7][4];
+              float pd_acc48[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc63[pd_r][pd_v] = 0;
+                  pd_acc48[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv63; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv48; pd_v < 4; pd_v++)
                 {
-                  pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
+                  pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4476,20 +3555,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
-                      const int64_t j = pd_b63_j + pd_v;
+                      const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
+                      const int64_t j = pd_b48_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv63; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv48; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+                  C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
                 }
               }
             }
@@ -4545,27 +3624,27 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b67_b;
-              int64_t pd_b67_i;
-              int64_t pd_b67_j;
-              int64_t pd_b67_k;
+              int64_t pd_b52_b;
+              int64_t pd_b52_i;
+              int64_t pd_b52_j;
+              int64_t pd_b52_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b67_b = pd_c0;
-                pd_b67_i = (pd_c2 + pd_c5);
-                pd_b67_j = (pd_c1 + pd_c6);
+                pd_b52_b = pd_c0;
+                pd_b52_i = (pd_c2 + pd_c5);
+                pd_b52_j = (pd_c1 + pd_c6);
               }
-              float pd_acc67[6][16];
+              float pd_acc52[6][16];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  const int64_t b = (pd_b67_b) - 0;
-                  const int64_t i = ((pd_b67_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b67_j + pd_v)) - 0;
-                  pd_acc67[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b52_b) - 0;
+                  const int64_t i = ((pd_b52_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b52_j + pd_v)) - 0;
+                  pd_acc52[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4581,7 +3660,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc67[(i) - pd_b67_i][(j) - pd_b67_j] = (pd_acc67[(i) - pd_b67_i][(j) - pd_b67_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] = (pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -4591,7 +3670,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
+                  C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
                 }
               }
             }
@@ -4611,32 +3690,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 16) == 0)))
           {
-            int64_t pd_b68_b;
-            int64_t pd_b68_i;
-            int64_t pd_b68_j;
-            int64_t pd_b68_k;
-            const int64_t pd_nr68 = (N % 6);
-            const int64_t pd_nv68 = 16;
+            int64_t pd_b53_b;
+            int64_t pd_b53_i;
+            int64_t pd_b53_j;
+            int64_t pd_b53_k;
+            const int64_t pd_nr53 = (N % 6);
+            const int64_t pd_nv53 = 16;
             {
-              pd_b68_b = pd_c0;
-              pd_b68_i = ((-(N % 6)) + N);
-              pd_b68_j = pd_c1;
+              pd_b53_b = pd_c0;
+              pd_b53_i = ((-(N % 6)) + N);
+              pd_b53_j = pd_c1;
             }
-            float pd_acc68[5][16];
+            float pd_acc53[5][16];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc68[pd_r][pd_v] = 0;
+                pd_acc53[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
               {
-                pd_acc68[pd_r][pd_v] = C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)];
+                pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4649,20 +3728,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b68_i + pd_min(pd_r, pd_nr68 - 1);
-                    const int64_t j = pd_b68_j + pd_v;
+                    const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
+                    const int64_t j = pd_b53_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc68[pd_r][pd_v] = (pd_acc68[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
               {
-                C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
+                C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
               }
             }
           }
@@ -4678,35 +3757,35 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((((N >= 6) && (M >= 16)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 16) >= 1)) && ((pd_c2 % 6) == 0)))
               if ((((-(M % 16)) + M)) + ((M % 16)) - 16 >= (0))
               {
-                int64_t pd_b69_b;
-                int64_t pd_b69_i;
-                int64_t pd_b69_j;
-                int64_t pd_b69_k;
-                const int64_t pd_nr69 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv69 = (M % 16);
+                int64_t pd_b54_b;
+                int64_t pd_b54_i;
+                int64_t pd_b54_j;
+                int64_t pd_b54_k;
+                const int64_t pd_nr54 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv54 = (M % 16);
                 {
-                  pd_b69_b = pd_c0;
-                  pd_b69_i = pd_c2;
-                  pd_b69_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
+                  pd_b54_b = pd_c0;
+                  pd_b54_i = pd_c2;
+                  pd_b54_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
                 }
-                float pd_acc69[6][16];
+                float pd_acc54[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc69[pd_r][pd_v] = 0;
+                    pd_acc54[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv69; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv54; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b69_b) - 0;
-                    const int64_t i = ((pd_b69_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b69_j + pd_v)) - 0;
-                    pd_acc69[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b54_b) - 0;
+                    const int64_t i = ((pd_b54_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b54_j + pd_v)) - 0;
+                    pd_acc54[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4719,20 +3798,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
-                        const int64_t j = pd_b69_j + pd_v;
+                        const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
+                        const int64_t j = pd_b54_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv69; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv54; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
+                    C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
                   }
                 }
               }
@@ -4810,32 +3889,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 16) == 0)))
               if ((pd_c1) + ((((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) ? 16 : (M - pd_c1))) - 16 >= (0))
               {
-                int64_t pd_b72_b;
-                int64_t pd_b72_i;
-                int64_t pd_b72_j;
-                int64_t pd_b72_k;
-                const int64_t pd_nr72 = N;
-                const int64_t pd_nv72 = (((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) ? 16 : (M - pd_c1));
+                int64_t pd_b57_b;
+                int64_t pd_b57_i;
+                int64_t pd_b57_j;
+                int64_t pd_b57_k;
+                const int64_t pd_nr57 = N;
+                const int64_t pd_nv57 = (((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) ? 16 : (M - pd_c1));
                 {
-                  pd_b72_b = pd_c0;
-                  pd_b72_i = 0;
-                  pd_b72_j = (pd_c1) + ((((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) ? 16 : (M - pd_c1))) - 16;
+                  pd_b57_b = pd_c0;
+                  pd_b57_i = 0;
+                  pd_b57_j = (pd_c1) + ((((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) ? 16 : (M - pd_c1))) - 16;
                 }
-                float pd_acc72[5][16];
+                float pd_acc57[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc72[pd_r][pd_v] = 0;
+                    pd_acc57[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv72; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv57; pd_v < 16; pd_v++)
                   {
-                    pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
+                    pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4848,20 +3927,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                        const int64_t j = pd_b72_j + pd_v;
+                        const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
+                        const int64_t j = pd_b57_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv72; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv57; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                    C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
                   }
                 }
               }
@@ -4899,35 +3978,35 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             if ((((((((N >= 6) && (M <= 15)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((0) + (M) - 16 >= (0))
               {
-                int64_t pd_b73_b;
-                int64_t pd_b73_i;
-                int64_t pd_b73_j;
-                int64_t pd_b73_k;
-                const int64_t pd_nr73 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv73 = M;
+                int64_t pd_b58_b;
+                int64_t pd_b58_i;
+                int64_t pd_b58_j;
+                int64_t pd_b58_k;
+                const int64_t pd_nr58 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv58 = M;
                 {
-                  pd_b73_b = pd_c0;
-                  pd_b73_i = pd_c2;
-                  pd_b73_j = (0) + (M) - 16;
+                  pd_b58_b = pd_c0;
+                  pd_b58_i = pd_c2;
+                  pd_b58_j = (0) + (M) - 16;
                 }
-                float pd_acc73[6][16];
+                float pd_acc58[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc73[pd_r][pd_v] = 0;
+                    pd_acc58[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv73; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv58; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b73_b) - 0;
-                    const int64_t i = ((pd_b73_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b73_j + pd_v)) - 0;
-                    pd_acc73[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b58_b) - 0;
+                    const int64_t i = ((pd_b58_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b58_j + pd_v)) - 0;
+                    pd_acc58[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4940,20 +4019,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b73_i + pd_min(pd_r, pd_nr73 - 1);
-                        const int64_t j = pd_b73_j + pd_v;
+                        const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
+                        const int64_t j = pd_b58_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc73[pd_r][pd_v] = (pd_acc73[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv73; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv58; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
+                    C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
                   }
                 }
               }
@@ -5043,8 +4122,8 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
         {
-          float pd_pk8_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk8 = pd_pk8_s;
+          float pd_pk6_s[69632] __attribute__((aligned(64)));
+          float *restrict pd_pk6 = pd_pk6_s;
           for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
             for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -5053,11 +4132,11 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                 }
                 for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
                 {
-                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                 }
               }
             }
@@ -5071,24 +4150,24 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(240, ((M - pd_c1) - 16)); pd_c6 += 16)
                 {
                   {
-                    int64_t pd_b74_b;
-                    int64_t pd_b74_i;
-                    int64_t pd_b74_j;
-                    int64_t pd_b74_k;
+                    int64_t pd_b59_b;
+                    int64_t pd_b59_i;
+                    int64_t pd_b59_j;
+                    int64_t pd_b59_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b74_b = pd_c0;
-                      pd_b74_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b74_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b59_b = pd_c0;
+                      pd_b59_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b59_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc74[6][16];
+                    float pd_acc59[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
+                        pd_acc59[pd_r][pd_v] = C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5104,7 +4183,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc74[(i) - pd_b74_i][(j) - pd_b74_j] = (pd_acc74[(i) - pd_b74_i][(j) - pd_b74_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc59[(i) - pd_b59_i][(j) - pd_b59_j] = (pd_acc59[(i) - pd_b59_i][(j) - pd_b59_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -5114,7 +4193,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
+                        C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
                       }
                     }
                   }
@@ -5124,32 +4203,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((((-((M - pd_c1) % 16)) + M) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b75_b;
-                      int64_t pd_b75_i;
-                      int64_t pd_b75_j;
-                      int64_t pd_b75_k;
-                      const int64_t pd_nr75 = 6;
-                      const int64_t pd_nv75 = ((M - pd_c1) % 16);
+                      int64_t pd_b60_b;
+                      int64_t pd_b60_i;
+                      int64_t pd_b60_j;
+                      int64_t pd_b60_k;
+                      const int64_t pd_nr60 = 6;
+                      const int64_t pd_nv60 = ((M - pd_c1) % 16);
                       {
-                        pd_b75_b = pd_c0;
-                        pd_b75_i = (pd_c3 + pd_c5);
-                        pd_b75_j = ((-((M - pd_c1) % 16)) + M);
+                        pd_b60_b = pd_c0;
+                        pd_b60_i = (pd_c3 + pd_c5);
+                        pd_b60_j = ((-((M - pd_c1) % 16)) + M);
                       }
-                      float pd_acc75[6][16];
+                      float pd_acc60[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc75[pd_r][pd_v] = 0;
+                          pd_acc60[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
                         {
-                          pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
+                          pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5162,20 +4241,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
-                              const int64_t j = pd_b75_j + pd_v;
+                              const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
+                              const int64_t j = pd_b60_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
                         {
-                          C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
+                          C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
                         }
                       }
                     }
@@ -5194,7 +4273,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = (((-((M + 16) % 16)) + M) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -5209,32 +4288,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
                     if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b76_b;
-                      int64_t pd_b76_i;
-                      int64_t pd_b76_j;
-                      int64_t pd_b76_k;
-                      const int64_t pd_nr76 = ((N - pd_c3) % 6);
-                      const int64_t pd_nv76 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b61_b;
+                      int64_t pd_b61_i;
+                      int64_t pd_b61_j;
+                      int64_t pd_b61_k;
+                      const int64_t pd_nr61 = ((N - pd_c3) % 6);
+                      const int64_t pd_nv61 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b76_b = pd_c0;
-                        pd_b76_i = ((-((N - pd_c3) % 6)) + N);
-                        pd_b76_j = (pd_c1 + pd_c6);
+                        pd_b61_b = pd_c0;
+                        pd_b61_i = ((-((N - pd_c3) % 6)) + N);
+                        pd_b61_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc76[5][16];
+                      float pd_acc61[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc76[pd_r][pd_v] = 0;
+                          pd_acc61[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
                         {
-                          pd_acc76[pd_r][pd_v] = C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
+                          pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5247,20 +4326,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
-                              const int64_t j = pd_b76_j + pd_v;
+                              const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
+                              const int64_t j = pd_b61_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
                         {
-                          C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
+                          C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
                         }
                       }
                     }
@@ -5279,7 +4358,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -5297,32 +4376,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((pd_c1 + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b77_b;
-                      int64_t pd_b77_i;
-                      int64_t pd_b77_j;
-                      int64_t pd_b77_k;
-                      const int64_t pd_nr77 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv77 = (M - pd_c1);
+                      int64_t pd_b62_b;
+                      int64_t pd_b62_i;
+                      int64_t pd_b62_j;
+                      int64_t pd_b62_k;
+                      const int64_t pd_nr62 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv62 = (M - pd_c1);
                       {
-                        pd_b77_b = pd_c0;
-                        pd_b77_i = (pd_c3 + pd_c5);
-                        pd_b77_j = pd_c1;
+                        pd_b62_b = pd_c0;
+                        pd_b62_i = (pd_c3 + pd_c5);
+                        pd_b62_j = pd_c1;
                       }
-                      float pd_acc77[6][16];
+                      float pd_acc62[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc77[pd_r][pd_v] = 0;
+                          pd_acc62[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
                         {
-                          pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
+                          pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5335,20 +4414,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
-                              const int64_t j = pd_b77_j + pd_v;
+                              const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
+                              const int64_t j = pd_b62_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
                         {
-                          C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
+                          C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
                         }
                       }
                     }
@@ -5367,7 +4446,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = (pd_c1 + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -5382,32 +4461,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 16))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 240)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 16) == 0)))
                     if ((((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b78_b;
-                      int64_t pd_b78_i;
-                      int64_t pd_b78_j;
-                      int64_t pd_b78_k;
-                      const int64_t pd_nr78 = (N - pd_c3);
-                      const int64_t pd_nv78 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b63_b;
+                      int64_t pd_b63_i;
+                      int64_t pd_b63_j;
+                      int64_t pd_b63_k;
+                      const int64_t pd_nr63 = (N - pd_c3);
+                      const int64_t pd_nv63 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 16))) ? 16 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b78_b = pd_c0;
-                        pd_b78_i = pd_c3;
-                        pd_b78_j = (pd_c1 + pd_c6);
+                        pd_b63_b = pd_c0;
+                        pd_b63_i = pd_c3;
+                        pd_b63_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc78[5][16];
+                      float pd_acc63[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc78[pd_r][pd_v] = 0;
+                          pd_acc63[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
                         {
-                          pd_acc78[pd_r][pd_v] = C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
+                          pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5420,20 +4499,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b78_i + pd_min(pd_r, pd_nr78 - 1);
-                              const int64_t j = pd_b78_j + pd_v;
+                              const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
+                              const int64_t j = pd_b63_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc78[pd_r][pd_v] = (pd_acc78[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
                         {
-                          C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
+                          C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
                         }
                       }
                     }
@@ -5452,7 +4531,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = (pd_c3 + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }

@@ -769,14 +769,14 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if (((N == 48) && (K >= 256)))
+  if ((N == 48))
   {
     #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       for (int64_t pd_c2 = 0; pd_c2 < (M - 255); pd_c2 += 256)
       {
-        for (int64_t pd_c3 = 0; pd_c3 < (K - 255); pd_c3 += 256)
+        for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
         {
           for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
           {
@@ -803,7 +803,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                   }
                 }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                 {
                   #pragma GCC unroll 16
                   for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -833,60 +833,6 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
             }
           }
         }
-        for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
-        {
-          for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
-          {
-            {
-              int64_t pd_b10_b;
-              int64_t pd_b10_i;
-              int64_t pd_b10_j;
-              int64_t pd_b10_k;
-              {
-                const int64_t pd_c9 = 0;
-                const int64_t pd_c10 = 0;
-                pd_b10_b = pd_c0;
-                pd_b10_i = (pd_c5 + pd_c9);
-                pd_b10_j = ((pd_c2 + pd_c6) + pd_c10);
-              }
-              float pd_acc10[6][32];
-              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-              {
-                #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                {
-                  pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
-                }
-              }
-              for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-              {
-                #pragma GCC unroll 16
-                for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                  {
-                    {
-                      const int64_t b = pd_c0;
-                      const int64_t i = (pd_c5 + pd_c9);
-                      const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                      const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                      pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-              {
-                #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                {
-                  C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
-                }
-              }
-            }
-          }
-        }
       }
       if (((M % 256) >= 1))
       {
@@ -899,24 +845,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
               {
                 {
-                  int64_t pd_b11_b;
-                  int64_t pd_b11_i;
-                  int64_t pd_b11_j;
-                  int64_t pd_b11_k;
+                  int64_t pd_b10_b;
+                  int64_t pd_b10_i;
+                  int64_t pd_b10_j;
+                  int64_t pd_b10_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b11_b = pd_c0;
-                    pd_b11_i = (pd_c5 + pd_c9);
-                    pd_b11_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                    pd_b10_b = pd_c0;
+                    pd_b10_i = (pd_c5 + pd_c9);
+                    pd_b10_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                   }
-                  float pd_acc11[6][32];
+                  float pd_acc10[6][32];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                      pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -932,7 +878,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           const int64_t i = (pd_c5 + pd_c9);
                           const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc11[(i) - pd_b11_i][(j) - pd_b11_j] = (pd_acc11[(i) - pd_b11_i][(j) - pd_b11_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
@@ -942,40 +888,40 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                      C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                     }
                   }
                 }
               }
-              if (((((((((((((N == 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+              if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                 if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
                 {
-                  int64_t pd_b13_b;
-                  int64_t pd_b13_i;
-                  int64_t pd_b13_j;
-                  int64_t pd_b13_k;
-                  const int64_t pd_nr13 = 6;
-                  const int64_t pd_nv13 = (M % 32);
+                  int64_t pd_b12_b;
+                  int64_t pd_b12_i;
+                  int64_t pd_b12_j;
+                  int64_t pd_b12_k;
+                  const int64_t pd_nr12 = 6;
+                  const int64_t pd_nv12 = (M % 32);
                   {
-                    pd_b13_b = pd_c0;
-                    pd_b13_i = pd_c5;
-                    pd_b13_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                    pd_b12_b = pd_c0;
+                    pd_b12_i = pd_c5;
+                    pd_b12_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
                   }
-                  float pd_acc13[6][16];
+                  float pd_acc12[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc13[pd_r][pd_v] = 0;
+                      pd_acc12[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv13; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
                     {
-                      pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                      pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -988,54 +934,54 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
-                          const int64_t j = pd_b13_j + pd_v;
+                          const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
+                          const int64_t j = pd_b12_j + pd_v;
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv13; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                      C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
                     }
                   }
                 }
                 else
                 {
-                  if (((((((((((((N == 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                  if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
                     {
-                      int64_t pd_b12_b;
-                      int64_t pd_b12_i;
-                      int64_t pd_b12_j;
-                      int64_t pd_b12_k;
-                      const int64_t pd_nr12 = 6;
-                      const int64_t pd_nv12 = (M % 32);
+                      int64_t pd_b11_b;
+                      int64_t pd_b11_i;
+                      int64_t pd_b11_j;
+                      int64_t pd_b11_k;
+                      const int64_t pd_nr11 = 6;
+                      const int64_t pd_nv11 = (M % 32);
                       {
-                        pd_b12_b = pd_c0;
-                        pd_b12_i = pd_c5;
-                        pd_b12_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                        pd_b11_b = pd_c0;
+                        pd_b11_i = pd_c5;
+                        pd_b11_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                       }
-                      float pd_acc12[6][32];
+                      float pd_acc11[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc12[pd_r][pd_v] = 0;
+                          pd_acc11[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv12; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv11; pd_v < 32; pd_v++)
                         {
-                          pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                          pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1048,20 +994,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
-                              const int64_t j = pd_b12_j + pd_v;
+                              const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
+                              const int64_t j = pd_b11_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv12; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv11; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                          C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
                         }
                       }
                     }
@@ -1091,35 +1037,35 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
           {
-            if (((((((((((((N == 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+            if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
               if (((M % 256)) <= 16 && (((-(M % 256)) + M)) + ((M % 256)) - 16 >= (0))
               {
-                int64_t pd_b15_b;
-                int64_t pd_b15_i;
-                int64_t pd_b15_j;
-                int64_t pd_b15_k;
-                const int64_t pd_nr15 = 6;
-                const int64_t pd_nv15 = (M % 256);
+                int64_t pd_b14_b;
+                int64_t pd_b14_i;
+                int64_t pd_b14_j;
+                int64_t pd_b14_k;
+                const int64_t pd_nr14 = 6;
+                const int64_t pd_nv14 = (M % 256);
                 {
-                  pd_b15_b = pd_c0;
-                  pd_b15_i = pd_c5;
-                  pd_b15_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
+                  pd_b14_b = pd_c0;
+                  pd_b14_i = pd_c5;
+                  pd_b14_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
                 }
-                float pd_acc15[6][16];
+                float pd_acc14[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc15[pd_r][pd_v] = 0;
+                    pd_acc14[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv15; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
                   {
-                    pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                    pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1132,54 +1078,54 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b15_i + pd_min(pd_r, pd_nr15 - 1);
-                        const int64_t j = pd_b15_j + pd_v;
+                        const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
+                        const int64_t j = pd_b14_j + pd_v;
                         const int64_t k = (pd_c3 + pd_c7);
-                        pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv15; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                    C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
                   }
                 }
               }
               else
               {
-                if (((((((((((((N == 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                   if ((((-(M % 256)) + M)) + ((M % 256)) - 32 >= (0))
                   {
-                    int64_t pd_b14_b;
-                    int64_t pd_b14_i;
-                    int64_t pd_b14_j;
-                    int64_t pd_b14_k;
-                    const int64_t pd_nr14 = 6;
-                    const int64_t pd_nv14 = (M % 256);
+                    int64_t pd_b13_b;
+                    int64_t pd_b13_i;
+                    int64_t pd_b13_j;
+                    int64_t pd_b13_k;
+                    const int64_t pd_nr13 = 6;
+                    const int64_t pd_nv13 = (M % 256);
                     {
-                      pd_b14_b = pd_c0;
-                      pd_b14_i = pd_c5;
-                      pd_b14_j = (((-(M % 256)) + M)) + ((M % 256)) - 32;
+                      pd_b13_b = pd_c0;
+                      pd_b13_i = pd_c5;
+                      pd_b13_j = (((-(M % 256)) + M)) + ((M % 256)) - 32;
                     }
-                    float pd_acc14[6][32];
+                    float pd_acc13[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc14[pd_r][pd_v] = 0;
+                        pd_acc13[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv14; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv13; pd_v < 32; pd_v++)
                       {
-                        pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                        pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1192,20 +1138,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
-                            const int64_t j = pd_b14_j + pd_v;
+                            const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
+                            const int64_t j = pd_b13_j + pd_v;
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv14; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv13; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                        C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
                       }
                     }
                   }
@@ -1249,240 +1195,386 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
         const int64_t pd_c0 = 0 + pd_t2 * 1;
         for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c2 < M; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 256)
         {
-          if ((N <= 47))
+          for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
           {
-            for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
+            if (((N >= 6) && (M >= (pd_c2 + 32))))
             {
-              if (((N >= 6) && (M >= (pd_c2 + 32))))
+              for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
               {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c2) - 32)); pd_c6 += 32)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c2) - 32)); pd_c6 += 32)
                   {
+                    int64_t pd_b24_b;
+                    int64_t pd_b24_i;
+                    int64_t pd_b24_j;
+                    int64_t pd_b24_k;
                     {
-                      int64_t pd_b30_b;
-                      int64_t pd_b30_i;
-                      int64_t pd_b30_j;
-                      int64_t pd_b30_k;
+                      const int64_t pd_c9 = 0;
+                      const int64_t pd_c10 = 0;
+                      pd_b24_b = pd_c0;
+                      pd_b24_i = (pd_c5 + pd_c9);
+                      pd_b24_j = ((pd_c2 + pd_c6) + pd_c10);
+                    }
+                    float pd_acc24[6][32];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b30_b = pd_c0;
-                        pd_b30_i = (pd_c5 + pd_c9);
-                        pd_b30_j = ((pd_c2 + pd_c6) + pd_c10);
+                        pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
                       }
-                      float pd_acc30[6][32];
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = (pd_c5 + pd_c9);
+                            const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      {
+                        C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (((pd_c2 + 255) >= M))
+                {
+                  if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                    if ((((M - pd_c2) % 32)) <= 16 && (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16 >= (0))
+                    {
+                      int64_t pd_b26_b;
+                      int64_t pd_b26_i;
+                      int64_t pd_b26_j;
+                      int64_t pd_b26_k;
+                      const int64_t pd_nr26 = 6;
+                      const int64_t pd_nv26 = ((M - pd_c2) % 32);
+                      {
+                        pd_b26_b = pd_c0;
+                        pd_b26_i = pd_c5;
+                        pd_b26_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
+                      }
+                      float pd_acc26[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+                          pd_acc26[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
+                        {
+                          pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] = (pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c2 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((((M - pd_c2) % 32)) <= 16 && (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16 >= (0))
-                      {
-                        int64_t pd_b32_b;
-                        int64_t pd_b32_i;
-                        int64_t pd_b32_j;
-                        int64_t pd_b32_k;
-                        const int64_t pd_nr32 = 6;
-                        const int64_t pd_nv32 = ((M - pd_c2) % 32);
-                        {
-                          pd_b32_b = pd_c0;
-                          pd_b32_i = pd_c5;
-                          pd_b32_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
-                        }
-                        float pd_acc32[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc32[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
-                          {
-                            pd_acc32[pd_r][pd_v] = C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-                                const int64_t j = pd_b32_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
+                              const int64_t j = pd_b26_j + pd_v;
+                              const int64_t k = (pd_c3 + pd_c7);
+                              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
                           }
                         }
                       }
-                      else
+                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
                       {
-                        if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if ((((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32 >= (0))
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if ((((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32 >= (0))
+                        {
+                          int64_t pd_b25_b;
+                          int64_t pd_b25_i;
+                          int64_t pd_b25_j;
+                          int64_t pd_b25_k;
+                          const int64_t pd_nr25 = 6;
+                          const int64_t pd_nv25 = ((M - pd_c2) % 32);
                           {
-                            int64_t pd_b31_b;
-                            int64_t pd_b31_i;
-                            int64_t pd_b31_j;
-                            int64_t pd_b31_k;
-                            const int64_t pd_nr31 = 6;
-                            const int64_t pd_nv31 = ((M - pd_c2) % 32);
+                            pd_b25_b = pd_c0;
+                            pd_b25_i = pd_c5;
+                            pd_b25_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
+                          }
+                          float pd_acc25[6][32];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_b31_b = pd_c0;
-                              pd_b31_i = pd_c5;
-                              pd_b31_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
+                              pd_acc25[pd_r][pd_v] = 0;
                             }
-                            float pd_acc31[6][32];
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 32 - pd_nv25; pd_v < 32; pd_v++)
+                            {
+                              pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc31[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv31; pd_v < 32; pd_v++)
-                              {
-                                pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                                    const int64_t j = pd_b31_j + pd_v;
-                                    const int64_t k = (pd_c3 + pd_c7);
-                                    pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                  }
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
+                                  const int64_t j = pd_b25_j + pd_v;
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv31; pd_v < 32; pd_v++)
-                              {
-                                C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
-                              }
-                            }
                           }
-                          else
+                          for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
                           {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                            #pragma omp simd
+                            for (int64_t pd_v = 32 - pd_nv25; pd_v < 32; pd_v++)
                             {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                              C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
                               {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
                                 {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c3 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                  }
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c5 + pd_c9);
+                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
                           }
-                      }
-                  }
+                        }
+                    }
                 }
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
-                {
-                  if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                    if (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+              }
+              for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
+              {
+                if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                  if (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+                  {
+                    int64_t pd_b28_b;
+                    int64_t pd_b28_i;
+                    int64_t pd_b28_j;
+                    int64_t pd_b28_k;
+                    const int64_t pd_nr28 = (N % 6);
+                    const int64_t pd_nv28 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
                     {
-                      int64_t pd_b34_b;
-                      int64_t pd_b34_i;
-                      int64_t pd_b34_j;
-                      int64_t pd_b34_k;
-                      const int64_t pd_nr34 = (N % 6);
-                      const int64_t pd_nv34 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                      pd_b28_b = pd_c0;
+                      pd_b28_i = ((-(N % 6)) + N);
+                      pd_b28_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                    }
+                    float pd_acc28[5][16];
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_b34_b = pd_c0;
-                        pd_b34_i = ((-(N % 6)) + N);
-                        pd_b34_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                        pd_acc28[pd_r][pd_v] = 0;
                       }
-                      float pd_acc34[5][16];
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv28; pd_v < 16; pd_v++)
+                      {
+                        pd_acc28[pd_r][pd_v] = C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc34[pd_r][pd_v] = 0;
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
+                            const int64_t j = pd_b28_j + pd_v;
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv28; pd_v < 16; pd_v++)
+                      {
+                        C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
+                      {
+                        int64_t pd_b27_b;
+                        int64_t pd_b27_i;
+                        int64_t pd_b27_j;
+                        int64_t pd_b27_k;
+                        const int64_t pd_nr27 = (N % 6);
+                        const int64_t pd_nv27 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                        {
+                          pd_b27_b = pd_c0;
+                          pd_b27_i = ((-(N % 6)) + N);
+                          pd_b27_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
+                        }
+                        float pd_acc27[5][32];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc27[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 32 - pd_nv27; pd_v < 32; pd_v++)
+                          {
+                            pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
+                                const int64_t j = pd_b27_j + pd_v;
+                                const int64_t k = (pd_c3 + pd_c7);
+                                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 32 - pd_nv27; pd_v < 32; pd_v++)
+                          {
+                            C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c3 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+              }
+            }
+            else
+            {
+              if ((N <= 5))
+              {
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
+                {
+                  if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                    if ((((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+                    {
+                      int64_t pd_b30_b;
+                      int64_t pd_b30_i;
+                      int64_t pd_b30_j;
+                      int64_t pd_b30_k;
+                      const int64_t pd_nr30 = N;
+                      const int64_t pd_nv30 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
+                      {
+                        pd_b30_b = pd_c0;
+                        pd_b30_i = 0;
+                        pd_b30_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                      }
+                      float pd_acc30[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv34; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                          pd_acc30[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv30; pd_v < 16; pd_v++)
+                        {
+                          pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1495,54 +1587,54 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                              const int64_t j = pd_b34_j + pd_v;
+                              const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
+                              const int64_t j = pd_b30_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv34; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv30; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                          C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
+                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
                         {
-                          int64_t pd_b33_b;
-                          int64_t pd_b33_i;
-                          int64_t pd_b33_j;
-                          int64_t pd_b33_k;
-                          const int64_t pd_nr33 = (N % 6);
-                          const int64_t pd_nv33 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                          int64_t pd_b29_b;
+                          int64_t pd_b29_i;
+                          int64_t pd_b29_j;
+                          int64_t pd_b29_k;
+                          const int64_t pd_nr29 = N;
+                          const int64_t pd_nv29 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
                           {
-                            pd_b33_b = pd_c0;
-                            pd_b33_i = ((-(N % 6)) + N);
-                            pd_b33_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
+                            pd_b29_b = pd_c0;
+                            pd_b29_i = 0;
+                            pd_b29_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
                           }
-                          float pd_acc33[5][32];
+                          float pd_acc29[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc33[pd_r][pd_v] = 0;
+                              pd_acc29[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv33; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv29; pd_v < 32; pd_v++)
                             {
-                              pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                              pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1555,20 +1647,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                                  const int64_t j = pd_b33_j + pd_v;
+                                  const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
+                                  const int64_t j = pd_b29_j + pd_v;
                                   const int64_t k = (pd_c3 + pd_c7);
-                                  pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                  pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv33; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv29; pd_v < 32; pd_v++)
                             {
-                              C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+                              C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
                             }
                           }
                         }
@@ -1577,14 +1669,14 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                            for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
                             {
                               #pragma omp simd
                               for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                  const int64_t i = pd_c9;
                                   const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c3 + pd_c7);
                                   C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
@@ -1598,392 +1690,40 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               else
               {
-                if ((N <= 5))
+                for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                      if ((((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
-                      {
-                        int64_t pd_b36_b;
-                        int64_t pd_b36_i;
-                        int64_t pd_b36_j;
-                        int64_t pd_b36_k;
-                        const int64_t pd_nr36 = N;
-                        const int64_t pd_nv36 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
-                        {
-                          pd_b36_b = pd_c0;
-                          pd_b36_i = 0;
-                          pd_b36_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
-                        }
-                        float pd_acc36[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc36[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv36; pd_v < 16; pd_v++)
-                          {
-                            pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                                const int64_t j = pd_b36_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv36; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                          if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
-                          {
-                            int64_t pd_b35_b;
-                            int64_t pd_b35_i;
-                            int64_t pd_b35_j;
-                            int64_t pd_b35_k;
-                            const int64_t pd_nr35 = N;
-                            const int64_t pd_nv35 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
-                            {
-                              pd_b35_b = pd_c0;
-                              pd_b35_i = 0;
-                              pd_b35_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
-                            }
-                            float pd_acc35[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc35[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv35; pd_v < 32; pd_v++)
-                              {
-                                pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
-                                    const int64_t j = pd_b35_j + pd_v;
-                                    const int64_t k = (pd_c3 + pd_c7);
-                                    pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv35; pd_v < 32; pd_v++)
-                              {
-                                C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_c9;
-                                    const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c3 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M - pd_c2)) <= 16 && (pd_c2) + ((M - pd_c2)) - 16 >= (0))
-                      {
-                        int64_t pd_b38_b;
-                        int64_t pd_b38_i;
-                        int64_t pd_b38_j;
-                        int64_t pd_b38_k;
-                        const int64_t pd_nr38 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv38 = (M - pd_c2);
-                        {
-                          pd_b38_b = pd_c0;
-                          pd_b38_i = pd_c5;
-                          pd_b38_j = (pd_c2) + ((M - pd_c2)) - 16;
-                        }
-                        float pd_acc38[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc38[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv38; pd_v < 16; pd_v++)
-                          {
-                            pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                                const int64_t j = pd_b38_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv38; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if ((pd_c2) + ((M - pd_c2)) - 32 >= (0))
-                          {
-                            int64_t pd_b37_b;
-                            int64_t pd_b37_i;
-                            int64_t pd_b37_j;
-                            int64_t pd_b37_k;
-                            const int64_t pd_nr37 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                            const int64_t pd_nv37 = (M - pd_c2);
-                            {
-                              pd_b37_b = pd_c0;
-                              pd_b37_i = pd_c5;
-                              pd_b37_j = (pd_c2) + ((M - pd_c2)) - 32;
-                            }
-                            float pd_acc37[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc37[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv37; pd_v < 32; pd_v++)
-                              {
-                                pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                                    const int64_t j = pd_b37_j + pd_v;
-                                    const int64_t k = (pd_c3 + pd_c7);
-                                    pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv37; pd_v < 32; pd_v++)
-                              {
-                                C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c2); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (pd_c2 + pd_c10);
-                                    const int64_t k = (pd_c3 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-          else
-          {
-            if ((M >= (pd_c2 + 32)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c2) - 32)); pd_c6 += 32)
-                {
-                  {
-                    int64_t pd_b39_b;
-                    int64_t pd_b39_i;
-                    int64_t pd_b39_j;
-                    int64_t pd_b39_k;
+                  if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((M - pd_c2)) <= 16 && (pd_c2) + ((M - pd_c2)) - 16 >= (0))
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b39_b = pd_c0;
-                      pd_b39_i = (pd_c5 + pd_c9);
-                      pd_b39_j = ((pd_c2 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc39[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      int64_t pd_b32_b;
+                      int64_t pd_b32_i;
+                      int64_t pd_b32_j;
+                      int64_t pd_b32_k;
+                      const int64_t pd_nr32 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                      const int64_t pd_nv32 = (M - pd_c2);
                       {
-                        pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
+                        pd_b32_b = pd_c0;
+                        pd_b32_i = pd_c5;
+                        pd_b32_j = (pd_c2) + ((M - pd_c2)) - 16;
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = (pd_c5 + pd_c9);
-                            const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                            const int64_t k = pd_c7;
-                            pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] = (pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (((pd_c2 + 255) >= M))
-                {
-                  if ((((((((((((N == 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                    if ((((M - pd_c2) % 32)) <= 16 && (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16 >= (0))
-                    {
-                      int64_t pd_b41_b;
-                      int64_t pd_b41_i;
-                      int64_t pd_b41_j;
-                      int64_t pd_b41_k;
-                      const int64_t pd_nr41 = 6;
-                      const int64_t pd_nv41 = ((M - pd_c2) % 32);
-                      {
-                        pd_b41_b = pd_c0;
-                        pd_b41_i = pd_c5;
-                        pd_b41_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
-                      }
-                      float pd_acc41[6][16];
+                      float pd_acc32[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc41[pd_r][pd_v] = 0;
+                          pd_acc32[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv41; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
                         {
-                          pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
+                          pd_acc32[pd_r][pd_v] = C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
                         }
                       }
-                      for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1993,57 +1733,57 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                              const int64_t j = pd_b41_j + pd_v;
-                              const int64_t k = pd_c7;
-                              pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
+                              const int64_t j = pd_b32_j + pd_v;
+                              const int64_t k = (pd_c3 + pd_c7);
+                              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv41; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                          C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if ((((((((((((N == 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32 >= (0))
+                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if ((pd_c2) + ((M - pd_c2)) - 32 >= (0))
                         {
-                          int64_t pd_b40_b;
-                          int64_t pd_b40_i;
-                          int64_t pd_b40_j;
-                          int64_t pd_b40_k;
-                          const int64_t pd_nr40 = 6;
-                          const int64_t pd_nv40 = ((M - pd_c2) % 32);
+                          int64_t pd_b31_b;
+                          int64_t pd_b31_i;
+                          int64_t pd_b31_j;
+                          int64_t pd_b31_k;
+                          const int64_t pd_nr31 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                          const int64_t pd_nv31 = (M - pd_c2);
                           {
-                            pd_b40_b = pd_c0;
-                            pd_b40_i = pd_c5;
-                            pd_b40_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
+                            pd_b31_b = pd_c0;
+                            pd_b31_i = pd_c5;
+                            pd_b31_j = (pd_c2) + ((M - pd_c2)) - 32;
                           }
-                          float pd_acc40[6][32];
+                          float pd_acc31[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc40[pd_r][pd_v] = 0;
+                              pd_acc31[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv40; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv31; pd_v < 32; pd_v++)
                             {
-                              pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+                              pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
                             }
                           }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -2053,38 +1793,38 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                                  const int64_t j = pd_b40_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                  const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
+                                  const int64_t j = pd_b31_j + pd_v;
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv40; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv31; pd_v < 32; pd_v++)
                             {
-                              C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+                              C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
                             }
                           }
                         }
                         else
                         {
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c2); pd_c10 += 1)
                               {
                                 {
                                   const int64_t b = pd_c0;
                                   const int64_t i = (pd_c5 + pd_c9);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                  const int64_t k = pd_c7;
+                                  const int64_t j = (pd_c2 + pd_c10);
+                                  const int64_t k = (pd_c3 + pd_c7);
                                   C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
@@ -2093,152 +1833,6 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         }
                     }
                 }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
-              {
-                if (((((((((((N == 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                  if (((M - pd_c2)) <= 16 && (pd_c2) + ((M - pd_c2)) - 16 >= (0))
-                  {
-                    int64_t pd_b43_b;
-                    int64_t pd_b43_i;
-                    int64_t pd_b43_j;
-                    int64_t pd_b43_k;
-                    const int64_t pd_nr43 = 6;
-                    const int64_t pd_nv43 = (M - pd_c2);
-                    {
-                      pd_b43_b = pd_c0;
-                      pd_b43_i = pd_c5;
-                      pd_b43_j = (pd_c2) + ((M - pd_c2)) - 16;
-                    }
-                    float pd_acc43[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc43[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv43; pd_v < 16; pd_v++)
-                      {
-                        pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                            const int64_t j = pd_b43_j + pd_v;
-                            const int64_t k = pd_c7;
-                            pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv43; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if (((((((((((N == 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((pd_c2) + ((M - pd_c2)) - 32 >= (0))
-                      {
-                        int64_t pd_b42_b;
-                        int64_t pd_b42_i;
-                        int64_t pd_b42_j;
-                        int64_t pd_b42_k;
-                        const int64_t pd_nr42 = 6;
-                        const int64_t pd_nv42 = (M - pd_c2);
-                        {
-                          pd_b42_b = pd_c0;
-                          pd_b42_i = pd_c5;
-                          pd_b42_j = (pd_c2) + ((M - pd_c2)) - 32;
-                        }
-                        float pd_acc42[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc42[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv42; pd_v < 32; pd_v++)
-                          {
-                            pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                                const int64_t j = pd_b42_j + pd_v;
-                                const int64_t k = pd_c7;
-                                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv42; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c2); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (pd_c2 + pd_c10);
-                                const int64_t k = pd_c7;
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
               }
             }
           }
@@ -2319,24 +1913,24 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
               for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
               {
                 {
-                  int64_t pd_b44_b;
-                  int64_t pd_b44_i;
-                  int64_t pd_b44_j;
-                  int64_t pd_b44_k;
+                  int64_t pd_b33_b;
+                  int64_t pd_b33_i;
+                  int64_t pd_b33_j;
+                  int64_t pd_b33_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b44_b = pd_c0;
-                    pd_b44_i = ((pd_c3 + pd_c5) + pd_c9);
-                    pd_b44_j = ((pd_c1 + pd_c6) + pd_c10);
+                    pd_b33_b = pd_c0;
+                    pd_b33_i = ((pd_c3 + pd_c5) + pd_c9);
+                    pd_b33_j = ((pd_c1 + pd_c6) + pd_c10);
                   }
-                  float pd_acc44[6][32];
+                  float pd_acc33[6][32];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc44[pd_r][pd_v] = C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
+                      pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
@@ -2352,7 +1946,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                           const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                           const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                           const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] = (pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                          pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] = (pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                         }
                       }
                     }
@@ -2362,7 +1956,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
+                      C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
                     }
                   }
                 }
@@ -2408,21 +2002,21 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if ((((N >= 48) && (K >= 256)) && (M >= 256)))
+  if (((N >= 48) && (M >= 256)))
   {
     #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
       {
-        for (int64_t pd_c2 = 0; pd_c2 < (K - 255); pd_c2 += 256)
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
             float pd_pk2_s[69632] __attribute__((aligned(64)));
             float *restrict pd_pk2 = pd_pk2_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
               {
                 {
                   #pragma omp simd
@@ -2444,27 +2038,27 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b45_b;
-                    int64_t pd_b45_i;
-                    int64_t pd_b45_j;
-                    int64_t pd_b45_k;
+                    int64_t pd_b34_b;
+                    int64_t pd_b34_i;
+                    int64_t pd_b34_j;
+                    int64_t pd_b34_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b45_b = pd_c0;
-                      pd_b45_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b45_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b34_b = pd_c0;
+                      pd_b34_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b34_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc45[6][32];
+                    float pd_acc34[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc45[pd_r][pd_v] = C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+                        pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -2477,7 +2071,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc45[(i) - pd_b45_i][(j) - pd_b45_j] = (pd_acc45[(i) - pd_b45_i][(j) - pd_b45_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] = (pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -2487,7 +2081,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+                        C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
                       }
                     }
                   }
@@ -2501,27 +2095,27 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b46_b;
-                    int64_t pd_b46_i;
-                    int64_t pd_b46_j;
-                    int64_t pd_b46_k;
+                    int64_t pd_b35_b;
+                    int64_t pd_b35_i;
+                    int64_t pd_b35_j;
+                    int64_t pd_b35_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b46_b = pd_c0;
-                      pd_b46_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b46_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b35_b = pd_c0;
+                      pd_b35_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
+                      pd_b35_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc46[6][32];
+                    float pd_acc35[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc46[pd_r][pd_v] = C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
+                        pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -2534,7 +2128,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc46[(i) - pd_b46_i][(j) - pd_b46_j] = (pd_acc46[(i) - pd_b46_i][(j) - pd_b46_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -2544,7 +2138,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                        C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
                       }
                     }
                   }
@@ -2552,37 +2146,37 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
               for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
               {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
                 {
-                  int64_t pd_b47_b;
-                  int64_t pd_b47_i;
-                  int64_t pd_b47_j;
-                  int64_t pd_b47_k;
-                  const int64_t pd_nr47 = (N % 6);
-                  const int64_t pd_nv47 = 32;
+                  int64_t pd_b36_b;
+                  int64_t pd_b36_i;
+                  int64_t pd_b36_j;
+                  int64_t pd_b36_k;
+                  const int64_t pd_nr36 = (N % 6);
+                  const int64_t pd_nv36 = 32;
                   {
-                    pd_b47_b = pd_c0;
-                    pd_b47_i = ((-(N % 6)) + N);
-                    pd_b47_j = (pd_c1 + pd_c6);
+                    pd_b36_b = pd_c0;
+                    pd_b36_i = ((-(N % 6)) + N);
+                    pd_b36_j = (pd_c1 + pd_c6);
                   }
-                  float pd_acc47[5][32];
+                  float pd_acc36[5][32];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc47[pd_r][pd_v] = 0;
+                      pd_acc36[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
                     {
-                      pd_acc47[pd_r][pd_v] = C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                      pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
                     }
                   }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                   {
                     #pragma GCC unroll 16
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -2592,20 +2186,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
-                          const int64_t j = pd_b47_j + pd_v;
+                          const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
+                          const int64_t j = pd_b36_j + pd_v;
                           const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                          pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
                     {
-                      C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                      C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
                     }
                   }
                 }
@@ -2613,37 +2207,37 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
             }
             for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
             {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 256))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
               {
-                int64_t pd_b48_b;
-                int64_t pd_b48_i;
-                int64_t pd_b48_j;
-                int64_t pd_b48_k;
-                const int64_t pd_nr48 = (N % 48);
-                const int64_t pd_nv48 = 32;
+                int64_t pd_b37_b;
+                int64_t pd_b37_i;
+                int64_t pd_b37_j;
+                int64_t pd_b37_k;
+                const int64_t pd_nr37 = (N % 48);
+                const int64_t pd_nv37 = 32;
                 {
-                  pd_b48_b = pd_c0;
-                  pd_b48_i = ((-(N % 48)) + N);
-                  pd_b48_j = (pd_c1 + pd_c6);
+                  pd_b37_b = pd_c0;
+                  pd_b37_i = ((-(N % 48)) + N);
+                  pd_b37_j = (pd_c1 + pd_c6);
                 }
-                float pd_acc48[5][32];
+                float pd_acc37[5][32];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    pd_acc48[pd_r][pd_v] = 0;
+                    pd_acc37[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
                   {
-                    pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
+                    pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
                   }
                 }
-                for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
+                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                 {
                   #pragma GCC unroll 16
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -2653,227 +2247,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
-                        const int64_t j = pd_b48_j + pd_v;
+                        const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
+                        const int64_t j = pd_b37_j + pd_v;
                         const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                        pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
                   {
-                    C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-        {
-          float pd_pk3_s[69360] __attribute__((aligned(64)));
-          float *restrict pd_pk3 = pd_pk3_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < ((K % 256)); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk3[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((((-(K % 256)) + K)) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk3[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if ((N >= (pd_c3 + 6)))
-            {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
-                {
-                  {
-                    int64_t pd_b49_b;
-                    int64_t pd_b49_i;
-                    int64_t pd_b49_j;
-                    int64_t pd_b49_k;
-                    {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b49_b = pd_c0;
-                      pd_b49_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b49_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc49[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc49[pd_r][pd_v] = C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc49[(i) - pd_b49_i][(j) - pd_b49_j] = (pd_acc49[(i) - pd_b49_i][(j) - pd_b49_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-                {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((K % 256) >= 1)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                  {
-                    int64_t pd_b50_b;
-                    int64_t pd_b50_i;
-                    int64_t pd_b50_j;
-                    int64_t pd_b50_k;
-                    const int64_t pd_nr50 = ((N - pd_c3) % 6);
-                    const int64_t pd_nv50 = 32;
-                    {
-                      pd_b50_b = pd_c0;
-                      pd_b50_i = ((-((N - pd_c3) % 6)) + N);
-                      pd_b50_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc50[5][32];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc50[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
-                      {
-                        pd_acc50[pd_r][pd_v] = C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b50_i + pd_min(pd_r, pd_nr50 - 1);
-                            const int64_t j = pd_b50_j + pd_v;
-                            const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                            pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
-                      {
-                        C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-              {
-                if (((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((K % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                {
-                  int64_t pd_b51_b;
-                  int64_t pd_b51_i;
-                  int64_t pd_b51_j;
-                  int64_t pd_b51_k;
-                  const int64_t pd_nr51 = (N - pd_c3);
-                  const int64_t pd_nv51 = 32;
-                  {
-                    pd_b51_b = pd_c0;
-                    pd_b51_i = pd_c3;
-                    pd_b51_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc51[5][32];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc51[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                    {
-                      pd_acc51[pd_r][pd_v] = C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= ((K % 256) - 1); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
-                          const int64_t j = pd_b51_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c7);
-                          pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69360 + ((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                    {
-                      C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
-                    }
+                    C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
                   }
                 }
               }
@@ -2886,8 +2273,8 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk4_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk4 = pd_pk4_s;
+            float pd_pk3_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk3 = pd_pk3_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -2896,11 +2283,11 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
                   }
                   for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
@@ -2914,24 +2301,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
                   {
                     {
-                      int64_t pd_b52_b;
-                      int64_t pd_b52_i;
-                      int64_t pd_b52_j;
-                      int64_t pd_b52_k;
+                      int64_t pd_b38_b;
+                      int64_t pd_b38_i;
+                      int64_t pd_b38_j;
+                      int64_t pd_b38_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b52_b = pd_c0;
-                        pd_b52_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b52_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                        pd_b38_b = pd_c0;
+                        pd_b38_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b38_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                       }
-                      float pd_acc52[6][32];
+                      float pd_acc38[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc52[pd_r][pd_v] = C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
+                          pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2947,7 +2334,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] = (pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc38[(i) - pd_b38_i][(j) - pd_b38_j] = (pd_acc38[(i) - pd_b38_i][(j) - pd_b38_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
@@ -2957,40 +2344,40 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
+                          C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
                         }
                       }
                     }
                   }
-                  if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                  if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                     {
-                      int64_t pd_b54_b;
-                      int64_t pd_b54_i;
-                      int64_t pd_b54_j;
-                      int64_t pd_b54_k;
-                      const int64_t pd_nr54 = 6;
-                      const int64_t pd_nv54 = (M % 32);
+                      int64_t pd_b40_b;
+                      int64_t pd_b40_i;
+                      int64_t pd_b40_j;
+                      int64_t pd_b40_k;
+                      const int64_t pd_nr40 = 6;
+                      const int64_t pd_nv40 = (M % 32);
                       {
-                        pd_b54_b = pd_c0;
-                        pd_b54_i = (pd_c3 + pd_c5);
-                        pd_b54_j = ((-(M % 32)) + M);
+                        pd_b40_b = pd_c0;
+                        pd_b40_i = (pd_c3 + pd_c5);
+                        pd_b40_j = ((-(M % 32)) + M);
                       }
-                      float pd_acc54[6][16];
+                      float pd_acc40[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc54[pd_r][pd_v] = 0;
+                          pd_acc40[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
                         {
-                          pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                          pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3003,54 +2390,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
-                              const int64_t j = pd_b54_j + pd_v;
+                              const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
+                              const int64_t j = pd_b40_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
                         {
-                          C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                          C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                         if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b53_b;
-                          int64_t pd_b53_i;
-                          int64_t pd_b53_j;
-                          int64_t pd_b53_k;
-                          const int64_t pd_nr53 = 6;
-                          const int64_t pd_nv53 = (M % 32);
+                          int64_t pd_b39_b;
+                          int64_t pd_b39_i;
+                          int64_t pd_b39_j;
+                          int64_t pd_b39_k;
+                          const int64_t pd_nr39 = 6;
+                          const int64_t pd_nv39 = (M % 32);
                           {
-                            pd_b53_b = pd_c0;
-                            pd_b53_i = (pd_c3 + pd_c5);
-                            pd_b53_j = ((-(M % 32)) + M);
+                            pd_b39_b = pd_c0;
+                            pd_b39_i = (pd_c3 + pd_c5);
+                            pd_b39_j = ((-(M % 32)) + M);
                           }
-                          float pd_acc53[6][32];
+                          float pd_acc39[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc53[pd_r][pd_v] = 0;
+                              pd_acc39[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
                             {
-                              pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
+                              pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3063,20 +2450,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                                  const int64_t j = pd_b53_j + pd_v;
+                                  const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
+                                  const int64_t j = pd_b39_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
                             {
-                              C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+                              C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
                             }
                           }
                         }
@@ -3095,7 +2482,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                   const int64_t j = (((-(M % 32)) + M) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
@@ -3107,35 +2494,35 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
                   {
-                    if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b56_b;
-                        int64_t pd_b56_i;
-                        int64_t pd_b56_j;
-                        int64_t pd_b56_k;
-                        const int64_t pd_nr56 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv56 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                        int64_t pd_b42_b;
+                        int64_t pd_b42_i;
+                        int64_t pd_b42_j;
+                        int64_t pd_b42_k;
+                        const int64_t pd_nr42 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv42 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                         {
-                          pd_b56_b = pd_c0;
-                          pd_b56_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b56_j = (((-(M % 256)) + M) + pd_c6);
+                          pd_b42_b = pd_c0;
+                          pd_b42_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b42_j = (((-(M % 256)) + M) + pd_c6);
                         }
-                        float pd_acc56[5][16];
+                        float pd_acc42[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc56[pd_r][pd_v] = 0;
+                            pd_acc42[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
                           {
-                            pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
+                            pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3148,54 +2535,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
-                                const int64_t j = pd_b56_j + pd_v;
+                                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
+                                const int64_t j = pd_b42_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
                           {
-                            C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                            C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
                           }
                         }
                       }
                       else
                       {
-                        if (((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                           if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
                           {
-                            int64_t pd_b55_b;
-                            int64_t pd_b55_i;
-                            int64_t pd_b55_j;
-                            int64_t pd_b55_k;
-                            const int64_t pd_nr55 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv55 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                            int64_t pd_b41_b;
+                            int64_t pd_b41_i;
+                            int64_t pd_b41_j;
+                            int64_t pd_b41_k;
+                            const int64_t pd_nr41 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv41 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                             {
-                              pd_b55_b = pd_c0;
-                              pd_b55_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b55_j = (((-(M % 256)) + M) + pd_c6);
+                              pd_b41_b = pd_c0;
+                              pd_b41_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b41_j = (((-(M % 256)) + M) + pd_c6);
                             }
-                            float pd_acc55[5][32];
+                            float pd_acc41[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc55[pd_r][pd_v] = 0;
+                                pd_acc41[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
                               {
-                                pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
+                                pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3208,20 +2595,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                                    const int64_t j = pd_b55_j + pd_v;
+                                    const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
+                                    const int64_t j = pd_b41_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
                               {
-                                C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+                                C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
                               }
                             }
                           }
@@ -3240,7 +2627,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = (((-(N % 6)) + N) + pd_c9);
                                     const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
@@ -3254,19 +2641,1067 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
               {
                 for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
                 {
-                  if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                    {
+                      int64_t pd_b44_b;
+                      int64_t pd_b44_i;
+                      int64_t pd_b44_j;
+                      int64_t pd_b44_k;
+                      const int64_t pd_nr44 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv44 = (M % 256);
+                      {
+                        pd_b44_b = pd_c0;
+                        pd_b44_i = (pd_c3 + pd_c5);
+                        pd_b44_j = ((-(M % 256)) + M);
+                      }
+                      float pd_acc44[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc44[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
+                        {
+                          pd_acc44[pd_r][pd_v] = C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b44_i + pd_min(pd_r, pd_nr44 - 1);
+                              const int64_t j = pd_b44_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
+                        {
+                          C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
+                        {
+                          int64_t pd_b43_b;
+                          int64_t pd_b43_i;
+                          int64_t pd_b43_j;
+                          int64_t pd_b43_k;
+                          const int64_t pd_nr43 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                          const int64_t pd_nv43 = (M % 256);
+                          {
+                            pd_b43_b = pd_c0;
+                            pd_b43_i = (pd_c3 + pd_c5);
+                            pd_b43_j = ((-(M % 256)) + M);
+                          }
+                          float pd_acc43[6][32];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              pd_acc43[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                            {
+                              pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
+                                  const int64_t j = pd_b43_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                            {
+                              C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                  const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                }
+                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 32)))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
+                  {
+                    if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b46_b;
+                        int64_t pd_b46_i;
+                        int64_t pd_b46_j;
+                        int64_t pd_b46_k;
+                        const int64_t pd_nr46 = (N - pd_c3);
+                        const int64_t pd_nv46 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                        {
+                          pd_b46_b = pd_c0;
+                          pd_b46_i = pd_c3;
+                          pd_b46_j = (((-(M % 256)) + M) + pd_c6);
+                        }
+                        float pd_acc46[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc46[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                          {
+                            pd_acc46[pd_r][pd_v] = C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
+                                const int64_t j = pd_b46_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                          {
+                            C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
+                          {
+                            int64_t pd_b45_b;
+                            int64_t pd_b45_i;
+                            int64_t pd_b45_j;
+                            int64_t pd_b45_k;
+                            const int64_t pd_nr45 = (N - pd_c3);
+                            const int64_t pd_nv45 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                            {
+                              pd_b45_b = pd_c0;
+                              pd_b45_i = pd_c3;
+                              pd_b45_j = (((-(M % 256)) + M) + pd_c6);
+                            }
+                            float pd_acc45[5][32];
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc45[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                              {
+                                pd_acc45[pd_r][pd_v] = C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
+                                    const int64_t j = pd_b45_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                              {
+                                C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = (pd_c3 + pd_c9);
+                                    const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    {
+      if ((N <= 47))
+      {
+        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+        {
+          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+          {
+            {
+              float pd_pk4_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk4 = pd_pk4_s;
+              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+              {
+                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                {
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                    {
+                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                    }
+                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                    {
+                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    }
+                  }
+                }
+              }
+              if (((N >= 6) && (M >= (pd_c1 + 32))))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
+                  {
+                    {
+                      int64_t pd_b47_b;
+                      int64_t pd_b47_i;
+                      int64_t pd_b47_j;
+                      int64_t pd_b47_k;
+                      {
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b47_b = pd_c0;
+                        pd_b47_i = (pd_c5 + pd_c9);
+                        pd_b47_j = ((pd_c1 + pd_c6) + pd_c10);
+                      }
+                      float pd_acc47[6][32];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          pd_acc47[pd_r][pd_v] = C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = (pd_c5 + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc47[(i) - pd_b47_i][(j) - pd_b47_j] = (pd_acc47[(i) - pd_b47_i][(j) - pd_b47_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if (((pd_c1 + 255) >= M))
+                  {
+                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                      if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b49_b;
+                        int64_t pd_b49_i;
+                        int64_t pd_b49_j;
+                        int64_t pd_b49_k;
+                        const int64_t pd_nr49 = 6;
+                        const int64_t pd_nv49 = ((M - pd_c1) % 32);
+                        {
+                          pd_b49_b = pd_c0;
+                          pd_b49_i = pd_c5;
+                          pd_b49_j = ((-((M - pd_c1) % 32)) + M);
+                        }
+                        float pd_acc49[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc49[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+                          {
+                            pd_acc49[pd_r][pd_v] = C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
+                                const int64_t j = pd_b49_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+                          {
+                            C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
+                          {
+                            int64_t pd_b48_b;
+                            int64_t pd_b48_i;
+                            int64_t pd_b48_j;
+                            int64_t pd_b48_k;
+                            const int64_t pd_nr48 = 6;
+                            const int64_t pd_nv48 = ((M - pd_c1) % 32);
+                            {
+                              pd_b48_b = pd_c0;
+                              pd_b48_i = pd_c5;
+                              pd_b48_j = ((-((M - pd_c1) % 32)) + M);
+                            }
+                            float pd_acc48[6][32];
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc48[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                              {
+                                pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
+                                    const int64_t j = pd_b48_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                              {
+                                C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = (pd_c5 + pd_c9);
+                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                }
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
+                {
+                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                    if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                    {
+                      int64_t pd_b51_b;
+                      int64_t pd_b51_i;
+                      int64_t pd_b51_j;
+                      int64_t pd_b51_k;
+                      const int64_t pd_nr51 = (N % 6);
+                      const int64_t pd_nv51 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                      {
+                        pd_b51_b = pd_c0;
+                        pd_b51_i = ((-(N % 6)) + N);
+                        pd_b51_j = (pd_c1 + pd_c6);
+                      }
+                      float pd_acc51[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc51[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
+                        {
+                          pd_acc51[pd_r][pd_v] = C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
+                              const int64_t j = pd_b51_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
+                        {
+                          C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                        if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b50_b;
+                          int64_t pd_b50_i;
+                          int64_t pd_b50_j;
+                          int64_t pd_b50_k;
+                          const int64_t pd_nr50 = (N % 6);
+                          const int64_t pd_nv50 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                          {
+                            pd_b50_b = pd_c0;
+                            pd_b50_i = ((-(N % 6)) + N);
+                            pd_b50_j = (pd_c1 + pd_c6);
+                          }
+                          float pd_acc50[5][32];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              pd_acc50[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
+                            {
+                              pd_acc50[pd_r][pd_v] = C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b50_i + pd_min(pd_r, pd_nr50 - 1);
+                                  const int64_t j = pd_b50_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
+                            {
+                              C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                }
+              }
+              else
+              {
+                if ((N <= 5))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
+                  {
+                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                      if ((((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b53_b;
+                        int64_t pd_b53_i;
+                        int64_t pd_b53_j;
+                        int64_t pd_b53_k;
+                        const int64_t pd_nr53 = N;
+                        const int64_t pd_nv53 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
+                        {
+                          pd_b53_b = pd_c0;
+                          pd_b53_i = 0;
+                          pd_b53_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc53[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc53[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+                          {
+                            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
+                                const int64_t j = pd_b53_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+                          {
+                            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
+                          {
+                            int64_t pd_b52_b;
+                            int64_t pd_b52_i;
+                            int64_t pd_b52_j;
+                            int64_t pd_b52_k;
+                            const int64_t pd_nr52 = N;
+                            const int64_t pd_nv52 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
+                            {
+                              pd_b52_b = pd_c0;
+                              pd_b52_i = 0;
+                              pd_b52_j = (pd_c1 + pd_c6);
+                            }
+                            float pd_acc52[5][32];
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc52[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
+                              {
+                                pd_acc52[pd_r][pd_v] = C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b52_i + pd_min(pd_r, pd_nr52 - 1);
+                                    const int64_t j = pd_b52_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
+                              {
+                                C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_c9;
+                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
+                  {
+                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b55_b;
+                        int64_t pd_b55_i;
+                        int64_t pd_b55_j;
+                        int64_t pd_b55_k;
+                        const int64_t pd_nr55 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
+                        const int64_t pd_nv55 = (M - pd_c1);
+                        {
+                          pd_b55_b = pd_c0;
+                          pd_b55_i = pd_c5;
+                          pd_b55_j = pd_c1;
+                        }
+                        float pd_acc55[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc55[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+                          {
+                            pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
+                                const int64_t j = pd_b55_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+                          {
+                            C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((pd_c1 + 31)) - (pd_c1) < 272)
+                          {
+                            int64_t pd_b54_b;
+                            int64_t pd_b54_i;
+                            int64_t pd_b54_j;
+                            int64_t pd_b54_k;
+                            const int64_t pd_nr54 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
+                            const int64_t pd_nv54 = (M - pd_c1);
+                            {
+                              pd_b54_b = pd_c0;
+                              pd_b54_i = pd_c5;
+                              pd_b54_j = pd_c1;
+                            }
+                            float pd_acc54[6][32];
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc54[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                              {
+                                pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
+                                    const int64_t j = pd_b54_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                              {
+                                C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = (pd_c5 + pd_c9);
+                                    const int64_t j = (pd_c1 + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+        {
+          {
+            float pd_pk5_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk5 = pd_pk5_s;
+            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+            {
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+              {
+                {
+                  #pragma omp simd
+                  for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
+                  {
+                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                  }
+                  for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
+                  {
+                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  }
+                }
+              }
+            }
+            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
+            {
+              if ((N >= (pd_c3 + 6)))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
+                  {
+                    {
+                      int64_t pd_b56_b;
+                      int64_t pd_b56_i;
+                      int64_t pd_b56_j;
+                      int64_t pd_b56_k;
+                      {
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b56_b = pd_c0;
+                        pd_b56_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b56_j = (pd_c6 + pd_c10);
+                      }
+                      float pd_acc56[6][32];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (pd_c6 + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] = (pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
                     {
                       int64_t pd_b58_b;
                       int64_t pd_b58_i;
                       int64_t pd_b58_j;
                       int64_t pd_b58_k;
-                      const int64_t pd_nr58 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv58 = (M % 256);
+                      const int64_t pd_nr58 = 6;
+                      const int64_t pd_nv58 = (M % 32);
                       {
                         pd_b58_b = pd_c0;
                         pd_b58_i = (pd_c3 + pd_c5);
-                        pd_b58_j = ((-(M % 256)) + M);
+                        pd_b58_j = ((-(M % 32)) + M);
                       }
                       float pd_acc58[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -3298,7 +3733,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
                               const int64_t j = pd_b58_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -3314,19 +3749,19 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     }
                     else
                     {
-                      if ((((((((((((((((N >= 48) && (K >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
+                      if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((((-(M % 32)) + M) + 31)) - (0) < 272)
                         {
                           int64_t pd_b57_b;
                           int64_t pd_b57_i;
                           int64_t pd_b57_j;
                           int64_t pd_b57_k;
-                          const int64_t pd_nr57 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv57 = (M % 256);
+                          const int64_t pd_nr57 = 6;
+                          const int64_t pd_nv57 = (M % 32);
                           {
                             pd_b57_b = pd_c0;
                             pd_b57_i = (pd_c3 + pd_c5);
-                            pd_b57_j = ((-(M % 256)) + M);
+                            pd_b57_j = ((-(M % 32)) + M);
                           }
                           float pd_acc57[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -3358,7 +3793,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
                                   const int64_t j = pd_b57_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
@@ -3377,17 +3812,17 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
+                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
                               {
                                 {
                                   const int64_t b = pd_c0;
                                   const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
+                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
@@ -3395,23 +3830,23 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         }
                     }
                 }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 32)))
+                if (((pd_c3 + 47) >= N))
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
+                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
                   {
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
                       {
                         int64_t pd_b60_b;
                         int64_t pd_b60_i;
                         int64_t pd_b60_j;
                         int64_t pd_b60_k;
-                        const int64_t pd_nr60 = (N - pd_c3);
-                        const int64_t pd_nv60 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                        const int64_t pd_nr60 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv60 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                         {
                           pd_b60_b = pd_c0;
-                          pd_b60_i = pd_c3;
-                          pd_b60_j = (((-(M % 256)) + M) + pd_c6);
+                          pd_b60_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b60_j = pd_c6;
                         }
                         float pd_acc60[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -3443,7 +3878,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
                                 const int64_t j = pd_b60_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
@@ -3459,19 +3894,19 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       }
                       else
                       {
-                        if ((((((((((((((((N >= 48) && (K >= 256)) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
+                        if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if (((pd_c6 + 31)) - (0) < 272)
                           {
                             int64_t pd_b59_b;
                             int64_t pd_b59_i;
                             int64_t pd_b59_j;
                             int64_t pd_b59_k;
-                            const int64_t pd_nr59 = (N - pd_c3);
-                            const int64_t pd_nv59 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                            const int64_t pd_nr59 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv59 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                             {
                               pd_b59_b = pd_c0;
-                              pd_b59_i = pd_c3;
-                              pd_b59_j = (((-(M % 256)) + M) + pd_c6);
+                              pd_b59_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b59_j = pd_c6;
                             }
                             float pd_acc59[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -3503,7 +3938,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
                                     const int64_t j = pd_b59_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
@@ -3522,1885 +3957,17 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                             {
                               #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c3 + pd_c9);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  else
-  {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-    {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk5_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk5 = pd_pk5_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              if (((N >= 6) && (M >= (pd_c1 + 32))))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
-                  {
-                    {
-                      int64_t pd_b61_b;
-                      int64_t pd_b61_i;
-                      int64_t pd_b61_j;
-                      int64_t pd_b61_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b61_b = pd_c0;
-                        pd_b61_i = (pd_c5 + pd_c9);
-                        pd_b61_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc61[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc61[(i) - pd_b61_i][(j) - pd_b61_j] = (pd_acc61[(i) - pd_b61_i][(j) - pd_b61_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b63_b;
-                        int64_t pd_b63_i;
-                        int64_t pd_b63_j;
-                        int64_t pd_b63_k;
-                        const int64_t pd_nr63 = 6;
-                        const int64_t pd_nv63 = ((M - pd_c1) % 32);
-                        {
-                          pd_b63_b = pd_c0;
-                          pd_b63_i = pd_c5;
-                          pd_b63_j = ((-((M - pd_c1) % 32)) + M);
-                        }
-                        float pd_acc63[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc63[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
-                          {
-                            pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
-                                const int64_t j = pd_b63_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
-                          {
-                            C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b62_b;
-                            int64_t pd_b62_i;
-                            int64_t pd_b62_j;
-                            int64_t pd_b62_k;
-                            const int64_t pd_nr62 = 6;
-                            const int64_t pd_nv62 = ((M - pd_c1) % 32);
-                            {
-                              pd_b62_b = pd_c0;
-                              pd_b62_i = pd_c5;
-                              pd_b62_j = ((-((M - pd_c1) % 32)) + M);
-                            }
-                            float pd_acc62[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc62[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
-                              {
-                                pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
-                                    const int64_t j = pd_b62_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
-                              {
-                                C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                    if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b65_b;
-                      int64_t pd_b65_i;
-                      int64_t pd_b65_j;
-                      int64_t pd_b65_k;
-                      const int64_t pd_nr65 = (N % 6);
-                      const int64_t pd_nv65 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                      {
-                        pd_b65_b = pd_c0;
-                        pd_b65_i = ((-(N % 6)) + N);
-                        pd_b65_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc65[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc65[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
-                        {
-                          pd_acc65[pd_r][pd_v] = C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b65_i + pd_min(pd_r, pd_nr65 - 1);
-                              const int64_t j = pd_b65_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc65[pd_r][pd_v] = (pd_acc65[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
-                        {
-                          C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)] = pd_acc65[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b64_b;
-                          int64_t pd_b64_i;
-                          int64_t pd_b64_j;
-                          int64_t pd_b64_k;
-                          const int64_t pd_nr64 = (N % 6);
-                          const int64_t pd_nv64 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b64_b = pd_c0;
-                            pd_b64_i = ((-(N % 6)) + N);
-                            pd_b64_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc64[5][32];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc64[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
-                            {
-                              pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
-                                  const int64_t j = pd_b64_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
-                            {
-                              C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-              }
-              else
-              {
-                if ((N <= 5))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                      if ((((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b67_b;
-                        int64_t pd_b67_i;
-                        int64_t pd_b67_j;
-                        int64_t pd_b67_k;
-                        const int64_t pd_nr67 = N;
-                        const int64_t pd_nv67 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                        {
-                          pd_b67_b = pd_c0;
-                          pd_b67_i = 0;
-                          pd_b67_j = (pd_c1 + pd_c6);
-                        }
-                        float pd_acc67[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc67[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
-                          {
-                            pd_acc67[pd_r][pd_v] = C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b67_i + pd_min(pd_r, pd_nr67 - 1);
-                                const int64_t j = pd_b67_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
-                          {
-                            C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b66_b;
-                            int64_t pd_b66_i;
-                            int64_t pd_b66_j;
-                            int64_t pd_b66_k;
-                            const int64_t pd_nr66 = N;
-                            const int64_t pd_nv66 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                            {
-                              pd_b66_b = pd_c0;
-                              pd_b66_i = 0;
-                              pd_b66_j = (pd_c1 + pd_c6);
-                            }
-                            float pd_acc66[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc66[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
-                              {
-                                pd_acc66[pd_r][pd_v] = C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
-                                    const int64_t j = pd_b66_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
-                              {
-                                C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_c9;
-                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b69_b;
-                        int64_t pd_b69_i;
-                        int64_t pd_b69_j;
-                        int64_t pd_b69_k;
-                        const int64_t pd_nr69 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv69 = (M - pd_c1);
-                        {
-                          pd_b69_b = pd_c0;
-                          pd_b69_i = pd_c5;
-                          pd_b69_j = pd_c1;
-                        }
-                        float pd_acc69[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc69[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
-                          {
-                            pd_acc69[pd_r][pd_v] = C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
-                                const int64_t j = pd_b69_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
-                          {
-                            C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((pd_c1 + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b68_b;
-                            int64_t pd_b68_i;
-                            int64_t pd_b68_j;
-                            int64_t pd_b68_k;
-                            const int64_t pd_nr68 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                            const int64_t pd_nv68 = (M - pd_c1);
-                            {
-                              pd_b68_b = pd_c0;
-                              pd_b68_i = pd_c5;
-                              pd_b68_j = pd_c1;
-                            }
-                            float pd_acc68[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc68[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
-                              {
-                                pd_acc68[pd_r][pd_v] = C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b68_i + pd_min(pd_r, pd_nr68 - 1);
-                                    const int64_t j = pd_b68_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc68[pd_r][pd_v] = (pd_acc68[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
-                              {
-                                C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (pd_c1 + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        if ((K <= 255))
-        {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-          {
-            {
-              float pd_pk6_s[69360] __attribute__((aligned(64)));
-              float *restrict pd_pk6 = pd_pk6_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (K); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                    {
-                      pd_pk6[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((0) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk6[pd_q0 * 69360 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if (((M >= (pd_c1 + 32)) && (N >= (pd_c3 + 6))))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
-                    {
-                      {
-                        int64_t pd_b70_b;
-                        int64_t pd_b70_i;
-                        int64_t pd_b70_j;
-                        int64_t pd_b70_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b70_b = pd_c0;
-                          pd_b70_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b70_j = ((pd_c1 + pd_c6) + pd_c10);
-                        }
-                        float pd_acc70[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc70[pd_r][pd_v] = C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = pd_c7;
-                                pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] = (pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b72_b;
-                          int64_t pd_b72_i;
-                          int64_t pd_b72_j;
-                          int64_t pd_b72_k;
-                          const int64_t pd_nr72 = 6;
-                          const int64_t pd_nv72 = ((M - pd_c1) % 32);
-                          {
-                            pd_b72_b = pd_c0;
-                            pd_b72_i = (pd_c3 + pd_c5);
-                            pd_b72_j = ((-((M - pd_c1) % 32)) + M);
-                          }
-                          float pd_acc72[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc72[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
-                            {
-                              pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                                  const int64_t j = pd_b72_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
-                            {
-                              C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b71_b;
-                              int64_t pd_b71_i;
-                              int64_t pd_b71_j;
-                              int64_t pd_b71_k;
-                              const int64_t pd_nr71 = 6;
-                              const int64_t pd_nv71 = ((M - pd_c1) % 32);
-                              {
-                                pd_b71_b = pd_c0;
-                                pd_b71_i = (pd_c3 + pd_c5);
-                                pd_b71_j = ((-((M - pd_c1) % 32)) + M);
-                              }
-                              float pd_acc71[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc71[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
-                                {
-                                  pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
-                                      const int64_t j = pd_b71_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
-                                {
-                                  C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                      const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                    {
-                      if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b74_b;
-                          int64_t pd_b74_i;
-                          int64_t pd_b74_j;
-                          int64_t pd_b74_k;
-                          const int64_t pd_nr74 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv74 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b74_b = pd_c0;
-                            pd_b74_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b74_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc74[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc74[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
-                            {
-                              pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
-                                  const int64_t j = pd_b74_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
-                            {
-                              C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b73_b;
-                              int64_t pd_b73_i;
-                              int64_t pd_b73_j;
-                              int64_t pd_b73_k;
-                              const int64_t pd_nr73 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv73 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                              {
-                                pd_b73_b = pd_c0;
-                                pd_b73_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b73_j = (pd_c1 + pd_c6);
-                              }
-                              float pd_acc73[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc73[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
-                                {
-                                  pd_acc73[pd_r][pd_v] = C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b73_i + pd_min(pd_r, pd_nr73 - 1);
-                                      const int64_t j = pd_b73_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc73[pd_r][pd_v] = (pd_acc73[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
-                                {
-                                  C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                      const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  if (((pd_c1 + 31) >= M))
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b76_b;
-                          int64_t pd_b76_i;
-                          int64_t pd_b76_j;
-                          int64_t pd_b76_k;
-                          const int64_t pd_nr76 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv76 = (M - pd_c1);
-                          {
-                            pd_b76_b = pd_c0;
-                            pd_b76_i = (pd_c3 + pd_c5);
-                            pd_b76_j = pd_c1;
-                          }
-                          float pd_acc76[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc76[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
-                            {
-                              pd_acc76[pd_r][pd_v] = C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
-                                  const int64_t j = pd_b76_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
-                            {
-                              C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((pd_c1 + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b75_b;
-                              int64_t pd_b75_i;
-                              int64_t pd_b75_j;
-                              int64_t pd_b75_k;
-                              const int64_t pd_nr75 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                              const int64_t pd_nv75 = (M - pd_c1);
-                              {
-                                pd_b75_b = pd_c0;
-                                pd_b75_i = (pd_c3 + pd_c5);
-                                pd_b75_j = pd_c1;
-                              }
-                              float pd_acc75[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc75[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
-                                {
-                                  pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
-                                      const int64_t j = pd_b75_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
-                                {
-                                  C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                      const int64_t j = (pd_c1 + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                    {
-                      if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b78_b;
-                          int64_t pd_b78_i;
-                          int64_t pd_b78_j;
-                          int64_t pd_b78_k;
-                          const int64_t pd_nr78 = (N - pd_c3);
-                          const int64_t pd_nv78 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b78_b = pd_c0;
-                            pd_b78_i = pd_c3;
-                            pd_b78_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc78[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc78[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
-                            {
-                              pd_acc78[pd_r][pd_v] = C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b78_i + pd_min(pd_r, pd_nr78 - 1);
-                                  const int64_t j = pd_b78_j + pd_v;
-                                  const int64_t k = pd_c7;
-                                  pd_acc78[pd_r][pd_v] = (pd_acc78[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
-                            {
-                              C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((N >= 48) && (K <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b77_b;
-                              int64_t pd_b77_i;
-                              int64_t pd_b77_j;
-                              int64_t pd_b77_k;
-                              const int64_t pd_nr77 = (N - pd_c3);
-                              const int64_t pd_nv77 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                              {
-                                pd_b77_b = pd_c0;
-                                pd_b77_i = pd_c3;
-                                pd_b77_j = (pd_c1 + pd_c6);
-                              }
-                              float pd_acc77[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc77[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
-                                {
-                                  pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
-                                      const int64_t j = pd_b77_j + pd_v;
-                                      const int64_t k = pd_c7;
-                                      pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
-                                {
-                                  C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 < K; pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (pd_c3 + pd_c9);
-                                      const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                      const int64_t k = pd_c7;
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69360 + ((k) - (0)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk7_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk7 = pd_pk7_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                    {
-                      pd_pk7[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk7[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-              {
-                if ((N >= (pd_c3 + 6)))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
-                    {
-                      {
-                        int64_t pd_b79_b;
-                        int64_t pd_b79_i;
-                        int64_t pd_b79_j;
-                        int64_t pd_b79_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b79_b = pd_c0;
-                          pd_b79_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b79_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc79[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc79[pd_r][pd_v] = C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc79[(i) - pd_b79_i][(j) - pd_b79_j] = (pd_acc79[(i) - pd_b79_i][(j) - pd_b79_j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)] = pd_acc79[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if ((((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b81_b;
-                        int64_t pd_b81_i;
-                        int64_t pd_b81_j;
-                        int64_t pd_b81_k;
-                        const int64_t pd_nr81 = 6;
-                        const int64_t pd_nv81 = (M % 32);
-                        {
-                          pd_b81_b = pd_c0;
-                          pd_b81_i = (pd_c3 + pd_c5);
-                          pd_b81_j = ((-(M % 32)) + M);
-                        }
-                        float pd_acc81[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc81[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv81; pd_v++)
-                          {
-                            pd_acc81[pd_r][pd_v] = C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b81_i + pd_min(pd_r, pd_nr81 - 1);
-                                const int64_t j = pd_b81_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc81[pd_r][pd_v] = (pd_acc81[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv81; pd_v++)
-                          {
-                            C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)] = pd_acc81[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((((-(M % 32)) + M) + 31)) - (0) < 272)
-                          {
-                            int64_t pd_b80_b;
-                            int64_t pd_b80_i;
-                            int64_t pd_b80_j;
-                            int64_t pd_b80_k;
-                            const int64_t pd_nr80 = 6;
-                            const int64_t pd_nv80 = (M % 32);
-                            {
-                              pd_b80_b = pd_c0;
-                              pd_b80_i = (pd_c3 + pd_c5);
-                              pd_b80_j = ((-(M % 32)) + M);
-                            }
-                            float pd_acc80[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc80[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                              {
-                                pd_acc80[pd_r][pd_v] = C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b80_i + pd_min(pd_r, pd_nr80 - 1);
-                                    const int64_t j = pd_b80_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
-                              {
-                                C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)] = pd_acc80[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                    {
-                      if ((((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b83_b;
-                          int64_t pd_b83_i;
-                          int64_t pd_b83_j;
-                          int64_t pd_b83_k;
-                          const int64_t pd_nr83 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv83 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                          {
-                            pd_b83_b = pd_c0;
-                            pd_b83_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b83_j = pd_c6;
-                          }
-                          float pd_acc83[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc83[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
-                            {
-                              pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
-                                  const int64_t j = pd_b83_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
-                            {
-                              C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if (((pd_c6 + 31)) - (0) < 272)
-                            {
-                              int64_t pd_b82_b;
-                              int64_t pd_b82_i;
-                              int64_t pd_b82_j;
-                              int64_t pd_b82_k;
-                              const int64_t pd_nr82 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv82 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                              {
-                                pd_b82_b = pd_c0;
-                                pd_b82_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b82_j = pd_c6;
-                              }
-                              float pd_acc82[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc82[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                                {
-                                  pd_acc82[pd_r][pd_v] = C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b82_i + pd_min(pd_r, pd_nr82 - 1);
-                                      const int64_t j = pd_b82_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc82[pd_r][pd_v] = (pd_acc82[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr82; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv82; pd_v++)
-                                {
-                                  C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                      const int64_t j = (pd_c6 + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                  {
-                    if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b85_b;
-                        int64_t pd_b85_i;
-                        int64_t pd_b85_j;
-                        int64_t pd_b85_k;
-                        const int64_t pd_nr85 = (N - pd_c3);
-                        const int64_t pd_nv85 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                        {
-                          pd_b85_b = pd_c0;
-                          pd_b85_i = pd_c3;
-                          pd_b85_j = pd_c6;
-                        }
-                        float pd_acc85[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc85[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                          {
-                            pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                                const int64_t j = pd_b85_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
-                          {
-                            C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((((N >= 48) && (K >= 256)) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if (((pd_c6 + 31)) - (0) < 272)
-                          {
-                            int64_t pd_b84_b;
-                            int64_t pd_b84_i;
-                            int64_t pd_b84_j;
-                            int64_t pd_b84_k;
-                            const int64_t pd_nr84 = (N - pd_c3);
-                            const int64_t pd_nv84 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                            {
-                              pd_b84_b = pd_c0;
-                              pd_b84_i = pd_c3;
-                              pd_b84_j = pd_c6;
-                            }
-                            float pd_acc84[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc84[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                              {
-                                pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
-                                    const int64_t j = pd_b84_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                              {
-                                C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                              for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c3 + pd_c9);
+                                    const int64_t i = (((-(N % 6)) + N) + pd_c9);
                                     const int64_t j = (pd_c6 + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk7[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
@@ -5408,6 +3975,152 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           }
                       }
                   }
+                }
+              }
+              else
+              {
+                for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
+                {
+                  if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                    if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
+                    {
+                      int64_t pd_b62_b;
+                      int64_t pd_b62_i;
+                      int64_t pd_b62_j;
+                      int64_t pd_b62_k;
+                      const int64_t pd_nr62 = (N - pd_c3);
+                      const int64_t pd_nv62 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                      {
+                        pd_b62_b = pd_c0;
+                        pd_b62_i = pd_c3;
+                        pd_b62_j = pd_c6;
+                      }
+                      float pd_acc62[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc62[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                        {
+                          pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
+                              const int64_t j = pd_b62_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                        {
+                          C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((pd_c6 + 31)) - (0) < 272)
+                        {
+                          int64_t pd_b61_b;
+                          int64_t pd_b61_i;
+                          int64_t pd_b61_j;
+                          int64_t pd_b61_k;
+                          const int64_t pd_nr61 = (N - pd_c3);
+                          const int64_t pd_nv61 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                          {
+                            pd_b61_b = pd_c0;
+                            pd_b61_i = pd_c3;
+                            pd_b61_j = pd_c6;
+                          }
+                          float pd_acc61[5][32];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              pd_acc61[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                            {
+                              pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
+                                  const int64_t j = pd_b61_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                            {
+                              C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c3 + pd_c9);
+                                  const int64_t j = (pd_c6 + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
                 }
               }
             }
@@ -5431,27 +4144,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b86_b;
-          int64_t pd_b86_i;
-          int64_t pd_b86_j;
-          int64_t pd_b86_k;
+          int64_t pd_b63_b;
+          int64_t pd_b63_i;
+          int64_t pd_b63_j;
+          int64_t pd_b63_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b86_b = pd_c0;
-            pd_b86_i = (pd_c2 + pd_c5);
-            pd_b86_j = pd_c6;
+            pd_b63_b = pd_c0;
+            pd_b63_i = (pd_c2 + pd_c5);
+            pd_b63_j = pd_c6;
           }
-          float pd_acc86[8][16];
+          float pd_acc63[8][16];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              const int64_t b = (pd_b86_b) - 0;
-              const int64_t i = ((pd_b86_i + pd_r)) - 0;
-              const int64_t j = ((pd_b86_j + pd_v)) - 0;
-              pd_acc86[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b63_b) - 0;
+              const int64_t i = ((pd_b63_i + pd_r)) - 0;
+              const int64_t j = ((pd_b63_j + pd_v)) - 0;
+              pd_acc63[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5467,7 +4180,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc86[(i) - pd_b86_i][(j) - pd_b86_j] = (pd_acc86[(i) - pd_b86_i][(j) - pd_b86_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc63[(i) - pd_b63_i][(j) - pd_b63_j] = (pd_acc63[(i) - pd_b63_i][(j) - pd_b63_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -5477,7 +4190,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
+              C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
             }
           }
         }
@@ -5497,32 +4210,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b87_b;
-        int64_t pd_b87_i;
-        int64_t pd_b87_j;
-        int64_t pd_b87_k;
-        const int64_t pd_nr87 = (N % 8);
-        const int64_t pd_nv87 = 16;
+        int64_t pd_b64_b;
+        int64_t pd_b64_i;
+        int64_t pd_b64_j;
+        int64_t pd_b64_k;
+        const int64_t pd_nr64 = (N % 8);
+        const int64_t pd_nv64 = 16;
         {
-          pd_b87_b = pd_c0;
-          pd_b87_i = ((-(N % 8)) + N);
-          pd_b87_j = 0;
+          pd_b64_b = pd_c0;
+          pd_b64_i = ((-(N % 8)) + N);
+          pd_b64_j = 0;
         }
-        float pd_acc87[7][16];
+        float pd_acc64[7][16];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc87[pd_r][pd_v] = 0;
+            pd_acc64[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
           {
-            pd_acc87[pd_r][pd_v] = C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)];
+            pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5535,20 +4248,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b87_i + pd_min(pd_r, pd_nr87 - 1);
-                const int64_t j = pd_b87_j + pd_v;
+                const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
+                const int64_t j = pd_b64_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc87[pd_r][pd_v] = (pd_acc87[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
           {
-            C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)] = pd_acc87[pd_r][pd_v];
+            C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
           }
         }
       }
@@ -5557,35 +4270,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 17)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((16) + ((M - 16)) - 16 >= (0))
           {
-            int64_t pd_b88_b;
-            int64_t pd_b88_i;
-            int64_t pd_b88_j;
-            int64_t pd_b88_k;
-            const int64_t pd_nr88 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv88 = (M - 16);
+            int64_t pd_b65_b;
+            int64_t pd_b65_i;
+            int64_t pd_b65_j;
+            int64_t pd_b65_k;
+            const int64_t pd_nr65 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv65 = (M - 16);
             {
-              pd_b88_b = pd_c0;
-              pd_b88_i = pd_c2;
-              pd_b88_j = (16) + ((M - 16)) - 16;
+              pd_b65_b = pd_c0;
+              pd_b65_i = pd_c2;
+              pd_b65_j = (16) + ((M - 16)) - 16;
             }
-            float pd_acc88[8][16];
+            float pd_acc65[8][16];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc88[pd_r][pd_v] = 0;
+                pd_acc65[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv88; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv65; pd_v < 16; pd_v++)
               {
-                const int64_t b = (pd_b88_b) - 0;
-                const int64_t i = ((pd_b88_i + pd_r)) - 0;
-                const int64_t j = ((pd_b88_j + pd_v)) - 0;
-                pd_acc88[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b65_b) - 0;
+                const int64_t i = ((pd_b65_i + pd_r)) - 0;
+                const int64_t j = ((pd_b65_j + pd_v)) - 0;
+                pd_acc65[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5598,20 +4311,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
-                    const int64_t j = pd_b88_j + pd_v;
+                    const int64_t i = pd_b65_i + pd_min(pd_r, pd_nr65 - 1);
+                    const int64_t j = pd_b65_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc65[pd_r][pd_v] = (pd_acc65[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv88; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv65; pd_v < 16; pd_v++)
               {
-                C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
+                C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)] = pd_acc65[pd_r][pd_v];
               }
             }
           }
@@ -5681,32 +4394,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 16) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16 >= (0))
             {
-              int64_t pd_b90_b;
-              int64_t pd_b90_i;
-              int64_t pd_b90_j;
-              int64_t pd_b90_k;
-              const int64_t pd_nr90 = N;
-              const int64_t pd_nv90 = ((pd_c1 == 0) ? 16 : (M - 16));
+              int64_t pd_b67_b;
+              int64_t pd_b67_i;
+              int64_t pd_b67_j;
+              int64_t pd_b67_k;
+              const int64_t pd_nr67 = N;
+              const int64_t pd_nv67 = ((pd_c1 == 0) ? 16 : (M - 16));
               {
-                pd_b90_b = pd_c0;
-                pd_b90_i = 0;
-                pd_b90_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
+                pd_b67_b = pd_c0;
+                pd_b67_i = 0;
+                pd_b67_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
               }
-              float pd_acc90[7][16];
+              float pd_acc67[7][16];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  pd_acc90[pd_r][pd_v] = 0;
+                  pd_acc67[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv90; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv67; pd_v < 16; pd_v++)
                 {
-                  pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
+                  pd_acc67[pd_r][pd_v] = C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5719,20 +4432,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
-                      const int64_t j = pd_b90_j + pd_v;
+                      const int64_t i = pd_b67_i + pd_min(pd_r, pd_nr67 - 1);
+                      const int64_t j = pd_b67_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv90; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv67; pd_v < 16; pd_v++)
                 {
-                  C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
+                  C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
                 }
               }
             }
@@ -5780,27 +4493,27 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b91_b;
-          int64_t pd_b91_i;
-          int64_t pd_b91_j;
-          int64_t pd_b91_k;
+          int64_t pd_b68_b;
+          int64_t pd_b68_i;
+          int64_t pd_b68_j;
+          int64_t pd_b68_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b91_b = pd_c0;
-            pd_b91_i = (pd_c2 + pd_c5);
-            pd_b91_j = pd_c6;
+            pd_b68_b = pd_c0;
+            pd_b68_i = (pd_c2 + pd_c5);
+            pd_b68_j = pd_c6;
           }
-          float pd_acc91[8][8];
+          float pd_acc68[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t b = (pd_b91_b) - 0;
-              const int64_t i = ((pd_b91_i + pd_r)) - 0;
-              const int64_t j = ((pd_b91_j + pd_v)) - 0;
-              pd_acc91[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b68_b) - 0;
+              const int64_t i = ((pd_b68_i + pd_r)) - 0;
+              const int64_t j = ((pd_b68_j + pd_v)) - 0;
+              pd_acc68[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5816,7 +4529,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc91[(i) - pd_b91_i][(j) - pd_b91_j] = (pd_acc91[(i) - pd_b91_i][(j) - pd_b91_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc68[(i) - pd_b68_i][(j) - pd_b68_j] = (pd_acc68[(i) - pd_b68_i][(j) - pd_b68_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -5826,7 +4539,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
+              C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
             }
           }
         }
@@ -5846,32 +4559,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b92_b;
-        int64_t pd_b92_i;
-        int64_t pd_b92_j;
-        int64_t pd_b92_k;
-        const int64_t pd_nr92 = (N % 8);
-        const int64_t pd_nv92 = 8;
+        int64_t pd_b69_b;
+        int64_t pd_b69_i;
+        int64_t pd_b69_j;
+        int64_t pd_b69_k;
+        const int64_t pd_nr69 = (N % 8);
+        const int64_t pd_nv69 = 8;
         {
-          pd_b92_b = pd_c0;
-          pd_b92_i = ((-(N % 8)) + N);
-          pd_b92_j = 0;
+          pd_b69_b = pd_c0;
+          pd_b69_i = ((-(N % 8)) + N);
+          pd_b69_j = 0;
         }
-        float pd_acc92[7][8];
+        float pd_acc69[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc92[pd_r][pd_v] = 0;
+            pd_acc69[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv92; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
           {
-            pd_acc92[pd_r][pd_v] = C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)];
+            pd_acc69[pd_r][pd_v] = C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5884,20 +4597,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b92_i + pd_min(pd_r, pd_nr92 - 1);
-                const int64_t j = pd_b92_j + pd_v;
+                const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
+                const int64_t j = pd_b69_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv92; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
           {
-            C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
+            C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
           }
         }
       }
@@ -5906,35 +4619,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 9)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((8) + ((M - 8)) - 8 >= (0))
           {
-            int64_t pd_b93_b;
-            int64_t pd_b93_i;
-            int64_t pd_b93_j;
-            int64_t pd_b93_k;
-            const int64_t pd_nr93 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv93 = (M - 8);
+            int64_t pd_b70_b;
+            int64_t pd_b70_i;
+            int64_t pd_b70_j;
+            int64_t pd_b70_k;
+            const int64_t pd_nr70 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv70 = (M - 8);
             {
-              pd_b93_b = pd_c0;
-              pd_b93_i = pd_c2;
-              pd_b93_j = (8) + ((M - 8)) - 8;
+              pd_b70_b = pd_c0;
+              pd_b70_i = pd_c2;
+              pd_b70_j = (8) + ((M - 8)) - 8;
             }
-            float pd_acc93[8][8];
+            float pd_acc70[8][8];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc93[pd_r][pd_v] = 0;
+                pd_acc70[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv93; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv70; pd_v < 8; pd_v++)
               {
-                const int64_t b = (pd_b93_b) - 0;
-                const int64_t i = ((pd_b93_i + pd_r)) - 0;
-                const int64_t j = ((pd_b93_j + pd_v)) - 0;
-                pd_acc93[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b70_b) - 0;
+                const int64_t i = ((pd_b70_i + pd_r)) - 0;
+                const int64_t j = ((pd_b70_j + pd_v)) - 0;
+                pd_acc70[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5947,20 +4660,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
-                    const int64_t j = pd_b93_j + pd_v;
+                    const int64_t i = pd_b70_i + pd_min(pd_r, pd_nr70 - 1);
+                    const int64_t j = pd_b70_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc70[pd_r][pd_v] = (pd_acc70[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv93; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv70; pd_v < 8; pd_v++)
               {
-                C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
+                C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
               }
             }
           }
@@ -6030,32 +4743,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8 >= (0))
             {
-              int64_t pd_b95_b;
-              int64_t pd_b95_i;
-              int64_t pd_b95_j;
-              int64_t pd_b95_k;
-              const int64_t pd_nr95 = N;
-              const int64_t pd_nv95 = ((pd_c1 == 0) ? 8 : (M - 8));
+              int64_t pd_b72_b;
+              int64_t pd_b72_i;
+              int64_t pd_b72_j;
+              int64_t pd_b72_k;
+              const int64_t pd_nr72 = N;
+              const int64_t pd_nv72 = ((pd_c1 == 0) ? 8 : (M - 8));
               {
-                pd_b95_b = pd_c0;
-                pd_b95_i = 0;
-                pd_b95_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
+                pd_b72_b = pd_c0;
+                pd_b72_i = 0;
+                pd_b72_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
               }
-              float pd_acc95[7][8];
+              float pd_acc72[7][8];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc95[pd_r][pd_v] = 0;
+                  pd_acc72[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv95; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
                 {
-                  pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
+                  pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6068,20 +4781,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
-                      const int64_t j = pd_b95_j + pd_v;
+                      const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
+                      const int64_t j = pd_b72_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv95; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
+                  C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
                 }
               }
             }
@@ -6129,27 +4842,27 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b96_b;
-          int64_t pd_b96_i;
-          int64_t pd_b96_j;
-          int64_t pd_b96_k;
+          int64_t pd_b73_b;
+          int64_t pd_b73_i;
+          int64_t pd_b73_j;
+          int64_t pd_b73_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b96_b = pd_c0;
-            pd_b96_i = (pd_c2 + pd_c5);
-            pd_b96_j = pd_c6;
+            pd_b73_b = pd_c0;
+            pd_b73_i = (pd_c2 + pd_c5);
+            pd_b73_j = pd_c6;
           }
-          float pd_acc96[8][4];
+          float pd_acc73[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b96_b) - 0;
-              const int64_t i = ((pd_b96_i + pd_r)) - 0;
-              const int64_t j = ((pd_b96_j + pd_v)) - 0;
-              pd_acc96[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b73_b) - 0;
+              const int64_t i = ((pd_b73_i + pd_r)) - 0;
+              const int64_t j = ((pd_b73_j + pd_v)) - 0;
+              pd_acc73[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6165,7 +4878,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc96[(i) - pd_b96_i][(j) - pd_b96_j] = (pd_acc96[(i) - pd_b96_i][(j) - pd_b96_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc73[(i) - pd_b73_i][(j) - pd_b73_j] = (pd_acc73[(i) - pd_b73_i][(j) - pd_b73_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -6175,7 +4888,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)] = pd_acc96[pd_r][pd_v];
+              C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
             }
           }
         }
@@ -6195,32 +4908,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b97_b;
-        int64_t pd_b97_i;
-        int64_t pd_b97_j;
-        int64_t pd_b97_k;
-        const int64_t pd_nr97 = (N % 8);
-        const int64_t pd_nv97 = 4;
+        int64_t pd_b74_b;
+        int64_t pd_b74_i;
+        int64_t pd_b74_j;
+        int64_t pd_b74_k;
+        const int64_t pd_nr74 = (N % 8);
+        const int64_t pd_nv74 = 4;
         {
-          pd_b97_b = pd_c0;
-          pd_b97_i = ((-(N % 8)) + N);
-          pd_b97_j = 0;
+          pd_b74_b = pd_c0;
+          pd_b74_i = ((-(N % 8)) + N);
+          pd_b74_j = 0;
         }
-        float pd_acc97[7][4];
+        float pd_acc74[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc97[pd_r][pd_v] = 0;
+            pd_acc74[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
           {
-            pd_acc97[pd_r][pd_v] = C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)];
+            pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6233,20 +4946,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b97_i + pd_min(pd_r, pd_nr97 - 1);
-                const int64_t j = pd_b97_j + pd_v;
+                const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
+                const int64_t j = pd_b74_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc97[pd_r][pd_v] = (pd_acc97[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
           {
-            C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)] = pd_acc97[pd_r][pd_v];
+            C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
           }
         }
       }
@@ -6255,35 +4968,35 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b98_b;
-            int64_t pd_b98_i;
-            int64_t pd_b98_j;
-            int64_t pd_b98_k;
-            const int64_t pd_nr98 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv98 = (M - 4);
+            int64_t pd_b75_b;
+            int64_t pd_b75_i;
+            int64_t pd_b75_j;
+            int64_t pd_b75_k;
+            const int64_t pd_nr75 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv75 = (M - 4);
             {
-              pd_b98_b = pd_c0;
-              pd_b98_i = pd_c2;
-              pd_b98_j = (4) + ((M - 4)) - 4;
+              pd_b75_b = pd_c0;
+              pd_b75_i = pd_c2;
+              pd_b75_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc98[8][4];
+            float pd_acc75[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc98[pd_r][pd_v] = 0;
+                pd_acc75[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv98; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv75; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b98_b) - 0;
-                const int64_t i = ((pd_b98_i + pd_r)) - 0;
-                const int64_t j = ((pd_b98_j + pd_v)) - 0;
-                pd_acc98[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b75_b) - 0;
+                const int64_t i = ((pd_b75_i + pd_r)) - 0;
+                const int64_t j = ((pd_b75_j + pd_v)) - 0;
+                pd_acc75[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6296,20 +5009,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b98_i + pd_min(pd_r, pd_nr98 - 1);
-                    const int64_t j = pd_b98_j + pd_v;
+                    const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
+                    const int64_t j = pd_b75_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc98[pd_r][pd_v] = (pd_acc98[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv98; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv75; pd_v < 4; pd_v++)
               {
-                C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
+                C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
               }
             }
           }
@@ -6379,32 +5092,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b100_b;
-              int64_t pd_b100_i;
-              int64_t pd_b100_j;
-              int64_t pd_b100_k;
-              const int64_t pd_nr100 = N;
-              const int64_t pd_nv100 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b77_b;
+              int64_t pd_b77_i;
+              int64_t pd_b77_j;
+              int64_t pd_b77_k;
+              const int64_t pd_nr77 = N;
+              const int64_t pd_nv77 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b100_b = pd_c0;
-                pd_b100_i = 0;
-                pd_b100_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b77_b = pd_c0;
+                pd_b77_i = 0;
+                pd_b77_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc100[7][4];
+              float pd_acc77[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc100[pd_r][pd_v] = 0;
+                  pd_acc77[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv100; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv77; pd_v < 4; pd_v++)
                 {
-                  pd_acc100[pd_r][pd_v] = C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)];
+                  pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6417,20 +5130,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
-                      const int64_t j = pd_b100_j + pd_v;
+                      const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
+                      const int64_t j = pd_b77_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv100; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv77; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
+                  C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
                 }
               }
             }
@@ -6486,27 +5199,27 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b105_b;
-              int64_t pd_b105_i;
-              int64_t pd_b105_j;
-              int64_t pd_b105_k;
+              int64_t pd_b82_b;
+              int64_t pd_b82_i;
+              int64_t pd_b82_j;
+              int64_t pd_b82_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b105_b = pd_c0;
-                pd_b105_i = (pd_c2 + pd_c5);
-                pd_b105_j = (pd_c1 + pd_c6);
+                pd_b82_b = pd_c0;
+                pd_b82_i = (pd_c2 + pd_c5);
+                pd_b82_j = (pd_c1 + pd_c6);
               }
-              float pd_acc105[6][32];
+              float pd_acc82[6][32];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  const int64_t b = (pd_b105_b) - 0;
-                  const int64_t i = ((pd_b105_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b105_j + pd_v)) - 0;
-                  pd_acc105[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b82_b) - 0;
+                  const int64_t i = ((pd_b82_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b82_j + pd_v)) - 0;
+                  pd_acc82[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6522,7 +5235,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc105[(i) - pd_b105_i][(j) - pd_b105_j] = (pd_acc105[(i) - pd_b105_i][(j) - pd_b105_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] = (pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -6532,7 +5245,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  C[((pd_b105_b) * N + (pd_b105_i + pd_r)) * M + (pd_b105_j + pd_v)] = pd_acc105[pd_r][pd_v];
+                  C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
                 }
               }
             }
@@ -6552,32 +5265,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 32) == 0)))
           {
-            int64_t pd_b106_b;
-            int64_t pd_b106_i;
-            int64_t pd_b106_j;
-            int64_t pd_b106_k;
-            const int64_t pd_nr106 = (N % 6);
-            const int64_t pd_nv106 = 32;
+            int64_t pd_b83_b;
+            int64_t pd_b83_i;
+            int64_t pd_b83_j;
+            int64_t pd_b83_k;
+            const int64_t pd_nr83 = (N % 6);
+            const int64_t pd_nv83 = 32;
             {
-              pd_b106_b = pd_c0;
-              pd_b106_i = ((-(N % 6)) + N);
-              pd_b106_j = pd_c1;
+              pd_b83_b = pd_c0;
+              pd_b83_i = ((-(N % 6)) + N);
+              pd_b83_j = pd_c1;
             }
-            float pd_acc106[5][32];
+            float pd_acc83[5][32];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
               {
-                pd_acc106[pd_r][pd_v] = 0;
+                pd_acc83[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv106; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
               {
-                pd_acc106[pd_r][pd_v] = C[((pd_b106_b) * N + (pd_b106_i + pd_r)) * M + (pd_b106_j + pd_v)];
+                pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6590,20 +5303,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b106_i + pd_min(pd_r, pd_nr106 - 1);
-                    const int64_t j = pd_b106_j + pd_v;
+                    const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
+                    const int64_t j = pd_b83_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc106[pd_r][pd_v] = (pd_acc106[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv106; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
               {
-                C[((pd_b106_b) * N + (pd_b106_i + pd_r)) * M + (pd_b106_j + pd_v)] = pd_acc106[pd_r][pd_v];
+                C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
               }
             }
           }
@@ -6619,35 +5332,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
               if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
               {
-                int64_t pd_b108_b;
-                int64_t pd_b108_i;
-                int64_t pd_b108_j;
-                int64_t pd_b108_k;
-                const int64_t pd_nr108 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv108 = (M % 32);
+                int64_t pd_b85_b;
+                int64_t pd_b85_i;
+                int64_t pd_b85_j;
+                int64_t pd_b85_k;
+                const int64_t pd_nr85 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv85 = (M % 32);
                 {
-                  pd_b108_b = pd_c0;
-                  pd_b108_i = pd_c2;
-                  pd_b108_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                  pd_b85_b = pd_c0;
+                  pd_b85_i = pd_c2;
+                  pd_b85_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
                 }
-                float pd_acc108[6][16];
+                float pd_acc85[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc108[pd_r][pd_v] = 0;
+                    pd_acc85[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv108; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv85; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b108_b) - 0;
-                    const int64_t i = ((pd_b108_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b108_j + pd_v)) - 0;
-                    pd_acc108[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b85_b) - 0;
+                    const int64_t i = ((pd_b85_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b85_j + pd_v)) - 0;
+                    pd_acc85[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6660,20 +5373,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b108_i + pd_min(pd_r, pd_nr108 - 1);
-                        const int64_t j = pd_b108_j + pd_v;
+                        const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
+                        const int64_t j = pd_b85_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc108[pd_r][pd_v] = (pd_acc108[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv108; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv85; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b108_b) * N + (pd_b108_i + pd_r)) * M + (pd_b108_j + pd_v)] = pd_acc108[pd_r][pd_v];
+                    C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
                   }
                 }
               }
@@ -6682,35 +5395,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
                   if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
                   {
-                    int64_t pd_b107_b;
-                    int64_t pd_b107_i;
-                    int64_t pd_b107_j;
-                    int64_t pd_b107_k;
-                    const int64_t pd_nr107 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv107 = (M % 32);
+                    int64_t pd_b84_b;
+                    int64_t pd_b84_i;
+                    int64_t pd_b84_j;
+                    int64_t pd_b84_k;
+                    const int64_t pd_nr84 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv84 = (M % 32);
                     {
-                      pd_b107_b = pd_c0;
-                      pd_b107_i = pd_c2;
-                      pd_b107_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                      pd_b84_b = pd_c0;
+                      pd_b84_i = pd_c2;
+                      pd_b84_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                     }
-                    float pd_acc107[6][32];
+                    float pd_acc84[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc107[pd_r][pd_v] = 0;
+                        pd_acc84[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr107; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv107; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv84; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b107_b) - 0;
-                        const int64_t i = ((pd_b107_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b107_j + pd_v)) - 0;
-                        pd_acc107[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b84_b) - 0;
+                        const int64_t i = ((pd_b84_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b84_j + pd_v)) - 0;
+                        pd_acc84[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6723,20 +5436,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b107_i + pd_min(pd_r, pd_nr107 - 1);
-                            const int64_t j = pd_b107_j + pd_v;
+                            const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
+                            const int64_t j = pd_b84_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc107[pd_r][pd_v] = (pd_acc107[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr107; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv107; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv84; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b107_b) * N + (pd_b107_i + pd_r)) * M + (pd_b107_j + pd_v)] = pd_acc107[pd_r][pd_v];
+                        C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
                       }
                     }
                   }
@@ -6815,32 +5528,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
               if (((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) <= 16 && (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16 >= (0))
               {
-                int64_t pd_b114_b;
-                int64_t pd_b114_i;
-                int64_t pd_b114_j;
-                int64_t pd_b114_k;
-                const int64_t pd_nr114 = N;
-                const int64_t pd_nv114 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                int64_t pd_b91_b;
+                int64_t pd_b91_i;
+                int64_t pd_b91_j;
+                int64_t pd_b91_k;
+                const int64_t pd_nr91 = N;
+                const int64_t pd_nv91 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                 {
-                  pd_b114_b = pd_c0;
-                  pd_b114_i = 0;
-                  pd_b114_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
+                  pd_b91_b = pd_c0;
+                  pd_b91_i = 0;
+                  pd_b91_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
                 }
-                float pd_acc114[5][16];
+                float pd_acc91[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc114[pd_r][pd_v] = 0;
+                    pd_acc91[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr114; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv114; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv91; pd_v < 16; pd_v++)
                   {
-                    pd_acc114[pd_r][pd_v] = C[((pd_b114_b) * N + (pd_b114_i + pd_r)) * M + (pd_b114_j + pd_v)];
+                    pd_acc91[pd_r][pd_v] = C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6853,20 +5566,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b114_i + pd_min(pd_r, pd_nr114 - 1);
-                        const int64_t j = pd_b114_j + pd_v;
+                        const int64_t i = pd_b91_i + pd_min(pd_r, pd_nr91 - 1);
+                        const int64_t j = pd_b91_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc114[pd_r][pd_v] = (pd_acc114[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr114; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv114; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv91; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b114_b) * N + (pd_b114_i + pd_r)) * M + (pd_b114_j + pd_v)] = pd_acc114[pd_r][pd_v];
+                    C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
                   }
                 }
               }
@@ -6875,32 +5588,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
                   if ((pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32 >= (0))
                   {
-                    int64_t pd_b113_b;
-                    int64_t pd_b113_i;
-                    int64_t pd_b113_j;
-                    int64_t pd_b113_k;
-                    const int64_t pd_nr113 = N;
-                    const int64_t pd_nv113 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                    int64_t pd_b90_b;
+                    int64_t pd_b90_i;
+                    int64_t pd_b90_j;
+                    int64_t pd_b90_k;
+                    const int64_t pd_nr90 = N;
+                    const int64_t pd_nv90 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                     {
-                      pd_b113_b = pd_c0;
-                      pd_b113_i = 0;
-                      pd_b113_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
+                      pd_b90_b = pd_c0;
+                      pd_b90_i = 0;
+                      pd_b90_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
                     }
-                    float pd_acc113[5][32];
+                    float pd_acc90[5][32];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc113[pd_r][pd_v] = 0;
+                        pd_acc90[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv113; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv90; pd_v < 32; pd_v++)
                       {
-                        pd_acc113[pd_r][pd_v] = C[((pd_b113_b) * N + (pd_b113_i + pd_r)) * M + (pd_b113_j + pd_v)];
+                        pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -6913,20 +5626,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b113_i + pd_min(pd_r, pd_nr113 - 1);
-                            const int64_t j = pd_b113_j + pd_v;
+                            const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
+                            const int64_t j = pd_b90_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc113[pd_r][pd_v] = (pd_acc113[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv113; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv90; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b113_b) * N + (pd_b113_i + pd_r)) * M + (pd_b113_j + pd_v)] = pd_acc113[pd_r][pd_v];
+                        C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
                       }
                     }
                   }
@@ -6965,35 +5678,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((M) <= 16 && (0) + (M) - 16 >= (0))
               {
-                int64_t pd_b116_b;
-                int64_t pd_b116_i;
-                int64_t pd_b116_j;
-                int64_t pd_b116_k;
-                const int64_t pd_nr116 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv116 = M;
+                int64_t pd_b93_b;
+                int64_t pd_b93_i;
+                int64_t pd_b93_j;
+                int64_t pd_b93_k;
+                const int64_t pd_nr93 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv93 = M;
                 {
-                  pd_b116_b = pd_c0;
-                  pd_b116_i = pd_c2;
-                  pd_b116_j = (0) + (M) - 16;
+                  pd_b93_b = pd_c0;
+                  pd_b93_i = pd_c2;
+                  pd_b93_j = (0) + (M) - 16;
                 }
-                float pd_acc116[6][16];
+                float pd_acc93[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc116[pd_r][pd_v] = 0;
+                    pd_acc93[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr116; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv116; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv93; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b116_b) - 0;
-                    const int64_t i = ((pd_b116_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b116_j + pd_v)) - 0;
-                    pd_acc116[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b93_b) - 0;
+                    const int64_t i = ((pd_b93_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b93_j + pd_v)) - 0;
+                    pd_acc93[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -7006,20 +5719,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b116_i + pd_min(pd_r, pd_nr116 - 1);
-                        const int64_t j = pd_b116_j + pd_v;
+                        const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
+                        const int64_t j = pd_b93_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc116[pd_r][pd_v] = (pd_acc116[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr116; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv116; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv93; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b116_b) * N + (pd_b116_i + pd_r)) * M + (pd_b116_j + pd_v)] = pd_acc116[pd_r][pd_v];
+                    C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
                   }
                 }
               }
@@ -7028,35 +5741,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                   if ((0) + (M) - 32 >= (0))
                   {
-                    int64_t pd_b115_b;
-                    int64_t pd_b115_i;
-                    int64_t pd_b115_j;
-                    int64_t pd_b115_k;
-                    const int64_t pd_nr115 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv115 = M;
+                    int64_t pd_b92_b;
+                    int64_t pd_b92_i;
+                    int64_t pd_b92_j;
+                    int64_t pd_b92_k;
+                    const int64_t pd_nr92 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv92 = M;
                     {
-                      pd_b115_b = pd_c0;
-                      pd_b115_i = pd_c2;
-                      pd_b115_j = (0) + (M) - 32;
+                      pd_b92_b = pd_c0;
+                      pd_b92_i = pd_c2;
+                      pd_b92_j = (0) + (M) - 32;
                     }
-                    float pd_acc115[6][32];
+                    float pd_acc92[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc115[pd_r][pd_v] = 0;
+                        pd_acc92[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr115; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv115; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv92; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b115_b) - 0;
-                        const int64_t i = ((pd_b115_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b115_j + pd_v)) - 0;
-                        pd_acc115[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b92_b) - 0;
+                        const int64_t i = ((pd_b92_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b92_j + pd_v)) - 0;
+                        pd_acc92[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -7069,20 +5782,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b115_i + pd_min(pd_r, pd_nr115 - 1);
-                            const int64_t j = pd_b115_j + pd_v;
+                            const int64_t i = pd_b92_i + pd_min(pd_r, pd_nr92 - 1);
+                            const int64_t j = pd_b92_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc115[pd_r][pd_v] = (pd_acc115[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr115; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv115; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv92; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b115_b) * N + (pd_b115_i + pd_r)) * M + (pd_b115_j + pd_v)] = pd_acc115[pd_r][pd_v];
+                        C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
                       }
                     }
                   }
@@ -7173,8 +5886,8 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
         {
-          float pd_pk8_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk8 = pd_pk8_s;
+          float pd_pk6_s[69632] __attribute__((aligned(64)));
+          float *restrict pd_pk6 = pd_pk6_s;
           for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
             for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -7183,11 +5896,11 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                 }
                 for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
                 {
-                  pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                 }
               }
             }
@@ -7201,24 +5914,24 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b117_b;
-                    int64_t pd_b117_i;
-                    int64_t pd_b117_j;
-                    int64_t pd_b117_k;
+                    int64_t pd_b94_b;
+                    int64_t pd_b94_i;
+                    int64_t pd_b94_j;
+                    int64_t pd_b94_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b117_b = pd_c0;
-                      pd_b117_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b117_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b94_b = pd_c0;
+                      pd_b94_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b94_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc117[6][32];
+                    float pd_acc94[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc117[pd_r][pd_v] = C[((pd_b117_b) * N + (pd_b117_i + pd_r)) * M + (pd_b117_j + pd_v)];
+                        pd_acc94[pd_r][pd_v] = C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7234,7 +5947,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc117[(i) - pd_b117_i][(j) - pd_b117_j] = (pd_acc117[(i) - pd_b117_i][(j) - pd_b117_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc94[(i) - pd_b94_i][(j) - pd_b94_j] = (pd_acc94[(i) - pd_b94_i][(j) - pd_b94_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -7244,7 +5957,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b117_b) * N + (pd_b117_i + pd_r)) * M + (pd_b117_j + pd_v)] = pd_acc117[pd_r][pd_v];
+                        C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)] = pd_acc94[pd_r][pd_v];
                       }
                     }
                   }
@@ -7254,32 +5967,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b119_b;
-                      int64_t pd_b119_i;
-                      int64_t pd_b119_j;
-                      int64_t pd_b119_k;
-                      const int64_t pd_nr119 = 6;
-                      const int64_t pd_nv119 = ((M - pd_c1) % 32);
+                      int64_t pd_b96_b;
+                      int64_t pd_b96_i;
+                      int64_t pd_b96_j;
+                      int64_t pd_b96_k;
+                      const int64_t pd_nr96 = 6;
+                      const int64_t pd_nv96 = ((M - pd_c1) % 32);
                       {
-                        pd_b119_b = pd_c0;
-                        pd_b119_i = (pd_c3 + pd_c5);
-                        pd_b119_j = ((-((M - pd_c1) % 32)) + M);
+                        pd_b96_b = pd_c0;
+                        pd_b96_i = (pd_c3 + pd_c5);
+                        pd_b96_j = ((-((M - pd_c1) % 32)) + M);
                       }
-                      float pd_acc119[6][16];
+                      float pd_acc96[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc119[pd_r][pd_v] = 0;
+                          pd_acc96[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
                         {
-                          pd_acc119[pd_r][pd_v] = C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)];
+                          pd_acc96[pd_r][pd_v] = C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7292,20 +6005,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b119_i + pd_min(pd_r, pd_nr119 - 1);
-                              const int64_t j = pd_b119_j + pd_v;
+                              const int64_t i = pd_b96_i + pd_min(pd_r, pd_nr96 - 1);
+                              const int64_t j = pd_b96_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc96[pd_r][pd_v] = (pd_acc96[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
                         {
-                          C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)] = pd_acc119[pd_r][pd_v];
+                          C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)] = pd_acc96[pd_r][pd_v];
                         }
                       }
                     }
@@ -7314,32 +6027,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                         if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
                         {
-                          int64_t pd_b118_b;
-                          int64_t pd_b118_i;
-                          int64_t pd_b118_j;
-                          int64_t pd_b118_k;
-                          const int64_t pd_nr118 = 6;
-                          const int64_t pd_nv118 = ((M - pd_c1) % 32);
+                          int64_t pd_b95_b;
+                          int64_t pd_b95_i;
+                          int64_t pd_b95_j;
+                          int64_t pd_b95_k;
+                          const int64_t pd_nr95 = 6;
+                          const int64_t pd_nv95 = ((M - pd_c1) % 32);
                           {
-                            pd_b118_b = pd_c0;
-                            pd_b118_i = (pd_c3 + pd_c5);
-                            pd_b118_j = ((-((M - pd_c1) % 32)) + M);
+                            pd_b95_b = pd_c0;
+                            pd_b95_i = (pd_c3 + pd_c5);
+                            pd_b95_j = ((-((M - pd_c1) % 32)) + M);
                           }
-                          float pd_acc118[6][32];
+                          float pd_acc95[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc118[pd_r][pd_v] = 0;
+                              pd_acc95[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr118; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv118; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
                             {
-                              pd_acc118[pd_r][pd_v] = C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)];
+                              pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7352,20 +6065,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b118_i + pd_min(pd_r, pd_nr118 - 1);
-                                  const int64_t j = pd_b118_j + pd_v;
+                                  const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
+                                  const int64_t j = pd_b95_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc118[pd_r][pd_v] = (pd_acc118[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr118; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv118; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
                             {
-                              C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)] = pd_acc118[pd_r][pd_v];
+                              C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
                             }
                           }
                         }
@@ -7384,7 +6097,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                   const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
@@ -7400,32 +6113,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                     if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b121_b;
-                      int64_t pd_b121_i;
-                      int64_t pd_b121_j;
-                      int64_t pd_b121_k;
-                      const int64_t pd_nr121 = ((N - pd_c3) % 6);
-                      const int64_t pd_nv121 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b98_b;
+                      int64_t pd_b98_i;
+                      int64_t pd_b98_j;
+                      int64_t pd_b98_k;
+                      const int64_t pd_nr98 = ((N - pd_c3) % 6);
+                      const int64_t pd_nv98 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b121_b = pd_c0;
-                        pd_b121_i = ((-((N - pd_c3) % 6)) + N);
-                        pd_b121_j = (pd_c1 + pd_c6);
+                        pd_b98_b = pd_c0;
+                        pd_b98_i = ((-((N - pd_c3) % 6)) + N);
+                        pd_b98_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc121[5][16];
+                      float pd_acc98[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc121[pd_r][pd_v] = 0;
+                          pd_acc98[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv121; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
                         {
-                          pd_acc121[pd_r][pd_v] = C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)];
+                          pd_acc98[pd_r][pd_v] = C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7438,20 +6151,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b121_i + pd_min(pd_r, pd_nr121 - 1);
-                              const int64_t j = pd_b121_j + pd_v;
+                              const int64_t i = pd_b98_i + pd_min(pd_r, pd_nr98 - 1);
+                              const int64_t j = pd_b98_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc121[pd_r][pd_v] = (pd_acc121[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc98[pd_r][pd_v] = (pd_acc98[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv121; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
                         {
-                          C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)] = pd_acc121[pd_r][pd_v];
+                          C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
                         }
                       }
                     }
@@ -7460,32 +6173,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                         {
-                          int64_t pd_b120_b;
-                          int64_t pd_b120_i;
-                          int64_t pd_b120_j;
-                          int64_t pd_b120_k;
-                          const int64_t pd_nr120 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv120 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                          int64_t pd_b97_b;
+                          int64_t pd_b97_i;
+                          int64_t pd_b97_j;
+                          int64_t pd_b97_k;
+                          const int64_t pd_nr97 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv97 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                           {
-                            pd_b120_b = pd_c0;
-                            pd_b120_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b120_j = (pd_c1 + pd_c6);
+                            pd_b97_b = pd_c0;
+                            pd_b97_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b97_j = (pd_c1 + pd_c6);
                           }
-                          float pd_acc120[5][32];
+                          float pd_acc97[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc120[pd_r][pd_v] = 0;
+                              pd_acc97[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
                             {
-                              pd_acc120[pd_r][pd_v] = C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)];
+                              pd_acc97[pd_r][pd_v] = C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7498,20 +6211,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b120_i + pd_min(pd_r, pd_nr120 - 1);
-                                  const int64_t j = pd_b120_j + pd_v;
+                                  const int64_t i = pd_b97_i + pd_min(pd_r, pd_nr97 - 1);
+                                  const int64_t j = pd_b97_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  pd_acc97[pd_r][pd_v] = (pd_acc97[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
                             {
-                              C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)] = pd_acc120[pd_r][pd_v];
+                              C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)] = pd_acc97[pd_r][pd_v];
                             }
                           }
                         }
@@ -7530,7 +6243,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                   const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
@@ -7549,32 +6262,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b123_b;
-                      int64_t pd_b123_i;
-                      int64_t pd_b123_j;
-                      int64_t pd_b123_k;
-                      const int64_t pd_nr123 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv123 = (M - pd_c1);
+                      int64_t pd_b100_b;
+                      int64_t pd_b100_i;
+                      int64_t pd_b100_j;
+                      int64_t pd_b100_k;
+                      const int64_t pd_nr100 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                      const int64_t pd_nv100 = (M - pd_c1);
                       {
-                        pd_b123_b = pd_c0;
-                        pd_b123_i = (pd_c3 + pd_c5);
-                        pd_b123_j = pd_c1;
+                        pd_b100_b = pd_c0;
+                        pd_b100_i = (pd_c3 + pd_c5);
+                        pd_b100_j = pd_c1;
                       }
-                      float pd_acc123[6][16];
+                      float pd_acc100[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc123[pd_r][pd_v] = 0;
+                          pd_acc100[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
                         {
-                          pd_acc123[pd_r][pd_v] = C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)];
+                          pd_acc100[pd_r][pd_v] = C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7587,20 +6300,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b123_i + pd_min(pd_r, pd_nr123 - 1);
-                              const int64_t j = pd_b123_j + pd_v;
+                              const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
+                              const int64_t j = pd_b100_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc123[pd_r][pd_v] = (pd_acc123[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
                         {
-                          C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)] = pd_acc123[pd_r][pd_v];
+                          C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
                         }
                       }
                     }
@@ -7609,32 +6322,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                         if (((pd_c1 + 31)) - (pd_c1) < 272)
                         {
-                          int64_t pd_b122_b;
-                          int64_t pd_b122_i;
-                          int64_t pd_b122_j;
-                          int64_t pd_b122_k;
-                          const int64_t pd_nr122 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv122 = (M - pd_c1);
+                          int64_t pd_b99_b;
+                          int64_t pd_b99_i;
+                          int64_t pd_b99_j;
+                          int64_t pd_b99_k;
+                          const int64_t pd_nr99 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                          const int64_t pd_nv99 = (M - pd_c1);
                           {
-                            pd_b122_b = pd_c0;
-                            pd_b122_i = (pd_c3 + pd_c5);
-                            pd_b122_j = pd_c1;
+                            pd_b99_b = pd_c0;
+                            pd_b99_i = (pd_c3 + pd_c5);
+                            pd_b99_j = pd_c1;
                           }
-                          float pd_acc122[6][32];
+                          float pd_acc99[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc122[pd_r][pd_v] = 0;
+                              pd_acc99[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
                             {
-                              pd_acc122[pd_r][pd_v] = C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)];
+                              pd_acc99[pd_r][pd_v] = C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7647,20 +6360,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b122_i + pd_min(pd_r, pd_nr122 - 1);
-                                  const int64_t j = pd_b122_j + pd_v;
+                                  const int64_t i = pd_b99_i + pd_min(pd_r, pd_nr99 - 1);
+                                  const int64_t j = pd_b99_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc122[pd_r][pd_v] = (pd_acc122[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  pd_acc99[pd_r][pd_v] = (pd_acc99[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
                             {
-                              C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)] = pd_acc122[pd_r][pd_v];
+                              C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)] = pd_acc99[pd_r][pd_v];
                             }
                           }
                         }
@@ -7679,7 +6392,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                   const int64_t j = (pd_c1 + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
@@ -7695,32 +6408,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                     if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                     {
-                      int64_t pd_b125_b;
-                      int64_t pd_b125_i;
-                      int64_t pd_b125_j;
-                      int64_t pd_b125_k;
-                      const int64_t pd_nr125 = (N - pd_c3);
-                      const int64_t pd_nv125 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                      int64_t pd_b102_b;
+                      int64_t pd_b102_i;
+                      int64_t pd_b102_j;
+                      int64_t pd_b102_k;
+                      const int64_t pd_nr102 = (N - pd_c3);
+                      const int64_t pd_nv102 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                       {
-                        pd_b125_b = pd_c0;
-                        pd_b125_i = pd_c3;
-                        pd_b125_j = (pd_c1 + pd_c6);
+                        pd_b102_b = pd_c0;
+                        pd_b102_i = pd_c3;
+                        pd_b102_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc125[5][16];
+                      float pd_acc102[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc125[pd_r][pd_v] = 0;
+                          pd_acc102[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr102; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv102; pd_v++)
                         {
-                          pd_acc125[pd_r][pd_v] = C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)];
+                          pd_acc102[pd_r][pd_v] = C[((pd_b102_b) * N + (pd_b102_i + pd_r)) * M + (pd_b102_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7733,20 +6446,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b125_i + pd_min(pd_r, pd_nr125 - 1);
-                              const int64_t j = pd_b125_j + pd_v;
+                              const int64_t i = pd_b102_i + pd_min(pd_r, pd_nr102 - 1);
+                              const int64_t j = pd_b102_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc125[pd_r][pd_v] = (pd_acc125[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc102[pd_r][pd_v] = (pd_acc102[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr102; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv102; pd_v++)
                         {
-                          C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)] = pd_acc125[pd_r][pd_v];
+                          C[((pd_b102_b) * N + (pd_b102_i + pd_r)) * M + (pd_b102_j + pd_v)] = pd_acc102[pd_r][pd_v];
                         }
                       }
                     }
@@ -7755,32 +6468,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                         {
-                          int64_t pd_b124_b;
-                          int64_t pd_b124_i;
-                          int64_t pd_b124_j;
-                          int64_t pd_b124_k;
-                          const int64_t pd_nr124 = (N - pd_c3);
-                          const int64_t pd_nv124 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                          int64_t pd_b101_b;
+                          int64_t pd_b101_i;
+                          int64_t pd_b101_j;
+                          int64_t pd_b101_k;
+                          const int64_t pd_nr101 = (N - pd_c3);
+                          const int64_t pd_nv101 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                           {
-                            pd_b124_b = pd_c0;
-                            pd_b124_i = pd_c3;
-                            pd_b124_j = (pd_c1 + pd_c6);
+                            pd_b101_b = pd_c0;
+                            pd_b101_i = pd_c3;
+                            pd_b101_j = (pd_c1 + pd_c6);
                           }
-                          float pd_acc124[5][32];
+                          float pd_acc101[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc124[pd_r][pd_v] = 0;
+                              pd_acc101[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr124; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv124; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv101; pd_v++)
                             {
-                              pd_acc124[pd_r][pd_v] = C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)];
+                              pd_acc101[pd_r][pd_v] = C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -7793,20 +6506,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b124_i + pd_min(pd_r, pd_nr124 - 1);
-                                  const int64_t j = pd_b124_j + pd_v;
+                                  const int64_t i = pd_b101_i + pd_min(pd_r, pd_nr101 - 1);
+                                  const int64_t j = pd_b101_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc124[pd_r][pd_v] = (pd_acc124[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  pd_acc101[pd_r][pd_v] = (pd_acc101[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr124; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv124; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv101; pd_v++)
                             {
-                              C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)] = pd_acc124[pd_r][pd_v];
+                              C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)] = pd_acc101[pd_r][pd_v];
                             }
                           }
                         }
@@ -7825,7 +6538,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = (pd_c3 + pd_c9);
                                   const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                 }
                               }
                             }

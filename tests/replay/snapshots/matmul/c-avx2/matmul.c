@@ -314,12 +314,12 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
     }
   }
-  if (((N == 48) && (K >= 256)))
+  if ((N == 48))
   {
     #pragma omp parallel for schedule(static) if((N) * (M) * (K) >= 4194304 && ((((M - 255)) - (0) + (256) - 1) / (256)) >= pd_threads())
     for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
     {
-      for (int64_t pd_c2 = 0; pd_c2 < (K - 255); pd_c2 += 256)
+      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
         for (int64_t pd_c3 = 0; pd_c3 <= 42; pd_c3 += 6)
         {
@@ -344,7 +344,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                 }
               }
-              for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
+              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
               {
                 #pragma GCC unroll 16
                 for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -373,57 +373,6 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
           }
         }
       }
-      for (int64_t pd_c3 = 0; pd_c3 <= 42; pd_c3 += 6)
-      {
-        for (int64_t pd_c4 = 0; pd_c4 <= 240; pd_c4 += 16)
-        {
-          {
-            int64_t pd_b2_i;
-            int64_t pd_b2_j;
-            int64_t pd_b2_k;
-            {
-              const int64_t pd_c6 = 0;
-              const int64_t pd_c7 = 0;
-              pd_b2_i = (pd_c3 + pd_c6);
-              pd_b2_j = ((pd_c1 + pd_c4) + pd_c7);
-            }
-            float pd_acc2[6][16];
-            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-            {
-              #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-              {
-                pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
-              }
-            }
-            for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-            {
-              #pragma GCC unroll 16
-              for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-              {
-                #pragma omp simd
-                for (int64_t pd_c7 = 0; pd_c7 <= 15; pd_c7 += 1)
-                {
-                  {
-                    const int64_t i = (pd_c3 + pd_c6);
-                    const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
-                    const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                    pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] = (pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] + (A[(i) * K + k] * B[(k) * M + j]));
-                  }
-                }
-              }
-            }
-            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-            {
-              #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-              {
-                C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
-              }
-            }
-          }
-        }
-      }
     }
     if (((M % 256) >= 1))
     {
@@ -437,22 +386,22 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 16); pd_c4 += 16)
             {
               {
-                int64_t pd_b3_i;
-                int64_t pd_b3_j;
-                int64_t pd_b3_k;
+                int64_t pd_b2_i;
+                int64_t pd_b2_j;
+                int64_t pd_b2_k;
                 {
                   const int64_t pd_c6 = 0;
                   const int64_t pd_c7 = 0;
-                  pd_b3_i = (pd_c3 + pd_c6);
-                  pd_b3_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                  pd_b2_i = (pd_c3 + pd_c6);
+                  pd_b2_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                 }
-                float pd_acc3[6][16];
+                float pd_acc2[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
+                    pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -467,7 +416,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         const int64_t i = (pd_c3 + pd_c6);
                         const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                         const int64_t k = (pd_c2 + pd_c5);
-                        pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] = (pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] = (pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
@@ -477,38 +426,38 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
+                    C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                   }
                 }
               }
             }
-            if (((((((((((N == 48) && (K >= 256)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+            if ((((((((((N == 48) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
               if ((((-(M % 16)) + M)) + ((M % 16)) - 16 >= (0))
               {
-                int64_t pd_b4_i;
-                int64_t pd_b4_j;
-                int64_t pd_b4_k;
-                const int64_t pd_nr4 = 6;
-                const int64_t pd_nv4 = (M % 16);
+                int64_t pd_b3_i;
+                int64_t pd_b3_j;
+                int64_t pd_b3_k;
+                const int64_t pd_nr3 = 6;
+                const int64_t pd_nv3 = (M % 16);
                 {
-                  pd_b4_i = pd_c3;
-                  pd_b4_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
+                  pd_b3_i = pd_c3;
+                  pd_b3_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
                 }
-                float pd_acc4[6][16];
+                float pd_acc3[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc4[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
+                    pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -520,20 +469,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
-                        const int64_t j = pd_b4_j + pd_v;
+                        const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                        const int64_t j = pd_b3_j + pd_v;
                         const int64_t k = (pd_c2 + pd_c5);
-                        pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
+                    C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -562,33 +511,33 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
         #pragma omp parallel for schedule(static) if((N) * (M) * (K) >= 4194304 && (((47) - (0) + (6)) / (6)) >= pd_threads())
         for (int64_t pd_c3 = 0; pd_c3 <= 47; pd_c3 += 6)
         {
-          if (((((((((((N == 48) && (K >= 256)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+          if ((((((((((N == 48) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
             if ((((-(M % 256)) + M)) + ((M % 256)) - 16 >= (0))
             {
-              int64_t pd_b5_i;
-              int64_t pd_b5_j;
-              int64_t pd_b5_k;
-              const int64_t pd_nr5 = 6;
-              const int64_t pd_nv5 = (M % 256);
+              int64_t pd_b4_i;
+              int64_t pd_b4_j;
+              int64_t pd_b4_k;
+              const int64_t pd_nr4 = 6;
+              const int64_t pd_nv4 = (M % 256);
               {
-                pd_b5_i = pd_c3;
-                pd_b5_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
+                pd_b4_i = pd_c3;
+                pd_b4_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
               }
-              float pd_acc5[6][16];
+              float pd_acc4[6][16];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  pd_acc5[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                 {
-                  pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
+                  pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                 }
               }
               for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -600,20 +549,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
                     {
-                      const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
-                      const int64_t j = pd_b5_j + pd_v;
+                      const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                      const int64_t j = pd_b4_j + pd_v;
                       const int64_t k = (pd_c2 + pd_c5);
-                      pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                 {
-                  C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
+                  C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -646,340 +595,34 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
     #pragma omp parallel for schedule(static) if((N) * (M) * (K) >= 4194304 && (((M) - (0) + (256) - 1) / (256)) >= pd_threads())
     for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
     {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          if ((M >= (pd_c1 + 16)))
-          {
-            for (int64_t pd_c3 = 0; pd_c3 < (N - 5); pd_c3 += 6)
-            {
-              for (int64_t pd_c4 = 0; pd_c4 <= pd_min(240, ((M - pd_c1) - 16)); pd_c4 += 16)
-              {
-                {
-                  int64_t pd_b6_i;
-                  int64_t pd_b6_j;
-                  int64_t pd_b6_k;
-                  {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b6_i = (pd_c3 + pd_c6);
-                    pd_b6_j = ((pd_c1 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc6[6][16];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 15; pd_c7 += 1)
-                      {
-                        {
-                          const int64_t i = (pd_c3 + pd_c6);
-                          const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
-                          const int64_t k = (pd_c2 + pd_c5);
-                          pd_acc6[(i) - pd_b6_i][(j) - pd_b6_j] = (pd_acc6[(i) - pd_b6_i][(j) - pd_b6_j] + (A[(i) * K + k] * B[(k) * M + j]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-              if (((pd_c1 + 255) >= M))
-              {
-                if ((((((((((((N <= 47) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                  if ((((-((M - pd_c1) % 16)) + M)) + (((M - pd_c1) % 16)) - 16 >= (0))
-                  {
-                    int64_t pd_b7_i;
-                    int64_t pd_b7_j;
-                    int64_t pd_b7_k;
-                    const int64_t pd_nr7 = 6;
-                    const int64_t pd_nv7 = ((M - pd_c1) % 16);
-                    {
-                      pd_b7_i = pd_c3;
-                      pd_b7_j = (((-((M - pd_c1) % 16)) + M)) + (((M - pd_c1) % 16)) - 16;
-                    }
-                    float pd_acc7[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc7[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
-                      {
-                        pd_acc7[pd_r][pd_v] = C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
-                            const int64_t j = pd_b7_j + pd_v;
-                            const int64_t k = (pd_c2 + pd_c5);
-                            pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c7 = 0; pd_c7 < (M % 16); pd_c7 += 1)
-                        {
-                          {
-                            const int64_t i = (pd_c3 + pd_c6);
-                            const int64_t j = (((-(M % 16)) + M) + pd_c7);
-                            const int64_t k = (pd_c2 + pd_c5);
-                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                  }
-              }
-            }
-          }
-          if ((((pd_c1 + 15) >= M) || ((N % 6) >= 1)))
-          {
-            if ((M >= (pd_c1 + 16)))
-            {
-              for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c1) - 1)); pd_c4 += 16)
-              {
-                if ((((((((((((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c4 % 16) == 0)))
-                  if (((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 16))) ? 16 : ((M - pd_c1) - pd_c4))) - 16 >= (0))
-                  {
-                    int64_t pd_b8_i;
-                    int64_t pd_b8_j;
-                    int64_t pd_b8_k;
-                    const int64_t pd_nr8 = (N % 6);
-                    const int64_t pd_nv8 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 16))) ? 16 : ((M - pd_c1) - pd_c4));
-                    {
-                      pd_b8_i = ((-(N % 6)) + N);
-                      pd_b8_j = ((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 16))) ? 16 : ((M - pd_c1) - pd_c4))) - 16;
-                    }
-                    float pd_acc8[5][16];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc8[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
-                      {
-                        pd_acc8[pd_r][pd_v] = C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
-                            const int64_t j = pd_b8_j + pd_v;
-                            const int64_t k = (pd_c2 + pd_c5);
-                            pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
-                      {
-                        if (((N % 6) >= (pd_c6 + 1)))
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M - pd_c1) - pd_c4) - 1)); pd_c7 += 1)
-                          {
-                            {
-                              const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                              const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
-                              const int64_t k = (pd_c2 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-              }
-            }
-            else
-            {
-              for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
-              {
-                if (((((((((((N <= 47) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                  if ((pd_c1) + ((M - pd_c1)) - 16 >= (0))
-                  {
-                    int64_t pd_b9_i;
-                    int64_t pd_b9_j;
-                    int64_t pd_b9_k;
-                    const int64_t pd_nr9 = ((((N <= 47) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                    const int64_t pd_nv9 = (M - pd_c1);
-                    {
-                      pd_b9_i = pd_c3;
-                      pd_b9_j = (pd_c1) + ((M - pd_c1)) - 16;
-                    }
-                    float pd_acc9[6][16];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc9[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
-                      {
-                        pd_acc9[pd_r][pd_v] = C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
-                            const int64_t j = pd_b9_j + pd_v;
-                            const int64_t k = (pd_c2 + pd_c5);
-                            pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c1); pd_c7 += 1)
-                        {
-                          {
-                            const int64_t i = (pd_c3 + pd_c6);
-                            const int64_t j = (pd_c1 + pd_c7);
-                            const int64_t k = (pd_c2 + pd_c5);
-                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                  }
-              }
-            }
-          }
-        }
-      }
-      else
+      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
       {
         if ((M >= (pd_c1 + 16)))
         {
-          for (int64_t pd_c3 = 0; pd_c3 <= 42; pd_c3 += 6)
+          for (int64_t pd_c3 = 0; pd_c3 < (N - 5); pd_c3 += 6)
           {
             for (int64_t pd_c4 = 0; pd_c4 <= pd_min(240, ((M - pd_c1) - 16)); pd_c4 += 16)
             {
               {
-                int64_t pd_b10_i;
-                int64_t pd_b10_j;
-                int64_t pd_b10_k;
+                int64_t pd_b5_i;
+                int64_t pd_b5_j;
+                int64_t pd_b5_k;
                 {
                   const int64_t pd_c6 = 0;
                   const int64_t pd_c7 = 0;
-                  pd_b10_i = (pd_c3 + pd_c6);
-                  pd_b10_j = ((pd_c1 + pd_c4) + pd_c7);
+                  pd_b5_i = (pd_c3 + pd_c6);
+                  pd_b5_j = ((pd_c1 + pd_c4) + pd_c7);
                 }
-                float pd_acc10[6][16];
+                float pd_acc5[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                    pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                   }
                 }
-                for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
                 {
                   #pragma GCC unroll 16
                   for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -990,8 +633,8 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                       {
                         const int64_t i = (pd_c3 + pd_c6);
                         const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
-                        const int64_t k = pd_c5;
-                        pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                        const int64_t k = (pd_c2 + pd_c5);
+                        pd_acc5[(i) - pd_b5_i][(j) - pd_b5_j] = (pd_acc5[(i) - pd_b5_i][(j) - pd_b5_j] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
@@ -1001,43 +644,43 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                    C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                   }
                 }
               }
             }
             if (((pd_c1 + 255) >= M))
             {
-              if ((((((((((N == 48) && (K <= 255)) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+              if ((((((((((((N <= 47) && (M >= (pd_c1 + 16))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c1) % 16) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
                 if ((((-((M - pd_c1) % 16)) + M)) + (((M - pd_c1) % 16)) - 16 >= (0))
                 {
-                  int64_t pd_b11_i;
-                  int64_t pd_b11_j;
-                  int64_t pd_b11_k;
-                  const int64_t pd_nr11 = 6;
-                  const int64_t pd_nv11 = ((M - pd_c1) % 16);
+                  int64_t pd_b6_i;
+                  int64_t pd_b6_j;
+                  int64_t pd_b6_k;
+                  const int64_t pd_nr6 = 6;
+                  const int64_t pd_nv6 = ((M - pd_c1) % 16);
                   {
-                    pd_b11_i = pd_c3;
-                    pd_b11_j = (((-((M - pd_c1) % 16)) + M)) + (((M - pd_c1) % 16)) - 16;
+                    pd_b6_i = pd_c3;
+                    pd_b6_j = (((-((M - pd_c1) % 16)) + M)) + (((M - pd_c1) % 16)) - 16;
                   }
-                  float pd_acc11[6][16];
+                  float pd_acc6[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc11[pd_r][pd_v] = 0;
+                      pd_acc6[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv11; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                     {
-                      pd_acc11[pd_r][pd_v] = C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                      pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                     }
                   }
-                  for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
                   {
                     #pragma GCC unroll 16
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1046,26 +689,26 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
                         {
-                          const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
-                          const int64_t j = pd_b11_j + pd_v;
-                          const int64_t k = pd_c5;
-                          pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                          const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                          const int64_t j = pd_b6_j + pd_v;
+                          const int64_t k = (pd_c2 + pd_c5);
+                          pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv11; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                      C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                     }
                   }
                 }
                 else
                 {
-                  for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
                   {
                     #pragma GCC unroll 16
                     for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -1076,7 +719,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         {
                           const int64_t i = (pd_c3 + pd_c6);
                           const int64_t j = (((-(M % 16)) + M) + pd_c7);
-                          const int64_t k = pd_c5;
+                          const int64_t k = (pd_c2 + pd_c5);
                           C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
                         }
                       }
@@ -1086,85 +729,172 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
             }
           }
         }
-        else
+        if ((((pd_c1 + 15) >= M) || ((N % 6) >= 1)))
         {
-          for (int64_t pd_c3 = 0; pd_c3 <= 47; pd_c3 += 6)
+          if ((M >= (pd_c1 + 16)))
           {
-            if (((((((((N == 48) && (K <= 255)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-              if ((pd_c1) + ((M - pd_c1)) - 16 >= (0))
-              {
-                int64_t pd_b12_i;
-                int64_t pd_b12_j;
-                int64_t pd_b12_k;
-                const int64_t pd_nr12 = 6;
-                const int64_t pd_nv12 = (M - pd_c1);
+            for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c1) - 1)); pd_c4 += 16)
+            {
+              if ((((((((((((M >= (pd_c1 + 16)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c4 % 16) == 0)))
+                if (((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 16))) ? 16 : ((M - pd_c1) - pd_c4))) - 16 >= (0))
                 {
-                  pd_b12_i = pd_c3;
-                  pd_b12_j = (pd_c1) + ((M - pd_c1)) - 16;
-                }
-                float pd_acc12[6][16];
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                  int64_t pd_b7_i;
+                  int64_t pd_b7_j;
+                  int64_t pd_b7_k;
+                  const int64_t pd_nr7 = (N % 6);
+                  const int64_t pd_nv7 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 16))) ? 16 : ((M - pd_c1) - pd_c4));
                   {
-                    pd_acc12[pd_r][pd_v] = 0;
+                    pd_b7_i = ((-(N % 6)) + N);
+                    pd_b7_j = ((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 16))) ? 16 : ((M - pd_c1) - pd_c4))) - 16;
+                  }
+                  float pd_acc7[5][16];
+                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                    {
+                      pd_acc7[pd_r][pd_v] = 0;
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
+                    {
+                      pd_acc7[pd_r][pd_v] = C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      {
+                        {
+                          const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                          const int64_t j = pd_b7_j + pd_v;
+                          const int64_t k = (pd_c2 + pd_c5);
+                          pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
+                    {
+                      C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
+                    }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                else
                 {
-                  #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
                   {
-                    pd_acc12[pd_r][pd_v] = C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                    #pragma GCC unroll 16
+                    for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
+                    {
+                      if (((N % 6) >= (pd_c6 + 1)))
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M - pd_c1) - pd_c4) - 1)); pd_c7 += 1)
+                        {
+                          {
+                            const int64_t i = (((-(N % 6)) + N) + pd_c6);
+                            const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
+                            const int64_t k = (pd_c2 + pd_c5);
+                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
+                          }
+                        }
+                      }
+                    }
                   }
                 }
-                for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
+            }
+          }
+          else
+          {
+            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
+            {
+              if (((((((((((N <= 47) && (M >= (pd_c1 + 1))) && ((pd_c1 + 15) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                if ((pd_c1) + ((M - pd_c1)) - 16 >= (0))
                 {
-                  #pragma GCC unroll 16
+                  int64_t pd_b8_i;
+                  int64_t pd_b8_j;
+                  int64_t pd_b8_k;
+                  const int64_t pd_nr8 = ((((N <= 47) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
+                  const int64_t pd_nv8 = (M - pd_c1);
+                  {
+                    pd_b8_i = pd_c3;
+                    pd_b8_j = (pd_c1) + ((M - pd_c1)) - 16;
+                  }
+                  float pd_acc8[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      {
-                        const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
-                        const int64_t j = pd_b12_j + pd_v;
-                        const int64_t k = pd_c5;
-                        pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
-                      }
+                      pd_acc8[pd_r][pd_v] = 0;
                     }
                   }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
-                  {
-                    C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
-                  }
-                }
-              }
-              else
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                  for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c1); pd_c7 += 1)
+                    for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
                     {
+                      pd_acc8[pd_r][pd_v] = C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        const int64_t i = (pd_c3 + pd_c6);
-                        const int64_t j = (pd_c1 + pd_c7);
-                        const int64_t k = pd_c5;
-                        C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
+                        {
+                          const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                          const int64_t j = pd_b8_j + pd_v;
+                          const int64_t k = (pd_c2 + pd_c5);
+                          pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
+                    {
+                      C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
+                    }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c1); pd_c7 += 1)
+                      {
+                        {
+                          const int64_t i = (pd_c3 + pd_c6);
+                          const int64_t j = (pd_c1 + pd_c7);
+                          const int64_t k = (pd_c2 + pd_c5);
+                          C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * B[(k) * M + j]));
+                        }
                       }
                     }
                   }
                 }
-              }
+            }
           }
         }
       }
@@ -1225,22 +955,22 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 16)
               {
                 {
-                  int64_t pd_b13_i;
-                  int64_t pd_b13_j;
-                  int64_t pd_b13_k;
+                  int64_t pd_b9_i;
+                  int64_t pd_b9_j;
+                  int64_t pd_b9_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b13_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b13_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b9_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b9_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc13[6][16];
+                  float pd_acc9[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc13[pd_r][pd_v] = C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                      pd_acc9[pd_r][pd_v] = C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
@@ -1255,7 +985,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc13[(i) - pd_b13_i][(j) - pd_b13_j] = (pd_acc13[(i) - pd_b13_i][(j) - pd_b13_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] = (pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1265,7 +995,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                      C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                     }
                   }
                 }
@@ -1301,17 +1031,17 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
     }
   }
-  if (((N >= 48) && (K >= 256)))
+  if ((N >= 48))
   {
     for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (K - 255); pd_c1 += 256)
+      for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
       {
         #pragma omp parallel if((N) * (M) * (K) >= 1048576)
         {
           float pd_pk2_s[69632] __attribute__((aligned(64)));
           float *restrict pd_pk2 = pd_pk2_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (256); pd_q0++)
+          for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
           {
             {
               #pragma omp simd
@@ -1338,25 +1068,25 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_c4 = 0; pd_c4 <= 240; pd_c4 += 16)
                 {
                   {
-                    int64_t pd_b14_i;
-                    int64_t pd_b14_j;
-                    int64_t pd_b14_k;
+                    int64_t pd_b10_i;
+                    int64_t pd_b10_j;
+                    int64_t pd_b10_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b14_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b14_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b10_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b10_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc14[6][16];
+                    float pd_acc10[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc14[pd_r][pd_v] = C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                        pd_acc10[pd_r][pd_v] = C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -1368,7 +1098,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc14[(i) - pd_b14_i][(j) - pd_b14_j] = (pd_acc14[(i) - pd_b14_i][(j) - pd_b14_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -1378,7 +1108,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                        C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                       }
                     }
                   }
@@ -1402,25 +1132,25 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_c4 = 0 + (pd_w3 ? 0 : pd_team_id()) * 16; pd_c4 <= 240; pd_c4 += (pd_w3 ? 1 : pd_team_size()) * 16)
               {
                 {
-                  int64_t pd_b15_i;
-                  int64_t pd_b15_j;
-                  int64_t pd_b15_k;
+                  int64_t pd_b11_i;
+                  int64_t pd_b11_j;
+                  int64_t pd_b11_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b15_i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                    pd_b15_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b11_i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
+                    pd_b11_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc15[6][16];
+                  float pd_acc11[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                      pd_acc11[pd_r][pd_v] = C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
                     }
                   }
-                  for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                   {
                     #pragma GCC unroll 16
                     for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
@@ -1432,7 +1162,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc11[(i) - pd_b11_i][(j) - pd_b11_j] = (pd_acc11[(i) - pd_b11_i][(j) - pd_b11_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1442,7 +1172,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                      C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
                     }
                   }
                 }
@@ -1459,35 +1189,35 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp for schedule(static)
             for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 16)
             {
-              if ((((((((((((N >= 48) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 16) == 0)))
+              if ((((((((((((N >= 48) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 16) == 0)))
               {
-                int64_t pd_b16_i;
-                int64_t pd_b16_j;
-                int64_t pd_b16_k;
-                const int64_t pd_nr16 = (N % 6);
-                const int64_t pd_nv16 = 16;
+                int64_t pd_b12_i;
+                int64_t pd_b12_j;
+                int64_t pd_b12_k;
+                const int64_t pd_nr12 = (N % 6);
+                const int64_t pd_nv12 = 16;
                 {
-                  pd_b16_i = ((-(N % 6)) + N);
-                  pd_b16_j = (pd_c0 + pd_c4);
+                  pd_b12_i = ((-(N % 6)) + N);
+                  pd_b12_j = (pd_c0 + pd_c4);
                 }
-                float pd_acc16[5][16];
+                float pd_acc12[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc16[pd_r][pd_v] = 0;
+                    pd_acc12[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
                   {
-                    pd_acc16[pd_r][pd_v] = C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                    pd_acc12[pd_r][pd_v] = C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
                   }
                 }
-                for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                 {
                   #pragma GCC unroll 16
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
@@ -1496,181 +1226,374 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
-                        const int64_t j = pd_b16_j + pd_v;
+                        const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
+                        const int64_t j = pd_b12_j + pd_v;
                         const int64_t k = (pd_c1 + pd_c5);
-                        pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                        pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
                   {
-                    C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                    C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
                   }
                 }
               }
             }
           }
         }
-      }
-      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-      {
-        float pd_pk3_s[69360] __attribute__((aligned(64)));
-        float *restrict pd_pk3 = pd_pk3_s;
-        for (int64_t pd_q0 = 0; pd_q0 < ((K % 256)); pd_q0++)
-        {
-          {
-            #pragma omp simd
-            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-            {
-              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((((-(K % 256)) + K)) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-            }
-            for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
-            {
-              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
-            }
-          }
-        }
-        {
-          const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-          const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-          for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
-          {
-            const int pd_w4 = pd_t4 < pd_s4;
-            const int64_t pd_c2 = 0 + pd_t4 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
-            {
-              for (int64_t pd_c4 = 0; pd_c4 <= 240; pd_c4 += 16)
-              {
-                {
-                  int64_t pd_b17_i;
-                  int64_t pd_b17_j;
-                  int64_t pd_b17_k;
-                  {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b17_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b17_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc17[6][16];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 15; pd_c7 += 1)
-                      {
-                        {
-                          const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                          pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] = (pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] + (A[(i) * K + k] * pd_pk3[((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            if (!pd_w4)
-            {
-              #pragma omp barrier
-            }
-            if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
-            {
-              for (int64_t pd_c4 = 0 + (pd_w4 ? 0 : pd_team_id()) * 16; pd_c4 <= 255; pd_c4 += (pd_w4 ? 1 : pd_team_size()) * 16)
-              {
-                if ((((((((((((((N >= 48) && (K >= 256)) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((K % 256) >= 1)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
-                {
-                  int64_t pd_b18_i;
-                  int64_t pd_b18_j;
-                  int64_t pd_b18_k;
-                  const int64_t pd_nr18 = ((N - pd_c2) % 6);
-                  const int64_t pd_nv18 = 16;
-                  {
-                    pd_b18_i = ((-((N - pd_c2) % 6)) + N);
-                    pd_b18_j = (pd_c0 + pd_c4);
-                  }
-                  float pd_acc18[5][16];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      pd_acc18[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
-                    {
-                      pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= ((K % 256) - 1); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        {
-                          const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                          const int64_t j = pd_b18_j + pd_v;
-                          const int64_t k = (((-(K % 256)) + K) + pd_c5);
-                          pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (((-(K % 256)) + K))) * 272 + ((j) - (pd_c0)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
-                    {
-                      C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-              if (!pd_w4)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-        }
-        #pragma omp barrier
       }
     }
   }
-  if ((((N <= 47) || (K <= 255)) || ((M % 256) >= 1)))
+  if (((N <= 47) || ((M % 256) >= 1)))
   {
-    if ((N <= 47))
+    if ((N >= 48))
+    {
+      for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
+      {
+        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+        {
+          float pd_pk3_s[69632] __attribute__((aligned(64)));
+          float *restrict pd_pk3 = pd_pk3_s;
+          for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
+          {
+            {
+              #pragma omp simd
+              for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
+              {
+                pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
+              }
+              for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
+              {
+                pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
+              }
+            }
+          }
+          {
+            const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
+            const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
+            const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
+            for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+            {
+              const int pd_w4 = pd_t4 < pd_s4;
+              const int64_t pd_c2 = 0 + pd_t4 * 48;
+              if (((M % 256) >= 16))
+              {
+                for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+                {
+                  for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 16); pd_c4 += 16)
+                  {
+                    {
+                      int64_t pd_b13_i;
+                      int64_t pd_b13_j;
+                      int64_t pd_b13_k;
+                      {
+                        const int64_t pd_c6 = 0;
+                        const int64_t pd_c7 = 0;
+                        pd_b13_i = ((pd_c2 + pd_c3) + pd_c6);
+                        pd_b13_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                      }
+                      float pd_acc13[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc13[pd_r][pd_v] = C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c7 = 0; pd_c7 <= 15; pd_c7 += 1)
+                          {
+                            {
+                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                              const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                              const int64_t k = (pd_c1 + pd_c5);
+                              pd_acc13[(i) - pd_b13_i][(j) - pd_b13_j] = (pd_acc13[(i) - pd_b13_i][(j) - pd_b13_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                    if (((((-(M % 16)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                    {
+                      int64_t pd_b14_i;
+                      int64_t pd_b14_j;
+                      int64_t pd_b14_k;
+                      const int64_t pd_nr14 = 6;
+                      const int64_t pd_nv14 = (M % 16);
+                      {
+                        pd_b14_i = (pd_c2 + pd_c3);
+                        pd_b14_j = ((-(M % 16)) + M);
+                      }
+                      float pd_acc14[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc14[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
+                        {
+                          pd_acc14[pd_r][pd_v] = C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
+                              const int64_t j = pd_b14_j + pd_v;
+                              const int64_t k = (pd_c1 + pd_c5);
+                              pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
+                        {
+                          C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c7 = 0; pd_c7 < (M % 16); pd_c7 += 1)
+                          {
+                            {
+                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                              const int64_t j = (((-(M % 16)) + M) + pd_c7);
+                              const int64_t k = (pd_c1 + pd_c5);
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+                if (!pd_w4)
+                {
+                  #pragma omp barrier
+                }
+              }
+              if ((((M % 256) <= 15) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
+              {
+                for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+                {
+                  if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                    if (((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                    {
+                      int64_t pd_b15_i;
+                      int64_t pd_b15_j;
+                      int64_t pd_b15_k;
+                      const int64_t pd_nr15 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv15 = (M % 256);
+                      {
+                        pd_b15_i = (pd_c2 + pd_c3);
+                        pd_b15_j = ((-(M % 256)) + M);
+                      }
+                      float pd_acc15[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc15[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
+                        {
+                          pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t i = pd_b15_i + pd_min(pd_r, pd_nr15 - 1);
+                              const int64_t j = pd_b15_j + pd_v;
+                              const int64_t k = (pd_c1 + pd_c5);
+                              pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
+                        {
+                          C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c7 = 0; pd_c7 < (((M - 16) % 256) - 240); pd_c7 += 1)
+                          {
+                            {
+                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                              const int64_t j = ((((-((M - 16) % 256)) + M) + pd_c7) + 240);
+                              const int64_t k = (pd_c1 + pd_c5);
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+                if (!pd_w4)
+                {
+                  #pragma omp barrier
+                }
+                if ((((pd_c2 + 47) >= N) && ((M % 256) >= 16)))
+                {
+                  for (int64_t pd_c4 = 0 + (pd_w4 ? 0 : pd_team_id()) * 16; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w4 ? 1 : pd_team_size()) * 16)
+                  {
+                    if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
+                      if ((((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b16_i;
+                        int64_t pd_b16_j;
+                        int64_t pd_b16_k;
+                        const int64_t pd_nr16 = ((N - pd_c2) % 6);
+                        const int64_t pd_nv16 = (((M % 256) >= (pd_c4 + 17)) ? 16 : ((M % 256) - pd_c4));
+                        {
+                          pd_b16_i = ((-((N - pd_c2) % 6)) + N);
+                          pd_b16_j = (((-(M % 256)) + M) + pd_c4);
+                        }
+                        float pd_acc16[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc16[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                          {
+                            pd_acc16[pd_r][pd_v] = C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
+                                const int64_t j = pd_b16_j + pd_v;
+                                const int64_t k = (pd_c1 + pd_c5);
+                                pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                          {
+                            C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
+                          {
+                            if (((N % 6) >= (pd_c6 + 1)))
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
+                              {
+                                {
+                                  const int64_t i = (((-(N % 6)) + N) + pd_c6);
+                                  const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                                  const int64_t k = (pd_c1 + pd_c5);
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                  if (!pd_w4)
+                  {
+                    #pragma omp barrier
+                  }
+                }
+              }
+            }
+          }
+          #pragma omp barrier
+        }
+      }
+    }
+    else
     {
       for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
       {
@@ -1702,22 +1625,22 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(240, ((M - pd_c0) - 16)); pd_c4 += 16)
                 {
                   {
-                    int64_t pd_b19_i;
-                    int64_t pd_b19_j;
-                    int64_t pd_b19_k;
+                    int64_t pd_b17_i;
+                    int64_t pd_b17_j;
+                    int64_t pd_b17_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b19_i = (pd_c3 + pd_c6);
-                      pd_b19_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b17_i = (pd_c3 + pd_c6);
+                      pd_b17_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc19[6][16];
+                    float pd_acc17[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                        pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1732,7 +1655,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = (pd_c3 + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] = (pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] = (pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -1742,7 +1665,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                        C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
                       }
                     }
                   }
@@ -1752,14 +1675,184 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((N <= 47) && (M >= (pd_c0 + 16))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 16) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((((-((M - pd_c0) % 16)) + M) + 15)) - (pd_c0) < 272)
                     {
+                      int64_t pd_b18_i;
+                      int64_t pd_b18_j;
+                      int64_t pd_b18_k;
+                      const int64_t pd_nr18 = 6;
+                      const int64_t pd_nv18 = ((M - pd_c0) % 16);
+                      {
+                        pd_b18_i = pd_c3;
+                        pd_b18_j = ((-((M - pd_c0) % 16)) + M);
+                      }
+                      float pd_acc18[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc18[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                        {
+                          pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
+                              const int64_t j = pd_b18_j + pd_v;
+                              const int64_t k = (pd_c1 + pd_c5);
+                              pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                        {
+                          C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c7 = 0; pd_c7 < (M % 16); pd_c7 += 1)
+                          {
+                            {
+                              const int64_t i = (pd_c3 + pd_c6);
+                              const int64_t j = (((-(M % 16)) + M) + pd_c7);
+                              const int64_t k = (pd_c1 + pd_c5);
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+              }
+            }
+            if ((((pd_c0 + 15) >= M) || ((N % 6) >= 1)))
+            {
+              if ((M >= (pd_c0 + 16)))
+              {
+                #pragma omp for schedule(static)
+                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += 16)
+                {
+                  if (((((((((((((N <= 47) && (M >= (pd_c0 + 16))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 16) == 0)))
+                    if ((((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
+                    {
+                      int64_t pd_b19_i;
+                      int64_t pd_b19_j;
+                      int64_t pd_b19_k;
+                      const int64_t pd_nr19 = (N % 6);
+                      const int64_t pd_nv19 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
+                      {
+                        pd_b19_i = ((-(N % 6)) + N);
+                        pd_b19_j = (pd_c0 + pd_c4);
+                      }
+                      float pd_acc19[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc19[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                        {
+                          pd_acc19[pd_r][pd_v] = C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
+                              const int64_t j = pd_b19_j + pd_v;
+                              const int64_t k = (pd_c1 + pd_c5);
+                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                        {
+                          C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
+                        {
+                          if (((N % 6) >= (pd_c6 + 1)))
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
+                            {
+                              {
+                                const int64_t i = (((-(N % 6)) + N) + pd_c6);
+                                const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
+                                const int64_t k = (pd_c1 + pd_c5);
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                }
+              }
+              else
+              {
+                #pragma omp for schedule(static)
+                for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
+                {
+                  if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 15) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
+                    if (((pd_c0 + 15)) - (pd_c0) < 272)
+                    {
                       int64_t pd_b20_i;
                       int64_t pd_b20_j;
                       int64_t pd_b20_k;
-                      const int64_t pd_nr20 = 6;
-                      const int64_t pd_nv20 = ((M - pd_c0) % 16);
+                      const int64_t pd_nr20 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
+                      const int64_t pd_nv20 = (M - pd_c0);
                       {
                         pd_b20_i = pd_c3;
-                        pd_b20_j = ((-((M - pd_c0) % 16)) + M);
+                        pd_b20_j = pd_c0;
                       }
                       float pd_acc20[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1809,176 +1902,6 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 < (M % 16); pd_c7 += 1)
-                          {
-                            {
-                              const int64_t i = (pd_c3 + pd_c6);
-                              const int64_t j = (((-(M % 16)) + M) + pd_c7);
-                              const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-            }
-            if ((((pd_c0 + 15) >= M) || ((N % 6) >= 1)))
-            {
-              if ((M >= (pd_c0 + 16)))
-              {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += 16)
-                {
-                  if (((((((((((((N <= 47) && (M >= (pd_c0 + 16))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 16) == 0)))
-                    if ((((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b21_i;
-                      int64_t pd_b21_j;
-                      int64_t pd_b21_k;
-                      const int64_t pd_nr21 = (N % 6);
-                      const int64_t pd_nv21 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
-                      {
-                        pd_b21_i = ((-(N % 6)) + N);
-                        pd_b21_j = (pd_c0 + pd_c4);
-                      }
-                      float pd_acc21[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc21[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
-                        {
-                          pd_acc21[pd_r][pd_v] = C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-                              const int64_t j = pd_b21_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
-                        {
-                          C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
-                        {
-                          if (((N % 6) >= (pd_c6 + 1)))
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-              else
-              {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
-                {
-                  if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 15) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((pd_c0 + 15)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b22_i;
-                      int64_t pd_b22_j;
-                      int64_t pd_b22_k;
-                      const int64_t pd_nr22 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                      const int64_t pd_nv22 = (M - pd_c0);
-                      {
-                        pd_b22_i = pd_c3;
-                        pd_b22_j = pd_c0;
-                      }
-                      float pd_acc22[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc22[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
-                        {
-                          pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-                              const int64_t j = pd_b22_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
-                        {
-                          C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
                         for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
                         {
                           #pragma omp simd
@@ -2001,699 +1924,6 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
         }
       }
     }
-    else
-    {
-      if ((K >= 256))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk5_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk5 = pd_pk5_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
-                {
-                  pd_pk5[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
-                }
-                for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk5[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            {
-              const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
-              const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-              const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-              for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
-              {
-                const int pd_w5 = pd_t5 < pd_s5;
-                const int64_t pd_c2 = 0 + pd_t5 * 48;
-                if (((M % 256) >= 16))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 16); pd_c4 += 16)
-                    {
-                      {
-                        int64_t pd_b23_i;
-                        int64_t pd_b23_j;
-                        int64_t pd_b23_k;
-                        {
-                          const int64_t pd_c6 = 0;
-                          const int64_t pd_c7 = 0;
-                          pd_b23_i = ((pd_c2 + pd_c3) + pd_c6);
-                          pd_b23_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                        }
-                        float pd_acc23[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= 15; pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc23[(i) - pd_b23_i][(j) - pd_b23_j] = (pd_acc23[(i) - pd_b23_i][(j) - pd_b23_j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                      if (((((-(M % 16)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b24_i;
-                        int64_t pd_b24_j;
-                        int64_t pd_b24_k;
-                        const int64_t pd_nr24 = 6;
-                        const int64_t pd_nv24 = (M % 16);
-                        {
-                          pd_b24_i = (pd_c2 + pd_c3);
-                          pd_b24_j = ((-(M % 16)) + M);
-                        }
-                        float pd_acc24[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc24[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
-                          {
-                            pd_acc24[pd_r][pd_v] = C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
-                                const int64_t j = pd_b24_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
-                          {
-                            C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 < (M % 16); pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = (((-(M % 16)) + M) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (!pd_w5)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                if ((((M % 256) <= 15) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
-                  {
-                    if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                      if (((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b25_i;
-                        int64_t pd_b25_j;
-                        int64_t pd_b25_k;
-                        const int64_t pd_nr25 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                        const int64_t pd_nv25 = (M % 256);
-                        {
-                          pd_b25_i = (pd_c2 + pd_c3);
-                          pd_b25_j = ((-(M % 256)) + M);
-                        }
-                        float pd_acc25[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc25[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
-                          {
-                            pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                                const int64_t j = pd_b25_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
-                          {
-                            C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 < (((M - 16) % 256) - 240); pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((((-((M - 16) % 256)) + M) + pd_c7) + 240);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (!pd_w5)
-                  {
-                    #pragma omp barrier
-                  }
-                  if ((((pd_c2 + 47) >= N) && ((M % 256) >= 16)))
-                  {
-                    for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 16; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 16)
-                    {
-                      if ((((((((((((((N >= 48) && (K >= 256)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
-                        if ((((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b26_i;
-                          int64_t pd_b26_j;
-                          int64_t pd_b26_k;
-                          const int64_t pd_nr26 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv26 = (((M % 256) >= (pd_c4 + 17)) ? 16 : ((M % 256) - pd_c4));
-                          {
-                            pd_b26_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b26_j = (((-(M % 256)) + M) + pd_c4);
-                          }
-                          float pd_acc26[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc26[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
-                            {
-                              pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                                  const int64_t j = pd_b26_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
-                            {
-                              C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
-                            {
-                              if (((N % 6) >= (pd_c6 + 1)))
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
-                                {
-                                  {
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w5)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-            #pragma omp barrier
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk6_s[69360] __attribute__((aligned(64)));
-            float *restrict pd_pk6 = pd_pk6_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (K); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk6[pd_q0 * 272 + pd_q1 * 1] = B[(((0) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk6[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            {
-              const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
-              const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-              const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-              for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
-              {
-                const int pd_w6 = pd_t6 < pd_s6;
-                const int64_t pd_c2 = 0 + pd_t6 * 48;
-                if ((M >= (pd_c0 + 16)))
-                {
-                  for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c4 = 0; pd_c4 <= pd_min(240, ((M - pd_c0) - 16)); pd_c4 += 16)
-                    {
-                      {
-                        int64_t pd_b27_i;
-                        int64_t pd_b27_j;
-                        int64_t pd_b27_k;
-                        {
-                          const int64_t pd_c6 = 0;
-                          const int64_t pd_c7 = 0;
-                          pd_b27_i = ((pd_c2 + pd_c3) + pd_c6);
-                          pd_b27_j = ((pd_c0 + pd_c4) + pd_c7);
-                        }
-                        float pd_acc27[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= 15; pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                const int64_t k = pd_c5;
-                                pd_acc27[(i) - pd_b27_i][(j) - pd_b27_j] = (pd_acc27[(i) - pd_b27_i][(j) - pd_b27_j] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((pd_c0 + 255) >= M))
-                    {
-                      if (((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 16))) && ((pd_c0 + 255) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 16) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((((-((M - pd_c0) % 16)) + M) + 15)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b28_i;
-                          int64_t pd_b28_j;
-                          int64_t pd_b28_k;
-                          const int64_t pd_nr28 = 6;
-                          const int64_t pd_nv28 = ((M - pd_c0) % 16);
-                          {
-                            pd_b28_i = (pd_c2 + pd_c3);
-                            pd_b28_j = ((-((M - pd_c0) % 16)) + M);
-                          }
-                          float pd_acc28[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc28[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
-                            {
-                              pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
-                                  const int64_t j = pd_b28_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
-                            {
-                              C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M % 16); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                  const int64_t j = (((-(M % 16)) + M) + pd_c7);
-                                  const int64_t k = pd_c5;
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  if (!pd_w6)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                if ((((pd_c0 + 15) >= M) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-                {
-                  if (((pd_c0 + 15) >= M))
-                  {
-                    for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
-                    {
-                      if ((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 1))) && ((pd_c0 + 15) >= M)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((pd_c0 + 15)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b29_i;
-                          int64_t pd_b29_j;
-                          int64_t pd_b29_k;
-                          const int64_t pd_nr29 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                          const int64_t pd_nv29 = (M - pd_c0);
-                          {
-                            pd_b29_i = (pd_c2 + pd_c3);
-                            pd_b29_j = pd_c0;
-                          }
-                          float pd_acc29[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc29[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
-                            {
-                              pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                                  const int64_t j = pd_b29_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
-                            {
-                              C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                  const int64_t j = (pd_c0 + pd_c7);
-                                  const int64_t k = pd_c5;
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w6)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 16; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 16)
-                    {
-                      if ((((((((((((((N >= 48) && (K <= 255)) && (M >= (pd_c0 + 16))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
-                        if ((((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b30_i;
-                          int64_t pd_b30_j;
-                          int64_t pd_b30_k;
-                          const int64_t pd_nr30 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv30 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
-                          {
-                            pd_b30_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b30_j = (pd_c0 + pd_c4);
-                          }
-                          float pd_acc30[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc30[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
-                            {
-                              pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                                  const int64_t j = pd_b30_j + pd_v;
-                                  const int64_t k = pd_c5;
-                                  pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
-                            {
-                              C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 < K; pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
-                            {
-                              if (((N % 6) >= (pd_c6 + 1)))
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(15, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
-                                {
-                                  {
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                    const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                    const int64_t k = pd_c5;
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk6[((k) - (0)) * 272 + ((j) - (pd_c0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w6)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-            #pragma omp barrier
-          }
-        }
-      }
-    }
   }
   return 0;
 }
@@ -2708,24 +1938,24 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b31_i;
-        int64_t pd_b31_j;
-        int64_t pd_b31_k;
+        int64_t pd_b21_i;
+        int64_t pd_b21_j;
+        int64_t pd_b21_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b31_i = (pd_c1 + pd_c3);
-          pd_b31_j = pd_c4;
+          pd_b21_i = (pd_c1 + pd_c3);
+          pd_b21_j = pd_c4;
         }
-        float pd_acc31[8][8];
+        float pd_acc21[8][8];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            const int64_t i = ((pd_b31_i + pd_r)) - 0;
-            const int64_t j = ((pd_b31_j + pd_v)) - 0;
-            pd_acc31[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b21_i + pd_r)) - 0;
+            const int64_t j = ((pd_b21_j + pd_v)) - 0;
+            pd_acc21[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2740,7 +1970,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc31[(i) - pd_b31_i][(j) - pd_b31_j] = (pd_acc31[(i) - pd_b31_i][(j) - pd_b31_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] = (pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2750,7 +1980,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+            C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
           }
         }
       }
@@ -2769,30 +1999,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b32_i;
-      int64_t pd_b32_j;
-      int64_t pd_b32_k;
-      const int64_t pd_nr32 = (N % 8);
-      const int64_t pd_nv32 = 8;
+      int64_t pd_b22_i;
+      int64_t pd_b22_j;
+      int64_t pd_b22_k;
+      const int64_t pd_nr22 = (N % 8);
+      const int64_t pd_nv22 = 8;
       {
-        pd_b32_i = ((-(N % 8)) + N);
-        pd_b32_j = 0;
+        pd_b22_i = ((-(N % 8)) + N);
+        pd_b22_j = 0;
       }
-      float pd_acc32[7][8];
+      float pd_acc22[7][8];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
         {
-          pd_acc32[pd_r][pd_v] = 0;
+          pd_acc22[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
         {
-          pd_acc32[pd_r][pd_v] = C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
+          pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2804,20 +2034,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
             {
-              const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-              const int64_t j = pd_b32_j + pd_v;
+              const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
+              const int64_t j = pd_b22_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
         {
-          C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+          C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
         }
       }
     }
@@ -2840,30 +2070,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b33_i;
-        int64_t pd_b33_j;
-        int64_t pd_b33_k;
-        const int64_t pd_nr33 = N;
-        const int64_t pd_nv33 = 8;
+        int64_t pd_b23_i;
+        int64_t pd_b23_j;
+        int64_t pd_b23_k;
+        const int64_t pd_nr23 = N;
+        const int64_t pd_nv23 = 8;
         {
-          pd_b33_i = 0;
-          pd_b33_j = 0;
+          pd_b23_i = 0;
+          pd_b23_j = 0;
         }
-        float pd_acc33[7][8];
+        float pd_acc23[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc33[pd_r][pd_v] = 0;
+            pd_acc23[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
           {
-            pd_acc33[pd_r][pd_v] = C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+            pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2875,20 +2105,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
               {
-                const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                const int64_t j = pd_b33_j + pd_v;
+                const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
+                const int64_t j = pd_b23_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
           {
-            C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+            C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
           }
         }
       }
@@ -2899,32 +2129,32 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 9) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((8) + ((M - 8)) - 8 >= (0))
         {
-          int64_t pd_b34_i;
-          int64_t pd_b34_j;
-          int64_t pd_b34_k;
-          const int64_t pd_nr34 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv34 = (M - 8);
+          int64_t pd_b24_i;
+          int64_t pd_b24_j;
+          int64_t pd_b24_k;
+          const int64_t pd_nr24 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv24 = (M - 8);
           {
-            pd_b34_i = pd_c1;
-            pd_b34_j = (8) + ((M - 8)) - 8;
+            pd_b24_i = pd_c1;
+            pd_b24_j = (8) + ((M - 8)) - 8;
           }
-          float pd_acc34[8][8];
+          float pd_acc24[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              pd_acc34[pd_r][pd_v] = 0;
+              pd_acc24[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv34; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv24; pd_v < 8; pd_v++)
             {
-              const int64_t i = ((pd_b34_i + pd_r)) - 0;
-              const int64_t j = ((pd_b34_j + pd_v)) - 0;
-              pd_acc34[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b24_i + pd_r)) - 0;
+              const int64_t j = ((pd_b24_j + pd_v)) - 0;
+              pd_acc24[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2936,20 +2166,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
                 {
-                  const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                  const int64_t j = pd_b34_j + pd_v;
+                  const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
+                  const int64_t j = pd_b24_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv34; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv24; pd_v < 8; pd_v++)
             {
-              C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+              C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
             }
           }
         }
@@ -3000,24 +2230,24 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b35_i;
-        int64_t pd_b35_j;
-        int64_t pd_b35_k;
+        int64_t pd_b25_i;
+        int64_t pd_b25_j;
+        int64_t pd_b25_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b35_i = (pd_c1 + pd_c3);
-          pd_b35_j = pd_c4;
+          pd_b25_i = (pd_c1 + pd_c3);
+          pd_b25_j = pd_c4;
         }
-        float pd_acc35[8][4];
+        float pd_acc25[8][4];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            const int64_t i = ((pd_b35_i + pd_r)) - 0;
-            const int64_t j = ((pd_b35_j + pd_v)) - 0;
-            pd_acc35[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b25_i + pd_r)) - 0;
+            const int64_t j = ((pd_b25_j + pd_v)) - 0;
+            pd_acc25[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3032,7 +2262,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -3042,7 +2272,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+            C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
           }
         }
       }
@@ -3061,30 +2291,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b36_i;
-      int64_t pd_b36_j;
-      int64_t pd_b36_k;
-      const int64_t pd_nr36 = (N % 8);
-      const int64_t pd_nv36 = 4;
+      int64_t pd_b26_i;
+      int64_t pd_b26_j;
+      int64_t pd_b26_k;
+      const int64_t pd_nr26 = (N % 8);
+      const int64_t pd_nv26 = 4;
       {
-        pd_b36_i = ((-(N % 8)) + N);
-        pd_b36_j = 0;
+        pd_b26_i = ((-(N % 8)) + N);
+        pd_b26_j = 0;
       }
-      float pd_acc36[7][4];
+      float pd_acc26[7][4];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 4; pd_v++)
         {
-          pd_acc36[pd_r][pd_v] = 0;
+          pd_acc26[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
         {
-          pd_acc36[pd_r][pd_v] = C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
+          pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3096,20 +2326,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
             {
-              const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-              const int64_t j = pd_b36_j + pd_v;
+              const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
+              const int64_t j = pd_b26_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
         {
-          C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+          C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
         }
       }
     }
@@ -3132,30 +2362,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b37_i;
-        int64_t pd_b37_j;
-        int64_t pd_b37_k;
-        const int64_t pd_nr37 = N;
-        const int64_t pd_nv37 = 4;
+        int64_t pd_b27_i;
+        int64_t pd_b27_j;
+        int64_t pd_b27_k;
+        const int64_t pd_nr27 = N;
+        const int64_t pd_nv27 = 4;
         {
-          pd_b37_i = 0;
-          pd_b37_j = 0;
+          pd_b27_i = 0;
+          pd_b27_j = 0;
         }
-        float pd_acc37[7][4];
+        float pd_acc27[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc37[pd_r][pd_v] = 0;
+            pd_acc27[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
           {
-            pd_acc37[pd_r][pd_v] = C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+            pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3167,20 +2397,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
               {
-                const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                const int64_t j = pd_b37_j + pd_v;
+                const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
+                const int64_t j = pd_b27_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
           {
-            C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+            C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
           }
         }
       }
@@ -3191,32 +2421,32 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 5) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((4) + ((M - 4)) - 4 >= (0))
         {
-          int64_t pd_b38_i;
-          int64_t pd_b38_j;
-          int64_t pd_b38_k;
-          const int64_t pd_nr38 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv38 = (M - 4);
+          int64_t pd_b28_i;
+          int64_t pd_b28_j;
+          int64_t pd_b28_k;
+          const int64_t pd_nr28 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv28 = (M - 4);
           {
-            pd_b38_i = pd_c1;
-            pd_b38_j = (4) + ((M - 4)) - 4;
+            pd_b28_i = pd_c1;
+            pd_b28_j = (4) + ((M - 4)) - 4;
           }
-          float pd_acc38[8][4];
+          float pd_acc28[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              pd_acc38[pd_r][pd_v] = 0;
+              pd_acc28[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv38; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv28; pd_v < 4; pd_v++)
             {
-              const int64_t i = ((pd_b38_i + pd_r)) - 0;
-              const int64_t j = ((pd_b38_j + pd_v)) - 0;
-              pd_acc38[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b28_i + pd_r)) - 0;
+              const int64_t j = ((pd_b28_j + pd_v)) - 0;
+              pd_acc28[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3228,20 +2458,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
                 {
-                  const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                  const int64_t j = pd_b38_j + pd_v;
+                  const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
+                  const int64_t j = pd_b28_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv38; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv28; pd_v < 4; pd_v++)
             {
-              C[((pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+              C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
             }
           }
         }
@@ -3294,24 +2524,24 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       for (int64_t pd_c1 = 0; pd_c1 < (N - 5); pd_c1 += 6)
       {
         {
-          int64_t pd_b39_i;
-          int64_t pd_b39_j;
-          int64_t pd_b39_k;
+          int64_t pd_b29_i;
+          int64_t pd_b29_j;
+          int64_t pd_b29_k;
           {
             const int64_t pd_c3 = 0;
             const int64_t pd_c4 = 0;
-            pd_b39_i = (pd_c1 + pd_c3);
-            pd_b39_j = (pd_c0 + pd_c4);
+            pd_b29_i = (pd_c1 + pd_c3);
+            pd_b29_j = (pd_c0 + pd_c4);
           }
-          float pd_acc39[6][16];
+          float pd_acc29[6][16];
           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              const int64_t i = ((pd_b39_i + pd_r)) - 0;
-              const int64_t j = ((pd_b39_j + pd_v)) - 0;
-              pd_acc39[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b29_i + pd_r)) - 0;
+              const int64_t j = ((pd_b29_j + pd_v)) - 0;
+              pd_acc29[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3326,7 +2556,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                   const int64_t i = (pd_c1 + pd_c3);
                   const int64_t j = (pd_c0 + pd_c4);
                   const int64_t k = pd_c2;
-                  pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] = (pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] = (pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
@@ -3336,7 +2566,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              C[((pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+              C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
             }
           }
         }
@@ -3355,30 +2585,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((((((N >= 6) && (M >= (pd_c0 + 16))) && (pd_c0 >= 0)) && ((N % 6) >= 1)) && ((pd_c0 % 16) == 0)))
       {
-        int64_t pd_b40_i;
-        int64_t pd_b40_j;
-        int64_t pd_b40_k;
-        const int64_t pd_nr40 = (N % 6);
-        const int64_t pd_nv40 = 16;
+        int64_t pd_b30_i;
+        int64_t pd_b30_j;
+        int64_t pd_b30_k;
+        const int64_t pd_nr30 = (N % 6);
+        const int64_t pd_nv30 = 16;
         {
-          pd_b40_i = ((-(N % 6)) + N);
-          pd_b40_j = pd_c0;
+          pd_b30_i = ((-(N % 6)) + N);
+          pd_b30_j = pd_c0;
         }
-        float pd_acc40[5][16];
+        float pd_acc30[5][16];
         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc40[pd_r][pd_v] = 0;
+            pd_acc30[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
           {
-            pd_acc40[pd_r][pd_v] = C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+            pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3390,20 +2620,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
               {
-                const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                const int64_t j = pd_b40_j + pd_v;
+                const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
+                const int64_t j = pd_b30_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
           {
-            C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+            C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
           }
         }
       }
@@ -3419,32 +2649,32 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
         if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 16) >= 1)) && ((pd_c1 % 6) == 0)))
           if ((((-(M % 16)) + M)) + ((M % 16)) - 16 >= (0))
           {
-            int64_t pd_b41_i;
-            int64_t pd_b41_j;
-            int64_t pd_b41_k;
-            const int64_t pd_nr41 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-            const int64_t pd_nv41 = (M % 16);
+            int64_t pd_b31_i;
+            int64_t pd_b31_j;
+            int64_t pd_b31_k;
+            const int64_t pd_nr31 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+            const int64_t pd_nv31 = (M % 16);
             {
-              pd_b41_i = pd_c1;
-              pd_b41_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
+              pd_b31_i = pd_c1;
+              pd_b31_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
             }
-            float pd_acc41[6][16];
+            float pd_acc31[6][16];
             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc41[pd_r][pd_v] = 0;
+                pd_acc31[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv41; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv31; pd_v < 16; pd_v++)
               {
-                const int64_t i = ((pd_b41_i + pd_r)) - 0;
-                const int64_t j = ((pd_b41_j + pd_v)) - 0;
-                pd_acc41[pd_r][pd_v] = 0.0f;
+                const int64_t i = ((pd_b31_i + pd_r)) - 0;
+                const int64_t j = ((pd_b31_j + pd_v)) - 0;
+                pd_acc31[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3456,20 +2686,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                    const int64_t j = pd_b41_j + pd_v;
+                    const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
+                    const int64_t j = pd_b31_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv41; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv31; pd_v < 16; pd_v++)
               {
-                C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
               }
             }
           }
@@ -3527,30 +2757,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
         if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 16) == 0)))
           if ((pd_c0) + ((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0))) - 16 >= (0))
           {
-            int64_t pd_b42_i;
-            int64_t pd_b42_j;
-            int64_t pd_b42_k;
-            const int64_t pd_nr42 = N;
-            const int64_t pd_nv42 = (((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0));
+            int64_t pd_b32_i;
+            int64_t pd_b32_j;
+            int64_t pd_b32_k;
+            const int64_t pd_nr32 = N;
+            const int64_t pd_nv32 = (((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0));
             {
-              pd_b42_i = 0;
-              pd_b42_j = (pd_c0) + ((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0))) - 16;
+              pd_b32_i = 0;
+              pd_b32_j = (pd_c0) + ((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0))) - 16;
             }
-            float pd_acc42[5][16];
+            float pd_acc32[5][16];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc42[pd_r][pd_v] = 0;
+                pd_acc32[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv42; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
               {
-                pd_acc42[pd_r][pd_v] = C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
+                pd_acc32[pd_r][pd_v] = C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3562,20 +2792,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                    const int64_t j = pd_b42_j + pd_v;
+                    const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
+                    const int64_t j = pd_b32_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv42; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
               {
-                C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
+                C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
               }
             }
           }
@@ -3628,53 +2858,53 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk7_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk7 = pd_pk7_s;
+        float pd_pk5_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk5 = pd_pk5_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              pd_pk7[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk5[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
             {
-              pd_pk7[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk5[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n7 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-          const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-          for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+          const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
+          const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
+          for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
           {
-            const int pd_w7 = pd_t7 < pd_s7;
-            const int64_t pd_c2 = 0 + pd_t7 * 48;
+            const int pd_w5 = pd_t5 < pd_s5;
+            const int64_t pd_c2 = 0 + pd_t5 * 48;
             if ((M >= (pd_c0 + 16)))
             {
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(240, ((M - pd_c0) - 16)); pd_c4 += 16)
                 {
                   {
-                    int64_t pd_b43_i;
-                    int64_t pd_b43_j;
-                    int64_t pd_b43_k;
+                    int64_t pd_b33_i;
+                    int64_t pd_b33_j;
+                    int64_t pd_b33_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b43_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b43_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b33_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b33_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc43[6][16];
+                    float pd_acc33[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc43[pd_r][pd_v] = C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
+                        pd_acc33[pd_r][pd_v] = C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3689,7 +2919,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc43[(i) - pd_b43_i][(j) - pd_b43_j] = (pd_acc43[(i) - pd_b43_i][(j) - pd_b43_j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] = (pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -3699,7 +2929,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+                        C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
                       }
                     }
                   }
@@ -3709,30 +2939,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((((M >= (pd_c0 + 16)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 16) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((((-((M - pd_c0) % 16)) + M) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b44_i;
-                      int64_t pd_b44_j;
-                      int64_t pd_b44_k;
-                      const int64_t pd_nr44 = 6;
-                      const int64_t pd_nv44 = ((M - pd_c0) % 16);
+                      int64_t pd_b34_i;
+                      int64_t pd_b34_j;
+                      int64_t pd_b34_k;
+                      const int64_t pd_nr34 = 6;
+                      const int64_t pd_nv34 = ((M - pd_c0) % 16);
                       {
-                        pd_b44_i = (pd_c2 + pd_c3);
-                        pd_b44_j = ((-((M - pd_c0) % 16)) + M);
+                        pd_b34_i = (pd_c2 + pd_c3);
+                        pd_b34_j = ((-((M - pd_c0) % 16)) + M);
                       }
-                      float pd_acc44[6][16];
+                      float pd_acc34[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc44[pd_r][pd_v] = 0;
+                          pd_acc34[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
                         {
-                          pd_acc44[pd_r][pd_v] = C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
+                          pd_acc34[pd_r][pd_v] = C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3744,20 +2974,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b44_i + pd_min(pd_r, pd_nr44 - 1);
-                              const int64_t j = pd_b44_j + pd_v;
+                              const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
+                              const int64_t j = pd_b34_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
                         {
-                          C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
+                          C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
                         }
                       }
                     }
@@ -3775,7 +3005,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (((-((M + 16) % 16)) + M) + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
@@ -3783,7 +3013,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w5)
               {
                 #pragma omp barrier
               }
@@ -3792,35 +3022,35 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             {
               if (((pd_c0 + 15) >= M))
               {
-                for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+                for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
                 {
                   if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 15) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((pd_c0 + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b45_i;
-                      int64_t pd_b45_j;
-                      int64_t pd_b45_k;
-                      const int64_t pd_nr45 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv45 = (M - pd_c0);
+                      int64_t pd_b35_i;
+                      int64_t pd_b35_j;
+                      int64_t pd_b35_k;
+                      const int64_t pd_nr35 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv35 = (M - pd_c0);
                       {
-                        pd_b45_i = (pd_c2 + pd_c3);
-                        pd_b45_j = pd_c0;
+                        pd_b35_i = (pd_c2 + pd_c3);
+                        pd_b35_j = pd_c0;
                       }
-                      float pd_acc45[6][16];
+                      float pd_acc35[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc45[pd_r][pd_v] = 0;
+                          pd_acc35[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
                         {
-                          pd_acc45[pd_r][pd_v] = C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+                          pd_acc35[pd_r][pd_v] = C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3832,20 +3062,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
-                              const int64_t j = pd_b45_j + pd_v;
+                              const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
+                              const int64_t j = pd_b35_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
                         {
-                          C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+                          C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
                         }
                       }
                     }
@@ -3863,49 +3093,49 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (pd_c0 + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
                     }
                 }
-                if (!pd_w7)
+                if (!pd_w5)
                 {
                   #pragma omp barrier
                 }
               }
               else
               {
-                for (int64_t pd_c4 = 0 + (pd_w7 ? 0 : pd_team_id()) * 16; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w7 ? 1 : pd_team_size()) * 16)
+                for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 16; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 16)
                 {
                   if (((((((((((((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
                     if ((((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b46_i;
-                      int64_t pd_b46_j;
-                      int64_t pd_b46_k;
-                      const int64_t pd_nr46 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv46 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b36_i;
+                      int64_t pd_b36_j;
+                      int64_t pd_b36_k;
+                      const int64_t pd_nr36 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv36 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b46_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b46_j = (pd_c0 + pd_c4);
+                        pd_b36_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b36_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc46[5][16];
+                      float pd_acc36[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc46[pd_r][pd_v] = 0;
+                          pd_acc36[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
                         {
-                          pd_acc46[pd_r][pd_v] = C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
+                          pd_acc36[pd_r][pd_v] = C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3917,20 +3147,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                              const int64_t j = pd_b46_j + pd_v;
+                              const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
+                              const int64_t j = pd_b36_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
                         {
-                          C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                          C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
                         }
                       }
                     }
@@ -3950,7 +3180,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                                 const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                 const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                 const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk7[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                               }
                             }
                           }
@@ -3958,7 +3188,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                       }
                     }
                 }
-                if (!pd_w7)
+                if (!pd_w5)
                 {
                   #pragma omp barrier
                 }
