@@ -424,6 +424,36 @@ def test_matmul_team_tails(threads, n) -> None:
         gomp.omp_set_num_threads(before)
 
 
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("batch", [1, 2, 3, 5])
+def test_batched_team_tails(threads, batch) -> None:
+    """A batch loop around packed cache tiles, as a team region: the threads share out
+    whole batches while every thread has one, then all of them run each remaining batch
+    (its tile loops in every thread, each packing its own copy) and share out its row
+    tiles. Batched matmul and a batched linear layer (one weight for every batch), their
+    ``tiled`` variants forced, against float64."""
+    from tests import phrasings as ph
+
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    rng = np.random.default_rng(batch)
+    n, depth, m = 97, 300, 289  # partial row, reduction and column tiles
+    X = rng.standard_normal((batch, n, depth)).astype(np.float32)
+    Bm = rng.standard_normal((batch, depth, m)).astype(np.float32)
+    W = rng.standard_normal((depth, m)).astype(np.float32)
+    bias = rng.standard_normal(m).astype(np.float32)
+    X64 = X.astype(np.float64)
+    cases = [(pd.compile(load("batched_matmul")[0]), (X, Bm), X64 @ Bm.astype(np.float64)),
+             (pd.compile(ph.batched_linear), (X, W, bias), X64 @ W.astype(np.float64) + bias)]
+    gomp.omp_set_num_threads(threads)
+    try:
+        for k, args, want in cases:
+            np.testing.assert_allclose(k.run_variant("tiled", *args), want, rtol=1e-4,
+                                       atol=1e-4 * np.sqrt(depth), err_msg=k.scop.name)
+    finally:
+        gomp.omp_set_num_threads(before)
+
+
 @functools.cache
 def _conv2d(isa: str = "avx512") -> pd.Kernel:
     return pd.compile(load("conv2d")[0], **TARGETS[isa])

@@ -10,7 +10,7 @@ import cgen
 import islpy as isl
 
 from ..schedule.reductions import SEQUENTIAL_LOOP
-from ..schedule.tree import PROMOTE, RROW, RVEC, loop_mark
+from ..schedule.tree import PROMOTE, RROW, RVEC, PackMark, loop_mark, mark_of
 from ..scop.exprs import (
     Load,
 )
@@ -44,8 +44,10 @@ class LoopEmitter:
         cond = strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
         inc = self.ast_expr(n.for_get_inc())
         trips = _trip_count(n, init, inc, self)
-        if st.team is not None:  # a parallel loop of a team region's outer loop body
-            return self.team_member(n, st, it, init, cond, inc)
+        if st.team is not None:  # a loop of a team region's outer loop body
+            if parallel and loop_annotation(n).parallel and has_loop(n.for_get_body()):
+                return self.team_member(n, st, it, init, cond, inc)
+            return self.team_passage(n, st, it, init, cond, inc)
         if st.region:
             return self.region_loop(n, parallel, it, init, cond, inc, trips)
         inner = LoopState(st.in_parallel or parallel)
@@ -94,26 +96,33 @@ class LoopEmitter:
             return self.team_loop(n, st, it, init, inc, trips)
         return [cgen.Pragma(pragma), loop]
 
-    def _team_body(self, n: isl.AstNode, role: str | None = None) -> bool:
+    def _team_body(self, n: isl.AstNode, parallel: bool | None = None) -> bool:
         """Whether every statement under ``n`` (a parallel loop's body) lies inside a
-        parallel loop (with loops inside) reached through blocks, ifs and plain loop marks
-        only: the loops a team region shares out when the outer loop has too few
-        iterations. ``role``: the loop mark above, while inside one."""
+        parallel loop (with loops inside) reached through blocks, ifs, plain loop marks,
+        sequential loops and packs only: the loops a team region shares out when the outer
+        loop has too few iterations (every thread runs the sequential loops and copies the
+        packed tiles for itself). ``parallel``: the loop mark above says the loop is
+        parallel (None: outside a loop mark)."""
         t = n.get_type()
         if t == isl.ast_node_type.block:
             ch = n.block_get_children()
-            return all(self._team_body(ch.get_at(i), role) for i in range(ch.n_ast_node()))
+            return all(self._team_body(ch.get_at(i), parallel)
+                       for i in range(ch.n_ast_node()))
         if t == isl.ast_node_type.if_:
-            return self._team_body(n.if_get_then_node(), role) and (
-                not n.if_has_else_node() or self._team_body(n.if_get_else_node(), role))
+            return self._team_body(n.if_get_then_node(), parallel) and (
+                not n.if_has_else_node() or self._team_body(n.if_get_else_node(), parallel))
         if t == isl.ast_node_type.mark:
+            if isinstance(mark_of(n), PackMark):
+                return self._team_body(n.mark_get_node())
             mark = loop_mark(n)
-            return mark is not None and mark.parallel and mark.role == "" and \
-                self._team_body(n.mark_get_node(), "")
-        if t == isl.ast_node_type.for_ and role is not None:
+            return mark is not None and mark.role == "" and \
+                self._team_body(n.mark_get_node(), mark.parallel)
+        if t == isl.ast_node_type.for_ and parallel is not None:
             if n.for_is_degenerate():
                 return False
-            return loop_annotation(n).parallel and has_loop(n.for_get_body())
+            if parallel and loop_annotation(n).parallel and has_loop(n.for_get_body()):
+                return True
+            return not parallel and self._team_body(n.for_get_body())
         return False
 
     def region_loop(self, n: isl.AstNode, parallel: bool, it: str, init: str, cond: str,
@@ -169,6 +178,15 @@ class LoopEmitter:
             cgen.Statement(f"const int64_t {whole} = {count} - pd_mod({count}, pd_team_size())"),
             cgen.Statement(f"const int64_t {end} = (pd_team_id() + 1) * {block}"),
             loop])]
+
+    def team_passage(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
+                     inc: str) -> list[cgen.Generable]:
+        """A sequential loop in a team region's outer loop body (``_team_body``): every
+        thread runs all of it; the parallel loops inside share out theirs."""
+        inner = LoopState(True, team=st.team)
+        body = self.node(n.for_get_body(), inner)
+        st.used_locals |= inner.used_locals
+        return [cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
 
     def team_member(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
                     inc: str) -> list[cgen.Generable]:

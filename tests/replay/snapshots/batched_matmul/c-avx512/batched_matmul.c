@@ -771,98 +771,42 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
   }
   if ((N == 48))
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      for (int64_t pd_c2 = 0; pd_c2 < (M - 255); pd_c2 += 256)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c2 < (M - 255); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 256)
         {
-          for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
-          {
-            for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
-            {
-              {
-                int64_t pd_b9_b;
-                int64_t pd_b9_i;
-                int64_t pd_b9_j;
-                int64_t pd_b9_k;
-                {
-                  const int64_t pd_c9 = 0;
-                  const int64_t pd_c10 = 0;
-                  pd_b9_b = pd_c0;
-                  pd_b9_i = (pd_c5 + pd_c9);
-                  pd_b9_j = ((pd_c2 + pd_c6) + pd_c10);
-                }
-                float pd_acc9[6][32];
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                  {
-                    pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = (pd_c5 + pd_c9);
-                        const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                        const int64_t k = (pd_c3 + pd_c7);
-                        pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] = (pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                  {
-                    C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
-        {
-          if (((M % 256) >= 32))
+          for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
           {
             for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
             {
-              for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
+              for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
               {
                 {
-                  int64_t pd_b10_b;
-                  int64_t pd_b10_i;
-                  int64_t pd_b10_j;
-                  int64_t pd_b10_k;
+                  int64_t pd_b15_b;
+                  int64_t pd_b15_i;
+                  int64_t pd_b15_j;
+                  int64_t pd_b15_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b10_b = pd_c0;
-                    pd_b10_i = (pd_c5 + pd_c9);
-                    pd_b10_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                    pd_b15_b = pd_c0;
+                    pd_b15_i = (pd_c5 + pd_c9);
+                    pd_b15_j = ((pd_c2 + pd_c6) + pd_c10);
                   }
-                  float pd_acc10[6][32];
+                  float pd_acc15[6][32];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                      pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -876,9 +820,9 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           const int64_t b = pd_c0;
                           const int64_t i = (pd_c5 + pd_c9);
-                          const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                          const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
@@ -888,40 +832,254 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                      C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
                     }
                   }
                 }
               }
-              if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
+            }
+          }
+        }
+        if (!pd_w2)
+        {
+          #pragma omp barrier
+        }
+        if (((M % 256) >= 1))
+        {
+          for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
+          {
+            if (((M % 256) >= 32))
+            {
+              for (int64_t pd_c5 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c5 <= 42; pd_c5 += (pd_w2 ? 1 : pd_team_size()) * 6)
+              {
+                for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
                 {
-                  int64_t pd_b12_b;
-                  int64_t pd_b12_i;
-                  int64_t pd_b12_j;
-                  int64_t pd_b12_k;
-                  const int64_t pd_nr12 = 6;
-                  const int64_t pd_nv12 = (M % 32);
                   {
-                    pd_b12_b = pd_c0;
-                    pd_b12_i = pd_c5;
-                    pd_b12_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                    int64_t pd_b16_b;
+                    int64_t pd_b16_i;
+                    int64_t pd_b16_j;
+                    int64_t pd_b16_k;
+                    {
+                      const int64_t pd_c9 = 0;
+                      const int64_t pd_c10 = 0;
+                      pd_b16_b = pd_c0;
+                      pd_b16_i = (pd_c5 + pd_c9);
+                      pd_b16_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                    }
+                    float pd_acc16[6][32];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      {
+                        pd_acc16[pd_r][pd_v] = C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = (pd_c5 + pd_c9);
+                            const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] = (pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      {
+                        C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                      }
+                    }
                   }
-                  float pd_acc12[6][16];
+                }
+                if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                  if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
+                  {
+                    int64_t pd_b18_b;
+                    int64_t pd_b18_i;
+                    int64_t pd_b18_j;
+                    int64_t pd_b18_k;
+                    const int64_t pd_nr18 = 6;
+                    const int64_t pd_nv18 = (M % 32);
+                    {
+                      pd_b18_b = pd_c0;
+                      pd_b18_i = pd_c5;
+                      pd_b18_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                    }
+                    float pd_acc18[6][16];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      {
+                        pd_acc18[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv18; pd_v < 16; pd_v++)
+                      {
+                        pd_acc18[pd_r][pd_v] = C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
+                            const int64_t j = pd_b18_j + pd_v;
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv18; pd_v < 16; pd_v++)
+                      {
+                        C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                      if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
+                      {
+                        int64_t pd_b17_b;
+                        int64_t pd_b17_i;
+                        int64_t pd_b17_j;
+                        int64_t pd_b17_k;
+                        const int64_t pd_nr17 = 6;
+                        const int64_t pd_nv17 = (M % 32);
+                        {
+                          pd_b17_b = pd_c0;
+                          pd_b17_i = pd_c5;
+                          pd_b17_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                        }
+                        float pd_acc17[6][32];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc17[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 32 - pd_nv17; pd_v < 32; pd_v++)
+                          {
+                            pd_acc17[pd_r][pd_v] = C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
+                                const int64_t j = pd_b17_j + pd_v;
+                                const int64_t k = (pd_c3 + pd_c7);
+                                pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 32 - pd_nv17; pd_v < 32; pd_v++)
+                          {
+                            C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c5 + pd_c9);
+                                const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                const int64_t k = (pd_c3 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+              }
+              if (!pd_w2)
+              {
+                #pragma omp barrier
+              }
+            }
+            for (int64_t pd_c5 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c5 <= 47; pd_c5 += (pd_w2 ? 1 : pd_team_size()) * 6)
+            {
+              if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                if (((M % 256)) <= 16 && (((-(M % 256)) + M)) + ((M % 256)) - 16 >= (0))
+                {
+                  int64_t pd_b20_b;
+                  int64_t pd_b20_i;
+                  int64_t pd_b20_j;
+                  int64_t pd_b20_k;
+                  const int64_t pd_nr20 = 6;
+                  const int64_t pd_nv20 = (M % 256);
+                  {
+                    pd_b20_b = pd_c0;
+                    pd_b20_i = pd_c5;
+                    pd_b20_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
+                  }
+                  float pd_acc20[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc12[pd_r][pd_v] = 0;
+                      pd_acc20[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv20; pd_v < 16; pd_v++)
                     {
-                      pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                      pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -934,54 +1092,54 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
-                          const int64_t j = pd_b12_j + pd_v;
+                          const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
+                          const int64_t j = pd_b20_j + pd_v;
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv20; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                      C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
                     }
                   }
                 }
                 else
                 {
-                  if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                    if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
+                  if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                    if ((((-(M % 256)) + M)) + ((M % 256)) - 32 >= (0))
                     {
-                      int64_t pd_b11_b;
-                      int64_t pd_b11_i;
-                      int64_t pd_b11_j;
-                      int64_t pd_b11_k;
-                      const int64_t pd_nr11 = 6;
-                      const int64_t pd_nv11 = (M % 32);
+                      int64_t pd_b19_b;
+                      int64_t pd_b19_i;
+                      int64_t pd_b19_j;
+                      int64_t pd_b19_k;
+                      const int64_t pd_nr19 = 6;
+                      const int64_t pd_nv19 = (M % 256);
                       {
-                        pd_b11_b = pd_c0;
-                        pd_b11_i = pd_c5;
-                        pd_b11_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                        pd_b19_b = pd_c0;
+                        pd_b19_i = pd_c5;
+                        pd_b19_j = (((-(M % 256)) + M)) + ((M % 256)) - 32;
                       }
-                      float pd_acc11[6][32];
+                      float pd_acc19[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc11[pd_r][pd_v] = 0;
+                          pd_acc19[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv11; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv19; pd_v < 32; pd_v++)
                         {
-                          pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                          pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -994,20 +1152,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
-                              const int64_t j = pd_b11_j + pd_v;
+                              const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
+                              const int64_t j = pd_b19_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv11; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv19; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                          C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
                         }
                       }
                     }
@@ -1019,12 +1177,12 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                          for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                              const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
                               const int64_t k = (pd_c3 + pd_c7);
                               C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
@@ -1034,149 +1192,10 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     }
                 }
             }
-          }
-          for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
-          {
-            if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-              if (((M % 256)) <= 16 && (((-(M % 256)) + M)) + ((M % 256)) - 16 >= (0))
-              {
-                int64_t pd_b14_b;
-                int64_t pd_b14_i;
-                int64_t pd_b14_j;
-                int64_t pd_b14_k;
-                const int64_t pd_nr14 = 6;
-                const int64_t pd_nv14 = (M % 256);
-                {
-                  pd_b14_b = pd_c0;
-                  pd_b14_i = pd_c5;
-                  pd_b14_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
-                }
-                float pd_acc14[6][16];
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                  {
-                    pd_acc14[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
-                  {
-                    pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
-                        const int64_t j = pd_b14_j + pd_v;
-                        const int64_t k = (pd_c3 + pd_c7);
-                        pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
-                  {
-                    C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
-                  }
-                }
-              }
-              else
-              {
-                if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                  if ((((-(M % 256)) + M)) + ((M % 256)) - 32 >= (0))
-                  {
-                    int64_t pd_b13_b;
-                    int64_t pd_b13_i;
-                    int64_t pd_b13_j;
-                    int64_t pd_b13_k;
-                    const int64_t pd_nr13 = 6;
-                    const int64_t pd_nv13 = (M % 256);
-                    {
-                      pd_b13_b = pd_c0;
-                      pd_b13_i = pd_c5;
-                      pd_b13_j = (((-(M % 256)) + M)) + ((M % 256)) - 32;
-                    }
-                    float pd_acc13[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc13[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv13; pd_v < 32; pd_v++)
-                      {
-                        pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
-                            const int64_t j = pd_b13_j + pd_v;
-                            const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv13; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = (pd_c5 + pd_c9);
-                            const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
-                            const int64_t k = (pd_c3 + pd_c7);
-                            C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                  }
-              }
+            if (!pd_w2)
+            {
+              #pragma omp barrier
+            }
           }
         }
       }
@@ -1186,14 +1205,14 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
-      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
-      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
+      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
       {
-        const int pd_w2 = pd_t2 < pd_s2;
-        const int64_t pd_c0 = 0 + pd_t2 * 1;
-        for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c2 < M; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 256)
+        const int pd_w3 = pd_t3 < pd_s3;
+        const int64_t pd_c0 = 0 + pd_t3 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w3 ? 0 : pd_team_id()) * 256; pd_c2 < M; pd_c2 += (pd_w3 ? 1 : pd_team_size()) * 256)
         {
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
           {
@@ -1204,24 +1223,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c2) - 32)); pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b24_b;
-                    int64_t pd_b24_i;
-                    int64_t pd_b24_j;
-                    int64_t pd_b24_k;
+                    int64_t pd_b30_b;
+                    int64_t pd_b30_i;
+                    int64_t pd_b30_j;
+                    int64_t pd_b30_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b24_b = pd_c0;
-                      pd_b24_i = (pd_c5 + pd_c9);
-                      pd_b24_j = ((pd_c2 + pd_c6) + pd_c10);
+                      pd_b30_b = pd_c0;
+                      pd_b30_i = (pd_c5 + pd_c9);
+                      pd_b30_j = ((pd_c2 + pd_c6) + pd_c10);
                     }
-                    float pd_acc24[6][32];
+                    float pd_acc30[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
+                        pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1237,7 +1256,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = (pd_c5 + pd_c9);
                             const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] = (pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
@@ -1247,7 +1266,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+                        C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
                       }
                     }
                   }
@@ -1257,454 +1276,16 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((M - pd_c2) % 32)) <= 16 && (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16 >= (0))
                     {
-                      int64_t pd_b26_b;
-                      int64_t pd_b26_i;
-                      int64_t pd_b26_j;
-                      int64_t pd_b26_k;
-                      const int64_t pd_nr26 = 6;
-                      const int64_t pd_nv26 = ((M - pd_c2) % 32);
-                      {
-                        pd_b26_b = pd_c0;
-                        pd_b26_i = pd_c5;
-                        pd_b26_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
-                      }
-                      float pd_acc26[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc26[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
-                        {
-                          pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                              const int64_t j = pd_b26_j + pd_v;
-                              const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
-                        {
-                          C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32 >= (0))
-                        {
-                          int64_t pd_b25_b;
-                          int64_t pd_b25_i;
-                          int64_t pd_b25_j;
-                          int64_t pd_b25_k;
-                          const int64_t pd_nr25 = 6;
-                          const int64_t pd_nv25 = ((M - pd_c2) % 32);
-                          {
-                            pd_b25_b = pd_c0;
-                            pd_b25_i = pd_c5;
-                            pd_b25_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
-                          }
-                          float pd_acc25[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc25[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv25; pd_v < 32; pd_v++)
-                            {
-                              pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                                  const int64_t j = pd_b25_j + pd_v;
-                                  const int64_t k = (pd_c3 + pd_c7);
-                                  pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv25; pd_v < 32; pd_v++)
-                            {
-                              C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c5 + pd_c9);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                  const int64_t k = (pd_c3 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-              }
-              for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
-              {
-                if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                  if (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
-                  {
-                    int64_t pd_b28_b;
-                    int64_t pd_b28_i;
-                    int64_t pd_b28_j;
-                    int64_t pd_b28_k;
-                    const int64_t pd_nr28 = (N % 6);
-                    const int64_t pd_nv28 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
-                    {
-                      pd_b28_b = pd_c0;
-                      pd_b28_i = ((-(N % 6)) + N);
-                      pd_b28_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
-                    }
-                    float pd_acc28[5][16];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                      {
-                        pd_acc28[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv28; pd_v < 16; pd_v++)
-                      {
-                        pd_acc28[pd_r][pd_v] = C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
-                            const int64_t j = pd_b28_j + pd_v;
-                            const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv28; pd_v < 16; pd_v++)
-                      {
-                        C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
-                      }
-                    }
-                  }
-                  else
-                  {
-                    if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
-                      {
-                        int64_t pd_b27_b;
-                        int64_t pd_b27_i;
-                        int64_t pd_b27_j;
-                        int64_t pd_b27_k;
-                        const int64_t pd_nr27 = (N % 6);
-                        const int64_t pd_nv27 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
-                        {
-                          pd_b27_b = pd_c0;
-                          pd_b27_i = ((-(N % 6)) + N);
-                          pd_b27_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
-                        }
-                        float pd_acc27[5][32];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc27[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv27; pd_v < 32; pd_v++)
-                          {
-                            pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                                const int64_t j = pd_b27_j + pd_v;
-                                const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv27; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c3 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-              }
-            }
-            else
-            {
-              if ((N <= 5))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
-                {
-                  if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                    if ((((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
-                    {
-                      int64_t pd_b30_b;
-                      int64_t pd_b30_i;
-                      int64_t pd_b30_j;
-                      int64_t pd_b30_k;
-                      const int64_t pd_nr30 = N;
-                      const int64_t pd_nv30 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
-                      {
-                        pd_b30_b = pd_c0;
-                        pd_b30_i = 0;
-                        pd_b30_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
-                      }
-                      float pd_acc30[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc30[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv30; pd_v < 16; pd_v++)
-                        {
-                          pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                              const int64_t j = pd_b30_j + pd_v;
-                              const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv30; pd_v < 16; pd_v++)
-                        {
-                          C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
-                        {
-                          int64_t pd_b29_b;
-                          int64_t pd_b29_i;
-                          int64_t pd_b29_j;
-                          int64_t pd_b29_k;
-                          const int64_t pd_nr29 = N;
-                          const int64_t pd_nv29 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
-                          {
-                            pd_b29_b = pd_c0;
-                            pd_b29_i = 0;
-                            pd_b29_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
-                          }
-                          float pd_acc29[5][32];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc29[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv29; pd_v < 32; pd_v++)
-                            {
-                              pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                                  const int64_t j = pd_b29_j + pd_v;
-                                  const int64_t k = (pd_c3 + pd_c7);
-                                  pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv29; pd_v < 32; pd_v++)
-                            {
-                              C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_c9;
-                                  const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c3 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-              }
-              else
-              {
-                for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                {
-                  if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M - pd_c2)) <= 16 && (pd_c2) + ((M - pd_c2)) - 16 >= (0))
-                    {
                       int64_t pd_b32_b;
                       int64_t pd_b32_i;
                       int64_t pd_b32_j;
                       int64_t pd_b32_k;
-                      const int64_t pd_nr32 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                      const int64_t pd_nv32 = (M - pd_c2);
+                      const int64_t pd_nr32 = 6;
+                      const int64_t pd_nv32 = ((M - pd_c2) % 32);
                       {
                         pd_b32_b = pd_c0;
                         pd_b32_i = pd_c5;
-                        pd_b32_j = (pd_c2) + ((M - pd_c2)) - 16;
+                        pd_b32_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
                       }
                       float pd_acc32[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1752,19 +1333,19 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     }
                     else
                     {
-                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((pd_c2) + ((M - pd_c2)) - 32 >= (0))
+                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if ((((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32 >= (0))
                         {
                           int64_t pd_b31_b;
                           int64_t pd_b31_i;
                           int64_t pd_b31_j;
                           int64_t pd_b31_k;
-                          const int64_t pd_nr31 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                          const int64_t pd_nv31 = (M - pd_c2);
+                          const int64_t pd_nr31 = 6;
+                          const int64_t pd_nv31 = ((M - pd_c2) % 32);
                           {
                             pd_b31_b = pd_c0;
                             pd_b31_i = pd_c5;
-                            pd_b31_j = (pd_c2) + ((M - pd_c2)) - 32;
+                            pd_b31_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
                           }
                           float pd_acc31[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1815,6 +1396,444 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c5 + pd_c9);
+                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                }
+              }
+              for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
+              {
+                if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                  if (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+                  {
+                    int64_t pd_b34_b;
+                    int64_t pd_b34_i;
+                    int64_t pd_b34_j;
+                    int64_t pd_b34_k;
+                    const int64_t pd_nr34 = (N % 6);
+                    const int64_t pd_nv34 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                    {
+                      pd_b34_b = pd_c0;
+                      pd_b34_i = ((-(N % 6)) + N);
+                      pd_b34_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                    }
+                    float pd_acc34[5][16];
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                      {
+                        pd_acc34[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv34; pd_v < 16; pd_v++)
+                      {
+                        pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
+                            const int64_t j = pd_b34_j + pd_v;
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 16 - pd_nv34; pd_v < 16; pd_v++)
+                      {
+                        C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
+                      {
+                        int64_t pd_b33_b;
+                        int64_t pd_b33_i;
+                        int64_t pd_b33_j;
+                        int64_t pd_b33_k;
+                        const int64_t pd_nr33 = (N % 6);
+                        const int64_t pd_nv33 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                        {
+                          pd_b33_b = pd_c0;
+                          pd_b33_i = ((-(N % 6)) + N);
+                          pd_b33_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
+                        }
+                        float pd_acc33[5][32];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc33[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 32 - pd_nv33; pd_v < 32; pd_v++)
+                          {
+                            pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
+                                const int64_t j = pd_b33_j + pd_v;
+                                const int64_t k = (pd_c3 + pd_c7);
+                                pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 32 - pd_nv33; pd_v < 32; pd_v++)
+                          {
+                            C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c3 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+              }
+            }
+            else
+            {
+              if ((N <= 5))
+              {
+                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c2) - 1)); pd_c6 += 32)
+                {
+                  if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                    if ((((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
+                    {
+                      int64_t pd_b36_b;
+                      int64_t pd_b36_i;
+                      int64_t pd_b36_j;
+                      int64_t pd_b36_k;
+                      const int64_t pd_nr36 = N;
+                      const int64_t pd_nv36 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
+                      {
+                        pd_b36_b = pd_c0;
+                        pd_b36_i = 0;
+                        pd_b36_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                      }
+                      float pd_acc36[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc36[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv36; pd_v < 16; pd_v++)
+                        {
+                          pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
+                              const int64_t j = pd_b36_j + pd_v;
+                              const int64_t k = (pd_c3 + pd_c7);
+                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv36; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
+                        {
+                          int64_t pd_b35_b;
+                          int64_t pd_b35_i;
+                          int64_t pd_b35_j;
+                          int64_t pd_b35_k;
+                          const int64_t pd_nr35 = N;
+                          const int64_t pd_nv35 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
+                          {
+                            pd_b35_b = pd_c0;
+                            pd_b35_i = 0;
+                            pd_b35_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
+                          }
+                          float pd_acc35[5][32];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              pd_acc35[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 32 - pd_nv35; pd_v < 32; pd_v++)
+                            {
+                              pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
+                                  const int64_t j = pd_b35_j + pd_v;
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 32 - pd_nv35; pd_v < 32; pd_v++)
+                            {
+                              C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c2) - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_c9;
+                                  const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                }
+              }
+              else
+              {
+                for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
+                {
+                  if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((M - pd_c2)) <= 16 && (pd_c2) + ((M - pd_c2)) - 16 >= (0))
+                    {
+                      int64_t pd_b38_b;
+                      int64_t pd_b38_i;
+                      int64_t pd_b38_j;
+                      int64_t pd_b38_k;
+                      const int64_t pd_nr38 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                      const int64_t pd_nv38 = (M - pd_c2);
+                      {
+                        pd_b38_b = pd_c0;
+                        pd_b38_i = pd_c5;
+                        pd_b38_j = (pd_c2) + ((M - pd_c2)) - 16;
+                      }
+                      float pd_acc38[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        {
+                          pd_acc38[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv38; pd_v < 16; pd_v++)
+                        {
+                          pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
+                              const int64_t j = pd_b38_j + pd_v;
+                              const int64_t k = (pd_c3 + pd_c7);
+                              pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 16 - pd_nv38; pd_v < 16; pd_v++)
+                        {
+                          C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if ((pd_c2) + ((M - pd_c2)) - 32 >= (0))
+                        {
+                          int64_t pd_b37_b;
+                          int64_t pd_b37_i;
+                          int64_t pd_b37_j;
+                          int64_t pd_b37_k;
+                          const int64_t pd_nr37 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                          const int64_t pd_nv37 = (M - pd_c2);
+                          {
+                            pd_b37_b = pd_c0;
+                            pd_b37_i = pd_c5;
+                            pd_b37_j = (pd_c2) + ((M - pd_c2)) - 32;
+                          }
+                          float pd_acc37[6][32];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              pd_acc37[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 32 - pd_nv37; pd_v < 32; pd_v++)
+                            {
+                              pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
+                                  const int64_t j = pd_b37_j + pd_v;
+                                  const int64_t k = (pd_c3 + pd_c7);
+                                  pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 32 - pd_nv37; pd_v < 32; pd_v++)
+                            {
+                              C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
                             for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
                             {
                               #pragma omp simd
@@ -1837,7 +1856,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
             }
           }
         }
-        if (!pd_w2)
+        if (!pd_w3)
         {
           #pragma omp barrier
         }
@@ -1850,129 +1869,6 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
 /* -- polydyn: translation unit -- */
 /* variant full: [B, N, K, M] -> {  : B > 0 and K >= 256 and ((N = 48 and M = 256 and (K) mod 256 = 0) or ((K) mod 256 = 0 and (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 96 and M >= 256)) } */
 PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
-{
-  #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
-  {
-    const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-    const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-    for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
-    {
-      const int pd_w3 = pd_t3 < pd_s3;
-      const int64_t pd_c0 = 0 + pd_t3 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
-      {
-        #pragma omp simd
-        for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
-        {
-          {
-            const int64_t b = pd_c0;
-            const int64_t i = pd_c1;
-            const int64_t j = pd_c2;
-            C[((b) * N + i) * M + j] = 0.0f;
-          }
-        }
-      }
-      if (!pd_w3)
-      {
-        #pragma omp barrier
-      }
-    }
-  }
-  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-  {
-    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-    {
-      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-      {
-        {
-          float pd_pk1_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk1 = pd_pk1_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-              {
-                {
-                  int64_t pd_b33_b;
-                  int64_t pd_b33_i;
-                  int64_t pd_b33_j;
-                  int64_t pd_b33_k;
-                  {
-                    const int64_t pd_c9 = 0;
-                    const int64_t pd_c10 = 0;
-                    pd_b33_b = pd_c0;
-                    pd_b33_i = ((pd_c3 + pd_c5) + pd_c9);
-                    pd_b33_j = ((pd_c1 + pd_c6) + pd_c10);
-                  }
-                  float pd_acc33[6][32];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                          const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] = (pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  return 0;
-}
-
-/* -- polydyn: translation unit -- */
-/* variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 96 and (N >= 49 or (N <= 48 and M <= 256)) } */
-PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
@@ -2002,12 +1898,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if (((N >= 48) && (M >= 256)))
+  #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
+    const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
+    for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
+      const int pd_w5 = pd_t5 < pd_s5;
+      const int64_t pd_c0 = 0 + pd_t5 * 1;
+      for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
@@ -2016,7 +1916,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
             float *restrict pd_pk2 = pd_pk2_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
               {
                 {
                   #pragma omp simd
@@ -2031,34 +1931,34 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 < (N - 47); pd_c3 += 48)
+            for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 48)
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+              for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b34_b;
-                    int64_t pd_b34_i;
-                    int64_t pd_b34_j;
-                    int64_t pd_b34_k;
+                    int64_t pd_b40_b;
+                    int64_t pd_b40_i;
+                    int64_t pd_b40_j;
+                    int64_t pd_b40_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b34_b = pd_c0;
-                      pd_b34_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b34_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b40_b = pd_c0;
+                      pd_b40_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b40_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc34[6][32];
+                    float pd_acc40[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                        pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -2071,7 +1971,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] = (pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] = (pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -2081,99 +1981,308 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                        C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
                       }
                     }
                   }
                 }
               }
             }
-            if (((N % 48) >= 6))
+            if (!pd_w5)
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= ((N % 48) - 6); pd_c5 += 6)
+              #pragma omp barrier
+            }
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+/* -- polydyn: translation unit -- */
+/* variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 96 and (N >= 49 or (N <= 48 and M <= 256)) } */
+PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
+{
+  #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+  {
+    const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
+    const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
+    for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+    {
+      const int pd_w6 = pd_t6 < pd_s6;
+      const int64_t pd_c0 = 0 + pd_t6 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 1)
+      {
+        #pragma omp simd
+        for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
+        {
+          {
+            const int64_t b = pd_c0;
+            const int64_t i = pd_c1;
+            const int64_t j = pd_c2;
+            C[((b) * N + i) * M + j] = 0.0f;
+          }
+        }
+      }
+      if (!pd_w6)
+      {
+        #pragma omp barrier
+      }
+    }
+  }
+  if (((N >= 48) && (M >= 256)))
+  {
+    #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+    {
+      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
+      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
+      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      {
+        const int pd_w7 = pd_t7 < pd_s7;
+        const int64_t pd_c0 = 0 + pd_t7 * 1;
+        for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
+        {
+          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+          {
+            {
+              float pd_pk5_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk5 = pd_pk5_s;
+              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
                 {
                   {
-                    int64_t pd_b35_b;
-                    int64_t pd_b35_i;
-                    int64_t pd_b35_j;
-                    int64_t pd_b35_k;
+                    #pragma omp simd
+                    for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b35_b = pd_c0;
-                      pd_b35_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b35_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                     }
-                    float pd_acc35[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
                     {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    }
+                  }
+                }
+              }
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < (N - 47); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                  {
+                    {
+                      int64_t pd_b54_b;
+                      int64_t pd_b54_i;
+                      int64_t pd_b54_j;
+                      int64_t pd_b54_k;
                       {
-                        pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b54_b = pd_c0;
+                        pd_b54_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b54_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                      float pd_acc54[6][32];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
+                          pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
                           {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] = (pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
                           }
                         }
                       }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
-                        C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                        }
                       }
                     }
                   }
                 }
               }
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
+              if (!pd_w7)
               {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                #pragma omp barrier
+              }
+              if (((N % 48) >= 6))
+              {
+                for (int64_t pd_c5 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c5 <= ((N % 48) - 6); pd_c5 += (pd_w7 ? 1 : pd_team_size()) * 6)
                 {
-                  int64_t pd_b36_b;
-                  int64_t pd_b36_i;
-                  int64_t pd_b36_j;
-                  int64_t pd_b36_k;
-                  const int64_t pd_nr36 = (N % 6);
-                  const int64_t pd_nv36 = 32;
+                  for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
                   {
-                    pd_b36_b = pd_c0;
-                    pd_b36_i = ((-(N % 6)) + N);
-                    pd_b36_j = (pd_c1 + pd_c6);
+                    {
+                      int64_t pd_b55_b;
+                      int64_t pd_b55_i;
+                      int64_t pd_b55_j;
+                      int64_t pd_b55_k;
+                      {
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b55_b = pd_c0;
+                        pd_b55_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
+                        pd_b55_j = ((pd_c1 + pd_c6) + pd_c10);
+                      }
+                      float pd_acc55[6][32];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc55[(i) - pd_b55_i][(j) - pd_b55_j] = (pd_acc55[(i) - pd_b55_i][(j) - pd_b55_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+                        }
+                      }
+                    }
                   }
-                  float pd_acc36[5][32];
+                }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
+                }
+                for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 32; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 32)
+                {
+                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                  {
+                    int64_t pd_b56_b;
+                    int64_t pd_b56_i;
+                    int64_t pd_b56_j;
+                    int64_t pd_b56_k;
+                    const int64_t pd_nr56 = (N % 6);
+                    const int64_t pd_nv56 = 32;
+                    {
+                      pd_b56_b = pd_c0;
+                      pd_b56_i = ((-(N % 6)) + N);
+                      pd_b56_j = (pd_c1 + pd_c6);
+                    }
+                    float pd_acc56[5][32];
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      {
+                        pd_acc56[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
+                      {
+                        pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
+                            const int64_t j = pd_b56_j + pd_v;
+                            const int64_t k = (pd_c2 + pd_c7);
+                            pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
+                      {
+                        C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
+                }
+              }
+              for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 32; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 32)
+              {
+                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                {
+                  int64_t pd_b57_b;
+                  int64_t pd_b57_i;
+                  int64_t pd_b57_j;
+                  int64_t pd_b57_k;
+                  const int64_t pd_nr57 = (N % 48);
+                  const int64_t pd_nv57 = 32;
+                  {
+                    pd_b57_b = pd_c0;
+                    pd_b57_i = ((-(N % 48)) + N);
+                    pd_b57_j = (pd_c1 + pd_c6);
+                  }
+                  float pd_acc57[5][32];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc36[pd_r][pd_v] = 0;
+                      pd_acc57[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
                     {
-                      pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
+                      pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2186,1670 +2295,128 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                          const int64_t j = pd_b36_j + pd_v;
+                          const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
+                          const int64_t j = pd_b57_j + pd_v;
                           const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                          pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
                     {
-                      C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+                      C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
                     }
                   }
                 }
               }
-            }
-            for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
-            {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+              if (!pd_w7)
               {
-                int64_t pd_b37_b;
-                int64_t pd_b37_i;
-                int64_t pd_b37_j;
-                int64_t pd_b37_k;
-                const int64_t pd_nr37 = (N % 48);
-                const int64_t pd_nv37 = 32;
-                {
-                  pd_b37_b = pd_c0;
-                  pd_b37_i = ((-(N % 48)) + N);
-                  pd_b37_j = (pd_c1 + pd_c6);
-                }
-                float pd_acc37[5][32];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                  {
-                    pd_acc37[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
-                  {
-                    pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                        const int64_t j = pd_b37_j + pd_v;
-                        const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
-                  {
-                    C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
-                  }
-                }
+                #pragma omp barrier
               }
             }
           }
         }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk3_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk3 = pd_pk3_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
-                  {
-                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if (((N >= (pd_c3 + 6)) && ((M % 256) >= 32)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
-                  {
-                    {
-                      int64_t pd_b38_b;
-                      int64_t pd_b38_i;
-                      int64_t pd_b38_j;
-                      int64_t pd_b38_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b38_b = pd_c0;
-                        pd_b38_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b38_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                      }
-                      float pd_acc38[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc38[(i) - pd_b38_i][(j) - pd_b38_j] = (pd_acc38[(i) - pd_b38_i][(j) - pd_b38_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b40_b;
-                      int64_t pd_b40_i;
-                      int64_t pd_b40_j;
-                      int64_t pd_b40_k;
-                      const int64_t pd_nr40 = 6;
-                      const int64_t pd_nv40 = (M % 32);
-                      {
-                        pd_b40_b = pd_c0;
-                        pd_b40_i = (pd_c3 + pd_c5);
-                        pd_b40_j = ((-(M % 32)) + M);
-                      }
-                      float pd_acc40[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc40[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
-                        {
-                          pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                              const int64_t j = pd_b40_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
-                        {
-                          C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b39_b;
-                          int64_t pd_b39_i;
-                          int64_t pd_b39_j;
-                          int64_t pd_b39_k;
-                          const int64_t pd_nr39 = 6;
-                          const int64_t pd_nv39 = (M % 32);
-                          {
-                            pd_b39_b = pd_c0;
-                            pd_b39_i = (pd_c3 + pd_c5);
-                            pd_b39_j = ((-(M % 32)) + M);
-                          }
-                          float pd_acc39[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc39[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
-                            {
-                              pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
-                                  const int64_t j = pd_b39_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
-                            {
-                              C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
-                  {
-                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b42_b;
-                        int64_t pd_b42_i;
-                        int64_t pd_b42_j;
-                        int64_t pd_b42_k;
-                        const int64_t pd_nr42 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv42 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                        {
-                          pd_b42_b = pd_c0;
-                          pd_b42_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b42_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc42[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc42[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
-                          {
-                            pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                                const int64_t j = pd_b42_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
-                          {
-                            C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b41_b;
-                            int64_t pd_b41_i;
-                            int64_t pd_b41_j;
-                            int64_t pd_b41_k;
-                            const int64_t pd_nr41 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv41 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                            {
-                              pd_b41_b = pd_c0;
-                              pd_b41_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b41_j = (((-(M % 256)) + M) + pd_c6);
-                            }
-                            float pd_acc41[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc41[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
-                              {
-                                pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                                    const int64_t j = pd_b41_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
-                              {
-                                C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-              else
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b44_b;
-                      int64_t pd_b44_i;
-                      int64_t pd_b44_j;
-                      int64_t pd_b44_k;
-                      const int64_t pd_nr44 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv44 = (M % 256);
-                      {
-                        pd_b44_b = pd_c0;
-                        pd_b44_i = (pd_c3 + pd_c5);
-                        pd_b44_j = ((-(M % 256)) + M);
-                      }
-                      float pd_acc44[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc44[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
-                        {
-                          pd_acc44[pd_r][pd_v] = C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b44_i + pd_min(pd_r, pd_nr44 - 1);
-                              const int64_t j = pd_b44_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
-                        {
-                          C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b43_b;
-                          int64_t pd_b43_i;
-                          int64_t pd_b43_j;
-                          int64_t pd_b43_k;
-                          const int64_t pd_nr43 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv43 = (M % 256);
-                          {
-                            pd_b43_b = pd_c0;
-                            pd_b43_i = (pd_c3 + pd_c5);
-                            pd_b43_j = ((-(M % 256)) + M);
-                          }
-                          float pd_acc43[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc43[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                            {
-                              pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                                  const int64_t j = pd_b43_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                            {
-                              C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 32)))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
-                  {
-                    if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b46_b;
-                        int64_t pd_b46_i;
-                        int64_t pd_b46_j;
-                        int64_t pd_b46_k;
-                        const int64_t pd_nr46 = (N - pd_c3);
-                        const int64_t pd_nv46 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                        {
-                          pd_b46_b = pd_c0;
-                          pd_b46_i = pd_c3;
-                          pd_b46_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc46[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc46[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
-                          {
-                            pd_acc46[pd_r][pd_v] = C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                                const int64_t j = pd_b46_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
-                          {
-                            C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b45_b;
-                            int64_t pd_b45_i;
-                            int64_t pd_b45_j;
-                            int64_t pd_b45_k;
-                            const int64_t pd_nr45 = (N - pd_c3);
-                            const int64_t pd_nv45 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
-                            {
-                              pd_b45_b = pd_c0;
-                              pd_b45_i = pd_c3;
-                              pd_b45_j = (((-(M % 256)) + M) + pd_c6);
-                            }
-                            float pd_acc45[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc45[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
-                              {
-                                pd_acc45[pd_r][pd_v] = C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
-                                    const int64_t j = pd_b45_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
-                              {
-                                C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c3 + pd_c9);
-                                    const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  else
-  {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-    {
-      if ((N <= 47))
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+        if (((M % 256) >= 1))
         {
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
           {
             {
-              float pd_pk4_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk4 = pd_pk4_s;
+              float pd_pk6_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk6 = pd_pk6_s;
               for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
                 for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
                 {
                   {
                     #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                    for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
                     {
-                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                      pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
                     }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                    for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
                     {
-                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                     }
                   }
                 }
               }
-              if (((N >= 6) && (M >= (pd_c1 + 32))))
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
               {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
+                if (((N >= (pd_c3 + 6)) && ((M % 256) >= 32)))
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
                   {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
                     {
-                      int64_t pd_b47_b;
-                      int64_t pd_b47_i;
-                      int64_t pd_b47_j;
-                      int64_t pd_b47_k;
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b47_b = pd_c0;
-                        pd_b47_i = (pd_c5 + pd_c9);
-                        pd_b47_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc47[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        int64_t pd_b58_b;
+                        int64_t pd_b58_i;
+                        int64_t pd_b58_j;
+                        int64_t pd_b58_k;
                         {
-                          pd_acc47[pd_r][pd_v] = C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b58_b = pd_c0;
+                          pd_b58_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b58_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                         }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc47[(i) - pd_b47_i][(j) - pd_b47_j] = (pd_acc47[(i) - pd_b47_i][(j) - pd_b47_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b49_b;
-                        int64_t pd_b49_i;
-                        int64_t pd_b49_j;
-                        int64_t pd_b49_k;
-                        const int64_t pd_nr49 = 6;
-                        const int64_t pd_nv49 = ((M - pd_c1) % 32);
-                        {
-                          pd_b49_b = pd_c0;
-                          pd_b49_i = pd_c5;
-                          pd_b49_j = ((-((M - pd_c1) % 32)) + M);
-                        }
-                        float pd_acc49[6][16];
+                        float pd_acc58[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc49[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
-                          {
-                            pd_acc49[pd_r][pd_v] = C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
+                            pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                         {
                           #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
-                                const int64_t j = pd_b49_j + pd_v;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] = (pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
-                          {
-                            C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b48_b;
-                            int64_t pd_b48_i;
-                            int64_t pd_b48_j;
-                            int64_t pd_b48_k;
-                            const int64_t pd_nr48 = 6;
-                            const int64_t pd_nv48 = ((M - pd_c1) % 32);
-                            {
-                              pd_b48_b = pd_c0;
-                              pd_b48_i = pd_c5;
-                              pd_b48_j = ((-((M - pd_c1) % 32)) + M);
-                            }
-                            float pd_acc48[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc48[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
-                              {
-                                pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
-                                    const int64_t j = pd_b48_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
-                              {
-                                C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                    if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b51_b;
-                      int64_t pd_b51_i;
-                      int64_t pd_b51_j;
-                      int64_t pd_b51_k;
-                      const int64_t pd_nr51 = (N % 6);
-                      const int64_t pd_nv51 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                      {
-                        pd_b51_b = pd_c0;
-                        pd_b51_i = ((-(N % 6)) + N);
-                        pd_b51_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc51[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc51[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                        {
-                          pd_acc51[pd_r][pd_v] = C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
-                              const int64_t j = pd_b51_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
-                        {
-                          C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b50_b;
-                          int64_t pd_b50_i;
-                          int64_t pd_b50_j;
-                          int64_t pd_b50_k;
-                          const int64_t pd_nr50 = (N % 6);
-                          const int64_t pd_nv50 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b50_b = pd_c0;
-                            pd_b50_i = ((-(N % 6)) + N);
-                            pd_b50_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc50[5][32];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc50[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
-                            {
-                              pd_acc50[pd_r][pd_v] = C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b50_i + pd_min(pd_r, pd_nr50 - 1);
-                                  const int64_t j = pd_b50_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
-                            {
-                              C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-              }
-              else
-              {
-                if ((N <= 5))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                      if ((((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b53_b;
-                        int64_t pd_b53_i;
-                        int64_t pd_b53_j;
-                        int64_t pd_b53_k;
-                        const int64_t pd_nr53 = N;
-                        const int64_t pd_nv53 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                        {
-                          pd_b53_b = pd_c0;
-                          pd_b53_i = 0;
-                          pd_b53_j = (pd_c1 + pd_c6);
-                        }
-                        float pd_acc53[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc53[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
-                          {
-                            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                                const int64_t j = pd_b53_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
-                          {
-                            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b52_b;
-                            int64_t pd_b52_i;
-                            int64_t pd_b52_j;
-                            int64_t pd_b52_k;
-                            const int64_t pd_nr52 = N;
-                            const int64_t pd_nv52 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                            {
-                              pd_b52_b = pd_c0;
-                              pd_b52_i = 0;
-                              pd_b52_j = (pd_c1 + pd_c6);
-                            }
-                            float pd_acc52[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc52[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
-                              {
-                                pd_acc52[pd_r][pd_v] = C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b52_i + pd_min(pd_r, pd_nr52 - 1);
-                                    const int64_t j = pd_b52_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
-                              {
-                                C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_c9;
-                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b55_b;
-                        int64_t pd_b55_i;
-                        int64_t pd_b55_j;
-                        int64_t pd_b55_k;
-                        const int64_t pd_nr55 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv55 = (M - pd_c1);
-                        {
-                          pd_b55_b = pd_c0;
-                          pd_b55_i = pd_c5;
-                          pd_b55_j = pd_c1;
-                        }
-                        float pd_acc55[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc55[pd_r][pd_v] = 0;
+                            C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
                           }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
-                          {
-                            pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                                const int64_t j = pd_b55_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
-                          {
-                            C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((pd_c1 + 31)) - (pd_c1) < 272)
-                          {
-                            int64_t pd_b54_b;
-                            int64_t pd_b54_i;
-                            int64_t pd_b54_j;
-                            int64_t pd_b54_k;
-                            const int64_t pd_nr54 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                            const int64_t pd_nv54 = (M - pd_c1);
-                            {
-                              pd_b54_b = pd_c0;
-                              pd_b54_i = pd_c5;
-                              pd_b54_j = pd_c1;
-                            }
-                            float pd_acc54[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc54[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
-                              {
-                                pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
-                                    const int64_t j = pd_b54_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
-                              {
-                                C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c5 + pd_c9);
-                                    const int64_t j = (pd_c1 + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk5_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk5 = pd_pk5_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                  {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if ((N >= (pd_c3 + 6)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
-                  {
-                    {
-                      int64_t pd_b56_b;
-                      int64_t pd_b56_i;
-                      int64_t pd_b56_j;
-                      int64_t pd_b56_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b56_b = pd_c0;
-                        pd_b56_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b56_j = (pd_c6 + pd_c10);
-                      }
-                      float pd_acc56[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (pd_c6 + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] = (pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
                         }
                       }
                     }
-                  }
-                  if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
-                    {
-                      int64_t pd_b58_b;
-                      int64_t pd_b58_i;
-                      int64_t pd_b58_j;
-                      int64_t pd_b58_k;
-                      const int64_t pd_nr58 = 6;
-                      const int64_t pd_nv58 = (M % 32);
-                      {
-                        pd_b58_b = pd_c0;
-                        pd_b58_i = (pd_c3 + pd_c5);
-                        pd_b58_j = ((-(M % 32)) + M);
-                      }
-                      float pd_acc58[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc58[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv58; pd_v++)
-                        {
-                          pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
-                              const int64_t j = pd_b58_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv58; pd_v++)
-                        {
-                          C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-(M % 32)) + M) + 31)) - (0) < 272)
-                        {
-                          int64_t pd_b57_b;
-                          int64_t pd_b57_i;
-                          int64_t pd_b57_j;
-                          int64_t pd_b57_k;
-                          const int64_t pd_nr57 = 6;
-                          const int64_t pd_nv57 = (M % 32);
-                          {
-                            pd_b57_b = pd_c0;
-                            pd_b57_i = (pd_c3 + pd_c5);
-                            pd_b57_j = ((-(M % 32)) + M);
-                          }
-                          float pd_acc57[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc57[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                            {
-                              pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
-                                  const int64_t j = pd_b57_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                            {
-                              C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                  {
-                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
+                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                       {
                         int64_t pd_b60_b;
                         int64_t pd_b60_i;
                         int64_t pd_b60_j;
                         int64_t pd_b60_k;
-                        const int64_t pd_nr60 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv60 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                        const int64_t pd_nr60 = 6;
+                        const int64_t pd_nv60 = (M % 32);
                         {
                           pd_b60_b = pd_c0;
-                          pd_b60_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b60_j = pd_c6;
+                          pd_b60_i = (pd_c3 + pd_c5);
+                          pd_b60_j = ((-(M % 32)) + M);
                         }
-                        float pd_acc60[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        float pd_acc60[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
@@ -3868,7 +2435,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                         {
                           #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
@@ -3878,7 +2445,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
                                 const int64_t j = pd_b60_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -3894,22 +2461,22 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       }
                       else
                       {
-                        if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if (((pd_c6 + 31)) - (0) < 272)
+                        if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                           {
                             int64_t pd_b59_b;
                             int64_t pd_b59_i;
                             int64_t pd_b59_j;
                             int64_t pd_b59_k;
-                            const int64_t pd_nr59 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv59 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                            const int64_t pd_nr59 = 6;
+                            const int64_t pd_nv59 = (M % 32);
                             {
                               pd_b59_b = pd_c0;
-                              pd_b59_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b59_j = pd_c6;
+                              pd_b59_i = (pd_c3 + pd_c5);
+                              pd_b59_j = ((-(M % 32)) + M);
                             }
-                            float pd_acc59[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            float pd_acc59[6][32];
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
@@ -3928,7 +2495,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                             {
                               #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
@@ -3938,7 +2505,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
                                     const int64_t j = pd_b59_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
@@ -3957,17 +2524,1676 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                             {
                               #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
+                    {
+                      if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                        {
+                          int64_t pd_b62_b;
+                          int64_t pd_b62_i;
+                          int64_t pd_b62_j;
+                          int64_t pd_b62_k;
+                          const int64_t pd_nr62 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv62 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                          {
+                            pd_b62_b = pd_c0;
+                            pd_b62_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b62_j = (((-(M % 256)) + M) + pd_c6);
+                          }
+                          float pd_acc62[5][16];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              pd_acc62[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                            {
+                              pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
+                                  const int64_t j = pd_b62_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                            {
+                              C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                            if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
+                            {
+                              int64_t pd_b61_b;
+                              int64_t pd_b61_i;
+                              int64_t pd_b61_j;
+                              int64_t pd_b61_k;
+                              const int64_t pd_nr61 = ((N - pd_c3) % 6);
+                              const int64_t pd_nv61 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                              {
+                                pd_b61_b = pd_c0;
+                                pd_b61_i = ((-((N - pd_c3) % 6)) + N);
+                                pd_b61_j = (((-(M % 256)) + M) + pd_c6);
+                              }
+                              float pd_acc61[5][32];
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  pd_acc61[pd_r][pd_v] = 0;
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                                {
+                                  pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
+                                }
+                              }
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
+                                      const int64_t j = pd_b61_j + pd_v;
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                                {
+                                  C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                      const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                        }
+                    }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                  {
+                    if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b64_b;
+                        int64_t pd_b64_i;
+                        int64_t pd_b64_j;
+                        int64_t pd_b64_k;
+                        const int64_t pd_nr64 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv64 = (M % 256);
+                        {
+                          pd_b64_b = pd_c0;
+                          pd_b64_i = (pd_c3 + pd_c5);
+                          pd_b64_j = ((-(M % 256)) + M);
+                        }
+                        float pd_acc64[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc64[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+                          {
+                            pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
+                                const int64_t j = pd_b64_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+                          {
+                            C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
+                          {
+                            int64_t pd_b63_b;
+                            int64_t pd_b63_i;
+                            int64_t pd_b63_j;
+                            int64_t pd_b63_k;
+                            const int64_t pd_nr63 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                            const int64_t pd_nv63 = (M % 256);
+                            {
+                              pd_b63_b = pd_c0;
+                              pd_b63_i = (pd_c3 + pd_c5);
+                              pd_b63_j = ((-(M % 256)) + M);
+                            }
+                            float pd_acc63[6][32];
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc63[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+                              {
+                                pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
+                                    const int64_t j = pd_b63_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+                              {
+                                C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (((M - 32) % 256) - 224); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                    const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                  if ((((pd_c3 + 5) >= N) && ((M % 256) >= 32)))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
+                    {
+                      if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
+                        {
+                          int64_t pd_b66_b;
+                          int64_t pd_b66_i;
+                          int64_t pd_b66_j;
+                          int64_t pd_b66_k;
+                          const int64_t pd_nr66 = (N - pd_c3);
+                          const int64_t pd_nv66 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                          {
+                            pd_b66_b = pd_c0;
+                            pd_b66_i = pd_c3;
+                            pd_b66_j = (((-(M % 256)) + M) + pd_c6);
+                          }
+                          float pd_acc66[5][16];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              pd_acc66[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
+                            {
+                              pd_acc66[pd_r][pd_v] = C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
+                                  const int64_t j = pd_b66_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
+                            {
+                              C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                            if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
+                            {
+                              int64_t pd_b65_b;
+                              int64_t pd_b65_i;
+                              int64_t pd_b65_j;
+                              int64_t pd_b65_k;
+                              const int64_t pd_nr65 = (N - pd_c3);
+                              const int64_t pd_nv65 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                              {
+                                pd_b65_b = pd_c0;
+                                pd_b65_i = pd_c3;
+                                pd_b65_j = (((-(M % 256)) + M) + pd_c6);
+                              }
+                              float pd_acc65[5][32];
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  pd_acc65[pd_r][pd_v] = 0;
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
+                                {
+                                  pd_acc65[pd_r][pd_v] = C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)];
+                                }
+                              }
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_b65_i + pd_min(pd_r, pd_nr65 - 1);
+                                      const int64_t j = pd_b65_j + pd_v;
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      pd_acc65[pd_r][pd_v] = (pd_acc65[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
+                                {
+                                  C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)] = pd_acc65[pd_r][pd_v];
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = (pd_c3 + pd_c9);
+                                      const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                        }
+                    }
+                  }
+                }
+              }
+              if (!pd_w7)
+              {
+                #pragma omp barrier
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+    {
+      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
+      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
+      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      {
+        const int pd_w8 = pd_t8 < pd_s8;
+        const int64_t pd_c0 = 0 + pd_t8 * 1;
+        if ((N <= 47))
+        {
+          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+          {
+            for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+            {
+              {
+                float pd_pk9_s[69632] __attribute__((aligned(64)));
+                float *restrict pd_pk9 = pd_pk9_s;
+                for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+                {
+                  for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                  {
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                      {
+                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                      }
+                      for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                      {
+                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      }
+                    }
+                  }
+                }
+                if (((N >= 6) && (M >= (pd_c1 + 32))))
+                {
+                  for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < (N - 5); pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
+                    {
+                      {
+                        int64_t pd_b83_b;
+                        int64_t pd_b83_i;
+                        int64_t pd_b83_j;
+                        int64_t pd_b83_k;
+                        {
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b83_b = pd_c0;
+                          pd_b83_i = (pd_c5 + pd_c9);
+                          pd_b83_j = ((pd_c1 + pd_c6) + pd_c10);
+                        }
+                        float pd_acc83[6][32];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c5 + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc83[(i) - pd_b83_i][(j) - pd_b83_j] = (pd_acc83[(i) - pd_b83_i][(j) - pd_b83_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                    if (((pd_c1 + 255) >= M))
+                    {
+                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b85_b;
+                          int64_t pd_b85_i;
+                          int64_t pd_b85_j;
+                          int64_t pd_b85_k;
+                          const int64_t pd_nr85 = 6;
+                          const int64_t pd_nv85 = ((M - pd_c1) % 32);
+                          {
+                            pd_b85_b = pd_c0;
+                            pd_b85_i = pd_c5;
+                            pd_b85_j = ((-((M - pd_c1) % 32)) + M);
+                          }
+                          float pd_acc85[6][16];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              pd_acc85[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                            {
+                              pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
+                                  const int64_t j = pd_b85_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                            {
+                              C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                            if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
+                            {
+                              int64_t pd_b84_b;
+                              int64_t pd_b84_i;
+                              int64_t pd_b84_j;
+                              int64_t pd_b84_k;
+                              const int64_t pd_nr84 = 6;
+                              const int64_t pd_nv84 = ((M - pd_c1) % 32);
+                              {
+                                pd_b84_b = pd_c0;
+                                pd_b84_i = pd_c5;
+                                pd_b84_j = ((-((M - pd_c1) % 32)) + M);
+                              }
+                              float pd_acc84[6][32];
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  pd_acc84[pd_r][pd_v] = 0;
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
+                                {
+                                  pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
+                                }
+                              }
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
+                                      const int64_t j = pd_b84_j + pd_v;
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
+                                {
+                                  C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = (pd_c5 + pd_c9);
+                                      const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                        }
+                    }
+                  }
+                  if (!pd_w8)
+                  {
+                    #pragma omp barrier
+                  }
+                  for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 32; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 32)
+                  {
+                    if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b87_b;
+                        int64_t pd_b87_i;
+                        int64_t pd_b87_j;
+                        int64_t pd_b87_k;
+                        const int64_t pd_nr87 = (N % 6);
+                        const int64_t pd_nv87 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        {
+                          pd_b87_b = pd_c0;
+                          pd_b87_i = ((-(N % 6)) + N);
+                          pd_b87_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc87[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc87[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
+                          {
+                            pd_acc87[pd_r][pd_v] = C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b87_i + pd_min(pd_r, pd_nr87 - 1);
+                                const int64_t j = pd_b87_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc87[pd_r][pd_v] = (pd_acc87[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
+                          {
+                            C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)] = pd_acc87[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
+                          {
+                            int64_t pd_b86_b;
+                            int64_t pd_b86_i;
+                            int64_t pd_b86_j;
+                            int64_t pd_b86_k;
+                            const int64_t pd_nr86 = (N % 6);
+                            const int64_t pd_nv86 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            {
+                              pd_b86_b = pd_c0;
+                              pd_b86_i = ((-(N % 6)) + N);
+                              pd_b86_j = (pd_c1 + pd_c6);
+                            }
+                            float pd_acc86[5][32];
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc86[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                              {
+                                pd_acc86[pd_r][pd_v] = C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b86_i + pd_min(pd_r, pd_nr86 - 1);
+                                    const int64_t j = pd_b86_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                              {
+                                C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
                               for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                  if (!pd_w8)
+                  {
+                    #pragma omp barrier
+                  }
+                }
+                else
+                {
+                  if ((N <= 5))
+                  {
+                    for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 32; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 32)
+                    {
+                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                        if ((((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b89_b;
+                          int64_t pd_b89_i;
+                          int64_t pd_b89_j;
+                          int64_t pd_b89_k;
+                          const int64_t pd_nr89 = N;
+                          const int64_t pd_nv89 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
+                          {
+                            pd_b89_b = pd_c0;
+                            pd_b89_i = 0;
+                            pd_b89_j = (pd_c1 + pd_c6);
+                          }
+                          float pd_acc89[5][16];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              pd_acc89[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
+                            {
+                              pd_acc89[pd_r][pd_v] = C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b89_i + pd_min(pd_r, pd_nr89 - 1);
+                                  const int64_t j = pd_b89_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
+                            {
+                              C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)] = pd_acc89[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
+                            if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
+                            {
+                              int64_t pd_b88_b;
+                              int64_t pd_b88_i;
+                              int64_t pd_b88_j;
+                              int64_t pd_b88_k;
+                              const int64_t pd_nr88 = N;
+                              const int64_t pd_nv88 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
+                              {
+                                pd_b88_b = pd_c0;
+                                pd_b88_i = 0;
+                                pd_b88_j = (pd_c1 + pd_c6);
+                              }
+                              float pd_acc88[5][32];
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  pd_acc88[pd_r][pd_v] = 0;
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
+                                {
+                                  pd_acc88[pd_r][pd_v] = C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)];
+                                }
+                              }
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
+                                      const int64_t j = pd_b88_j + pd_v;
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
+                                {
+                                  C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_c9;
+                                      const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                        }
+                    }
+                    if (!pd_w8)
+                    {
+                      #pragma omp barrier
+                    }
+                  }
+                  else
+                  {
+                    for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < N; pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
+                    {
+                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b91_b;
+                          int64_t pd_b91_i;
+                          int64_t pd_b91_j;
+                          int64_t pd_b91_k;
+                          const int64_t pd_nr91 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
+                          const int64_t pd_nv91 = (M - pd_c1);
+                          {
+                            pd_b91_b = pd_c0;
+                            pd_b91_i = pd_c5;
+                            pd_b91_j = pd_c1;
+                          }
+                          float pd_acc91[6][16];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              pd_acc91[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv91; pd_v++)
+                            {
+                              pd_acc91[pd_r][pd_v] = C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b91_i + pd_min(pd_r, pd_nr91 - 1);
+                                  const int64_t j = pd_b91_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv91; pd_v++)
+                            {
+                              C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                            if (((pd_c1 + 31)) - (pd_c1) < 272)
+                            {
+                              int64_t pd_b90_b;
+                              int64_t pd_b90_i;
+                              int64_t pd_b90_j;
+                              int64_t pd_b90_k;
+                              const int64_t pd_nr90 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
+                              const int64_t pd_nv90 = (M - pd_c1);
+                              {
+                                pd_b90_b = pd_c0;
+                                pd_b90_i = pd_c5;
+                                pd_b90_j = pd_c1;
+                              }
+                              float pd_acc90[6][32];
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  pd_acc90[pd_r][pd_v] = 0;
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
+                                {
+                                  pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
+                                }
+                              }
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
+                                      const int64_t j = pd_b90_j + pd_v;
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
+                                {
+                                  C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = (pd_c5 + pd_c9);
+                                      const int64_t j = (pd_c1 + pd_c10);
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                        }
+                    }
+                    if (!pd_w8)
+                    {
+                      #pragma omp barrier
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+          {
+            {
+              float pd_pk10_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk10 = pd_pk10_s;
+              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+              {
+                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                {
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
+                    {
+                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                    }
+                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
+                    {
+                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    }
+                  }
+                }
+              }
+              for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
+              {
+                if ((N >= (pd_c3 + 6)))
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
+                    {
+                      {
+                        int64_t pd_b92_b;
+                        int64_t pd_b92_i;
+                        int64_t pd_b92_j;
+                        int64_t pd_b92_k;
+                        {
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b92_b = pd_c0;
+                          pd_b92_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b92_j = (pd_c6 + pd_c10);
+                        }
+                        float pd_acc92[6][32];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc92[pd_r][pd_v] = C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = (pd_c6 + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc92[(i) - pd_b92_i][(j) - pd_b92_j] = (pd_acc92[(i) - pd_b92_i][(j) - pd_b92_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
+                      {
+                        int64_t pd_b94_b;
+                        int64_t pd_b94_i;
+                        int64_t pd_b94_j;
+                        int64_t pd_b94_k;
+                        const int64_t pd_nr94 = 6;
+                        const int64_t pd_nv94 = (M % 32);
+                        {
+                          pd_b94_b = pd_c0;
+                          pd_b94_i = (pd_c3 + pd_c5);
+                          pd_b94_j = ((-(M % 32)) + M);
+                        }
+                        float pd_acc94[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc94[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
+                          {
+                            pd_acc94[pd_r][pd_v] = C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b94_i + pd_min(pd_r, pd_nr94 - 1);
+                                const int64_t j = pd_b94_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc94[pd_r][pd_v] = (pd_acc94[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
+                          {
+                            C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)] = pd_acc94[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((((-(M % 32)) + M) + 31)) - (0) < 272)
+                          {
+                            int64_t pd_b93_b;
+                            int64_t pd_b93_i;
+                            int64_t pd_b93_j;
+                            int64_t pd_b93_k;
+                            const int64_t pd_nr93 = 6;
+                            const int64_t pd_nv93 = (M % 32);
+                            {
+                              pd_b93_b = pd_c0;
+                              pd_b93_i = (pd_c3 + pd_c5);
+                              pd_b93_j = ((-(M % 32)) + M);
+                            }
+                            float pd_acc93[6][32];
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc93[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
+                              {
+                                pd_acc93[pd_r][pd_v] = C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
+                                    const int64_t j = pd_b93_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
+                              {
+                                C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
+                      }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
+                    {
+                      if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
+                        {
+                          int64_t pd_b96_b;
+                          int64_t pd_b96_i;
+                          int64_t pd_b96_j;
+                          int64_t pd_b96_k;
+                          const int64_t pd_nr96 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv96 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                          {
+                            pd_b96_b = pd_c0;
+                            pd_b96_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b96_j = pd_c6;
+                          }
+                          float pd_acc96[5][16];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              pd_acc96[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
+                            {
+                              pd_acc96[pd_r][pd_v] = C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b96_i + pd_min(pd_r, pd_nr96 - 1);
+                                  const int64_t j = pd_b96_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc96[pd_r][pd_v] = (pd_acc96[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
+                            {
+                              C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)] = pd_acc96[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                            if (((pd_c6 + 31)) - (0) < 272)
+                            {
+                              int64_t pd_b95_b;
+                              int64_t pd_b95_i;
+                              int64_t pd_b95_j;
+                              int64_t pd_b95_k;
+                              const int64_t pd_nr95 = ((N - pd_c3) % 6);
+                              const int64_t pd_nv95 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                              {
+                                pd_b95_b = pd_c0;
+                                pd_b95_i = ((-((N - pd_c3) % 6)) + N);
+                                pd_b95_j = pd_c6;
+                              }
+                              float pd_acc95[5][32];
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  pd_acc95[pd_r][pd_v] = 0;
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
+                                {
+                                  pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
+                                }
+                              }
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
+                                      const int64_t j = pd_b95_j + pd_v;
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                              for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
+                                {
+                                  C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
+                                }
+                              }
+                            }
+                            else
+                            {
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                              {
+                                #pragma GCC unroll 16
+                                for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                                {
+                                  #pragma omp simd
+                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
+                                  {
+                                    {
+                                      const int64_t b = pd_c0;
+                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                      const int64_t j = (pd_c6 + pd_c10);
+                                      const int64_t k = (pd_c2 + pd_c7);
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                        }
+                    }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
+                  {
+                    if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
+                      {
+                        int64_t pd_b98_b;
+                        int64_t pd_b98_i;
+                        int64_t pd_b98_j;
+                        int64_t pd_b98_k;
+                        const int64_t pd_nr98 = (N - pd_c3);
+                        const int64_t pd_nv98 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                        {
+                          pd_b98_b = pd_c0;
+                          pd_b98_i = pd_c3;
+                          pd_b98_j = pd_c6;
+                        }
+                        float pd_acc98[5][16];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc98[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
+                          {
+                            pd_acc98[pd_r][pd_v] = C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b98_i + pd_min(pd_r, pd_nr98 - 1);
+                                const int64_t j = pd_b98_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc98[pd_r][pd_v] = (pd_acc98[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
+                          {
+                            C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if (((pd_c6 + 31)) - (0) < 272)
+                          {
+                            int64_t pd_b97_b;
+                            int64_t pd_b97_i;
+                            int64_t pd_b97_j;
+                            int64_t pd_b97_k;
+                            const int64_t pd_nr97 = (N - pd_c3);
+                            const int64_t pd_nv97 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                            {
+                              pd_b97_b = pd_c0;
+                              pd_b97_i = pd_c3;
+                              pd_b97_j = pd_c6;
+                            }
+                            float pd_acc97[5][32];
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc97[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
+                              {
+                                pd_acc97[pd_r][pd_v] = C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b97_i + pd_min(pd_r, pd_nr97 - 1);
+                                    const int64_t j = pd_b97_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc97[pd_r][pd_v] = (pd_acc97[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
+                              {
+                                C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)] = pd_acc97[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                    const int64_t i = (pd_c3 + pd_c9);
                                     const int64_t j = (pd_c6 + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
@@ -3977,151 +4203,9 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
               }
-              else
+              if (!pd_w8)
               {
-                for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                {
-                  if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                    if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                    {
-                      int64_t pd_b62_b;
-                      int64_t pd_b62_i;
-                      int64_t pd_b62_j;
-                      int64_t pd_b62_k;
-                      const int64_t pd_nr62 = (N - pd_c3);
-                      const int64_t pd_nv62 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                      {
-                        pd_b62_b = pd_c0;
-                        pd_b62_i = pd_c3;
-                        pd_b62_j = pd_c6;
-                      }
-                      float pd_acc62[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc62[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
-                        {
-                          pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
-                              const int64_t j = pd_b62_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
-                        {
-                          C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((pd_c6 + 31)) - (0) < 272)
-                        {
-                          int64_t pd_b61_b;
-                          int64_t pd_b61_i;
-                          int64_t pd_b61_j;
-                          int64_t pd_b61_k;
-                          const int64_t pd_nr61 = (N - pd_c3);
-                          const int64_t pd_nv61 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                          {
-                            pd_b61_b = pd_c0;
-                            pd_b61_i = pd_c3;
-                            pd_b61_j = pd_c6;
-                          }
-                          float pd_acc61[5][32];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc61[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
-                            {
-                              pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
-                                  const int64_t j = pd_b61_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
-                            {
-                              C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
+                #pragma omp barrier
               }
             }
           }
@@ -4144,27 +4228,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b63_b;
-          int64_t pd_b63_i;
-          int64_t pd_b63_j;
-          int64_t pd_b63_k;
+          int64_t pd_b99_b;
+          int64_t pd_b99_i;
+          int64_t pd_b99_j;
+          int64_t pd_b99_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b63_b = pd_c0;
-            pd_b63_i = (pd_c2 + pd_c5);
-            pd_b63_j = pd_c6;
+            pd_b99_b = pd_c0;
+            pd_b99_i = (pd_c2 + pd_c5);
+            pd_b99_j = pd_c6;
           }
-          float pd_acc63[8][16];
+          float pd_acc99[8][16];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              const int64_t b = (pd_b63_b) - 0;
-              const int64_t i = ((pd_b63_i + pd_r)) - 0;
-              const int64_t j = ((pd_b63_j + pd_v)) - 0;
-              pd_acc63[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b99_b) - 0;
+              const int64_t i = ((pd_b99_i + pd_r)) - 0;
+              const int64_t j = ((pd_b99_j + pd_v)) - 0;
+              pd_acc99[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4180,7 +4264,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc63[(i) - pd_b63_i][(j) - pd_b63_j] = (pd_acc63[(i) - pd_b63_i][(j) - pd_b63_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc99[(i) - pd_b99_i][(j) - pd_b99_j] = (pd_acc99[(i) - pd_b99_i][(j) - pd_b99_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4190,7 +4274,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+              C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)] = pd_acc99[pd_r][pd_v];
             }
           }
         }
@@ -4210,32 +4294,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b64_b;
-        int64_t pd_b64_i;
-        int64_t pd_b64_j;
-        int64_t pd_b64_k;
-        const int64_t pd_nr64 = (N % 8);
-        const int64_t pd_nv64 = 16;
+        int64_t pd_b100_b;
+        int64_t pd_b100_i;
+        int64_t pd_b100_j;
+        int64_t pd_b100_k;
+        const int64_t pd_nr100 = (N % 8);
+        const int64_t pd_nv100 = 16;
         {
-          pd_b64_b = pd_c0;
-          pd_b64_i = ((-(N % 8)) + N);
-          pd_b64_j = 0;
+          pd_b100_b = pd_c0;
+          pd_b100_i = ((-(N % 8)) + N);
+          pd_b100_j = 0;
         }
-        float pd_acc64[7][16];
+        float pd_acc100[7][16];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc64[pd_r][pd_v] = 0;
+            pd_acc100[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
           {
-            pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
+            pd_acc100[pd_r][pd_v] = C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4248,20 +4332,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
-                const int64_t j = pd_b64_j + pd_v;
+                const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
+                const int64_t j = pd_b100_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
           {
-            C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
+            C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
           }
         }
       }
@@ -4270,35 +4354,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 17)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((16) + ((M - 16)) - 16 >= (0))
           {
-            int64_t pd_b65_b;
-            int64_t pd_b65_i;
-            int64_t pd_b65_j;
-            int64_t pd_b65_k;
-            const int64_t pd_nr65 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv65 = (M - 16);
+            int64_t pd_b101_b;
+            int64_t pd_b101_i;
+            int64_t pd_b101_j;
+            int64_t pd_b101_k;
+            const int64_t pd_nr101 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv101 = (M - 16);
             {
-              pd_b65_b = pd_c0;
-              pd_b65_i = pd_c2;
-              pd_b65_j = (16) + ((M - 16)) - 16;
+              pd_b101_b = pd_c0;
+              pd_b101_i = pd_c2;
+              pd_b101_j = (16) + ((M - 16)) - 16;
             }
-            float pd_acc65[8][16];
+            float pd_acc101[8][16];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc65[pd_r][pd_v] = 0;
+                pd_acc101[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv65; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv101; pd_v < 16; pd_v++)
               {
-                const int64_t b = (pd_b65_b) - 0;
-                const int64_t i = ((pd_b65_i + pd_r)) - 0;
-                const int64_t j = ((pd_b65_j + pd_v)) - 0;
-                pd_acc65[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b101_b) - 0;
+                const int64_t i = ((pd_b101_i + pd_r)) - 0;
+                const int64_t j = ((pd_b101_j + pd_v)) - 0;
+                pd_acc101[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4311,20 +4395,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b65_i + pd_min(pd_r, pd_nr65 - 1);
-                    const int64_t j = pd_b65_j + pd_v;
+                    const int64_t i = pd_b101_i + pd_min(pd_r, pd_nr101 - 1);
+                    const int64_t j = pd_b101_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc65[pd_r][pd_v] = (pd_acc65[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc101[pd_r][pd_v] = (pd_acc101[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv65; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv101; pd_v < 16; pd_v++)
               {
-                C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)] = pd_acc65[pd_r][pd_v];
+                C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)] = pd_acc101[pd_r][pd_v];
               }
             }
           }
@@ -4369,14 +4453,14 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-      const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-      for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+      const int64_t pd_n9 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
+      const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
+      for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
       {
-        const int pd_w5 = pd_t5 < pd_s5;
-        const int64_t pd_c0 = 0 + pd_t5 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w5 ? 0 : pd_team_id()) * 16; pd_c1 < M; pd_c1 += (pd_w5 ? 1 : pd_team_size()) * 16)
+        const int pd_w9 = pd_t9 < pd_s9;
+        const int64_t pd_c0 = 0 + pd_t9 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w9 ? 0 : pd_team_id()) * 16; pd_c1 < M; pd_c1 += (pd_w9 ? 1 : pd_team_size()) * 16)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -4394,32 +4478,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 16) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16 >= (0))
             {
-              int64_t pd_b67_b;
-              int64_t pd_b67_i;
-              int64_t pd_b67_j;
-              int64_t pd_b67_k;
-              const int64_t pd_nr67 = N;
-              const int64_t pd_nv67 = ((pd_c1 == 0) ? 16 : (M - 16));
+              int64_t pd_b103_b;
+              int64_t pd_b103_i;
+              int64_t pd_b103_j;
+              int64_t pd_b103_k;
+              const int64_t pd_nr103 = N;
+              const int64_t pd_nv103 = ((pd_c1 == 0) ? 16 : (M - 16));
               {
-                pd_b67_b = pd_c0;
-                pd_b67_i = 0;
-                pd_b67_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
+                pd_b103_b = pd_c0;
+                pd_b103_i = 0;
+                pd_b103_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
               }
-              float pd_acc67[7][16];
+              float pd_acc103[7][16];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  pd_acc67[pd_r][pd_v] = 0;
+                  pd_acc103[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr103; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv67; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv103; pd_v < 16; pd_v++)
                 {
-                  pd_acc67[pd_r][pd_v] = C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)];
+                  pd_acc103[pd_r][pd_v] = C[((pd_b103_b) * N + (pd_b103_i + pd_r)) * M + (pd_b103_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4432,20 +4516,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b67_i + pd_min(pd_r, pd_nr67 - 1);
-                      const int64_t j = pd_b67_j + pd_v;
+                      const int64_t i = pd_b103_i + pd_min(pd_r, pd_nr103 - 1);
+                      const int64_t j = pd_b103_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc103[pd_r][pd_v] = (pd_acc103[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr103; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv67; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv103; pd_v < 16; pd_v++)
                 {
-                  C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
+                  C[((pd_b103_b) * N + (pd_b103_i + pd_r)) * M + (pd_b103_j + pd_v)] = pd_acc103[pd_r][pd_v];
                 }
               }
             }
@@ -4471,7 +4555,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w5)
+        if (!pd_w9)
         {
           #pragma omp barrier
         }
@@ -4493,27 +4577,27 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b68_b;
-          int64_t pd_b68_i;
-          int64_t pd_b68_j;
-          int64_t pd_b68_k;
+          int64_t pd_b104_b;
+          int64_t pd_b104_i;
+          int64_t pd_b104_j;
+          int64_t pd_b104_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b68_b = pd_c0;
-            pd_b68_i = (pd_c2 + pd_c5);
-            pd_b68_j = pd_c6;
+            pd_b104_b = pd_c0;
+            pd_b104_i = (pd_c2 + pd_c5);
+            pd_b104_j = pd_c6;
           }
-          float pd_acc68[8][8];
+          float pd_acc104[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t b = (pd_b68_b) - 0;
-              const int64_t i = ((pd_b68_i + pd_r)) - 0;
-              const int64_t j = ((pd_b68_j + pd_v)) - 0;
-              pd_acc68[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b104_b) - 0;
+              const int64_t i = ((pd_b104_i + pd_r)) - 0;
+              const int64_t j = ((pd_b104_j + pd_v)) - 0;
+              pd_acc104[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4529,7 +4613,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc68[(i) - pd_b68_i][(j) - pd_b68_j] = (pd_acc68[(i) - pd_b68_i][(j) - pd_b68_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc104[(i) - pd_b104_i][(j) - pd_b104_j] = (pd_acc104[(i) - pd_b104_i][(j) - pd_b104_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4539,7 +4623,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
+              C[((pd_b104_b) * N + (pd_b104_i + pd_r)) * M + (pd_b104_j + pd_v)] = pd_acc104[pd_r][pd_v];
             }
           }
         }
@@ -4559,32 +4643,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b69_b;
-        int64_t pd_b69_i;
-        int64_t pd_b69_j;
-        int64_t pd_b69_k;
-        const int64_t pd_nr69 = (N % 8);
-        const int64_t pd_nv69 = 8;
+        int64_t pd_b105_b;
+        int64_t pd_b105_i;
+        int64_t pd_b105_j;
+        int64_t pd_b105_k;
+        const int64_t pd_nr105 = (N % 8);
+        const int64_t pd_nv105 = 8;
         {
-          pd_b69_b = pd_c0;
-          pd_b69_i = ((-(N % 8)) + N);
-          pd_b69_j = 0;
+          pd_b105_b = pd_c0;
+          pd_b105_i = ((-(N % 8)) + N);
+          pd_b105_j = 0;
         }
-        float pd_acc69[7][8];
+        float pd_acc105[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc69[pd_r][pd_v] = 0;
+            pd_acc105[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr105; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv105; pd_v++)
           {
-            pd_acc69[pd_r][pd_v] = C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
+            pd_acc105[pd_r][pd_v] = C[((pd_b105_b) * N + (pd_b105_i + pd_r)) * M + (pd_b105_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4597,20 +4681,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
-                const int64_t j = pd_b69_j + pd_v;
+                const int64_t i = pd_b105_i + pd_min(pd_r, pd_nr105 - 1);
+                const int64_t j = pd_b105_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc105[pd_r][pd_v] = (pd_acc105[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr105; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv105; pd_v++)
           {
-            C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
+            C[((pd_b105_b) * N + (pd_b105_i + pd_r)) * M + (pd_b105_j + pd_v)] = pd_acc105[pd_r][pd_v];
           }
         }
       }
@@ -4619,35 +4703,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 9)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((8) + ((M - 8)) - 8 >= (0))
           {
-            int64_t pd_b70_b;
-            int64_t pd_b70_i;
-            int64_t pd_b70_j;
-            int64_t pd_b70_k;
-            const int64_t pd_nr70 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv70 = (M - 8);
+            int64_t pd_b106_b;
+            int64_t pd_b106_i;
+            int64_t pd_b106_j;
+            int64_t pd_b106_k;
+            const int64_t pd_nr106 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv106 = (M - 8);
             {
-              pd_b70_b = pd_c0;
-              pd_b70_i = pd_c2;
-              pd_b70_j = (8) + ((M - 8)) - 8;
+              pd_b106_b = pd_c0;
+              pd_b106_i = pd_c2;
+              pd_b106_j = (8) + ((M - 8)) - 8;
             }
-            float pd_acc70[8][8];
+            float pd_acc106[8][8];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc70[pd_r][pd_v] = 0;
+                pd_acc106[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv70; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv106; pd_v < 8; pd_v++)
               {
-                const int64_t b = (pd_b70_b) - 0;
-                const int64_t i = ((pd_b70_i + pd_r)) - 0;
-                const int64_t j = ((pd_b70_j + pd_v)) - 0;
-                pd_acc70[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b106_b) - 0;
+                const int64_t i = ((pd_b106_i + pd_r)) - 0;
+                const int64_t j = ((pd_b106_j + pd_v)) - 0;
+                pd_acc106[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4660,20 +4744,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b70_i + pd_min(pd_r, pd_nr70 - 1);
-                    const int64_t j = pd_b70_j + pd_v;
+                    const int64_t i = pd_b106_i + pd_min(pd_r, pd_nr106 - 1);
+                    const int64_t j = pd_b106_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc70[pd_r][pd_v] = (pd_acc70[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc106[pd_r][pd_v] = (pd_acc106[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv70; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv106; pd_v < 8; pd_v++)
               {
-                C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
+                C[((pd_b106_b) * N + (pd_b106_i + pd_r)) * M + (pd_b106_j + pd_v)] = pd_acc106[pd_r][pd_v];
               }
             }
           }
@@ -4718,14 +4802,14 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-      const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-      for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+      const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
+      const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
+      for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
       {
-        const int pd_w6 = pd_t6 < pd_s6;
-        const int64_t pd_c0 = 0 + pd_t6 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 8)
+        const int pd_w10 = pd_t10 < pd_s10;
+        const int64_t pd_c0 = 0 + pd_t10 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 8)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -4743,32 +4827,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8 >= (0))
             {
-              int64_t pd_b72_b;
-              int64_t pd_b72_i;
-              int64_t pd_b72_j;
-              int64_t pd_b72_k;
-              const int64_t pd_nr72 = N;
-              const int64_t pd_nv72 = ((pd_c1 == 0) ? 8 : (M - 8));
+              int64_t pd_b108_b;
+              int64_t pd_b108_i;
+              int64_t pd_b108_j;
+              int64_t pd_b108_k;
+              const int64_t pd_nr108 = N;
+              const int64_t pd_nv108 = ((pd_c1 == 0) ? 8 : (M - 8));
               {
-                pd_b72_b = pd_c0;
-                pd_b72_i = 0;
-                pd_b72_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
+                pd_b108_b = pd_c0;
+                pd_b108_i = 0;
+                pd_b108_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
               }
-              float pd_acc72[7][8];
+              float pd_acc108[7][8];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc72[pd_r][pd_v] = 0;
+                  pd_acc108[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv108; pd_v < 8; pd_v++)
                 {
-                  pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
+                  pd_acc108[pd_r][pd_v] = C[((pd_b108_b) * N + (pd_b108_i + pd_r)) * M + (pd_b108_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4781,20 +4865,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                      const int64_t j = pd_b72_j + pd_v;
+                      const int64_t i = pd_b108_i + pd_min(pd_r, pd_nr108 - 1);
+                      const int64_t j = pd_b108_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc108[pd_r][pd_v] = (pd_acc108[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv108; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                  C[((pd_b108_b) * N + (pd_b108_i + pd_r)) * M + (pd_b108_j + pd_v)] = pd_acc108[pd_r][pd_v];
                 }
               }
             }
@@ -4820,7 +4904,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w6)
+        if (!pd_w10)
         {
           #pragma omp barrier
         }
@@ -4842,27 +4926,27 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b73_b;
-          int64_t pd_b73_i;
-          int64_t pd_b73_j;
-          int64_t pd_b73_k;
+          int64_t pd_b109_b;
+          int64_t pd_b109_i;
+          int64_t pd_b109_j;
+          int64_t pd_b109_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b73_b = pd_c0;
-            pd_b73_i = (pd_c2 + pd_c5);
-            pd_b73_j = pd_c6;
+            pd_b109_b = pd_c0;
+            pd_b109_i = (pd_c2 + pd_c5);
+            pd_b109_j = pd_c6;
           }
-          float pd_acc73[8][4];
+          float pd_acc109[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b73_b) - 0;
-              const int64_t i = ((pd_b73_i + pd_r)) - 0;
-              const int64_t j = ((pd_b73_j + pd_v)) - 0;
-              pd_acc73[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b109_b) - 0;
+              const int64_t i = ((pd_b109_i + pd_r)) - 0;
+              const int64_t j = ((pd_b109_j + pd_v)) - 0;
+              pd_acc109[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4878,7 +4962,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc73[(i) - pd_b73_i][(j) - pd_b73_j] = (pd_acc73[(i) - pd_b73_i][(j) - pd_b73_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc109[(i) - pd_b109_i][(j) - pd_b109_j] = (pd_acc109[(i) - pd_b109_i][(j) - pd_b109_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4888,7 +4972,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
+              C[((pd_b109_b) * N + (pd_b109_i + pd_r)) * M + (pd_b109_j + pd_v)] = pd_acc109[pd_r][pd_v];
             }
           }
         }
@@ -4908,32 +4992,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b74_b;
-        int64_t pd_b74_i;
-        int64_t pd_b74_j;
-        int64_t pd_b74_k;
-        const int64_t pd_nr74 = (N % 8);
-        const int64_t pd_nv74 = 4;
+        int64_t pd_b110_b;
+        int64_t pd_b110_i;
+        int64_t pd_b110_j;
+        int64_t pd_b110_k;
+        const int64_t pd_nr110 = (N % 8);
+        const int64_t pd_nv110 = 4;
         {
-          pd_b74_b = pd_c0;
-          pd_b74_i = ((-(N % 8)) + N);
-          pd_b74_j = 0;
+          pd_b110_b = pd_c0;
+          pd_b110_i = ((-(N % 8)) + N);
+          pd_b110_j = 0;
         }
-        float pd_acc74[7][4];
+        float pd_acc110[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc74[pd_r][pd_v] = 0;
+            pd_acc110[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr110; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv110; pd_v++)
           {
-            pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
+            pd_acc110[pd_r][pd_v] = C[((pd_b110_b) * N + (pd_b110_i + pd_r)) * M + (pd_b110_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4946,20 +5030,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
-                const int64_t j = pd_b74_j + pd_v;
+                const int64_t i = pd_b110_i + pd_min(pd_r, pd_nr110 - 1);
+                const int64_t j = pd_b110_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc110[pd_r][pd_v] = (pd_acc110[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr110; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv110; pd_v++)
           {
-            C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
+            C[((pd_b110_b) * N + (pd_b110_i + pd_r)) * M + (pd_b110_j + pd_v)] = pd_acc110[pd_r][pd_v];
           }
         }
       }
@@ -4968,35 +5052,35 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b75_b;
-            int64_t pd_b75_i;
-            int64_t pd_b75_j;
-            int64_t pd_b75_k;
-            const int64_t pd_nr75 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv75 = (M - 4);
+            int64_t pd_b111_b;
+            int64_t pd_b111_i;
+            int64_t pd_b111_j;
+            int64_t pd_b111_k;
+            const int64_t pd_nr111 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv111 = (M - 4);
             {
-              pd_b75_b = pd_c0;
-              pd_b75_i = pd_c2;
-              pd_b75_j = (4) + ((M - 4)) - 4;
+              pd_b111_b = pd_c0;
+              pd_b111_i = pd_c2;
+              pd_b111_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc75[8][4];
+            float pd_acc111[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc75[pd_r][pd_v] = 0;
+                pd_acc111[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr111; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv75; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv111; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b75_b) - 0;
-                const int64_t i = ((pd_b75_i + pd_r)) - 0;
-                const int64_t j = ((pd_b75_j + pd_v)) - 0;
-                pd_acc75[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b111_b) - 0;
+                const int64_t i = ((pd_b111_i + pd_r)) - 0;
+                const int64_t j = ((pd_b111_j + pd_v)) - 0;
+                pd_acc111[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5009,20 +5093,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
-                    const int64_t j = pd_b75_j + pd_v;
+                    const int64_t i = pd_b111_i + pd_min(pd_r, pd_nr111 - 1);
+                    const int64_t j = pd_b111_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc111[pd_r][pd_v] = (pd_acc111[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr111; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv75; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv111; pd_v < 4; pd_v++)
               {
-                C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
+                C[((pd_b111_b) * N + (pd_b111_i + pd_r)) * M + (pd_b111_j + pd_v)] = pd_acc111[pd_r][pd_v];
               }
             }
           }
@@ -5067,14 +5151,14 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      const int64_t pd_n11 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
+      const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
+      for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
       {
-        const int pd_w7 = pd_t7 < pd_s7;
-        const int64_t pd_c0 = 0 + pd_t7 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w7 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w7 ? 1 : pd_team_size()) * 4)
+        const int pd_w11 = pd_t11 < pd_s11;
+        const int64_t pd_c0 = 0 + pd_t11 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w11 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w11 ? 1 : pd_team_size()) * 4)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -5092,32 +5176,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b77_b;
-              int64_t pd_b77_i;
-              int64_t pd_b77_j;
-              int64_t pd_b77_k;
-              const int64_t pd_nr77 = N;
-              const int64_t pd_nv77 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b113_b;
+              int64_t pd_b113_i;
+              int64_t pd_b113_j;
+              int64_t pd_b113_k;
+              const int64_t pd_nr113 = N;
+              const int64_t pd_nv113 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b77_b = pd_c0;
-                pd_b77_i = 0;
-                pd_b77_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b113_b = pd_c0;
+                pd_b113_i = 0;
+                pd_b113_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc77[7][4];
+              float pd_acc113[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc77[pd_r][pd_v] = 0;
+                  pd_acc113[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv77; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv113; pd_v < 4; pd_v++)
                 {
-                  pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
+                  pd_acc113[pd_r][pd_v] = C[((pd_b113_b) * N + (pd_b113_i + pd_r)) * M + (pd_b113_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5130,20 +5214,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
-                      const int64_t j = pd_b77_j + pd_v;
+                      const int64_t i = pd_b113_i + pd_min(pd_r, pd_nr113 - 1);
+                      const int64_t j = pd_b113_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc113[pd_r][pd_v] = (pd_acc113[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv77; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv113; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
+                  C[((pd_b113_b) * N + (pd_b113_i + pd_r)) * M + (pd_b113_j + pd_v)] = pd_acc113[pd_r][pd_v];
                 }
               }
             }
@@ -5169,7 +5253,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w7)
+        if (!pd_w11)
         {
           #pragma omp barrier
         }
@@ -5187,39 +5271,39 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
+      const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
+      for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
       {
-        const int pd_w8 = pd_t8 < pd_s8;
-        const int64_t pd_c0 = 0 + pd_t8 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w8 ? 0 : pd_team_id()) * 32; pd_c1 < (M - 31); pd_c1 += (pd_w8 ? 1 : pd_team_size()) * 32)
+        const int pd_w12 = pd_t12 < pd_s12;
+        const int64_t pd_c0 = 0 + pd_t12 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 32; pd_c1 < (M - 31); pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 32)
         {
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b82_b;
-              int64_t pd_b82_i;
-              int64_t pd_b82_j;
-              int64_t pd_b82_k;
+              int64_t pd_b118_b;
+              int64_t pd_b118_i;
+              int64_t pd_b118_j;
+              int64_t pd_b118_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b82_b = pd_c0;
-                pd_b82_i = (pd_c2 + pd_c5);
-                pd_b82_j = (pd_c1 + pd_c6);
+                pd_b118_b = pd_c0;
+                pd_b118_i = (pd_c2 + pd_c5);
+                pd_b118_j = (pd_c1 + pd_c6);
               }
-              float pd_acc82[6][32];
+              float pd_acc118[6][32];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  const int64_t b = (pd_b82_b) - 0;
-                  const int64_t i = ((pd_b82_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b82_j + pd_v)) - 0;
-                  pd_acc82[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b118_b) - 0;
+                  const int64_t i = ((pd_b118_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b118_j + pd_v)) - 0;
+                  pd_acc118[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5235,7 +5319,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] = (pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc118[(i) - pd_b118_i][(j) - pd_b118_j] = (pd_acc118[(i) - pd_b118_i][(j) - pd_b118_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -5245,7 +5329,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
+                  C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)] = pd_acc118[pd_r][pd_v];
                 }
               }
             }
@@ -5265,32 +5349,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 32) == 0)))
           {
-            int64_t pd_b83_b;
-            int64_t pd_b83_i;
-            int64_t pd_b83_j;
-            int64_t pd_b83_k;
-            const int64_t pd_nr83 = (N % 6);
-            const int64_t pd_nv83 = 32;
+            int64_t pd_b119_b;
+            int64_t pd_b119_i;
+            int64_t pd_b119_j;
+            int64_t pd_b119_k;
+            const int64_t pd_nr119 = (N % 6);
+            const int64_t pd_nv119 = 32;
             {
-              pd_b83_b = pd_c0;
-              pd_b83_i = ((-(N % 6)) + N);
-              pd_b83_j = pd_c1;
+              pd_b119_b = pd_c0;
+              pd_b119_i = ((-(N % 6)) + N);
+              pd_b119_j = pd_c1;
             }
-            float pd_acc83[5][32];
+            float pd_acc119[5][32];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
               {
-                pd_acc83[pd_r][pd_v] = 0;
+                pd_acc119[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
               {
-                pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
+                pd_acc119[pd_r][pd_v] = C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5303,64 +5387,64 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
-                    const int64_t j = pd_b83_j + pd_v;
+                    const int64_t i = pd_b119_i + pd_min(pd_r, pd_nr119 - 1);
+                    const int64_t j = pd_b119_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
               {
-                C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
+                C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)] = pd_acc119[pd_r][pd_v];
               }
             }
           }
         }
-        if (!pd_w8)
+        if (!pd_w12)
         {
           #pragma omp barrier
         }
         if (((M % 32) >= 1))
         {
-          for (int64_t pd_c2 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w8 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w12 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w12 ? 1 : pd_team_size()) * 6)
           {
             if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
               if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
               {
-                int64_t pd_b85_b;
-                int64_t pd_b85_i;
-                int64_t pd_b85_j;
-                int64_t pd_b85_k;
-                const int64_t pd_nr85 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv85 = (M % 32);
+                int64_t pd_b121_b;
+                int64_t pd_b121_i;
+                int64_t pd_b121_j;
+                int64_t pd_b121_k;
+                const int64_t pd_nr121 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv121 = (M % 32);
                 {
-                  pd_b85_b = pd_c0;
-                  pd_b85_i = pd_c2;
-                  pd_b85_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                  pd_b121_b = pd_c0;
+                  pd_b121_i = pd_c2;
+                  pd_b121_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
                 }
-                float pd_acc85[6][16];
+                float pd_acc121[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc85[pd_r][pd_v] = 0;
+                    pd_acc121[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv85; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv121; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b85_b) - 0;
-                    const int64_t i = ((pd_b85_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b85_j + pd_v)) - 0;
-                    pd_acc85[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b121_b) - 0;
+                    const int64_t i = ((pd_b121_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b121_j + pd_v)) - 0;
+                    pd_acc121[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5373,20 +5457,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                        const int64_t j = pd_b85_j + pd_v;
+                        const int64_t i = pd_b121_i + pd_min(pd_r, pd_nr121 - 1);
+                        const int64_t j = pd_b121_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc121[pd_r][pd_v] = (pd_acc121[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv85; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv121; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
+                    C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)] = pd_acc121[pd_r][pd_v];
                   }
                 }
               }
@@ -5395,35 +5479,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
                   if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
                   {
-                    int64_t pd_b84_b;
-                    int64_t pd_b84_i;
-                    int64_t pd_b84_j;
-                    int64_t pd_b84_k;
-                    const int64_t pd_nr84 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv84 = (M % 32);
+                    int64_t pd_b120_b;
+                    int64_t pd_b120_i;
+                    int64_t pd_b120_j;
+                    int64_t pd_b120_k;
+                    const int64_t pd_nr120 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv120 = (M % 32);
                     {
-                      pd_b84_b = pd_c0;
-                      pd_b84_i = pd_c2;
-                      pd_b84_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                      pd_b120_b = pd_c0;
+                      pd_b120_i = pd_c2;
+                      pd_b120_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                     }
-                    float pd_acc84[6][32];
+                    float pd_acc120[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc84[pd_r][pd_v] = 0;
+                        pd_acc120[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv84; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv120; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b84_b) - 0;
-                        const int64_t i = ((pd_b84_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b84_j + pd_v)) - 0;
-                        pd_acc84[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b120_b) - 0;
+                        const int64_t i = ((pd_b120_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b120_j + pd_v)) - 0;
+                        pd_acc120[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5436,20 +5520,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
-                            const int64_t j = pd_b84_j + pd_v;
+                            const int64_t i = pd_b120_i + pd_min(pd_r, pd_nr120 - 1);
+                            const int64_t j = pd_b120_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv84; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv120; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
+                        C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)] = pd_acc120[pd_r][pd_v];
                       }
                     }
                   }
@@ -5489,7 +5573,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
               }
           }
-          if (!pd_w8)
+          if (!pd_w12)
           {
             #pragma omp barrier
           }
@@ -5501,16 +5585,16 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n9 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-      const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-      for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
+      const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
+      const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
+      for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
       {
-        const int pd_w9 = pd_t9 < pd_s9;
-        const int64_t pd_c0 = 0 + pd_t9 * 1;
+        const int pd_w13 = pd_t13 < pd_s13;
+        const int64_t pd_c0 = 0 + pd_t13 * 1;
         if ((N <= 5))
         {
-          for (int64_t pd_c1 = 0 + (pd_w9 ? 0 : pd_team_id()) * 32; pd_c1 < M; pd_c1 += (pd_w9 ? 1 : pd_team_size()) * 32)
+          for (int64_t pd_c1 = 0 + (pd_w13 ? 0 : pd_team_id()) * 32; pd_c1 < M; pd_c1 += (pd_w13 ? 1 : pd_team_size()) * 32)
           {
             for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
             {
@@ -5528,32 +5612,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
               if (((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) <= 16 && (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16 >= (0))
               {
-                int64_t pd_b91_b;
-                int64_t pd_b91_i;
-                int64_t pd_b91_j;
-                int64_t pd_b91_k;
-                const int64_t pd_nr91 = N;
-                const int64_t pd_nv91 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                int64_t pd_b127_b;
+                int64_t pd_b127_i;
+                int64_t pd_b127_j;
+                int64_t pd_b127_k;
+                const int64_t pd_nr127 = N;
+                const int64_t pd_nv127 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                 {
-                  pd_b91_b = pd_c0;
-                  pd_b91_i = 0;
-                  pd_b91_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
+                  pd_b127_b = pd_c0;
+                  pd_b127_i = 0;
+                  pd_b127_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
                 }
-                float pd_acc91[5][16];
+                float pd_acc127[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc91[pd_r][pd_v] = 0;
+                    pd_acc127[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv91; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv127; pd_v < 16; pd_v++)
                   {
-                    pd_acc91[pd_r][pd_v] = C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)];
+                    pd_acc127[pd_r][pd_v] = C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5566,20 +5650,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b91_i + pd_min(pd_r, pd_nr91 - 1);
-                        const int64_t j = pd_b91_j + pd_v;
+                        const int64_t i = pd_b127_i + pd_min(pd_r, pd_nr127 - 1);
+                        const int64_t j = pd_b127_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc127[pd_r][pd_v] = (pd_acc127[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv91; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv127; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
+                    C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)] = pd_acc127[pd_r][pd_v];
                   }
                 }
               }
@@ -5588,32 +5672,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
                   if ((pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32 >= (0))
                   {
-                    int64_t pd_b90_b;
-                    int64_t pd_b90_i;
-                    int64_t pd_b90_j;
-                    int64_t pd_b90_k;
-                    const int64_t pd_nr90 = N;
-                    const int64_t pd_nv90 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                    int64_t pd_b126_b;
+                    int64_t pd_b126_i;
+                    int64_t pd_b126_j;
+                    int64_t pd_b126_k;
+                    const int64_t pd_nr126 = N;
+                    const int64_t pd_nv126 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                     {
-                      pd_b90_b = pd_c0;
-                      pd_b90_i = 0;
-                      pd_b90_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
+                      pd_b126_b = pd_c0;
+                      pd_b126_i = 0;
+                      pd_b126_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
                     }
-                    float pd_acc90[5][32];
+                    float pd_acc126[5][32];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc90[pd_r][pd_v] = 0;
+                        pd_acc126[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv90; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv126; pd_v < 32; pd_v++)
                       {
-                        pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
+                        pd_acc126[pd_r][pd_v] = C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5626,20 +5710,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
-                            const int64_t j = pd_b90_j + pd_v;
+                            const int64_t i = pd_b126_i + pd_min(pd_r, pd_nr126 - 1);
+                            const int64_t j = pd_b126_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc126[pd_r][pd_v] = (pd_acc126[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv90; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv126; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
+                        C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)] = pd_acc126[pd_r][pd_v];
                       }
                     }
                   }
@@ -5666,47 +5750,47 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
               }
           }
-          if (!pd_w9)
+          if (!pd_w13)
           {
             #pragma omp barrier
           }
         }
         else
         {
-          for (int64_t pd_c2 = 0 + (pd_w9 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w9 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w13 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w13 ? 1 : pd_team_size()) * 6)
           {
             if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((M) <= 16 && (0) + (M) - 16 >= (0))
               {
-                int64_t pd_b93_b;
-                int64_t pd_b93_i;
-                int64_t pd_b93_j;
-                int64_t pd_b93_k;
-                const int64_t pd_nr93 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv93 = M;
+                int64_t pd_b129_b;
+                int64_t pd_b129_i;
+                int64_t pd_b129_j;
+                int64_t pd_b129_k;
+                const int64_t pd_nr129 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv129 = M;
                 {
-                  pd_b93_b = pd_c0;
-                  pd_b93_i = pd_c2;
-                  pd_b93_j = (0) + (M) - 16;
+                  pd_b129_b = pd_c0;
+                  pd_b129_i = pd_c2;
+                  pd_b129_j = (0) + (M) - 16;
                 }
-                float pd_acc93[6][16];
+                float pd_acc129[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc93[pd_r][pd_v] = 0;
+                    pd_acc129[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr129; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv93; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv129; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b93_b) - 0;
-                    const int64_t i = ((pd_b93_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b93_j + pd_v)) - 0;
-                    pd_acc93[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b129_b) - 0;
+                    const int64_t i = ((pd_b129_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b129_j + pd_v)) - 0;
+                    pd_acc129[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5719,20 +5803,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
-                        const int64_t j = pd_b93_j + pd_v;
+                        const int64_t i = pd_b129_i + pd_min(pd_r, pd_nr129 - 1);
+                        const int64_t j = pd_b129_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc129[pd_r][pd_v] = (pd_acc129[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr129; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv93; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv129; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
+                    C[((pd_b129_b) * N + (pd_b129_i + pd_r)) * M + (pd_b129_j + pd_v)] = pd_acc129[pd_r][pd_v];
                   }
                 }
               }
@@ -5741,35 +5825,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                   if ((0) + (M) - 32 >= (0))
                   {
-                    int64_t pd_b92_b;
-                    int64_t pd_b92_i;
-                    int64_t pd_b92_j;
-                    int64_t pd_b92_k;
-                    const int64_t pd_nr92 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv92 = M;
+                    int64_t pd_b128_b;
+                    int64_t pd_b128_i;
+                    int64_t pd_b128_j;
+                    int64_t pd_b128_k;
+                    const int64_t pd_nr128 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv128 = M;
                     {
-                      pd_b92_b = pd_c0;
-                      pd_b92_i = pd_c2;
-                      pd_b92_j = (0) + (M) - 32;
+                      pd_b128_b = pd_c0;
+                      pd_b128_i = pd_c2;
+                      pd_b128_j = (0) + (M) - 32;
                     }
-                    float pd_acc92[6][32];
+                    float pd_acc128[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc92[pd_r][pd_v] = 0;
+                        pd_acc128[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr128; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv92; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv128; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b92_b) - 0;
-                        const int64_t i = ((pd_b92_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b92_j + pd_v)) - 0;
-                        pd_acc92[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b128_b) - 0;
+                        const int64_t i = ((pd_b128_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b128_j + pd_v)) - 0;
+                        pd_acc128[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5782,20 +5866,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b92_i + pd_min(pd_r, pd_nr92 - 1);
-                            const int64_t j = pd_b92_j + pd_v;
+                            const int64_t i = pd_b128_i + pd_min(pd_r, pd_nr128 - 1);
+                            const int64_t j = pd_b128_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc92[pd_r][pd_v] = (pd_acc92[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc128[pd_r][pd_v] = (pd_acc128[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr92; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr128; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv92; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv128; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
+                        C[((pd_b128_b) * N + (pd_b128_i + pd_r)) * M + (pd_b128_j + pd_v)] = pd_acc128[pd_r][pd_v];
                       }
                     }
                   }
@@ -5835,7 +5919,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
               }
           }
-          if (!pd_w9)
+          if (!pd_w13)
           {
             #pragma omp barrier
           }
@@ -5852,14 +5936,14 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-    const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-    for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
+    const int64_t pd_n14 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s14 = pd_n14 - pd_mod(pd_n14, pd_team_size());
+    const int64_t pd_e14 = (pd_team_id() + 1) * (pd_s14 / pd_team_size());
+    for (int64_t pd_t14 = pd_e14 - (pd_s14 / pd_team_size()); pd_t14 < pd_n14; pd_t14 = pd_t14 + 1 == pd_e14 ? pd_s14 : pd_t14 + 1)
     {
-      const int pd_w10 = pd_t10 < pd_s10;
-      const int64_t pd_c0 = 0 + pd_t10 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 1)
+      const int pd_w14 = pd_t14 < pd_s14;
+      const int64_t pd_c0 = 0 + pd_t14 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w14 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w14 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -5872,681 +5956,692 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w10)
+      if (!pd_w14)
       {
         #pragma omp barrier
       }
     }
   }
-  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+    const int64_t pd_n15 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s15 = pd_n15 - pd_mod(pd_n15, pd_team_size());
+    const int64_t pd_e15 = (pd_team_id() + 1) * (pd_s15 / pd_team_size());
+    for (int64_t pd_t15 = pd_e15 - (pd_s15 / pd_team_size()); pd_t15 < pd_n15; pd_t15 = pd_t15 + 1 == pd_e15 ? pd_s15 : pd_t15 + 1)
     {
-      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+      const int pd_w15 = pd_t15 < pd_s15;
+      const int64_t pd_c0 = 0 + pd_t15 * 1;
+      for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
-          float pd_pk6_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk6 = pd_pk6_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
-            for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+            float pd_pk12_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk12 = pd_pk12_s;
+            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
               {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  #pragma omp simd
+                  for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                  {
+                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                  }
+                  for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                  {
+                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  }
                 }
               }
             }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if (((M >= (pd_c1 + 32)) && (N >= (pd_c3 + 6))))
+            for (int64_t pd_c3 = 0 + (pd_w15 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w15 ? 1 : pd_team_size()) * 48)
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+              if (((M >= (pd_c1 + 32)) && (N >= (pd_c3 + 6))))
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
                 {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
                   {
-                    int64_t pd_b94_b;
-                    int64_t pd_b94_i;
-                    int64_t pd_b94_j;
-                    int64_t pd_b94_k;
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b94_b = pd_c0;
-                      pd_b94_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b94_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc94[6][32];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      int64_t pd_b139_b;
+                      int64_t pd_b139_i;
+                      int64_t pd_b139_j;
+                      int64_t pd_b139_k;
                       {
-                        pd_acc94[pd_r][pd_v] = C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)];
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b139_b = pd_c0;
+                        pd_b139_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b139_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc94[(i) - pd_b94_i][(j) - pd_b94_j] = (pd_acc94[(i) - pd_b94_i][(j) - pd_b94_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)] = pd_acc94[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (((pd_c1 + 255) >= M))
-                {
-                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b96_b;
-                      int64_t pd_b96_i;
-                      int64_t pd_b96_j;
-                      int64_t pd_b96_k;
-                      const int64_t pd_nr96 = 6;
-                      const int64_t pd_nv96 = ((M - pd_c1) % 32);
-                      {
-                        pd_b96_b = pd_c0;
-                        pd_b96_i = (pd_c3 + pd_c5);
-                        pd_b96_j = ((-((M - pd_c1) % 32)) + M);
-                      }
-                      float pd_acc96[6][16];
+                      float pd_acc139[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc96[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
-                        {
-                          pd_acc96[pd_r][pd_v] = C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)];
+                          pd_acc139[pd_r][pd_v] = C[((pd_b139_b) * N + (pd_b139_i + pd_r)) * M + (pd_b139_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc139[(i) - pd_b139_i][(j) - pd_b139_j] = (pd_acc139[(i) - pd_b139_i][(j) - pd_b139_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          C[((pd_b139_b) * N + (pd_b139_i + pd_r)) * M + (pd_b139_j + pd_v)] = pd_acc139[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if (((pd_c1 + 255) >= M))
+                  {
+                    if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b141_b;
+                        int64_t pd_b141_i;
+                        int64_t pd_b141_j;
+                        int64_t pd_b141_k;
+                        const int64_t pd_nr141 = 6;
+                        const int64_t pd_nv141 = ((M - pd_c1) % 32);
+                        {
+                          pd_b141_b = pd_c0;
+                          pd_b141_i = (pd_c3 + pd_c5);
+                          pd_b141_j = ((-((M - pd_c1) % 32)) + M);
+                        }
+                        float pd_acc141[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b96_i + pd_min(pd_r, pd_nr96 - 1);
-                              const int64_t j = pd_b96_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc96[pd_r][pd_v] = (pd_acc96[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
+                            pd_acc141[pd_r][pd_v] = 0;
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr141; pd_r++)
                         {
-                          C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)] = pd_acc96[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b95_b;
-                          int64_t pd_b95_i;
-                          int64_t pd_b95_j;
-                          int64_t pd_b95_k;
-                          const int64_t pd_nr95 = 6;
-                          const int64_t pd_nv95 = ((M - pd_c1) % 32);
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv141; pd_v++)
                           {
-                            pd_b95_b = pd_c0;
-                            pd_b95_i = (pd_c3 + pd_c5);
-                            pd_b95_j = ((-((M - pd_c1) % 32)) + M);
+                            pd_acc141[pd_r][pd_v] = C[((pd_b141_b) * N + (pd_b141_i + pd_r)) * M + (pd_b141_j + pd_v)];
                           }
-                          float pd_acc95[6][32];
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc95[pd_r][pd_v] = 0;
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b141_i + pd_min(pd_r, pd_nr141 - 1);
+                                const int64_t j = pd_b141_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc141[pd_r][pd_v] = (pd_acc141[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr141; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv141; pd_v++)
                           {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                            {
-                              pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
-                            }
+                            C[((pd_b141_b) * N + (pd_b141_i + pd_r)) * M + (pd_b141_j + pd_v)] = pd_acc141[pd_r][pd_v];
                           }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        }
+                      }
+                      else
+                      {
+                        if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
                           {
-                            #pragma GCC unroll 16
+                            int64_t pd_b140_b;
+                            int64_t pd_b140_i;
+                            int64_t pd_b140_j;
+                            int64_t pd_b140_k;
+                            const int64_t pd_nr140 = 6;
+                            const int64_t pd_nv140 = ((M - pd_c1) % 32);
+                            {
+                              pd_b140_b = pd_c0;
+                              pd_b140_i = (pd_c3 + pd_c5);
+                              pd_b140_j = ((-((M - pd_c1) % 32)) + M);
+                            }
+                            float pd_acc140[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
-                                  const int64_t j = pd_b95_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
+                                pd_acc140[pd_r][pd_v] = 0;
                               }
                             }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                            {
-                              C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                            for (int64_t pd_r = 0; pd_r < pd_nr140; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                              for (int64_t pd_v = 0; pd_v < pd_nv140; pd_v++)
                               {
+                                pd_acc140[pd_r][pd_v] = C[((pd_b140_b) * N + (pd_b140_i + pd_r)) * M + (pd_b140_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b140_i + pd_min(pd_r, pd_nr140 - 1);
+                                    const int64_t j = pd_b140_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc140[pd_r][pd_v] = (pd_acc140[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr140; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv140; pd_v++)
+                              {
+                                C[((pd_b140_b) * N + (pd_b140_i + pd_r)) * M + (pd_b140_j + pd_v)] = pd_acc140[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                    const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
                                 }
                               }
                             }
                           }
-                        }
-                    }
+                      }
+                  }
                 }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
+                if (((pd_c3 + 47) >= N))
                 {
-                  if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                    if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b98_b;
-                      int64_t pd_b98_i;
-                      int64_t pd_b98_j;
-                      int64_t pd_b98_k;
-                      const int64_t pd_nr98 = ((N - pd_c3) % 6);
-                      const int64_t pd_nv98 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
+                  {
+                    if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                       {
-                        pd_b98_b = pd_c0;
-                        pd_b98_i = ((-((N - pd_c3) % 6)) + N);
-                        pd_b98_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc98[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        int64_t pd_b143_b;
+                        int64_t pd_b143_i;
+                        int64_t pd_b143_j;
+                        int64_t pd_b143_k;
+                        const int64_t pd_nr143 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv143 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_acc98[pd_r][pd_v] = 0;
+                          pd_b143_b = pd_c0;
+                          pd_b143_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b143_j = (pd_c1 + pd_c6);
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
-                        {
-                          pd_acc98[pd_r][pd_v] = C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
+                        float pd_acc143[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b98_i + pd_min(pd_r, pd_nr98 - 1);
-                              const int64_t j = pd_b98_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc98[pd_r][pd_v] = (pd_acc98[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
+                            pd_acc143[pd_r][pd_v] = 0;
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr143; pd_r++)
                         {
-                          C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b97_b;
-                          int64_t pd_b97_i;
-                          int64_t pd_b97_j;
-                          int64_t pd_b97_k;
-                          const int64_t pd_nr97 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv97 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv143; pd_v++)
                           {
-                            pd_b97_b = pd_c0;
-                            pd_b97_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b97_j = (pd_c1 + pd_c6);
+                            pd_acc143[pd_r][pd_v] = C[((pd_b143_b) * N + (pd_b143_i + pd_r)) * M + (pd_b143_j + pd_v)];
                           }
-                          float pd_acc97[5][32];
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc97[pd_r][pd_v] = 0;
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b143_i + pd_min(pd_r, pd_nr143 - 1);
+                                const int64_t j = pd_b143_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc143[pd_r][pd_v] = (pd_acc143[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr143; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv143; pd_v++)
                           {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
-                            {
-                              pd_acc97[pd_r][pd_v] = C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)];
-                            }
+                            C[((pd_b143_b) * N + (pd_b143_i + pd_r)) * M + (pd_b143_j + pd_v)] = pd_acc143[pd_r][pd_v];
                           }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        }
+                      }
+                      else
+                      {
+                        if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                           {
-                            #pragma GCC unroll 16
+                            int64_t pd_b142_b;
+                            int64_t pd_b142_i;
+                            int64_t pd_b142_j;
+                            int64_t pd_b142_k;
+                            const int64_t pd_nr142 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv142 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            {
+                              pd_b142_b = pd_c0;
+                              pd_b142_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b142_j = (pd_c1 + pd_c6);
+                            }
+                            float pd_acc142[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b97_i + pd_min(pd_r, pd_nr97 - 1);
-                                  const int64_t j = pd_b97_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc97[pd_r][pd_v] = (pd_acc97[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
+                                pd_acc142[pd_r][pd_v] = 0;
                               }
                             }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
-                            {
-                              C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)] = pd_acc97[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                            for (int64_t pd_r = 0; pd_r < pd_nr142; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                              for (int64_t pd_v = 0; pd_v < pd_nv142; pd_v++)
                               {
+                                pd_acc142[pd_r][pd_v] = C[((pd_b142_b) * N + (pd_b142_i + pd_r)) * M + (pd_b142_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b142_i + pd_min(pd_r, pd_nr142 - 1);
+                                    const int64_t j = pd_b142_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc142[pd_r][pd_v] = (pd_acc142[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
                                 }
                               }
                             }
-                          }
-                        }
-                    }
-                }
-              }
-            }
-            else
-            {
-              if (((pd_c1 + 31) >= M))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b100_b;
-                      int64_t pd_b100_i;
-                      int64_t pd_b100_j;
-                      int64_t pd_b100_k;
-                      const int64_t pd_nr100 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv100 = (M - pd_c1);
-                      {
-                        pd_b100_b = pd_c0;
-                        pd_b100_i = (pd_c3 + pd_c5);
-                        pd_b100_j = pd_c1;
-                      }
-                      float pd_acc100[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc100[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
-                        {
-                          pd_acc100[pd_r][pd_v] = C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
-                              const int64_t j = pd_b100_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
-                        {
-                          C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((pd_c1 + 31)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b99_b;
-                          int64_t pd_b99_i;
-                          int64_t pd_b99_j;
-                          int64_t pd_b99_k;
-                          const int64_t pd_nr99 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                          const int64_t pd_nv99 = (M - pd_c1);
-                          {
-                            pd_b99_b = pd_c0;
-                            pd_b99_i = (pd_c3 + pd_c5);
-                            pd_b99_j = pd_c1;
-                          }
-                          float pd_acc99[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc99[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
-                            {
-                              pd_acc99[pd_r][pd_v] = C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr142; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv142; pd_v++)
                               {
+                                C[((pd_b142_b) * N + (pd_b142_i + pd_r)) * M + (pd_b142_j + pd_v)] = pd_acc142[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
                                 {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b99_i + pd_min(pd_r, pd_nr99 - 1);
-                                  const int64_t j = pd_b99_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc99[pd_r][pd_v] = (pd_acc99[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
+                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
-                            {
-                              C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)] = pd_acc99[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                  const int64_t j = (pd_c1 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
+                      }
+                  }
                 }
               }
               else
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
+                if (((pd_c1 + 31) >= M))
                 {
-                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                    if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b102_b;
-                      int64_t pd_b102_i;
-                      int64_t pd_b102_j;
-                      int64_t pd_b102_k;
-                      const int64_t pd_nr102 = (N - pd_c3);
-                      const int64_t pd_nv102 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                  {
+                    if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
                       {
-                        pd_b102_b = pd_c0;
-                        pd_b102_i = pd_c3;
-                        pd_b102_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc102[5][16];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                        int64_t pd_b145_b;
+                        int64_t pd_b145_i;
+                        int64_t pd_b145_j;
+                        int64_t pd_b145_k;
+                        const int64_t pd_nr145 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv145 = (M - pd_c1);
                         {
-                          pd_acc102[pd_r][pd_v] = 0;
+                          pd_b145_b = pd_c0;
+                          pd_b145_i = (pd_c3 + pd_c5);
+                          pd_b145_j = pd_c1;
+                        }
+                        float pd_acc145[6][16];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                          {
+                            pd_acc145[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr145; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv145; pd_v++)
+                          {
+                            pd_acc145[pd_r][pd_v] = C[((pd_b145_b) * N + (pd_b145_i + pd_r)) * M + (pd_b145_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b145_i + pd_min(pd_r, pd_nr145 - 1);
+                                const int64_t j = pd_b145_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc145[pd_r][pd_v] = (pd_acc145[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr145; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv145; pd_v++)
+                          {
+                            C[((pd_b145_b) * N + (pd_b145_i + pd_r)) * M + (pd_b145_j + pd_v)] = pd_acc145[pd_r][pd_v];
+                          }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr102; pd_r++)
+                      else
                       {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv102; pd_v++)
-                        {
-                          pd_acc102[pd_r][pd_v] = C[((pd_b102_b) * N + (pd_b102_i + pd_r)) * M + (pd_b102_j + pd_v)];
-                        }
+                        if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                          if (((pd_c1 + 31)) - (pd_c1) < 272)
+                          {
+                            int64_t pd_b144_b;
+                            int64_t pd_b144_i;
+                            int64_t pd_b144_j;
+                            int64_t pd_b144_k;
+                            const int64_t pd_nr144 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                            const int64_t pd_nv144 = (M - pd_c1);
+                            {
+                              pd_b144_b = pd_c0;
+                              pd_b144_i = (pd_c3 + pd_c5);
+                              pd_b144_j = pd_c1;
+                            }
+                            float pd_acc144[6][32];
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                              {
+                                pd_acc144[pd_r][pd_v] = 0;
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr144; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv144; pd_v++)
+                              {
+                                pd_acc144[pd_r][pd_v] = C[((pd_b144_b) * N + (pd_b144_i + pd_r)) * M + (pd_b144_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b144_i + pd_min(pd_r, pd_nr144 - 1);
+                                    const int64_t j = pd_b144_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc144[pd_r][pd_v] = (pd_acc144[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr144; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv144; pd_v++)
+                              {
+                                C[((pd_b144_b) * N + (pd_b144_i + pd_r)) * M + (pd_b144_j + pd_v)] = pd_acc144[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                    const int64_t j = (pd_c1 + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                          }
                       }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 32)
+                  {
+                    if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                       {
-                        #pragma GCC unroll 16
+                        int64_t pd_b147_b;
+                        int64_t pd_b147_i;
+                        int64_t pd_b147_j;
+                        int64_t pd_b147_k;
+                        const int64_t pd_nr147 = (N - pd_c3);
+                        const int64_t pd_nv147 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        {
+                          pd_b147_b = pd_c0;
+                          pd_b147_i = pd_c3;
+                          pd_b147_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc147[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b102_i + pd_min(pd_r, pd_nr102 - 1);
-                              const int64_t j = pd_b102_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc102[pd_r][pd_v] = (pd_acc102[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
+                            pd_acc147[pd_r][pd_v] = 0;
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr102; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv102; pd_v++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr147; pd_r++)
                         {
-                          C[((pd_b102_b) * N + (pd_b102_i + pd_r)) * M + (pd_b102_j + pd_v)] = pd_acc102[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b101_b;
-                          int64_t pd_b101_i;
-                          int64_t pd_b101_j;
-                          int64_t pd_b101_k;
-                          const int64_t pd_nr101 = (N - pd_c3);
-                          const int64_t pd_nv101 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv147; pd_v++)
                           {
-                            pd_b101_b = pd_c0;
-                            pd_b101_i = pd_c3;
-                            pd_b101_j = (pd_c1 + pd_c6);
+                            pd_acc147[pd_r][pd_v] = C[((pd_b147_b) * N + (pd_b147_i + pd_r)) * M + (pd_b147_j + pd_v)];
                           }
-                          float pd_acc101[5][32];
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc101[pd_r][pd_v] = 0;
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b147_i + pd_min(pd_r, pd_nr147 - 1);
+                                const int64_t j = pd_b147_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc147[pd_r][pd_v] = (pd_acc147[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr147; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv147; pd_v++)
                           {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv101; pd_v++)
-                            {
-                              pd_acc101[pd_r][pd_v] = C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)];
-                            }
+                            C[((pd_b147_b) * N + (pd_b147_i + pd_r)) * M + (pd_b147_j + pd_v)] = pd_acc147[pd_r][pd_v];
                           }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        }
+                      }
+                      else
+                      {
+                        if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                           {
-                            #pragma GCC unroll 16
+                            int64_t pd_b146_b;
+                            int64_t pd_b146_i;
+                            int64_t pd_b146_j;
+                            int64_t pd_b146_k;
+                            const int64_t pd_nr146 = (N - pd_c3);
+                            const int64_t pd_nv146 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            {
+                              pd_b146_b = pd_c0;
+                              pd_b146_i = pd_c3;
+                              pd_b146_j = (pd_c1 + pd_c6);
+                            }
+                            float pd_acc146[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b101_i + pd_min(pd_r, pd_nr101 - 1);
-                                  const int64_t j = pd_b101_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc101[pd_r][pd_v] = (pd_acc101[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
+                                pd_acc146[pd_r][pd_v] = 0;
                               }
                             }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv101; pd_v++)
-                            {
-                              C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)] = pd_acc101[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                            for (int64_t pd_r = 0; pd_r < pd_nr146; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                              for (int64_t pd_v = 0; pd_v < pd_nv146; pd_v++)
                               {
+                                pd_acc146[pd_r][pd_v] = C[((pd_b146_b) * N + (pd_b146_i + pd_r)) * M + (pd_b146_j + pd_v)];
+                              }
+                            }
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c3 + pd_c9);
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = pd_b146_i + pd_min(pd_r, pd_nr146 - 1);
+                                    const int64_t j = pd_b146_j + pd_v;
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    pd_acc146[pd_r][pd_v] = (pd_acc146[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
+                                }
+                              }
+                            }
+                            for (int64_t pd_r = 0; pd_r < pd_nr146; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < pd_nv146; pd_v++)
+                              {
+                                C[((pd_b146_b) * N + (pd_b146_i + pd_r)) * M + (pd_b146_j + pd_v)] = pd_acc146[pd_r][pd_v];
+                              }
+                            }
+                          }
+                          else
+                          {
+                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            {
+                              #pragma GCC unroll 16
+                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                              {
+                                #pragma omp simd
+                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                                {
+                                  {
+                                    const int64_t b = pd_c0;
+                                    const int64_t i = (pd_c3 + pd_c9);
+                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                    const int64_t k = (pd_c2 + pd_c7);
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  }
                                 }
                               }
                             }
                           }
-                        }
-                    }
+                      }
+                  }
                 }
               }
+            }
+            if (!pd_w15)
+            {
+              #pragma omp barrier
             }
           }
         }

@@ -582,98 +582,42 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
   }
   if ((N == 48))
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      for (int64_t pd_c2 = 0; pd_c2 < (M - 255); pd_c2 += 256)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c2 < (M - 255); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 256)
         {
-          for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
-          {
-            for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
-            {
-              {
-                int64_t pd_b6_b;
-                int64_t pd_b6_i;
-                int64_t pd_b6_j;
-                int64_t pd_b6_k;
-                {
-                  const int64_t pd_c9 = 0;
-                  const int64_t pd_c10 = 0;
-                  pd_b6_b = pd_c0;
-                  pd_b6_i = (pd_c5 + pd_c9);
-                  pd_b6_j = ((pd_c2 + pd_c6) + pd_c10);
-                }
-                float pd_acc6[6][8];
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                  {
-                    pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = (pd_c5 + pd_c9);
-                        const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
-                        const int64_t k = (pd_c3 + pd_c7);
-                        pd_acc6[(i) - pd_b6_i][(j) - pd_b6_j] = (pd_acc6[(i) - pd_b6_i][(j) - pd_b6_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                  {
-                    C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
-        {
-          if (((M % 256) >= 8))
+          for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
           {
             for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
             {
-              for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
+              for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
               {
                 {
-                  int64_t pd_b7_b;
-                  int64_t pd_b7_i;
-                  int64_t pd_b7_j;
-                  int64_t pd_b7_k;
+                  int64_t pd_b10_b;
+                  int64_t pd_b10_i;
+                  int64_t pd_b10_j;
+                  int64_t pd_b10_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b7_b = pd_c0;
-                    pd_b7_i = (pd_c5 + pd_c9);
-                    pd_b7_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                    pd_b10_b = pd_c0;
+                    pd_b10_i = (pd_c5 + pd_c9);
+                    pd_b10_j = ((pd_c2 + pd_c6) + pd_c10);
                   }
-                  float pd_acc7[6][8];
+                  float pd_acc10[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
+                      pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -687,9 +631,9 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           const int64_t b = pd_c0;
                           const int64_t i = (pd_c5 + pd_c9);
-                          const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                          const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] = (pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
@@ -699,40 +643,193 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
+                      C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                     }
                   }
                 }
               }
-              if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
+            }
+          }
+        }
+        if (!pd_w2)
+        {
+          #pragma omp barrier
+        }
+        if (((M % 256) >= 1))
+        {
+          for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
+          {
+            if (((M % 256) >= 8))
+            {
+              for (int64_t pd_c5 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c5 <= 42; pd_c5 += (pd_w2 ? 1 : pd_team_size()) * 6)
+              {
+                for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
                 {
-                  int64_t pd_b8_b;
-                  int64_t pd_b8_i;
-                  int64_t pd_b8_j;
-                  int64_t pd_b8_k;
-                  const int64_t pd_nr8 = 6;
-                  const int64_t pd_nv8 = (M % 8);
                   {
-                    pd_b8_b = pd_c0;
-                    pd_b8_i = pd_c5;
-                    pd_b8_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                    int64_t pd_b11_b;
+                    int64_t pd_b11_i;
+                    int64_t pd_b11_j;
+                    int64_t pd_b11_k;
+                    {
+                      const int64_t pd_c9 = 0;
+                      const int64_t pd_c10 = 0;
+                      pd_b11_b = pd_c0;
+                      pd_b11_i = (pd_c5 + pd_c9);
+                      pd_b11_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                    }
+                    float pd_acc11[6][8];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
+                        pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = (pd_c5 + pd_c9);
+                            const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc11[(i) - pd_b11_i][(j) - pd_b11_j] = (pd_acc11[(i) - pd_b11_i][(j) - pd_b11_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
+                        C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                      }
+                    }
                   }
-                  float pd_acc8[6][8];
+                }
+                if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                  if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
+                  {
+                    int64_t pd_b12_b;
+                    int64_t pd_b12_i;
+                    int64_t pd_b12_j;
+                    int64_t pd_b12_k;
+                    const int64_t pd_nr12 = 6;
+                    const int64_t pd_nv12 = (M % 8);
+                    {
+                      pd_b12_b = pd_c0;
+                      pd_b12_i = pd_c5;
+                      pd_b12_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                    }
+                    float pd_acc12[6][8];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
+                        pd_acc12[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                      {
+                        pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
+                            const int64_t j = pd_b12_j + pd_v;
+                            const int64_t k = (pd_c3 + pd_c7);
+                            pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                      {
+                        C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t i = (pd_c5 + pd_c9);
+                            const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                            const int64_t k = (pd_c3 + pd_c7);
+                            C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          }
+                        }
+                      }
+                    }
+                  }
+              }
+              if (!pd_w2)
+              {
+                #pragma omp barrier
+              }
+            }
+            for (int64_t pd_c5 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c5 <= 47; pd_c5 += (pd_w2 ? 1 : pd_team_size()) * 6)
+            {
+              if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                if ((((-(M % 256)) + M)) + ((M % 256)) - 8 >= (0))
+                {
+                  int64_t pd_b13_b;
+                  int64_t pd_b13_i;
+                  int64_t pd_b13_j;
+                  int64_t pd_b13_k;
+                  const int64_t pd_nr13 = 6;
+                  const int64_t pd_nv13 = (M % 256);
+                  {
+                    pd_b13_b = pd_c0;
+                    pd_b13_i = pd_c5;
+                    pd_b13_j = (((-(M % 256)) + M)) + ((M % 256)) - 8;
+                  }
+                  float pd_acc13[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc8[pd_r][pd_v] = 0;
+                      pd_acc13[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
                     {
-                      pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
+                      pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -745,20 +842,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
-                          const int64_t j = pd_b8_j + pd_v;
+                          const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
+                          const int64_t j = pd_b13_j + pd_v;
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
+                      C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
                     }
                   }
                 }
@@ -770,12 +867,12 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                     {
                       #pragma omp simd
-                      for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                      for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
                       {
                         {
                           const int64_t b = pd_c0;
                           const int64_t i = (pd_c5 + pd_c9);
-                          const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                          const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
                           const int64_t k = (pd_c3 + pd_c7);
                           C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
@@ -784,88 +881,10 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
             }
-          }
-          for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
-          {
-            if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-              if ((((-(M % 256)) + M)) + ((M % 256)) - 8 >= (0))
-              {
-                int64_t pd_b9_b;
-                int64_t pd_b9_i;
-                int64_t pd_b9_j;
-                int64_t pd_b9_k;
-                const int64_t pd_nr9 = 6;
-                const int64_t pd_nv9 = (M % 256);
-                {
-                  pd_b9_b = pd_c0;
-                  pd_b9_i = pd_c5;
-                  pd_b9_j = (((-(M % 256)) + M)) + ((M % 256)) - 8;
-                }
-                float pd_acc9[6][8];
-                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                  {
-                    pd_acc9[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv9; pd_v < 8; pd_v++)
-                  {
-                    pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
-                        const int64_t j = pd_b9_j + pd_v;
-                        const int64_t k = (pd_c3 + pd_c7);
-                        pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv9; pd_v < 8; pd_v++)
-                  {
-                    C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
-                  }
-                }
-              }
-              else
-              {
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = (pd_c5 + pd_c9);
-                        const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
-                        const int64_t k = (pd_c3 + pd_c7);
-                        C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
-                      }
-                    }
-                  }
-                }
-              }
+            if (!pd_w2)
+            {
+              #pragma omp barrier
+            }
           }
         }
       }
@@ -875,14 +894,14 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
-      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
-      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
+      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
       {
-        const int pd_w2 = pd_t2 < pd_s2;
-        const int64_t pd_c0 = 0 + pd_t2 * 1;
-        for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c2 < M; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 256)
+        const int pd_w3 = pd_t3 < pd_s3;
+        const int64_t pd_c0 = 0 + pd_t3 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w3 ? 0 : pd_team_id()) * 256; pd_c2 < M; pd_c2 += (pd_w3 ? 1 : pd_team_size()) * 256)
         {
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 256)
           {
@@ -893,24 +912,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c2) - 8)); pd_c6 += 8)
                 {
                   {
-                    int64_t pd_b15_b;
-                    int64_t pd_b15_i;
-                    int64_t pd_b15_j;
-                    int64_t pd_b15_k;
+                    int64_t pd_b19_b;
+                    int64_t pd_b19_i;
+                    int64_t pd_b19_j;
+                    int64_t pd_b19_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b15_b = pd_c0;
-                      pd_b15_i = (pd_c5 + pd_c9);
-                      pd_b15_j = ((pd_c2 + pd_c6) + pd_c10);
+                      pd_b19_b = pd_c0;
+                      pd_b19_i = (pd_c5 + pd_c9);
+                      pd_b19_j = ((pd_c2 + pd_c6) + pd_c10);
                     }
-                    float pd_acc15[6][8];
+                    float pd_acc19[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                        pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -926,7 +945,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = (pd_c5 + pd_c9);
                             const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] = (pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
@@ -936,7 +955,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                        C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
                       }
                     }
                   }
@@ -946,32 +965,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 8))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((-((M - pd_c2) % 8)) + M)) + (((M - pd_c2) % 8)) - 8 >= (0))
                     {
-                      int64_t pd_b16_b;
-                      int64_t pd_b16_i;
-                      int64_t pd_b16_j;
-                      int64_t pd_b16_k;
-                      const int64_t pd_nr16 = 6;
-                      const int64_t pd_nv16 = ((M - pd_c2) % 8);
+                      int64_t pd_b20_b;
+                      int64_t pd_b20_i;
+                      int64_t pd_b20_j;
+                      int64_t pd_b20_k;
+                      const int64_t pd_nr20 = 6;
+                      const int64_t pd_nv20 = ((M - pd_c2) % 8);
                       {
-                        pd_b16_b = pd_c0;
-                        pd_b16_i = pd_c5;
-                        pd_b16_j = (((-((M - pd_c2) % 8)) + M)) + (((M - pd_c2) % 8)) - 8;
+                        pd_b20_b = pd_c0;
+                        pd_b20_i = pd_c5;
+                        pd_b20_j = (((-((M - pd_c2) % 8)) + M)) + (((M - pd_c2) % 8)) - 8;
                       }
-                      float pd_acc16[6][8];
+                      float pd_acc20[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc16[pd_r][pd_v] = 0;
+                          pd_acc20[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv16; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv20; pd_v < 8; pd_v++)
                         {
-                          pd_acc16[pd_r][pd_v] = C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                          pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -984,20 +1003,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
-                              const int64_t j = pd_b16_j + pd_v;
+                              const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
+                              const int64_t j = pd_b20_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv16; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv20; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                          C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
                         }
                       }
                     }
@@ -1029,32 +1048,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 8))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 8) == 0)))
                   if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6))) - 8 >= (0))
                   {
-                    int64_t pd_b17_b;
-                    int64_t pd_b17_i;
-                    int64_t pd_b17_j;
-                    int64_t pd_b17_k;
-                    const int64_t pd_nr17 = (N % 6);
-                    const int64_t pd_nv17 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6));
+                    int64_t pd_b21_b;
+                    int64_t pd_b21_i;
+                    int64_t pd_b21_j;
+                    int64_t pd_b21_k;
+                    const int64_t pd_nr21 = (N % 6);
+                    const int64_t pd_nv21 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6));
                     {
-                      pd_b17_b = pd_c0;
-                      pd_b17_i = ((-(N % 6)) + N);
-                      pd_b17_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
+                      pd_b21_b = pd_c0;
+                      pd_b21_i = ((-(N % 6)) + N);
+                      pd_b21_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
                     }
-                    float pd_acc17[5][8];
+                    float pd_acc21[5][8];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc17[pd_r][pd_v] = 0;
+                        pd_acc21[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv17; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
                       {
-                        pd_acc17[pd_r][pd_v] = C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                        pd_acc21[pd_r][pd_v] = C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1067,20 +1086,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
-                            const int64_t j = pd_b17_j + pd_v;
+                            const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
+                            const int64_t j = pd_b21_j + pd_v;
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv17; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                        C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
                       }
                     }
                   }
@@ -1116,32 +1135,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 8) == 0)))
                     if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6))) - 8 >= (0))
                     {
-                      int64_t pd_b18_b;
-                      int64_t pd_b18_i;
-                      int64_t pd_b18_j;
-                      int64_t pd_b18_k;
-                      const int64_t pd_nr18 = N;
-                      const int64_t pd_nv18 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6));
+                      int64_t pd_b22_b;
+                      int64_t pd_b22_i;
+                      int64_t pd_b22_j;
+                      int64_t pd_b22_k;
+                      const int64_t pd_nr22 = N;
+                      const int64_t pd_nv22 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6));
                       {
-                        pd_b18_b = pd_c0;
-                        pd_b18_i = 0;
-                        pd_b18_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
+                        pd_b22_b = pd_c0;
+                        pd_b22_i = 0;
+                        pd_b22_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
                       }
-                      float pd_acc18[5][8];
+                      float pd_acc22[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc18[pd_r][pd_v] = 0;
+                          pd_acc22[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv18; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
                         {
-                          pd_acc18[pd_r][pd_v] = C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                          pd_acc22[pd_r][pd_v] = C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1154,20 +1173,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                              const int64_t j = pd_b18_j + pd_v;
+                              const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
+                              const int64_t j = pd_b22_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv18; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                          C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
                         }
                       }
                     }
@@ -1201,32 +1220,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 7) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((pd_c2) + ((M - pd_c2)) - 8 >= (0))
                     {
-                      int64_t pd_b19_b;
-                      int64_t pd_b19_i;
-                      int64_t pd_b19_j;
-                      int64_t pd_b19_k;
-                      const int64_t pd_nr19 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                      const int64_t pd_nv19 = (M - pd_c2);
+                      int64_t pd_b23_b;
+                      int64_t pd_b23_i;
+                      int64_t pd_b23_j;
+                      int64_t pd_b23_k;
+                      const int64_t pd_nr23 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                      const int64_t pd_nv23 = (M - pd_c2);
                       {
-                        pd_b19_b = pd_c0;
-                        pd_b19_i = pd_c5;
-                        pd_b19_j = (pd_c2) + ((M - pd_c2)) - 8;
+                        pd_b23_b = pd_c0;
+                        pd_b23_i = pd_c5;
+                        pd_b23_j = (pd_c2) + ((M - pd_c2)) - 8;
                       }
-                      float pd_acc19[6][8];
+                      float pd_acc23[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc19[pd_r][pd_v] = 0;
+                          pd_acc23[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv19; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv23; pd_v < 8; pd_v++)
                         {
-                          pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                          pd_acc23[pd_r][pd_v] = C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1239,20 +1258,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
-                              const int64_t j = pd_b19_j + pd_v;
+                              const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
+                              const int64_t j = pd_b23_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv19; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv23; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                          C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
                         }
                       }
                     }
@@ -1282,7 +1301,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
             }
           }
         }
-        if (!pd_w2)
+        if (!pd_w3)
         {
           #pragma omp barrier
         }
@@ -1295,129 +1314,6 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
 /* -- polydyn: translation unit -- */
 /* variant full: [B, N, K, M] -> {  : B > 0 and K >= 256 and ((N = 48 and M = 256 and (K) mod 256 = 0) or ((K) mod 256 = 0 and (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 96 and M >= 256)) } */
 PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
-{
-  #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
-  {
-    const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-    const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-    for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
-    {
-      const int pd_w3 = pd_t3 < pd_s3;
-      const int64_t pd_c0 = 0 + pd_t3 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
-      {
-        #pragma omp simd
-        for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
-        {
-          {
-            const int64_t b = pd_c0;
-            const int64_t i = pd_c1;
-            const int64_t j = pd_c2;
-            C[((b) * N + i) * M + j] = 0.0f;
-          }
-        }
-      }
-      if (!pd_w3)
-      {
-        #pragma omp barrier
-      }
-    }
-  }
-  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-  {
-    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
-    {
-      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-      {
-        {
-          float pd_pk1_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk1 = pd_pk1_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-          {
-            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
-                {
-                  pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                }
-              }
-            }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
-            {
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-              {
-                {
-                  int64_t pd_b20_b;
-                  int64_t pd_b20_i;
-                  int64_t pd_b20_j;
-                  int64_t pd_b20_k;
-                  {
-                    const int64_t pd_c9 = 0;
-                    const int64_t pd_c10 = 0;
-                    pd_b20_b = pd_c0;
-                    pd_b20_i = ((pd_c3 + pd_c5) + pd_c9);
-                    pd_b20_j = ((pd_c1 + pd_c6) + pd_c10);
-                  }
-                  float pd_acc20[6][8];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                          const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] = (pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  return 0;
-}
-
-/* -- polydyn: translation unit -- */
-/* variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 24 and (N >= 49 or (N <= 48 and M <= 256)) } */
-PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
@@ -1447,12 +1343,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if (((N >= 48) && (M >= 256)))
+  #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
+    const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
+    for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
+      const int pd_w5 = pd_t5 < pd_s5;
+      const int64_t pd_c0 = 0 + pd_t5 * 1;
+      for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
@@ -1461,7 +1361,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
             float *restrict pd_pk2 = pd_pk2_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
               {
                 {
                   #pragma omp simd
@@ -1476,34 +1376,34 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            for (int64_t pd_c3 = 0; pd_c3 < (N - 47); pd_c3 += 48)
+            for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 48)
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+              for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
+                for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
                 {
                   {
-                    int64_t pd_b21_b;
-                    int64_t pd_b21_i;
-                    int64_t pd_b21_j;
-                    int64_t pd_b21_k;
+                    int64_t pd_b25_b;
+                    int64_t pd_b25_i;
+                    int64_t pd_b25_j;
+                    int64_t pd_b25_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b21_b = pd_c0;
-                      pd_b21_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b21_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b25_b = pd_c0;
+                      pd_b25_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b25_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc21[6][8];
+                    float pd_acc25[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc21[pd_r][pd_v] = C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
+                        pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
                       }
                     }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                    for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
                     {
                       #pragma GCC unroll 16
                       for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
@@ -1516,7 +1416,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] = (pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -1526,1076 +1426,97 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+                        C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
                       }
                     }
                   }
                 }
               }
             }
-            if (((N % 48) >= 6))
+            if (!pd_w5)
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= ((N % 48) - 6); pd_c5 += 6)
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
-                {
-                  {
-                    int64_t pd_b22_b;
-                    int64_t pd_b22_i;
-                    int64_t pd_b22_j;
-                    int64_t pd_b22_k;
-                    {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b22_b = pd_c0;
-                      pd_b22_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                      pd_b22_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc22[6][8];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        pd_acc22[pd_r][pd_v] = C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc22[(i) - pd_b22_i][(j) - pd_b22_j] = (pd_acc22[(i) - pd_b22_i][(j) - pd_b22_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-              {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                {
-                  int64_t pd_b23_b;
-                  int64_t pd_b23_i;
-                  int64_t pd_b23_j;
-                  int64_t pd_b23_k;
-                  const int64_t pd_nr23 = (N % 6);
-                  const int64_t pd_nv23 = 8;
-                  {
-                    pd_b23_b = pd_c0;
-                    pd_b23_i = ((-(N % 6)) + N);
-                    pd_b23_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc23[5][8];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc23[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
-                    {
-                      pd_acc23[pd_r][pd_v] = C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                          const int64_t j = pd_b23_j + pd_v;
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
-                    {
-                      C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
-                    }
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
-            {
-              if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-              {
-                int64_t pd_b24_b;
-                int64_t pd_b24_i;
-                int64_t pd_b24_j;
-                int64_t pd_b24_k;
-                const int64_t pd_nr24 = (N % 48);
-                const int64_t pd_nv24 = 8;
-                {
-                  pd_b24_b = pd_c0;
-                  pd_b24_i = ((-(N % 48)) + N);
-                  pd_b24_j = (pd_c1 + pd_c6);
-                }
-                float pd_acc24[5][8];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                  {
-                    pd_acc24[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
-                  {
-                    pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
-                        const int64_t j = pd_b24_j + pd_v;
-                        const int64_t k = (pd_c2 + pd_c7);
-                        pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                      }
-                    }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
-                  {
-                    C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      if (((M % 256) >= 1))
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk3_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk3 = pd_pk3_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
-                  {
-                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if (((N >= (pd_c3 + 6)) && ((M % 256) >= 8)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
-                  {
-                    {
-                      int64_t pd_b25_b;
-                      int64_t pd_b25_i;
-                      int64_t pd_b25_j;
-                      int64_t pd_b25_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b25_b = pd_c0;
-                        pd_b25_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b25_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                      }
-                      float pd_acc25[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b26_b;
-                      int64_t pd_b26_i;
-                      int64_t pd_b26_j;
-                      int64_t pd_b26_k;
-                      const int64_t pd_nr26 = 6;
-                      const int64_t pd_nv26 = (M % 8);
-                      {
-                        pd_b26_b = pd_c0;
-                        pd_b26_i = (pd_c3 + pd_c5);
-                        pd_b26_j = ((-(M % 8)) + M);
-                      }
-                      float pd_acc26[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc26[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
-                        {
-                          pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                              const int64_t j = pd_b26_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
-                        {
-                          C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (((-(M % 8)) + M) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
-                  {
-                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b27_b;
-                        int64_t pd_b27_i;
-                        int64_t pd_b27_j;
-                        int64_t pd_b27_k;
-                        const int64_t pd_nr27 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv27 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
-                        {
-                          pd_b27_b = pd_c0;
-                          pd_b27_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b27_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc27[5][8];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc27[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
-                          {
-                            pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                                const int64_t j = pd_b27_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
-                          {
-                            C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-              else
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b28_b;
-                      int64_t pd_b28_i;
-                      int64_t pd_b28_j;
-                      int64_t pd_b28_k;
-                      const int64_t pd_nr28 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv28 = (M % 256);
-                      {
-                        pd_b28_b = pd_c0;
-                        pd_b28_i = (pd_c3 + pd_c5);
-                        pd_b28_j = ((-(M % 256)) + M);
-                      }
-                      float pd_acc28[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc28[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
-                        {
-                          pd_acc28[pd_r][pd_v] = C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
-                              const int64_t j = pd_b28_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
-                        {
-                          C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-                if ((((pd_c3 + 5) >= N) && ((M % 256) >= 8)))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
-                  {
-                    if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b29_b;
-                        int64_t pd_b29_i;
-                        int64_t pd_b29_j;
-                        int64_t pd_b29_k;
-                        const int64_t pd_nr29 = (N - pd_c3);
-                        const int64_t pd_nv29 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
-                        {
-                          pd_b29_b = pd_c0;
-                          pd_b29_i = pd_c3;
-                          pd_b29_j = (((-(M % 256)) + M) + pd_c6);
-                        }
-                        float pd_acc29[5][8];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc29[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
-                          {
-                            pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                                const int64_t j = pd_b29_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
-                          {
-                            C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c3 + pd_c9);
-                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
+              #pragma omp barrier
             }
           }
         }
       }
     }
   }
-  else
+  return 0;
+}
+
+/* -- polydyn: translation unit -- */
+/* variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 24 and (N >= 49 or (N <= 48 and M <= 256)) } */
+PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
+{
+  #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
+    const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
+    for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
     {
-      if ((N <= 47))
+      const int pd_w6 = pd_t6 < pd_s6;
+      const int64_t pd_c0 = 0 + pd_t6 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 1)
       {
-        for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+        #pragma omp simd
+        for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
+        {
+          {
+            const int64_t b = pd_c0;
+            const int64_t i = pd_c1;
+            const int64_t j = pd_c2;
+            C[((b) * N + i) * M + j] = 0.0f;
+          }
+        }
+      }
+      if (!pd_w6)
+      {
+        #pragma omp barrier
+      }
+    }
+  }
+  if (((N >= 48) && (M >= 256)))
+  {
+    #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+    {
+      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
+      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
+      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      {
+        const int pd_w7 = pd_t7 < pd_s7;
+        const int64_t pd_c0 = 0 + pd_t7 * 1;
+        for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
         {
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
           {
             {
-              float pd_pk4_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk4 = pd_pk4_s;
+              float pd_pk5_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk5 = pd_pk5_s;
               for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
                 for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
                 {
                   {
                     #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                    for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
                     {
-                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                     }
-                    for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                    for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
                     {
-                      pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                     }
                   }
                 }
               }
-              if (((N >= 6) && (M >= (pd_c1 + 8))))
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < (N - 47); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
               {
-                for (int64_t pd_c5 = 0; pd_c5 < (N - 5); pd_c5 += 6)
+                for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
-                  {
-                    {
-                      int64_t pd_b30_b;
-                      int64_t pd_b30_i;
-                      int64_t pd_b30_j;
-                      int64_t pd_b30_k;
-                      {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b30_b = pd_c0;
-                        pd_b30_i = (pd_c5 + pd_c9);
-                        pd_b30_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc30[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c5 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] = (pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((pd_c1 + 255) >= M))
-                  {
-                    if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b31_b;
-                        int64_t pd_b31_i;
-                        int64_t pd_b31_j;
-                        int64_t pd_b31_k;
-                        const int64_t pd_nr31 = 6;
-                        const int64_t pd_nv31 = ((M - pd_c1) % 8);
-                        {
-                          pd_b31_b = pd_c0;
-                          pd_b31_i = pd_c5;
-                          pd_b31_j = ((-((M - pd_c1) % 8)) + M);
-                        }
-                        float pd_acc31[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc31[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
-                          {
-                            pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                                const int64_t j = pd_b31_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
-                          {
-                            C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
-                {
-                  if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                    if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b32_b;
-                      int64_t pd_b32_i;
-                      int64_t pd_b32_j;
-                      int64_t pd_b32_k;
-                      const int64_t pd_nr32 = (N % 6);
-                      const int64_t pd_nv32 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
-                      {
-                        pd_b32_b = pd_c0;
-                        pd_b32_i = ((-(N % 6)) + N);
-                        pd_b32_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc32[5][8];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc32[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
-                        {
-                          pd_acc32[pd_r][pd_v] = C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-                              const int64_t j = pd_b32_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
-                        {
-                          C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-              else
-              {
-                if ((N <= 5))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
-                  {
-                    if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b33_b;
-                        int64_t pd_b33_i;
-                        int64_t pd_b33_j;
-                        int64_t pd_b33_k;
-                        const int64_t pd_nr33 = N;
-                        const int64_t pd_nv33 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c1) - pd_c6));
-                        {
-                          pd_b33_b = pd_c0;
-                          pd_b33_i = 0;
-                          pd_b33_j = (pd_c1 + pd_c6);
-                        }
-                        float pd_acc33[5][8];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc33[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
-                          {
-                            pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                                const int64_t j = pd_b33_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
-                          {
-                            C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_c9;
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 < N; pd_c5 += 6)
-                  {
-                    if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((pd_c1 + 7)) - (pd_c1) < 272)
-                      {
-                        int64_t pd_b34_b;
-                        int64_t pd_b34_i;
-                        int64_t pd_b34_j;
-                        int64_t pd_b34_k;
-                        const int64_t pd_nr34 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                        const int64_t pd_nv34 = (M - pd_c1);
-                        {
-                          pd_b34_b = pd_c0;
-                          pd_b34_i = pd_c5;
-                          pd_b34_j = pd_c1;
-                        }
-                        float pd_acc34[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc34[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
-                          {
-                            pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                                const int64_t j = pd_b34_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
-                          {
-                            C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = (pd_c1 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-      else
-      {
-        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-        {
-          {
-            float pd_pk5_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk5 = pd_pk5_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-            {
-              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-              {
-                {
-                  #pragma omp simd
-                  for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                  {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                  }
-                  for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                  {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                  }
-                }
-              }
-            }
-            for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-            {
-              if ((N >= (pd_c3 + 6)))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < (M - 7); pd_c6 += 8)
+                  for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
                   {
                     {
                       int64_t pd_b35_b;
@@ -2607,7 +1528,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         const int64_t pd_c10 = 0;
                         pd_b35_b = pd_c0;
                         pd_b35_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b35_j = (pd_c6 + pd_c10);
+                        pd_b35_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
                       float pd_acc35[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -2629,9 +1550,9 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (pd_c6 + pd_c10);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -2646,19 +1567,29 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       }
                     }
                   }
-                  if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-(M % 8)) + M) + 7)) - (0) < 272)
+                }
+              }
+              if (!pd_w7)
+              {
+                #pragma omp barrier
+              }
+              if (((N % 48) >= 6))
+              {
+                for (int64_t pd_c5 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c5 <= ((N % 48) - 6); pd_c5 += (pd_w7 ? 1 : pd_team_size()) * 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
+                  {
                     {
                       int64_t pd_b36_b;
                       int64_t pd_b36_i;
                       int64_t pd_b36_j;
                       int64_t pd_b36_k;
-                      const int64_t pd_nr36 = 6;
-                      const int64_t pd_nv36 = (M % 8);
                       {
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
                         pd_b36_b = pd_c0;
-                        pd_b36_i = (pd_c3 + pd_c5);
-                        pd_b36_j = ((-(M % 8)) + M);
+                        pd_b36_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
+                        pd_b36_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
                       float pd_acc36[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -2666,99 +1597,812 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc36[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
-                        {
                           pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                              const int64_t j = pd_b36_j + pd_v;
+                              const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
+                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] = (pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
                           C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
                         }
                       }
                     }
-                    else
+                  }
+                }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
+                }
+                for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 8)
+                {
+                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
+                  {
+                    int64_t pd_b37_b;
+                    int64_t pd_b37_i;
+                    int64_t pd_b37_j;
+                    int64_t pd_b37_k;
+                    const int64_t pd_nr37 = (N % 6);
+                    const int64_t pd_nv37 = 8;
                     {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      pd_b37_b = pd_c0;
+                      pd_b37_i = ((-(N % 6)) + N);
+                      pd_b37_j = (pd_c1 + pd_c6);
+                    }
+                    float pd_acc37[5][8];
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        pd_acc37[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                      {
+                        pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
                           {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (((-(M % 8)) + M) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                            }
+                            const int64_t b = pd_c0;
+                            const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
+                            const int64_t j = pd_b37_j + pd_v;
+                            const int64_t k = (pd_c2 + pd_c7);
+                            pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
                     }
-                }
-                if (((pd_c3 + 47) >= N))
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
-                  {
-                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                      if (((pd_c6 + 7)) - (0) < 272)
+                    for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
                       {
-                        int64_t pd_b37_b;
-                        int64_t pd_b37_i;
-                        int64_t pd_b37_j;
-                        int64_t pd_b37_k;
-                        const int64_t pd_nr37 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv37 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
+                        C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                      }
+                    }
+                  }
+                }
+                if (!pd_w7)
+                {
+                  #pragma omp barrier
+                }
+              }
+              for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 8)
+              {
+                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
+                {
+                  int64_t pd_b38_b;
+                  int64_t pd_b38_i;
+                  int64_t pd_b38_j;
+                  int64_t pd_b38_k;
+                  const int64_t pd_nr38 = (N % 48);
+                  const int64_t pd_nv38 = 8;
+                  {
+                    pd_b38_b = pd_c0;
+                    pd_b38_i = ((-(N % 48)) + N);
+                    pd_b38_j = (pd_c1 + pd_c6);
+                  }
+                  float pd_acc38[5][8];
+                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                    {
+                      pd_acc38[pd_r][pd_v] = 0;
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                    {
+                      pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
                         {
-                          pd_b37_b = pd_c0;
-                          pd_b37_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b37_j = pd_c6;
+                          const int64_t b = pd_c0;
+                          const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
+                          const int64_t j = pd_b38_j + pd_v;
+                          const int64_t k = (pd_c2 + pd_c7);
+                          pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                         }
-                        float pd_acc37[5][8];
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                    {
+                      C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+                    }
+                  }
+                }
+              }
+              if (!pd_w7)
+              {
+                #pragma omp barrier
+              }
+            }
+          }
+        }
+        if (((M % 256) >= 1))
+        {
+          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+          {
+            {
+              float pd_pk6_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk6 = pd_pk6_s;
+              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+              {
+                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                {
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
+                    {
+                      pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
+                    }
+                    for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
+                    {
+                      pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    }
+                  }
+                }
+              }
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              {
+                if (((N >= (pd_c3 + 6)) && ((M % 256) >= 8)))
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
+                    {
+                      {
+                        int64_t pd_b39_b;
+                        int64_t pd_b39_i;
+                        int64_t pd_b39_j;
+                        int64_t pd_b39_k;
+                        {
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b39_b = pd_c0;
+                          pd_b39_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b39_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                        }
+                        float pd_acc39[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] = (pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b40_b;
+                        int64_t pd_b40_i;
+                        int64_t pd_b40_j;
+                        int64_t pd_b40_k;
+                        const int64_t pd_nr40 = 6;
+                        const int64_t pd_nv40 = (M % 8);
+                        {
+                          pd_b40_b = pd_c0;
+                          pd_b40_i = (pd_c3 + pd_c5);
+                          pd_b40_j = ((-(M % 8)) + M);
+                        }
+                        float pd_acc40[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc40[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+                          {
+                            pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
+                                const int64_t j = pd_b40_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+                          {
+                            C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
+                    {
+                      if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                        if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
+                        {
+                          int64_t pd_b41_b;
+                          int64_t pd_b41_i;
+                          int64_t pd_b41_j;
+                          int64_t pd_b41_k;
+                          const int64_t pd_nr41 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv41 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
+                          {
+                            pd_b41_b = pd_c0;
+                            pd_b41_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b41_j = (((-(M % 256)) + M) + pd_c6);
+                          }
+                          float pd_acc41[5][8];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc41[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+                            {
+                              pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
+                                  const int64_t j = pd_b41_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+                            {
+                              C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                  const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                  {
+                    if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b42_b;
+                        int64_t pd_b42_i;
+                        int64_t pd_b42_j;
+                        int64_t pd_b42_k;
+                        const int64_t pd_nr42 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv42 = (M % 256);
+                        {
+                          pd_b42_b = pd_c0;
+                          pd_b42_i = (pd_c3 + pd_c5);
+                          pd_b42_j = ((-(M % 256)) + M);
+                        }
+                        float pd_acc42[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc42[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                          {
+                            pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
+                                const int64_t j = pd_b42_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                          {
+                            C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                  if ((((pd_c3 + 5) >= N) && ((M % 256) >= 8)))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
+                    {
+                      if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                        if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
+                        {
+                          int64_t pd_b43_b;
+                          int64_t pd_b43_i;
+                          int64_t pd_b43_j;
+                          int64_t pd_b43_k;
+                          const int64_t pd_nr43 = (N - pd_c3);
+                          const int64_t pd_nv43 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
+                          {
+                            pd_b43_b = pd_c0;
+                            pd_b43_i = pd_c3;
+                            pd_b43_j = (((-(M % 256)) + M) + pd_c6);
+                          }
+                          float pd_acc43[5][8];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc43[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                            {
+                              pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
+                                  const int64_t j = pd_b43_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                            {
+                              C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c3 + pd_c9);
+                                  const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                  }
+                }
+              }
+              if (!pd_w7)
+              {
+                #pragma omp barrier
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
+    {
+      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
+      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
+      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      {
+        const int pd_w8 = pd_t8 < pd_s8;
+        const int64_t pd_c0 = 0 + pd_t8 * 1;
+        if ((N <= 47))
+        {
+          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+          {
+            for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+            {
+              {
+                float pd_pk9_s[69632] __attribute__((aligned(64)));
+                float *restrict pd_pk9 = pd_pk9_s;
+                for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+                {
+                  for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                  {
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                      {
+                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                      }
+                      for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                      {
+                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      }
+                    }
+                  }
+                }
+                if (((N >= 6) && (M >= (pd_c1 + 8))))
+                {
+                  for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < (N - 5); pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
+                    {
+                      {
+                        int64_t pd_b53_b;
+                        int64_t pd_b53_i;
+                        int64_t pd_b53_j;
+                        int64_t pd_b53_k;
+                        {
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b53_b = pd_c0;
+                          pd_b53_i = (pd_c5 + pd_c9);
+                          pd_b53_j = ((pd_c1 + pd_c6) + pd_c10);
+                        }
+                        float pd_acc53[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c5 + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc53[(i) - pd_b53_i][(j) - pd_b53_j] = (pd_acc53[(i) - pd_b53_i][(j) - pd_b53_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                    if (((pd_c1 + 255) >= M))
+                    {
+                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b54_b;
+                          int64_t pd_b54_i;
+                          int64_t pd_b54_j;
+                          int64_t pd_b54_k;
+                          const int64_t pd_nr54 = 6;
+                          const int64_t pd_nv54 = ((M - pd_c1) % 8);
+                          {
+                            pd_b54_b = pd_c0;
+                            pd_b54_i = pd_c5;
+                            pd_b54_j = ((-((M - pd_c1) % 8)) + M);
+                          }
+                          float pd_acc54[6][8];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc54[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                            {
+                              pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
+                                  const int64_t j = pd_b54_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                            {
+                              C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c5 + pd_c9);
+                                  const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                  }
+                  if (!pd_w8)
+                  {
+                    #pragma omp barrier
+                  }
+                  for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 8; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 8)
+                  {
+                    if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
+                      if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b55_b;
+                        int64_t pd_b55_i;
+                        int64_t pd_b55_j;
+                        int64_t pd_b55_k;
+                        const int64_t pd_nr55 = (N % 6);
+                        const int64_t pd_nv55 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        {
+                          pd_b55_b = pd_c0;
+                          pd_b55_i = ((-(N % 6)) + N);
+                          pd_b55_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc55[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc37[pd_r][pd_v] = 0;
+                            pd_acc55[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
                           {
-                            pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                            pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2771,20 +2415,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                                const int64_t j = pd_b37_j + pd_v;
+                                const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
+                                const int64_t j = pd_b55_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
                           {
-                            C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                            C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
                           }
                         }
                       }
@@ -2796,14 +2440,535 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
                           {
                             #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
                             {
                               {
                                 const int64_t b = pd_c0;
                                 const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                  if (!pd_w8)
+                  {
+                    #pragma omp barrier
+                  }
+                }
+                else
+                {
+                  if ((N <= 5))
+                  {
+                    for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 8; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 8)
+                    {
+                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
+                        if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b56_b;
+                          int64_t pd_b56_i;
+                          int64_t pd_b56_j;
+                          int64_t pd_b56_k;
+                          const int64_t pd_nr56 = N;
+                          const int64_t pd_nv56 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c1) - pd_c6));
+                          {
+                            pd_b56_b = pd_c0;
+                            pd_b56_i = 0;
+                            pd_b56_j = (pd_c1 + pd_c6);
+                          }
+                          float pd_acc56[5][8];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc56[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
+                            {
+                              pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
+                                  const int64_t j = pd_b56_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
+                            {
+                              C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_c9;
+                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                    if (!pd_w8)
+                    {
+                      #pragma omp barrier
+                    }
+                  }
+                  else
+                  {
+                    for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < N; pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
+                    {
+                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((pd_c1 + 7)) - (pd_c1) < 272)
+                        {
+                          int64_t pd_b57_b;
+                          int64_t pd_b57_i;
+                          int64_t pd_b57_j;
+                          int64_t pd_b57_k;
+                          const int64_t pd_nr57 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
+                          const int64_t pd_nv57 = (M - pd_c1);
+                          {
+                            pd_b57_b = pd_c0;
+                            pd_b57_i = pd_c5;
+                            pd_b57_j = pd_c1;
+                          }
+                          float pd_acc57[6][8];
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc57[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
+                            {
+                              pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
+                                  const int64_t j = pd_b57_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
+                            {
+                              C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c5 + pd_c9);
+                                  const int64_t j = (pd_c1 + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                    if (!pd_w8)
+                    {
+                      #pragma omp barrier
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        else
+        {
+          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+          {
+            {
+              float pd_pk10_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk10 = pd_pk10_s;
+              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+              {
+                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                {
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
+                    {
+                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                    }
+                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
+                    {
+                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    }
+                  }
+                }
+              }
+              for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
+              {
+                if ((N >= (pd_c3 + 6)))
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < (M - 7); pd_c6 += 8)
+                    {
+                      {
+                        int64_t pd_b58_b;
+                        int64_t pd_b58_i;
+                        int64_t pd_b58_j;
+                        int64_t pd_b58_k;
+                        {
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b58_b = pd_c0;
+                          pd_b58_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b58_j = (pd_c6 + pd_c10);
+                        }
+                        float pd_acc58[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = (pd_c6 + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] = (pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((((-(M % 8)) + M) + 7)) - (0) < 272)
+                      {
+                        int64_t pd_b59_b;
+                        int64_t pd_b59_i;
+                        int64_t pd_b59_j;
+                        int64_t pd_b59_k;
+                        const int64_t pd_nr59 = 6;
+                        const int64_t pd_nv59 = (M % 8);
+                        {
+                          pd_b59_b = pd_c0;
+                          pd_b59_i = (pd_c3 + pd_c5);
+                          pd_b59_j = ((-(M % 8)) + M);
+                        }
+                        float pd_acc59[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc59[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
+                          {
+                            pd_acc59[pd_r][pd_v] = C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
+                                const int64_t j = pd_b59_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
+                          {
+                            C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
+                    {
+                      if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                        if (((pd_c6 + 7)) - (0) < 272)
+                        {
+                          int64_t pd_b60_b;
+                          int64_t pd_b60_i;
+                          int64_t pd_b60_j;
+                          int64_t pd_b60_k;
+                          const int64_t pd_nr60 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv60 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
+                          {
+                            pd_b60_b = pd_c0;
+                            pd_b60_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b60_j = pd_c6;
+                          }
+                          float pd_acc60[5][8];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc60[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+                            {
+                              pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
+                                  const int64_t j = pd_b60_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+                            {
+                              C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                  const int64_t j = (pd_c6 + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
+                  {
+                    if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                      if (((pd_c6 + 7)) - (0) < 272)
+                      {
+                        int64_t pd_b61_b;
+                        int64_t pd_b61_i;
+                        int64_t pd_b61_j;
+                        int64_t pd_b61_k;
+                        const int64_t pd_nr61 = (N - pd_c3);
+                        const int64_t pd_nv61 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
+                        {
+                          pd_b61_b = pd_c0;
+                          pd_b61_i = pd_c3;
+                          pd_b61_j = pd_c6;
+                        }
+                        float pd_acc61[5][8];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc61[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                          {
+                            pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
+                                const int64_t j = pd_b61_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                          {
+                            C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c3 + pd_c9);
+                                const int64_t j = (pd_c6 + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
@@ -2812,90 +2977,9 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
               }
-              else
+              if (!pd_w8)
               {
-                for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
-                {
-                  if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                    if (((pd_c6 + 7)) - (0) < 272)
-                    {
-                      int64_t pd_b38_b;
-                      int64_t pd_b38_i;
-                      int64_t pd_b38_j;
-                      int64_t pd_b38_k;
-                      const int64_t pd_nr38 = (N - pd_c3);
-                      const int64_t pd_nv38 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
-                      {
-                        pd_b38_b = pd_c0;
-                        pd_b38_i = pd_c3;
-                        pd_b38_j = pd_c6;
-                      }
-                      float pd_acc38[5][8];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc38[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
-                        {
-                          pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                              const int64_t j = pd_b38_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
-                        {
-                          C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c3 + pd_c9);
-                              const int64_t j = (pd_c6 + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
+                #pragma omp barrier
               }
             }
           }
@@ -2918,27 +3002,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b39_b;
-          int64_t pd_b39_i;
-          int64_t pd_b39_j;
-          int64_t pd_b39_k;
+          int64_t pd_b62_b;
+          int64_t pd_b62_i;
+          int64_t pd_b62_j;
+          int64_t pd_b62_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b39_b = pd_c0;
-            pd_b39_i = (pd_c2 + pd_c5);
-            pd_b39_j = pd_c6;
+            pd_b62_b = pd_c0;
+            pd_b62_i = (pd_c2 + pd_c5);
+            pd_b62_j = pd_c6;
           }
-          float pd_acc39[8][4];
+          float pd_acc62[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b39_b) - 0;
-              const int64_t i = ((pd_b39_i + pd_r)) - 0;
-              const int64_t j = ((pd_b39_j + pd_v)) - 0;
-              pd_acc39[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b62_b) - 0;
+              const int64_t i = ((pd_b62_i + pd_r)) - 0;
+              const int64_t j = ((pd_b62_j + pd_v)) - 0;
+              pd_acc62[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2954,7 +3038,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] = (pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc62[(i) - pd_b62_i][(j) - pd_b62_j] = (pd_acc62[(i) - pd_b62_i][(j) - pd_b62_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -2964,7 +3048,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+              C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
             }
           }
         }
@@ -2984,32 +3068,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b40_b;
-        int64_t pd_b40_i;
-        int64_t pd_b40_j;
-        int64_t pd_b40_k;
-        const int64_t pd_nr40 = (N % 8);
-        const int64_t pd_nv40 = 4;
+        int64_t pd_b63_b;
+        int64_t pd_b63_i;
+        int64_t pd_b63_j;
+        int64_t pd_b63_k;
+        const int64_t pd_nr63 = (N % 8);
+        const int64_t pd_nv63 = 4;
         {
-          pd_b40_b = pd_c0;
-          pd_b40_i = ((-(N % 8)) + N);
-          pd_b40_j = 0;
+          pd_b63_b = pd_c0;
+          pd_b63_i = ((-(N % 8)) + N);
+          pd_b63_j = 0;
         }
-        float pd_acc40[7][4];
+        float pd_acc63[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc40[pd_r][pd_v] = 0;
+            pd_acc63[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
           {
-            pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+            pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3022,20 +3106,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                const int64_t j = pd_b40_j + pd_v;
+                const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
+                const int64_t j = pd_b63_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
           {
-            C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+            C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
           }
         }
       }
@@ -3044,35 +3128,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b41_b;
-            int64_t pd_b41_i;
-            int64_t pd_b41_j;
-            int64_t pd_b41_k;
-            const int64_t pd_nr41 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv41 = (M - 4);
+            int64_t pd_b64_b;
+            int64_t pd_b64_i;
+            int64_t pd_b64_j;
+            int64_t pd_b64_k;
+            const int64_t pd_nr64 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv64 = (M - 4);
             {
-              pd_b41_b = pd_c0;
-              pd_b41_i = pd_c2;
-              pd_b41_j = (4) + ((M - 4)) - 4;
+              pd_b64_b = pd_c0;
+              pd_b64_i = pd_c2;
+              pd_b64_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc41[8][4];
+            float pd_acc64[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc41[pd_r][pd_v] = 0;
+                pd_acc64[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv41; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv64; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b41_b) - 0;
-                const int64_t i = ((pd_b41_i + pd_r)) - 0;
-                const int64_t j = ((pd_b41_j + pd_v)) - 0;
-                pd_acc41[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b64_b) - 0;
+                const int64_t i = ((pd_b64_i + pd_r)) - 0;
+                const int64_t j = ((pd_b64_j + pd_v)) - 0;
+                pd_acc64[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3085,20 +3169,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                    const int64_t j = pd_b41_j + pd_v;
+                    const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
+                    const int64_t j = pd_b64_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv41; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv64; pd_v < 4; pd_v++)
               {
-                C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
               }
             }
           }
@@ -3143,14 +3227,14 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-      const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-      for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+      const int64_t pd_n9 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
+      const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
+      for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
       {
-        const int pd_w5 = pd_t5 < pd_s5;
-        const int64_t pd_c0 = 0 + pd_t5 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w5 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w5 ? 1 : pd_team_size()) * 4)
+        const int pd_w9 = pd_t9 < pd_s9;
+        const int64_t pd_c0 = 0 + pd_t9 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w9 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w9 ? 1 : pd_team_size()) * 4)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -3168,32 +3252,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b43_b;
-              int64_t pd_b43_i;
-              int64_t pd_b43_j;
-              int64_t pd_b43_k;
-              const int64_t pd_nr43 = N;
-              const int64_t pd_nv43 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b66_b;
+              int64_t pd_b66_i;
+              int64_t pd_b66_j;
+              int64_t pd_b66_k;
+              const int64_t pd_nr66 = N;
+              const int64_t pd_nv66 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b43_b = pd_c0;
-                pd_b43_i = 0;
-                pd_b43_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b66_b = pd_c0;
+                pd_b66_i = 0;
+                pd_b66_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc43[7][4];
+              float pd_acc66[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc43[pd_r][pd_v] = 0;
+                  pd_acc66[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv43; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv66; pd_v < 4; pd_v++)
                 {
-                  pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
+                  pd_acc66[pd_r][pd_v] = C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3206,20 +3290,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                      const int64_t j = pd_b43_j + pd_v;
+                      const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
+                      const int64_t j = pd_b66_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv43; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv66; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+                  C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
                 }
               }
             }
@@ -3245,7 +3329,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w5)
+        if (!pd_w9)
         {
           #pragma omp barrier
         }
@@ -3263,39 +3347,39 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-      const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-      for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+      const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
+      const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
+      for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
       {
-        const int pd_w6 = pd_t6 < pd_s6;
-        const int64_t pd_c0 = 0 + pd_t6 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 8; pd_c1 < (M - 7); pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 8)
+        const int pd_w10 = pd_t10 < pd_s10;
+        const int64_t pd_c0 = 0 + pd_t10 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 8; pd_c1 < (M - 7); pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 8)
         {
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b47_b;
-              int64_t pd_b47_i;
-              int64_t pd_b47_j;
-              int64_t pd_b47_k;
+              int64_t pd_b70_b;
+              int64_t pd_b70_i;
+              int64_t pd_b70_j;
+              int64_t pd_b70_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b47_b = pd_c0;
-                pd_b47_i = (pd_c2 + pd_c5);
-                pd_b47_j = (pd_c1 + pd_c6);
+                pd_b70_b = pd_c0;
+                pd_b70_i = (pd_c2 + pd_c5);
+                pd_b70_j = (pd_c1 + pd_c6);
               }
-              float pd_acc47[6][8];
+              float pd_acc70[6][8];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  const int64_t b = (pd_b47_b) - 0;
-                  const int64_t i = ((pd_b47_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b47_j + pd_v)) - 0;
-                  pd_acc47[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b70_b) - 0;
+                  const int64_t i = ((pd_b70_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b70_j + pd_v)) - 0;
+                  pd_acc70[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3311,7 +3395,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc47[(i) - pd_b47_i][(j) - pd_b47_j] = (pd_acc47[(i) - pd_b47_i][(j) - pd_b47_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] = (pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -3321,7 +3405,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                  C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
                 }
               }
             }
@@ -3341,32 +3425,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 8) == 0)))
           {
-            int64_t pd_b48_b;
-            int64_t pd_b48_i;
-            int64_t pd_b48_j;
-            int64_t pd_b48_k;
-            const int64_t pd_nr48 = (N % 6);
-            const int64_t pd_nv48 = 8;
+            int64_t pd_b71_b;
+            int64_t pd_b71_i;
+            int64_t pd_b71_j;
+            int64_t pd_b71_k;
+            const int64_t pd_nr71 = (N % 6);
+            const int64_t pd_nv71 = 8;
             {
-              pd_b48_b = pd_c0;
-              pd_b48_i = ((-(N % 6)) + N);
-              pd_b48_j = pd_c1;
+              pd_b71_b = pd_c0;
+              pd_b71_i = ((-(N % 6)) + N);
+              pd_b71_j = pd_c1;
             }
-            float pd_acc48[5][8];
+            float pd_acc71[5][8];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc48[pd_r][pd_v] = 0;
+                pd_acc71[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
               {
-                pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
+                pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3379,64 +3463,64 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
-                    const int64_t j = pd_b48_j + pd_v;
+                    const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
+                    const int64_t j = pd_b71_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
               {
-                C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
+                C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
               }
             }
           }
         }
-        if (!pd_w6)
+        if (!pd_w10)
         {
           #pragma omp barrier
         }
         if (((M % 8) >= 1))
         {
-          for (int64_t pd_c2 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w6 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w10 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w10 ? 1 : pd_team_size()) * 6)
           {
             if (((((((((N >= 6) && (M >= 8)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 8) >= 1)) && ((pd_c2 % 6) == 0)))
               if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
               {
-                int64_t pd_b49_b;
-                int64_t pd_b49_i;
-                int64_t pd_b49_j;
-                int64_t pd_b49_k;
-                const int64_t pd_nr49 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv49 = (M % 8);
+                int64_t pd_b72_b;
+                int64_t pd_b72_i;
+                int64_t pd_b72_j;
+                int64_t pd_b72_k;
+                const int64_t pd_nr72 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv72 = (M % 8);
                 {
-                  pd_b49_b = pd_c0;
-                  pd_b49_i = pd_c2;
-                  pd_b49_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                  pd_b72_b = pd_c0;
+                  pd_b72_i = pd_c2;
+                  pd_b72_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
                 }
-                float pd_acc49[6][8];
+                float pd_acc72[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc49[pd_r][pd_v] = 0;
+                    pd_acc72[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv49; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b49_b) - 0;
-                    const int64_t i = ((pd_b49_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b49_j + pd_v)) - 0;
-                    pd_acc49[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b72_b) - 0;
+                    const int64_t i = ((pd_b72_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b72_j + pd_v)) - 0;
+                    pd_acc72[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3449,20 +3533,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
-                        const int64_t j = pd_b49_j + pd_v;
+                        const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
+                        const int64_t j = pd_b72_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv49; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
+                    C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
                   }
                 }
               }
@@ -3501,7 +3585,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
           }
-          if (!pd_w6)
+          if (!pd_w10)
           {
             #pragma omp barrier
           }
@@ -3513,16 +3597,16 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      const int64_t pd_n11 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
+      const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
+      for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
       {
-        const int pd_w7 = pd_t7 < pd_s7;
-        const int64_t pd_c0 = 0 + pd_t7 * 1;
+        const int pd_w11 = pd_t11 < pd_s11;
+        const int64_t pd_c0 = 0 + pd_t11 * 1;
         if ((N <= 5))
         {
-          for (int64_t pd_c1 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w7 ? 1 : pd_team_size()) * 8)
+          for (int64_t pd_c1 = 0 + (pd_w11 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w11 ? 1 : pd_team_size()) * 8)
           {
             for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
             {
@@ -3540,32 +3624,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
               if ((pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8 >= (0))
               {
-                int64_t pd_b52_b;
-                int64_t pd_b52_i;
-                int64_t pd_b52_j;
-                int64_t pd_b52_k;
-                const int64_t pd_nr52 = N;
-                const int64_t pd_nv52 = (((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1));
+                int64_t pd_b75_b;
+                int64_t pd_b75_i;
+                int64_t pd_b75_j;
+                int64_t pd_b75_k;
+                const int64_t pd_nr75 = N;
+                const int64_t pd_nv75 = (((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1));
                 {
-                  pd_b52_b = pd_c0;
-                  pd_b52_i = 0;
-                  pd_b52_j = (pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8;
+                  pd_b75_b = pd_c0;
+                  pd_b75_i = 0;
+                  pd_b75_j = (pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8;
                 }
-                float pd_acc52[5][8];
+                float pd_acc75[5][8];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc52[pd_r][pd_v] = 0;
+                    pd_acc75[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv52; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv75; pd_v < 8; pd_v++)
                   {
-                    pd_acc52[pd_r][pd_v] = C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
+                    pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3578,20 +3662,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b52_i + pd_min(pd_r, pd_nr52 - 1);
-                        const int64_t j = pd_b52_j + pd_v;
+                        const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
+                        const int64_t j = pd_b75_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv52; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv75; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
+                    C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
                   }
                 }
               }
@@ -3617,47 +3701,47 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
           }
-          if (!pd_w7)
+          if (!pd_w11)
           {
             #pragma omp barrier
           }
         }
         else
         {
-          for (int64_t pd_c2 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w7 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w11 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w11 ? 1 : pd_team_size()) * 6)
           {
             if ((((((((N >= 6) && (M <= 7)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((0) + (M) - 8 >= (0))
               {
-                int64_t pd_b53_b;
-                int64_t pd_b53_i;
-                int64_t pd_b53_j;
-                int64_t pd_b53_k;
-                const int64_t pd_nr53 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv53 = M;
+                int64_t pd_b76_b;
+                int64_t pd_b76_i;
+                int64_t pd_b76_j;
+                int64_t pd_b76_k;
+                const int64_t pd_nr76 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv76 = M;
                 {
-                  pd_b53_b = pd_c0;
-                  pd_b53_i = pd_c2;
-                  pd_b53_j = (0) + (M) - 8;
+                  pd_b76_b = pd_c0;
+                  pd_b76_i = pd_c2;
+                  pd_b76_j = (0) + (M) - 8;
                 }
-                float pd_acc53[6][8];
+                float pd_acc76[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc53[pd_r][pd_v] = 0;
+                    pd_acc76[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv53; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv76; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b53_b) - 0;
-                    const int64_t i = ((pd_b53_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b53_j + pd_v)) - 0;
-                    pd_acc53[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b76_b) - 0;
+                    const int64_t i = ((pd_b76_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b76_j + pd_v)) - 0;
+                    pd_acc76[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3670,20 +3754,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                        const int64_t j = pd_b53_j + pd_v;
+                        const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
+                        const int64_t j = pd_b76_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv53; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv76; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+                    C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
                   }
                 }
               }
@@ -3722,7 +3806,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
           }
-          if (!pd_w7)
+          if (!pd_w11)
           {
             #pragma omp barrier
           }
@@ -3739,14 +3823,14 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-    const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-    for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+    const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
+    const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
+    for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
     {
-      const int pd_w8 = pd_t8 < pd_s8;
-      const int64_t pd_c0 = 0 + pd_t8 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w8 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w8 ? 1 : pd_team_size()) * 1)
+      const int pd_w12 = pd_t12 < pd_s12;
+      const int64_t pd_c0 = 0 + pd_t12 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -3759,437 +3843,448 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w8)
+      if (!pd_w12)
       {
         #pragma omp barrier
       }
     }
   }
-  #pragma omp parallel for schedule(static) if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= pd_threads())
-  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
+    const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
+    const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
+    for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
     {
-      for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+      const int pd_w13 = pd_t13 < pd_s13;
+      const int64_t pd_c0 = 0 + pd_t13 * 1;
+      for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
-          float pd_pk6_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk6 = pd_pk6_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
           {
-            for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+            float pd_pk12_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk12 = pd_pk12_s;
+            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
               {
-                #pragma omp simd
-                for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                 {
-                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                }
-                for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                {
-                  pd_pk6[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  #pragma omp simd
+                  for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                  {
+                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                  }
+                  for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                  {
+                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  }
                 }
               }
             }
-          }
-          for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 48)
-          {
-            if (((M >= (pd_c1 + 8)) && (N >= (pd_c3 + 6))))
+            for (int64_t pd_c3 = 0 + (pd_w13 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w13 ? 1 : pd_team_size()) * 48)
             {
-              for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+              if (((M >= (pd_c1 + 8)) && (N >= (pd_c3 + 6))))
               {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
                 {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
                   {
-                    int64_t pd_b54_b;
-                    int64_t pd_b54_i;
-                    int64_t pd_b54_j;
-                    int64_t pd_b54_k;
                     {
-                      const int64_t pd_c9 = 0;
-                      const int64_t pd_c10 = 0;
-                      pd_b54_b = pd_c0;
-                      pd_b54_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b54_j = ((pd_c1 + pd_c6) + pd_c10);
-                    }
-                    float pd_acc54[6][8];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      int64_t pd_b82_b;
+                      int64_t pd_b82_i;
+                      int64_t pd_b82_j;
+                      int64_t pd_b82_k;
                       {
-                        pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b82_b = pd_c0;
+                        pd_b82_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b82_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                            const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] = (pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (((pd_c1 + 255) >= M))
-                {
-                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b55_b;
-                      int64_t pd_b55_i;
-                      int64_t pd_b55_j;
-                      int64_t pd_b55_k;
-                      const int64_t pd_nr55 = 6;
-                      const int64_t pd_nv55 = ((M - pd_c1) % 8);
-                      {
-                        pd_b55_b = pd_c0;
-                        pd_b55_i = (pd_c3 + pd_c5);
-                        pd_b55_j = ((-((M - pd_c1) % 8)) + M);
-                      }
-                      float pd_acc55[6][8];
+                      float pd_acc82[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc55[pd_r][pd_v] = 0;
+                          pd_acc82[pd_r][pd_v] = C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)];
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
-                        {
-                          pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                              const int64_t j = pd_b55_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
-                        {
-                          C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
                         for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
                           {
                             {
                               const int64_t b = pd_c0;
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-              if (((pd_c3 + 47) >= N))
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
-                {
-                  if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                    if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b56_b;
-                      int64_t pd_b56_i;
-                      int64_t pd_b56_j;
-                      int64_t pd_b56_k;
-                      const int64_t pd_nr56 = ((N - pd_c3) % 6);
-                      const int64_t pd_nv56 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
-                      {
-                        pd_b56_b = pd_c0;
-                        pd_b56_i = ((-((N - pd_c3) % 6)) + N);
-                        pd_b56_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc56[5][8];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc56[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                        {
-                          pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
-                              const int64_t j = pd_b56_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                        {
-                          C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                          {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] = (pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                    }
-                }
-              }
-            }
-            else
-            {
-              if (((pd_c1 + 7) >= M))
-              {
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                {
-                  if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                    if (((pd_c1 + 7)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b57_b;
-                      int64_t pd_b57_i;
-                      int64_t pd_b57_j;
-                      int64_t pd_b57_k;
-                      const int64_t pd_nr57 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                      const int64_t pd_nv57 = (M - pd_c1);
-                      {
-                        pd_b57_b = pd_c0;
-                        pd_b57_i = (pd_c3 + pd_c5);
-                        pd_b57_j = pd_c1;
-                      }
-                      float pd_acc57[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc57[pd_r][pd_v] = 0;
+                          C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+                    }
+                  }
+                  if (((pd_c1 + 255) >= M))
+                  {
+                    if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
                       {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
+                        int64_t pd_b83_b;
+                        int64_t pd_b83_i;
+                        int64_t pd_b83_j;
+                        int64_t pd_b83_k;
+                        const int64_t pd_nr83 = 6;
+                        const int64_t pd_nv83 = ((M - pd_c1) % 8);
                         {
-                          pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
+                          pd_b83_b = pd_c0;
+                          pd_b83_i = (pd_c3 + pd_c5);
+                          pd_b83_j = ((-((M - pd_c1) % 8)) + M);
                         }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
+                        float pd_acc83[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
-                              const int64_t j = pd_b57_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
+                            pd_acc83[pd_r][pd_v] = 0;
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                        {
-                          C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                        for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                          for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
                           {
+                            pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = (pd_c1 + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
+                                const int64_t j = pd_b83_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+                          {
+                            C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
                         }
                       }
-                    }
+                  }
                 }
-              }
-              else
-              {
-                for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
+                if (((pd_c3 + 47) >= N))
                 {
-                  if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                    if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                    {
-                      int64_t pd_b58_b;
-                      int64_t pd_b58_i;
-                      int64_t pd_b58_j;
-                      int64_t pd_b58_k;
-                      const int64_t pd_nr58 = (N - pd_c3);
-                      const int64_t pd_nv58 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
+                  {
+                    if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                      if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
                       {
-                        pd_b58_b = pd_c0;
-                        pd_b58_i = pd_c3;
-                        pd_b58_j = (pd_c1 + pd_c6);
-                      }
-                      float pd_acc58[5][8];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        int64_t pd_b84_b;
+                        int64_t pd_b84_i;
+                        int64_t pd_b84_j;
+                        int64_t pd_b84_k;
+                        const int64_t pd_nr84 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv84 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_acc58[pd_r][pd_v] = 0;
+                          pd_b84_b = pd_c0;
+                          pd_b84_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b84_j = (pd_c1 + pd_c6);
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv58; pd_v++)
-                        {
-                          pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
+                        float pd_acc84[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            {
-                              const int64_t b = pd_c0;
-                              const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
-                              const int64_t j = pd_b58_j + pd_v;
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                            }
+                            pd_acc84[pd_r][pd_v] = 0;
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv58; pd_v++)
-                        {
-                          C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                        for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                          for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
                           {
+                            pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              const int64_t b = pd_c0;
-                              const int64_t i = (pd_c3 + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
+                                const int64_t j = pd_b84_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
+                          {
+                            C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
                         }
                       }
-                    }
+                  }
                 }
               }
+              else
+              {
+                if (((pd_c1 + 7) >= M))
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                  {
+                    if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((pd_c1 + 7)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b85_b;
+                        int64_t pd_b85_i;
+                        int64_t pd_b85_j;
+                        int64_t pd_b85_k;
+                        const int64_t pd_nr85 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv85 = (M - pd_c1);
+                        {
+                          pd_b85_b = pd_c0;
+                          pd_b85_i = (pd_c3 + pd_c5);
+                          pd_b85_j = pd_c1;
+                        }
+                        float pd_acc85[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc85[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                          {
+                            pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
+                                const int64_t j = pd_b85_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                          {
+                            C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = (pd_c1 + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += 8)
+                  {
+                    if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                      if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
+                      {
+                        int64_t pd_b86_b;
+                        int64_t pd_b86_i;
+                        int64_t pd_b86_j;
+                        int64_t pd_b86_k;
+                        const int64_t pd_nr86 = (N - pd_c3);
+                        const int64_t pd_nv86 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        {
+                          pd_b86_b = pd_c0;
+                          pd_b86_i = pd_c3;
+                          pd_b86_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc86[5][8];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc86[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                          {
+                            pd_acc86[pd_r][pd_v] = C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b86_i + pd_min(pd_r, pd_nr86 - 1);
+                                const int64_t j = pd_b86_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                          {
+                            C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = (pd_c3 + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                }
+              }
+            }
+            if (!pd_w13)
+            {
+              #pragma omp barrier
             }
           }
         }
