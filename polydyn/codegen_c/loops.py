@@ -45,9 +45,9 @@ class LoopEmitter:
         inc = self.ast_expr(n.for_get_inc())
         trips = _trip_count(n, init, inc, self)
         if st.team is not None:  # a loop of a team region's outer loop body
-            if parallel and loop_annotation(n).parallel and has_loop(n.for_get_body()):
-                return self.team_member(n, st, it, init, cond, inc)
-            return self.team_passage(n, st, it, init, cond, inc)
+            shared = parallel and loop_annotation(n).parallel and has_loop(n.for_get_body())
+            return (self.team_member if shared else self.team_passage)(n, st, it, init, cond,
+                                                                      inc)
         if st.region:
             return self.region_loop(n, parallel, it, init, cond, inc, trips)
         inner = LoopState(st.in_parallel or parallel)
