@@ -104,9 +104,11 @@ From `bench/phrasings.py` (file `bench/results/phrasings.md`): the operators of
 `tests/phrasings.py`, written with temporaries or local scalars as accumulators, the weight in
 nn.Linear's layout, the max as a conditional, masks as `if`, timed in turns in one process
 beside the bundled kernel each phrases and PyTorch eager (2 threads each; the machine was
-shared, load average 2 to 3 on its 2 cores, so the ratios timed in turns are the steadier
-figures; each call's operands stay in cache from the call before: the BERT section below
-shows a weight read from memory).
+shared, so the ratios timed in turns are the steadier figures; each call's operands stay in
+cache from the call before: the BERT section below shows a weight read from memory).
+`batched_linear` is `X @ W + b` on a [batch, rows, features] input: its bias nest was tiled
+for reuse it does not have, which sent batches under 48 to the untiled variant (before that
+fix, in turns: 360-370 GFLOP/s at 8 x 128 x 768^2, 230-236 at 4 x 128 x 3072 x 768).
 "vs bundled" and "vs torch eager" are the other's time over the phrasing's (above 1: the
 phrasing is faster). Products whose operands both run along the reduction (`matmul_bt`,
 nn.Linear's layout, attention's scores) take register tiles from 6 rows
