@@ -454,6 +454,23 @@ def test_batched_team_tails(threads, batch) -> None:
         gomp.omp_set_num_threads(before)
 
 
+def test_one_batch_of_long_products_runs_tiled() -> None:
+    """At one batch, batched matmul runs its untiled ``B=1`` variant while the columns and
+    the reduction stay within ``BATCH_ONE_UNTILED_MAX``, its tiled ones past it (their
+    batch loop a team region); conv2d's ``B=1`` (no packed band) keeps every size."""
+    from polydyn.parametric.regions import BATCH_ONE_UNTILED_MAX as most
+
+    k = pd.compile(load("batched_matmul")[0])
+    assert k.select(B=1, N=512, K=most, M=most).name == "B=1"
+    assert k.select(B=1, N=512, K=most + 1, M=768).name == "tiled"
+    assert k.select(B=1, N=512, K=768, M=most + 1).name == "tiled"
+    assert k.select(B=1, N=8, K=768, M=3072).name == "skinny"
+    assert k.select(B=1, N=512, K=4096, M=64).name == "B=1"  # too few columns to tile
+    assert k.select(B=2, N=512, K=768, M=768).name == "tiled"
+    conv = pd.compile(load("conv2d")[0])
+    assert conv.select(B=1, C=16, H=56, W=56, F=2048, KH=3, KW=3).name == "B=1"
+
+
 @functools.cache
 def _conv2d(isa: str = "avx512") -> pd.Kernel:
     return pd.compile(load("conv2d")[0], **TARGETS[isa])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import islpy as isl
@@ -212,7 +212,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     - ``wavefront`` (with ``cpu`` and a time-iterated stencil's ``wave``): where the time
       loop holds enough time tiles for two threads, isl's fused band tiled in wavefronts
       (``schedule.wavefront``);
-    - ``S=1``: degenerate sizes that remove a parallel loop (no tiling);
+    - ``S=1``: degenerate sizes that remove a parallel loop (no tiling), but for a batch
+      around a packed band not those whose columns or reduction pass
+      ``BATCH_ONE_UNTILED_MAX`` (the tiled variants serve them);
     - ``skinny`` (with ``cpu``): of the sizes ``tiled`` covers, those where a packed
       band has one row tile and two column tiles or more: tiled, B not packed
       (``SKINNY_ROW_TILES``);
@@ -247,20 +249,25 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
         region = wavefront_region(scop, wave).coalesce()
         if _nonempty(region):
             plans.append(VariantPlan("wavefront", region, AutoRecipe(wave=wave)))
-    plans += degenerate_regions(scop, base)
+    big, divisible = ctx, ctx
+    for tiling in plan:
+        extents = member_extents(base, tiling)
+        starts = member_starts(base, tiling)
+        least = tiling.min_extents or tiling.sizes
+        for ext, start, size, low in zip(extents, starts, tiling.sizes, least, strict=True):
+            big = big.intersect(at_least(ext, low))
+            divisible = divisible.intersect(ext.mod_val(
+                isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
+            divisible = divisible.intersect(start.zero_set())
+    big = big.coalesce()
+    for p in degenerate_regions(scop, base):
+        if cpu:  # sizes the tiled code serves better
+            p = replace(p, region=p.region.subtract(
+                _tiled_at_one_batch(scop, base, plan, p.region, big)).coalesce())
+        if _nonempty(p.region):
+            plans.append(p)
     if plan:
-        big, divisible = ctx, ctx
-        for tiling in plan:
-            extents = member_extents(base, tiling)
-            starts = member_starts(base, tiling)
-            least = tiling.min_extents or tiling.sizes
-            for ext, start, size, low in zip(extents, starts, tiling.sizes, least, strict=True):
-                big = big.intersect(at_least(ext, low))
-                divisible = divisible.intersect(ext.mod_val(
-                    isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
-                divisible = divisible.intersect(start.zero_set())
         full = big.intersect(divisible).coalesce()
-        big = big.coalesce()
         small = ctx.subtract(big).coalesce()
         skinny = _skinny(scop, base, plan, big) if cpu else None
         if skinny is not None and _nonempty(skinny):
@@ -283,6 +290,36 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     covered = cpu and bool(plans) and not _nonempty(ctx.subtract(_union(plans)))
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan, isolate=not covered)))
     return plans
+
+
+# The untiled code at one batch of a product around packed tiles wins while the columns and
+# the reduction are short (the rows' panel stays in the L2 across the column vectors); past
+# this extent of either, the tiled variants do (bench/HISTORY.md, point 6).
+BATCH_ONE_UNTILED_MAX = 1024
+
+
+def _tiled_at_one_batch(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
+                        region: isl.Set, big: isl.Set) -> isl.Set:
+    """The part of ``region`` (an ``S=1`` region) that the tiled variants serve: where it
+    makes an untiled member of a packed band (a batch around matmul's tiles) a single
+    iteration, the sizes of ``big`` whose columns or reduction pass
+    ``BATCH_ONE_UNTILED_MAX``. There the tiled code's batch loop, a team region, shares
+    out the row tiles, and its cache tiles keep the operands in the L2 where the untiled
+    code reads the rows again for every column vector. Empty otherwise."""
+    out = isl.Set.empty(region.get_space())
+    for tiling in plan:
+        members = packed_members(base, scop, tiling)
+        if members is None:
+            continue
+        extents = member_extents(base, tiling)
+        batch = [k for k, size in enumerate(tiling.sizes) if size == 1 and k not in members]
+        if not any(not _nonempty(region.intersect(at_least(extents[k], 2))) for k in batch):
+            continue
+        long = [k for k, size in enumerate(tiling.sizes) if size > 1 and k != members[0]]
+        for k in long:  # the columns' member and the reduction's
+            out = out.union(region.intersect(big).intersect(
+                at_least(extents[k], BATCH_ONE_UNTILED_MAX + 1)))
+    return out.coalesce()
 
 
 def _union(plans: list[VariantPlan]) -> isl.Set:

@@ -103,7 +103,7 @@ static inline void *pd_alloc_like(size_t bytes, int zero, const void *like, void
 #endif
 
 /* -- polydyn: translation unit -- */
-/* variant B=1: [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and M > 0 } */
+/* variant B=1: [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and 0 < M <= 1024 and ((K >= 1025 and M <= 47) or K <= 1024) } */
 PD_VARIANT int batched_matmul_v0(int64_t pd_arg_B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
 {
   const int64_t B = 1;
@@ -4654,7 +4654,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
 PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C);
 int batched_matmul_select(int64_t B, int64_t N, int64_t K, int64_t M) {
   if (!((((B >= 0) && (N >= 1)) && (K >= 1)) && (M >= 1))) return -1;
-  if ((B == 1)) return 0;
+  if (((((B == 1) && (K >= 1025)) && (M <= 47)) || (((B == 1) && (K <= 1024)) && (M <= 1024)))) return 0;
   if ((((B >= 1) && (N <= 48)) && (M >= 257))) return 1;
   if ((((((B >= 1) && (N == 48)) && (M == 256)) && ((K % 256) == 0)) || (((((B >= 1) && (N >= 96)) && ((N % 48) == 0)) && ((K % 256) == 0)) && ((M % 256) == 0)))) return 2;
   if (((((B >= 1) && (N >= 49)) && (M >= 48)) || ((((B >= 1) && (N <= 48)) && (M >= 48)) && (M <= 256)))) return 3;

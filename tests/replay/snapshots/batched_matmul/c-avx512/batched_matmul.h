@@ -7,7 +7,7 @@
  * the context, or -2 when a temporary could not be allocated.
  * Tiles planned for: avx512, 32 vector registers of 64 bytes, 1024 KiB of L2.
  * Variants (first match runs):
- *   0: B=1  [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and M > 0 }
+ *   0: B=1  [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and 0 < M <= 1024 and ((K >= 1025 and M <= 95) or K <= 1024) }
  *   1: skinny  [B, N, K, M] -> {  : B > 0 and 0 < N <= 48 and K > 0 and M >= 257 }
  *   2: full  [B, N, K, M] -> {  : B > 0 and K >= 256 and ((N = 48 and M = 256 and (K) mod 256 = 0) or ((K) mod 256 = 0 and (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 96 and M >= 256)) }
  *   3: tiled  [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 96 and (N >= 49 or (N <= 48 and M <= 256)) }
