@@ -458,12 +458,12 @@ def test_one_batch_of_long_products_runs_tiled() -> None:
     """At one batch, batched matmul runs its untiled ``B=1`` variant while the columns and
     the reduction stay within ``BATCH_ONE_UNTILED_MAX``, its tiled ones past it (their
     batch loop a team region); conv2d's ``B=1`` (no packed band) keeps every size."""
-    from polydyn.parametric.regions import BATCH_ONE_UNTILED_MAX as most
+    from polydyn.parametric.regions import BATCH_ONE_UNTILED_MAX as MOST
 
     k = pd.compile(load("batched_matmul")[0])
-    assert k.select(B=1, N=512, K=most, M=most).name == "B=1"
-    assert k.select(B=1, N=512, K=most + 1, M=768).name == "tiled"
-    assert k.select(B=1, N=512, K=768, M=most + 1).name == "tiled"
+    assert k.select(B=1, N=512, K=MOST, M=MOST).name == "B=1"
+    assert k.select(B=1, N=512, K=MOST + 1, M=768).name == "tiled"
+    assert k.select(B=1, N=512, K=768, M=MOST + 1).name == "tiled"
     assert k.select(B=1, N=8, K=768, M=3072).name == "skinny"
     assert k.select(B=1, N=512, K=4096, M=64).name == "B=1"  # too few columns to tile
     assert k.select(B=2, N=512, K=768, M=768).name == "tiled"

@@ -249,23 +249,8 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
         region = wavefront_region(scop, wave).coalesce()
         if _nonempty(region):
             plans.append(VariantPlan("wavefront", region, AutoRecipe(wave=wave)))
-    big, divisible = ctx, ctx
-    for tiling in plan:
-        extents = member_extents(base, tiling)
-        starts = member_starts(base, tiling)
-        least = tiling.min_extents or tiling.sizes
-        for ext, start, size, low in zip(extents, starts, tiling.sizes, least, strict=True):
-            big = big.intersect(at_least(ext, low))
-            divisible = divisible.intersect(ext.mod_val(
-                isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
-            divisible = divisible.intersect(start.zero_set())
-    big = big.coalesce()
-    for p in degenerate_regions(scop, base):
-        if cpu:  # sizes the tiled code serves better
-            p = replace(p, region=p.region.subtract(
-                _tiled_at_one_batch(scop, base, plan, p.region, big)).coalesce())
-        if _nonempty(p.region):
-            plans.append(p)
+    big, divisible = _tiled_extents(base, plan, ctx)
+    plans += _degenerate_plans(scop, base, plan, big, cpu)
     if plan:
         full = big.intersect(divisible).coalesce()
         small = ctx.subtract(big).coalesce()
@@ -290,6 +275,37 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     covered = cpu and bool(plans) and not _nonempty(ctx.subtract(_union(plans)))
     plans.append(VariantPlan("generic", ctx, AutoRecipe(plan, isolate=not covered)))
     return plans
+
+
+def _degenerate_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
+                      big: isl.Set, cpu: bool) -> list[VariantPlan]:
+    """``degenerate_regions``; on CPUs less the sizes that ``_tiled_at_one_batch`` leaves
+    to the tiled variants (``big``: theirs)."""
+    out = []
+    for p in degenerate_regions(scop, base):
+        if cpu:
+            p = replace(p, region=p.region.subtract(
+                _tiled_at_one_batch(scop, base, plan, p.region, big)).coalesce())
+        if _nonempty(p.region):
+            out.append(p)
+    return out
+
+
+def _tiled_extents(base: isl.Schedule, plan: tuple[BandTiling, ...], ctx: isl.Set
+                   ) -> tuple[isl.Set, isl.Set]:
+    """The sizes where every tiled loop is at least one tile long (or as long as its
+    ``min_extents``), and those where each is a multiple of its tile starting at 0."""
+    big, divisible = ctx, ctx
+    for tiling in plan:
+        extents = member_extents(base, tiling)
+        starts = member_starts(base, tiling)
+        least = tiling.min_extents or tiling.sizes
+        for ext, start, size, low in zip(extents, starts, tiling.sizes, least, strict=True):
+            big = big.intersect(at_least(ext, low))
+            divisible = divisible.intersect(ext.mod_val(
+                isl.Val.int_from_si(ext.get_ctx(), size)).zero_set())
+            divisible = divisible.intersect(start.zero_set())
+    return big.coalesce(), divisible
 
 
 # The untiled code at one batch of a product around packed tiles wins while the columns and
