@@ -329,8 +329,8 @@ def _tiled_at_one_batch(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, 
             continue
         extents = member_extents(base, tiling)
         batch = [k for k, size in enumerate(tiling.sizes) if size == 1 and k not in members]
-        if not any(not _nonempty(region.intersect(at_least(extents[k], 2))) for k in batch):
-            continue
+        if all(_nonempty(region.intersect(at_least(extents[k], 2))) for k in batch):
+            continue  # no batch member is a single iteration here
         long = [k for k, size in enumerate(tiling.sizes) if size > 1 and k != members[0]]
         for k in long:  # the columns' member and the reduction's
             out = out.union(region.intersect(big).intersect(

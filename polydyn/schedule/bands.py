@@ -102,7 +102,7 @@ def has_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], live: list[int]) -
                 continue
             used = set().union(*(sub.vars() for sub in ref.index))
             moving = [k for k in live if members[k] & used]
-            if len(moving) >= 2 and len(moving) < len(live):
+            if 2 <= len(moving) < len(live):
                 return True
     return False
 
