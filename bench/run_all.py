@@ -109,6 +109,8 @@ cache from the call before: the BERT section below shows a weight read from memo
 `batched_linear` is `X @ W + b` on a [batch, rows, features] input: its bias nest was tiled
 for reuse it does not have, which sent batches under 48 to the untiled variant (before that
 fix, in turns: 360-370 GFLOP/s at 8 x 128 x 768^2, 230-236 at 4 x 128 x 3072 x 768).
+`batched_linear_seq_first` is the same product on a [sequence, batch, features] input: its
+inner row loop (the batch) is the one tiled, so 8 batches run one 8-row tile (`skinny`).
 "vs bundled" and "vs torch eager" are the other's time over the phrasing's (above 1: the
 phrasing is faster). Products whose operands both run along the reduction (`matmul_bt`,
 nn.Linear's layout, attention's scores) take register tiles from 6 rows

@@ -175,6 +175,16 @@ def batched_linear(X: f32[B, N, K], W: f32[K, M], b: f32[M], Y: out(f32[B, N, M]
             Y[s, n, o] += X[s, n, k] * W[k, o]
 
 
+@pd.operator(assume="B >= 1 and N >= 1 and M >= 1 and K >= 1")
+def batched_linear_seq_first(X: f32[N, B, K], W: f32[K, M], Y: out(f32[N, B, M])):
+    """A projection of a [sequence, batch, features] input (nn.MultiheadAttention's default
+    layout), the sum in the cell: two row loops, the batch inside."""
+    for n, s, o in pd.grid(N, B, M):
+        Y[n, s, o] = 0.0
+        for k in range(K):
+            Y[n, s, o] += X[n, s, k] * W[k, o]
+
+
 # --- masks and attention ----------------------------------------------------------------------
 
 
@@ -292,6 +302,7 @@ NUMPY = {
         X @ W.T + b),
     linear_relu: lambda X, W, b: np.maximum(X @ W.T + b, 0.0),
     batched_linear: lambda X, W, b: X @ W + b,
+    batched_linear_seq_first: lambda X, W: X @ W,
     causal_softmax: _causal,
     attention: _attention,
     scores_scaled: lambda Q, Kh: Q @ Kh.transpose(0, 2, 1) * 0.125,
@@ -326,6 +337,8 @@ BENCH_SIZES = {
     linear_relu: [{"N": 64, "M": 3072, "K": 768}],
     batched_linear: [{"B": 8, "N": 128, "M": 768, "K": 768},
                      {"B": 4, "N": 128, "M": 3072, "K": 768}],
+    batched_linear_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
+                               {"N": 8, "B": 128, "M": 768, "K": 768}],
     causal_softmax: [{"H": 8, "L": 512}],
     attention: [{"L": 512, "D": 64}],
     scores_scaled: [{"H": 12, "L": 64, "D": 64}, {"H": 12, "L": 384, "D": 64}],
@@ -348,6 +361,7 @@ TORCH = {
     linear_relu: lambda t, X, W, b: t.relu(t.nn.functional.linear(X, W, b)),
     batched_linear: lambda t, X, W, b: t.addmm(b, X.reshape(-1, X.shape[-1]), W).view(
         *X.shape[:-1], W.shape[1]),
+    batched_linear_seq_first: lambda t, X, W: X @ W,
     scores_scaled: lambda t, Q, Kh: Q @ Kh.transpose(1, 2) * 0.125,
     causal_softmax: lambda t, S: t.softmax(S.masked_fill(t.triu(t.ones(
         S.shape[-1], S.shape[-1], dtype=t.bool), 1), float("-inf")), -1),
