@@ -341,8 +341,8 @@ def reference_call(op: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
     binder = RaggedBinder(op.scop, info.batch, info.length, info.batched)
     call = binder.bind(args, kwargs)
     scop = op.scop
+    flat = {n: x.reshape(-1) if n in info.batched else x for n, x in call.data.items()}
     for b, length in enumerate(call.lengths.tolist()):
-        flat = {n: x.reshape(-1) if n in info.batched else x for n, x in call.data.items()}
         pos, kw = sequence_args(binder, call, flat, b, length)
         run_reference(scop, tuple(pos), kw)
     return binder.results(call)

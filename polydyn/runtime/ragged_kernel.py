@@ -48,9 +48,10 @@ class RaggedKernel:
         self._work_code = compile(self.work_expr, "<polydyn work>", "eval")
         self._work_memo: dict[tuple[int, ...], float] = {}
         self._batch = self._batch_function() if self.target == "c" else None
-        # OpenCL: each kernel's twin over the groups of many sequences (ocl_sequences.py)
-        self._twin_of = ocl_sequences.twin_ids(inner._kernels) \
-            if self.target == "opencl" else []
+        # OpenCL: each kernel's twin over the groups of many sequences (ocl_sequences.py);
+        # empty where no kernel has one
+        twins = ocl_sequences.twin_ids(inner._kernels) if self.target == "opencl" else []
+        self._twin_of = twins if any(t is not None for t in twins) else []
         # OpenCL: the sequences share launches (False: one sequence after another, the
         # baseline bench/ragged.py measures them against)
         self.together = True
@@ -115,8 +116,7 @@ class RaggedKernel:
         once. (Without a device, the per-sequence kernel on each sequence's blocks.)"""
         device = self._on_device(call)
         alone: Any = range(len(call.lengths))
-        if self.together and any(t is not None for t in self._twin_of) and \
-                len(call.lengths):
+        if self.together and self._twin_of and len(call.lengths):
             for a in self.scop.arg_arrays:  # outputs read before written start at 0, once
                 x = device.get(a.name)
                 if a.kind == "out" and a.name in self.inner._zero_init and x.size:
