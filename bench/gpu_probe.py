@@ -1,10 +1,10 @@
 """What limits the OpenCL target on a GPU, in one short run: matmul as polydyn compiles it for
 any size against the same product compiled with its sizes fixed (``--assume``: full blocks,
-no guards, constant reduction tiles) and by register-tile shape; GEMV both ways by kernel
-width (``run_gemv``); ragged batches with launches shared or not (``run_ragged``); the row
-reductions (softmax,
-layernorm) at the GPU issue's sizes, in the 32- and the 64-bit index build. torch-cuda runs
-each beside it.
+no guards, constant reduction tiles) and by register-tile shape; matmul by the mapping's
+sizes given in recipes (``run_sizes``: work-items per group, reduction steps per local
+tile); GEMV both ways by kernel width (``run_gemv``); ragged batches with launches shared or
+not (``run_ragged``); the row reductions (softmax, layernorm) at the GPU issue's sizes, in
+the 32- and the 64-bit index build. torch-cuda runs each beside it.
 
 Run from the repository root on a machine whose default OpenCL device is the GPU:
 ``python bench/gpu_probe.py``. Prints one line per measurement and NVIDIA's register report
@@ -77,6 +77,35 @@ def run_matmul(n: int) -> None:
         except Exception as exc:  # a probe reports and goes on
             line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:120]}")
     print(f"matmul {n}^3 TFLOP/s: " + "; ".join(line), flush=True)
+
+
+def run_sizes(n: int) -> None:
+    """matmul at ``n``^3 with the mapping's sizes given by recipe (``gpu(...)``): register
+    tiles, work-items per group and reduction steps per local tile, one variant each."""
+    import pyopencl.array as cla
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    want = a.astype(np.float64) @ b
+    line = []
+    for regtile, group, bk in (("4x4", (16, 16), 16), ("4x4", (16, 16), 8),
+                               ("4x4", (16, 16), 32), ("4x4", (8, 32), 16),
+                               ("4x4", (32, 8), 16), ("8x4", (16, 16), 16),
+                               ("8x8", (16, 16), 8), ("4x8", (16, 8), 16)):
+        label = f"{regtile} {group[0]}x{group[1]} bk{bk}"
+        recipe = pd.Schedule.isl().gpu(regtile=regtile, group=group, bk=bk)
+        try:
+            k = pd.compile(matmul, target="opencl", variants=[("true", recipe)])
+            dev = [cla.to_device(k.queue, x) for x in (a, b)]
+            out = cla.empty(k.queue, (n, n), np.float32)
+            k(*dev, C=out)
+            err = float(np.abs(out.get() - want).max())
+            s = timed(lambda k=k, dev=dev, out=out: k(*dev, C=out), k.queue.finish, 0.2)
+            line.append(f"{label} {2 * n**3 / s / 1e12:.2f} (err {err:.0e})")
+        except Exception as exc:  # a probe reports and goes on
+            line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:120]}")
+    print(f"matmul {n}^3 by recipe sizes, TFLOP/s: " + "; ".join(line), flush=True)
 
 
 def run_rows(scale: int = 1) -> None:
@@ -217,6 +246,7 @@ def main() -> None:
     sizes = os.environ.get("PROBE_SIZES", "1024 2048 1000 512 256")
     for n in map(int, sizes.split()):
         run_matmul(n)
+    run_sizes(int(os.environ.get("PROBE_SIZES", "2048").split()[0]))
     register_report()
 
 

@@ -144,7 +144,8 @@ def test_the_gpu_mapping_is_a_directive() -> None:
                    variants=[("N >= 64 and M >= 64", pd.Schedule.isl().gpu(regtile="2x4")),
                              ("true", pd.Schedule.isl().gpu(regtile="off"))])
     first, second = k.variants
-    assert repr(first.recipe) == "pd.Schedule.isl().gpu(regtile='2x4').label('user0')"
+    assert repr(first.recipe) == ("pd.Schedule.isl().gpu(regtile='2x4', group=((16, 16),), "
+                                  "bk=16).label('user0')")
     assert "register tiles 2x4" in first.summary and "register tiles" not in second.summary
     for sizes in ({"N": 64, "M": 65, "K": 3}, {"N": 130, "M": 64, "K": 17},
                   {"N": 5, "M": 7, "K": 9}):
@@ -154,7 +155,8 @@ def test_the_gpu_mapping_is_a_directive() -> None:
     assert again.source == k.source
     bare = pd.compile(matmul_scalar, target=_plan("opencl"),
                       variants=[("true", pd.Schedule.isl().gpu(local=False))])
-    assert repr(bare.variants[0].recipe) == "pd.Schedule.isl().gpu(local=False).label('user0')"
+    assert repr(bare.variants[0].recipe) == ("pd.Schedule.isl().gpu(local=False, group=((16, "
+                                             "16),)).label('user0')")
     assert "__local" not in bare.source and "register tiles" not in bare.variants[0].summary
     check_kernel(bare, {"N": 33, "M": 17, "K": 5})
     auto = generate(heat, _plan("opencl"))
@@ -171,6 +173,16 @@ def test_the_gpu_mapping_is_a_directive() -> None:
     (lambda: pd.Schedule.isl().gpu(outer=1), "True or False"),
     (lambda: pd.Schedule.isl().gpu(local="no"), "True or False"),
     (lambda: pd.Schedule().gpu(outer=True), "start the recipe with pd.Schedule.isl"),
+    (lambda: pd.Schedule.isl().gpu(group=(0, 4)), "positive integers"),
+    (lambda: pd.Schedule.isl().gpu(group=(2, 2, 2, 2)), "1 to 3"),
+    (lambda: pd.Schedule.isl().gpu(group=((4, 4), (8, 2))), "one tuple per number"),
+    (lambda: pd.Schedule.isl().gpu(group=(64, 64)), "more than 1024"),
+    (lambda: pd.Schedule.isl().gpu(lanes=(96, 96)), "power of two"),
+    (lambda: pd.Schedule.isl().gpu(lanes=(256, 128)), "at least the first"),
+    (lambda: pd.Schedule.isl().gpu(lanes=256), "two positive integers"),
+    (lambda: pd.Schedule.isl().gpu(columns=(64, 32)), "at most 1024"),
+    (lambda: pd.Schedule.isl().gpu(bk=65), "1 to 64"),
+    (lambda: pd.Schedule.isl().gpu(bk=True), "1 to 64"),
     (lambda: pd.Schedule().tile_band((0,), (4,)), "start the recipe with pd.Schedule.isl"),
     (lambda: pd.Schedule.isl().tile(i=4), "names the operator's loops"),
     (lambda: pd.Schedule.isl().tile_band((0,), (0, 4)), "positive integers"),

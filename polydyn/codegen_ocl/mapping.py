@@ -5,25 +5,24 @@ from the root:
 
 - the first chain of nested ``parallel`` members (no other node between them) becomes one
   kernel: its innermost members (up to three, skipping members with a single value in the
-  region) are tiled with constant tile sizes, the tile index is the work-group id and the
-  point index the local id; outer members of the chain and everything below run as loops in
-  each work-item;
+  region) are tiled with constant tile sizes (sizes.py: the recipe's ``gpu`` directive or
+  the defaults), the tile index is the work-group id and the point index the local id;
+  outer members of the chain and everything below run as loops in each work-item;
 - a ``sequential`` member with parallelism below it becomes a host loop around the kernels
   of its body; a sequence (or set) becomes kernels launched in order;
 - a part with no parallel member at all runs as a one work-item kernel;
 - a kernel of one mapped member whose body is loops that are parallel or carried only by
-  reductions into local scalars (softmax's and layernorm's rows) runs one work-group of
-  ``LANES`` work-items per value of the member instead (a row per group): each top-level loop
-  of the body is dealt out to the lanes cyclically (coalesced loads), each reduction is
-  combined over the lanes through local memory, and a barrier ends each loop. Every lane
-  computes the local scalars outside the loops itself; lane 0 runs the other statements
-  there. PPCG maps no reductions; this is what loopy and TVM do for row reductions. A
-  variant that would run loops in a single work-item (a reduction with no parallel loop
-  around it: the rows when ``N = 1``) runs whole as one such group when its body allows.
-  Loops that sum into one cell per value (``C[i, j] += ...`` under ``k``) are shared by
-  lanes only where the one-value-per-work-item grid's groups would not fill the device (an
-  alternative of that grid); where the kernel reads along the member with stride 1
-  (``x @ B``), a group takes ``COLUMNS`` values with ``COLUMN_LANES`` lanes each.
+  reductions into local scalars (softmax's and layernorm's rows) runs one work-group of lanes
+  per value of the member instead (a row per group): each top-level loop of the body is dealt
+  out to the lanes cyclically (coalesced loads), each reduction is combined over the lanes
+  through local memory, and a barrier ends each loop. Every lane computes the local scalars
+  outside the loops itself; lane 0 runs the other statements there. PPCG maps no reductions;
+  this is what loopy and TVM do for row reductions. A variant that would run loops in a single
+  work-item (a reduction with no parallel loop around it: the rows when ``N = 1``) runs whole
+  as one such group when its body allows. Loops that sum into one cell per value (``C[i, j] +=
+  ...`` under ``k``) are shared by lanes only where the one-value-per-work-item grid's groups
+  would not fill the device (an alternative of that grid); where the kernel reads along the
+  member with stride 1 (``x @ B``), a group takes several values with a few lanes each.
 
 A kernel whose two innermost mapped members enclose a reduction accumulating into one cell
 per point (matmul) gets register tiles instead (regtiles.py): each work-item computes TM x
@@ -50,6 +49,7 @@ from ..astgen import annotated_ast, atomic_where_strides_differ
 from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
+from ..schedule.gpu import GpuMapping
 from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, mark_loops, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
@@ -58,29 +58,11 @@ from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, Varian
 from .promotion import promote
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
 from .regtiles import choose_register_tiles, register_kernel, smaller_tiles
+from .sizes import Sizes, power_of_two
 
-# Tile (work-group) sizes by number of mapped members, outermost member first; the innermost
-# member varies fastest (OpenCL dimension 0), so neighbouring work-items touch neighbouring
-# elements along the stride-1 loop.
-DEFAULT_TILES = {1: (256,), 2: (16, 16), 3: (2, 8, 16)}
 MAX_MAPPED = 3
 MAX_CONTEXT_PIECES = 8  # disjuncts of a kernel's AST build context (see _build_context)
-LANES = 256  # work-items per row of a lane kernel (a power of two: the combine is a tree)
-WIDE_LANES = 1024  # the same, where fewer rows than compute units leave the device idle
-# a lane kernel reading along its member with stride 1 takes this many values per group (a
-# warp's loads then cover 32 neighbours) with this many lanes each (more where few groups)
-COLUMNS, COLUMN_LANES = 32, 8
 _NT = isl.schedule_node_type
-
-
-def tile_sizes(n: int, max_group: int = 256) -> tuple[int, ...]:
-    """Work-group extents for ``n`` mapped members, shrunk to the device's limit."""
-    sizes = list(DEFAULT_TILES[n])
-    while math.prod(sizes) > max_group and max(sizes) > 1:
-        k = sizes.index(max(sizes))
-        sizes[k] //= 2
-    return tuple(sizes)
-
 
 # --------------------------------------------------------------------------------------------
 # Schedule choice
@@ -121,43 +103,43 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
     outer coincidence when fewer statements then run in loops of a single work-item
     (jacobi2d's time loop on the host, its two sweeps parallel; a sum then a parallel loop
     that isl would fuse into one sequential loop); user schedules are mapped as given.
-    A recipe's ``gpu`` directive decides the choices (the schedule, the register tiles,
-    local memory); otherwise the mapping chooses and the variant's recipe records the choice
+    A recipe's ``gpu`` directive decides the choices (schedule/gpu.py); otherwise the mapping
+    chooses, and the variant's recipe records every choice and size its kernels used
     (``Schedule.on_gpu``). ``computed``: isl's schedule under the operator's context, if the
     caller has it; ``regtile``: POLYDYN_OCL_REGTILE (regtiles.py) and ``local_memory``, where
     no directive says."""
     prefix = f"{scop.name}_v{index}"
-    given = variant.recipe.args("gpu")
-    outer, regtile, local_memory = given[-1] if given else \
-        (None, regtile.strip().lower(), local_memory)
+    given = variant.recipe.gpu_mapping or \
+        GpuMapping(None, regtile.strip().lower(), local_memory)
+    given.fit(max_group)
     if not is_automatic(variant):
-        mapped = _map(scop, deps, variant, variant.schedule, prefix, max_group, local_memory,
-                      regtile)
-        return _recorded(mapped, variant, False, regtile, local_memory)
+        mapper = _map(scop, deps, variant, variant.schedule, prefix, max_group, given)
+        return _recorded(mapper, variant, False)
     best = None
-    for choice in (False, True) if outer is None else (outer,):
+    for choice in (False, True) if given.outer is None else (given.outer,):
         schedule = gpu_schedule(scop, deps, variant, choice, computed)
-        mapped = _map(scop, deps, variant, schedule, prefix, max_group, local_memory, regtile)
-        score = (mapped.serial_statements, _count_launch_sites(mapped.host))
+        mapper = _map(scop, deps, variant, schedule, prefix, max_group, given)
+        score = (mapper.mapped.serial_statements, _count_launch_sites(mapper.mapped.host))
         if best is None or score < best[0]:
-            best = (score, mapped, choice)
-        if mapped.serial_statements == 0:
+            best = (score, mapper, choice)
+        if mapper.mapped.serial_statements == 0:
             break
-    return _recorded(best[1], variant, best[2], regtile, local_memory)
+    return _recorded(best[1], variant, best[2])
 
 
-def _recorded(mapped: VariantMapping, variant: Variant, outer: bool, regtile: str,
-              local: bool) -> VariantMapping:
-    """``mapped`` with its variant's recipe stating the mapping's choices."""
-    recipe = variant.recipe.on_gpu(outer, regtile, local)
+def _recorded(mapper: _Mapper, variant: Variant, outer: bool) -> VariantMapping:
+    """The mapping with its variant's recipe stating the mapping's choices: the ones given,
+    and the sizes the kernels used."""
+    recipe = variant.recipe.on_gpu(mapper.sizes.recorded(outer))
+    mapped = mapper.mapped
     return replace(mapped, variant=mapped.variant.replace(recipe=recipe))
 
 
 def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefix: str,
-         max_group: int, local_memory: bool, regtile: str) -> VariantMapping:
+         max_group: int, given: GpuMapping) -> _Mapper:
+    """The mapper that mapped ``schedule`` (its result in ``mapped``)."""
     schedule = atomic_where_strides_differ(schedule)
-    mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, local_memory,
-                     regtile)
+    mapper = _Mapper(scop, deps, schedule, variant.region, prefix, max_group, given)
     host = tuple(mapper.items(schedule.get_root(), 0, variant.region))
     kernels = tuple(mapper.kernels)
     if any(k.grid is None and has_loop(k.ast) for k in kernels) and \
@@ -165,8 +147,10 @@ def _map(scop: Scop, deps: Deps, variant: Variant, schedule: isl.Schedule, prefi
         whole = mapper.whole_lane_kernel()  # loops of one work-item: one group shares them
         if whole is not None:
             host = kernels = (whole,)
+            mapper.sizes.only_lanes()
     mapped_variant = variant.replace(schedule=schedule, summary=_summary(list(kernels)))
-    return VariantMapping(mapped_variant, host, kernels)
+    mapper.mapped = VariantMapping(mapped_variant, host, kernels)
+    return mapper
 
 
 def _summary(kernels: list[KernelSpec]) -> str:
@@ -200,16 +184,18 @@ def _count_launch_sites(items: tuple[Any, ...]) -> int:
 
 class _Mapper:
     def __init__(self, scop: Scop, deps: Deps, schedule: isl.Schedule, region: isl.Set,
-                 prefix: str, max_group: int, local_memory: bool, regtile: str = ""):
+                 prefix: str, max_group: int, given: GpuMapping):
         self.scop = scop
-        self.regtile = regtile
+        self.regtile = given.regtile
+        self.local_memory = given.local
         self.deps = deps
         self.schedule = schedule
         self.region = region
         self.prefix = prefix
         self.max_group = max_group
-        self.local_memory = local_memory
         self.kernels: list[KernelSpec] = []
+        self.mapped: VariantMapping | None = None
+        self.sizes = Sizes(given, max_group)
 
     def items(self, node: isl.ScheduleNode, depth: int, host_ctx: isl.Set) -> list[Any]:
         kind = node.get_type()
@@ -303,7 +289,7 @@ class _Mapper:
         when = image.params()
         ctx = host_ctx.intersect(when)
         positions = tuple(b.get_schedule_depth() for b in mapped)
-        tiles = tile_sizes(len(mapped), self.max_group) if mapped else ()
+        tiles = self.sizes.group(len(mapped)) if mapped else ()
         ranges = [_project_on(image, p - depth) for p in positions]
         grid = Grid(positions, tiles, tuple(pw_aff_to_py(r.dim_min(0), ctx) for r in ranges),
                     tuple(pw_aff_to_py(r.dim_max(0), ctx) for r in ranges)) if mapped else None
@@ -364,7 +350,10 @@ class _Mapper:
         first (``smaller_tiles``), or none. ``where``: the launch's context, its condition
         (isl, Python) and the parameters."""
         ctx, when, params, when_py = where
-        tiles = choose_register_tiles(mapped, ranges, ctx, self.max_group, self.regtile)
+        items, bk = self.sizes.register_items()
+        tiles = choose_register_tiles(mapped, ranges, ctx, items, bk, self.regtile)
+        if tiles is not None:
+            self.sizes.registers_used(items, bk)
         out: list[KernelSpec] = []
         for k, t in enumerate(smaller_tiles(tiles, forced=bool(self.regtile.strip()))):
             blocks = t.blocks(len(mapped))
@@ -391,25 +380,14 @@ class _Mapper:
         return all(isl.UnionSet.from_set(x).is_subset(domain) for x in sets
                    if x.get_tuple_name() in names)
 
-    @property
-    def lanes(self) -> int:
-        """Lanes of a lane kernel on this device: ``LANES``, or the largest power of two
-        its work-groups allow."""
-        return 1 << (min(LANES, self.max_group).bit_length() - 1)
-
-    @property
-    def wide_lanes(self) -> int:
-        """Lanes of a lane kernel's alternative for launches of fewer rows than the device
-        has compute units: ``WIDE_LANES``, or the largest power of two allowed."""
-        return 1 << (min(WIDE_LANES, self.max_group).bit_length() - 1)
-
     def whole_lane_kernel(self) -> KernelSpec | None:
         """The whole variant as one work-group of lanes (``lane_body``), for a variant that
         would otherwise run loops in a single work-item: a reduction with no parallel loop
         around it (a sum over the whole array; softmax's rows when ``N = 1``). It has the wide
         lane count: one group never fills a device."""
         domain = self.schedule.get_domain()
-        if self.lanes < 2 or domain.is_empty():
+        narrow, wide = self.sizes.lanes
+        if narrow < 2 or domain.is_empty():
             return None
         when = domain.params()
         ast = annotated_ast(ast_build(self.region.intersect(when)), self.schedule, self.scop,
@@ -418,19 +396,22 @@ class _Mapper:
             return None
         return KernelSpec(f"{self.prefix}_k0", 0, None, set_to_py(when, self.region),
                           tuple(sorted(statement_names(domain))), ast,
-                          placement=isl.UnionMap.from_domain(domain), lanes=self.wide_lanes)
+                          placement=isl.UnionMap.from_domain(domain), lanes=wide)
 
     def lane_spec(self, spec: KernelSpec, last: isl.AstExpr | None) -> KernelSpec:
         """``spec`` (a lane kernel's grid and body) with its lanes, and a wider alternative
         for launches of few groups. ``last``: the member's last value where a group takes
         ``COLUMNS`` values (the kernel reads along the member with stride 1), else None."""
         if last is not None:
-            lanes, wide = COLUMN_LANES, self.max_group // COLUMNS
-            spec = replace(spec, grid=replace(spec.grid, tiles=(COLUMNS,)), lanes=lanes,
-                           columns=COLUMNS, last=last)
+            columns, lanes = self.sizes.columns
+            wide = power_of_two(self.max_group // columns)
+            spec = replace(spec, grid=replace(spec.grid, tiles=(columns,)), lanes=lanes,
+                           columns=columns, last=last)
+            self.sizes.used("columns", (columns, lanes))
         else:
-            lanes, wide = self.lanes, self.wide_lanes
+            lanes, wide = self.sizes.lanes
             spec = replace(spec, lanes=lanes)
+            self.sizes.used("lanes", (lanes, wide))
         if wide > lanes:  # few groups: wider groups fill the device
             spec = replace(spec, alternatives=(replace(spec, name=f"{spec.name}_w",
                                                        lanes=wide),))
@@ -443,7 +424,7 @@ class _Mapper:
         kernel, a group per value of the member, and the member's last value where a group
         should take ``COLUMNS`` values instead (``reads_along``); None when its body does not
         allow it (``lane_body``)."""
-        if self.lanes < 2:
+        if self.sizes.lanes[0] < 2:
             return None
         params = self.params(0, 1)
         mapping = _mapping_set(params, n_dims, 0, positions, (1,))
@@ -456,7 +437,7 @@ class _Mapper:
         grid = Grid(positions, (1,), (pw_aff_to_py(ranges[0].dim_min(0), ctx),),
                     (pw_aff_to_py(ranges[0].dim_max(0), ctx),))
         last = None
-        if self.max_group >= COLUMNS * COLUMN_LANES and \
+        if self.max_group >= math.prod(self.sizes.columns) and \
                 reads_along(self.scop, prefix, n_dims - 1):
             ctx = ctx.align_params(ranges[0].get_space())
             last = isl.AstBuild.from_context(ctx).expr_from_pw_aff(
@@ -582,5 +563,4 @@ def _has_parallel(node: isl.ScheduleNode) -> bool:
     return any(_has_parallel(node.child(k)) for k in range(node.n_children()))
 
 
-__all__ = ["Grid", "HostLoop", "KernelSpec", "VariantMapping", "gpu_schedule", "map_variant",
-           "tile_sizes"]
+__all__ = ["Grid", "HostLoop", "KernelSpec", "VariantMapping", "gpu_schedule", "map_variant"]

@@ -41,7 +41,7 @@ from typing import Any
 import islpy as isl
 
 from ..errors import UnsupportedError
-from ..schedule.recipe import parse_regtile
+from ..schedule.gpu import parse_regtile
 from ..schedule.tree import is_band, is_sequential_mark
 from ..scop.ir import Scop
 from .promotion import (
@@ -132,27 +132,29 @@ def parse_override(text: str) -> tuple[int, int] | None:
 
 
 def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
-                          ctx: isl.Set, max_group: int, override: str = ""
-                          ) -> RegisterTiles | None:
+                          ctx: isl.Set, items: tuple[int, ...], bk: int = BK,
+                          override: str = "") -> RegisterTiles | None:
     """The register tiles of a kernel, or None: it needs two mapped members or more with a
     reduction band below the innermost (``reduction_band``); each of the two innermost gets
     ``TILE`` outputs per work-item where its extent in the region (``ranges``, under
     ``ctx``) is at least ``TILE`` times the work-items along it, 2 where it is twice, else
     1; none when either gets 1 (a one-row block leaves a quarter of the plain mapping's
     work-groups; bench/HISTORY.md, GPU, has what was measured).
-    ``override`` (POLYDYN_OCL_REGTILE) forces the sizes or "off"."""
+    ``items``: the work-items along the two (sizes.py); ``bk``: the
+    reduction steps per local tile; ``override`` (POLYDYN_OCL_REGTILE or the recipe's
+    ``regtile``) forces the sizes or "off"."""
     forced = parse_override(override)
     if len(mapped) < 2 or reduction_band(mapped[-1].child(0)) is None:
         return None
-    wm, wn = _work_items(max_group)
+    wm, wn = items
     if forced is not None:
         tm, tn = forced
     else:
         tm, tn = (_per_item(_extent(rng, ctx), w) for rng, w in zip(ranges[-2:], (wm, wn),
                                                                     strict=True))
-    if forced is None and 1 in (tm, tn) or (tm, tn) == (1, 1):
+    if (forced is None and 1 in (tm, tn)) or (tm, tn) == (1, 1):
         return None
-    return RegisterTiles(tm, tn, BK, wm, wn)
+    return RegisterTiles(tm, tn, bk, wm, wn)
 
 
 def smaller_tiles(tiles: RegisterTiles | None, forced: bool = False) -> list[RegisterTiles]:
@@ -464,13 +466,6 @@ def _full_block(image: isl.Set, dim: int, k: int, block: int, kctx: isl.Set) -> 
 
 # --------------------------------------------------------------------------------------------
 # Helpers
-
-
-def _work_items(max_group: int) -> tuple[int, int]:
-    sizes = list(WORK_ITEMS)
-    while math.prod(sizes) > max_group and max(sizes) > 1:
-        sizes[sizes.index(max(sizes))] //= 2
-    return sizes[0], sizes[1]
 
 
 def _per_item(extent: float, work_items: int) -> int:

@@ -10,6 +10,7 @@ import islpy as isl
 from ..errors import CompileError, ScheduleError
 from ..schedule.auto import channels_region, narrow_tiers, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
+from ..schedule.gpu import GpuMapping
 from ..schedule.point_bands import packed_members
 from ..schedule.recipe import Schedule
 from ..schedule.registers import MAX_REG_VECTOR_BYTES, RegisterShape
@@ -81,9 +82,9 @@ class AutoRecipe:
     wave: WaveTiling | None = None
     # statements that initialize register-tile cells run inside the tiles (schedule.inits)
     fuse_inits: bool = True
-    # the OpenCL mapping's choices (``Schedule.gpu``: outer, regtile, local), where the
-    # recipe gives them; the C target ignores them
-    gpu: tuple[bool, str, bool] | None = None
+    # the OpenCL mapping's choices (``Schedule.gpu``), where the recipe gives them; the C
+    # target ignores them
+    gpu: GpuMapping | None = None
 
     def describe(self) -> str:
         if self.wave is not None:
@@ -132,7 +133,7 @@ class AutoRecipe:
     def _named(self, recipe: Schedule, name: str | None) -> Schedule:
         """``recipe`` with the OpenCL mapping's choices given, and the label."""
         if self.gpu is not None:
-            recipe = recipe.gpu(*self.gpu)
+            recipe = recipe.gpu(**dict(self.gpu.keywords()))
         return recipe.label(name) if name else recipe
 
     @staticmethod
@@ -157,7 +158,7 @@ class AutoRecipe:
                           registers=shapes[-1] if shapes else None,
                           pack=not recipe.has("no_packing"), wave=wave,
                           fuse_inits=recipe.has("fuse_inits"),
-                          gpu=recipe.args("gpu")[-1] if recipe.has("gpu") else None)
+                          gpu=recipe.gpu_mapping)
 
 
 def _nonempty(region: isl.Set) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ScheduleError
+from .gpu import GpuMapping
 
 # The directives of loop recipes, of policy recipes, and the ones both take.
 LOOP_DIRECTIVES = ("tile", "interchange", "fuse", "distribute", "parallel", "vectorize",
@@ -166,26 +167,27 @@ class Schedule:
         this variant only (CPU)."""
         return self._add("repack")
 
-    def gpu(self, outer: bool = False, regtile: str = "", local: bool = True) -> Schedule:
+    def gpu(self, outer: bool = False, regtile: str = "", local: bool = True,
+            group: Any = (), lanes: Any = (), columns: Any = (), bk: int = 0) -> Schedule:
         """The OpenCL mapping's choices (the GPU target's part of the schedule; the C
         target ignores it): with ``outer``, isl's schedule computed with parallelism sought
         in the outermost band first (PPCG's setting for GPUs; policy recipes only), else
         isl's default one; ``regtile``, the register tiles of the work-items: "" (each
         kernel's own choice), "off" or "TMxTN" (1 to 16 each); without ``local``, no tile
         is copied into local memory (and so no register tiles either, which stage their
-        operands there). The automatic policy records what it chose here, so that the
-        recipe maps the same way again."""
-        for name, flag in (("outer", outer), ("local", local)):
-            if not isinstance(flag, bool):
-                raise ScheduleError(f"gpu({name}={flag!r}): True or False")
+        operands there); ``group``, work-group extents per number of mapped loops
+        (``(16, 16)`` or ``((256,), (16, 16))``; a register-tiled kernel's work-items
+        take the pair); ``lanes``, lane kernels' lanes per row and per row where few rows
+        leave the device idle (``(256, 1024)``); ``columns``, values per group and lanes
+        per value of lane kernels that read along their loop (``(32, 8)``); ``bk``,
+        reduction steps per local-memory tile of register-tiled kernels. Empty or 0: the
+        device's default. The automatic policy records what it chose here, so that the
+        recipe maps the same way again (schedule/gpu.py)."""
+        mapping = GpuMapping.checked(outer, regtile, local, group, lanes, columns, bk)
         if outer and not self.is_policy:
             raise ScheduleError("gpu(outer=True) chooses among isl's schedules: start the "
                                 "recipe with pd.Schedule.isl()")
-        try:
-            parse_regtile(regtile)
-        except ValueError as exc:
-            raise ScheduleError(f"gpu(regtile={regtile!r}): {exc}") from None
-        return self._add("gpu", outer, regtile.strip().lower(), local)
+        return self._add("gpu", *mapping.args())
 
     def label(self, name: str) -> Schedule:
         """Name the variant (its function in the generated code, ``k.explain``)."""
@@ -195,18 +197,25 @@ class Schedule:
                                 "text")
         return self._add("label", name)
 
-    def on_gpu(self, outer: bool, regtile: str, local: bool = True) -> Schedule:
+    def on_gpu(self, mapping: GpuMapping) -> Schedule:
         """This variant's recipe as the OpenCL target runs it, with the mapping's choices
         (``gpu``): a policy recipe is isl's schedule so mapped (the CPU policy's tiling,
         register tiles and threads do not apply), keeping the operator's rewrites; a loop
-        recipe stays as given, its register tiles stated. The label stays last."""
+        recipe stays as given, its mapping stated. The label stays last."""
         if self.is_policy:
             kept = [step for step in self.steps[1:] if step[0] in ("double_buffer", "repack")]
-            out = Schedule((self.steps[0], *kept)).gpu(outer, regtile, local)
+            out = Schedule((self.steps[0], *kept))
         else:
             kept = [step for step in self.steps if step[0] not in ("gpu", "label")]
-            out = Schedule(tuple(kept)).gpu(regtile=regtile, local=local)
+            out = Schedule(tuple(kept))
+        out = out._add("gpu", *mapping.args())
         return out if self.name is None else out.label(self.name)
+
+    @property
+    def gpu_mapping(self) -> GpuMapping | None:
+        """The last ``gpu`` directive's choices, if any."""
+        given = self.args("gpu")
+        return GpuMapping.from_args(given[-1]) if given else None
 
     # ---- reading a recipe ---------------------------------------------------------------------
 
@@ -271,10 +280,8 @@ class Schedule:
                 flag = "deep" if name == "tile_band" else "transposed"
                 text = f"{args[0]!r}, {args[1]!r}, {flag}=True"
             elif name == "gpu":  # the settings that differ from the defaults, by keyword
-                text = ", ".join(f"{key}={value!r}" for key, value, default in
-                                 zip(("outer", "regtile", "local"), args, (False, "", True),
-                                     strict=True)
-                                 if value != default)
+                text = ", ".join(f"{key}={value!r}"
+                                 for key, value in GpuMapping.from_args(args).keywords())
             else:
                 text = ", ".join(repr(a) for a in args)
             out.append(f".{name}({text})")
@@ -291,22 +298,6 @@ class Schedule:
         if calls is None:
             return repr(self)
         return "\n    ".join(calls)
-
-
-def parse_regtile(text: str) -> tuple[int, int] | None:
-    """Register tiles as text: "" (the mapping chooses: None), "off" ((1, 1): none) or
-    "TMxTN" (sizes 1 to 16); ValueError for anything else."""
-    if not isinstance(text, str):
-        raise ValueError("a string: '', 'off' or TMxTN such as '4x4'")
-    text = text.strip().lower()
-    if not text:
-        return None
-    if text == "off":
-        return (1, 1)
-    tm, sep, tn = text.partition("x")
-    if not sep or not all(v.isascii() and v.isdigit() and 1 <= int(v) <= 16 for v in (tm, tn)):
-        raise ValueError("choose 'off' or TMxTN with sizes 1 to 16 (such as 4x4)")
-    return int(tm), int(tn)
 
 
 def _is_pair(name: str, arg: Any) -> bool:
