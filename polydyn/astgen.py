@@ -3,8 +3,9 @@ the region implies vanish from the code."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import islpy as isl
@@ -112,9 +113,10 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
             if not isinstance(mark, LoopMark) or mark.role != PROMOTE:
                 return node
             try:
-                box = _instance_box(build, region, scop)
+                cells = _instance_cells(build)
             except isl.Error:  # an exception must not leave the callback (isl aborts)
-                box = None
+                cells = None
+            box = None if cells is None else LazyBox(cells, region, scop)
             return node.set_annotation(isl.Id(PROMOTE, user=box))
         arrays = mark.arrays
         if not arrays:
@@ -231,7 +233,8 @@ class InstanceBox:
     iterator: its smallest value and its extent (isl AST expressions of the enclosing loops
     and syms) and its largest extent (None if unbounded); ``where`` holds where the box is
     not empty. For the vector iterator (the target's last subscript, ``vector``), ``room``
-    is how far down it can move (``_room_below``), if it can. The expressions hold wherever
+    is how far down it can move (``_room_below``, asked of ``below`` on first use: only a
+    partial vector needs it), if it can. The expressions hold wherever
     the code at the mark runs: they are printed knowing only the region, not the build's
     domain, whose gist they would otherwise get (isl's guards around the mark may be weaker
     than that domain, leaving it to empty inner loops to run nothing)."""
@@ -241,10 +244,43 @@ class InstanceBox:
     size: tuple[isl.AstExpr, ...]
     top: tuple[int | None, ...]
     vector: int | None = None
-    room: isl.AstExpr | None = None
+    below: Callable[[], isl.AstExpr | None] | None = field(default=None, compare=False,
+                                                            repr=False)
+
+    @cached_property
+    def room(self) -> isl.AstExpr | None:
+        if self.below is None:
+            return None
+        try:
+            return self.below()
+        except isl.Error:
+            return None
 
 
-def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> InstanceBox | None:
+class LazyBox:
+    """A promote mark's annotation: the instances under the mark (``cells``, the loops around
+    as parameters), and their ``InstanceBox`` computed on first use: only partial register
+    tiles ask for it, and most tiles of a tiled variant are full."""
+
+    def __init__(self, cells: isl.Set, region: isl.Set, scop: Scop):
+        self.cells, self.region, self.scop = cells, region, scop
+        self._box: InstanceBox | None = None
+        self._done = False
+
+    @property
+    def value(self) -> InstanceBox | None:
+        if not self._done:
+            try:
+                self._box = _instance_box(self.cells, self.region, self.scop)
+            except isl.Error:
+                self._box = None
+            self._done = True
+        return self._box
+
+
+def _instance_cells(build: isl.AstBuild) -> isl.Set | None:
+    """``{ S[i] }``: the one statement's instances at ``build``'s position, the loops around
+    as parameters named as the build prints them (None for several statements)."""
     sched = build.get_schedule()
     maps: list[isl.Map] = []
     sched.reverse().foreach_map(maps.append)
@@ -260,7 +296,10 @@ def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> InstanceB
     inst = inst.move_dims(isl.dim_type.param, first, isl.dim_type.in_, 0, outer)
     for d, name in enumerate(names):
         inst = inst.set_dim_name(isl.dim_type.param, first + d, name)
-    cells = inst.range()  # { S[i] }, the loops around as parameters
+    return inst.range()
+
+
+def _instance_box(cells: isl.Set, region: isl.Set, scop: Scop) -> InstanceBox | None:
     printer = isl.AstBuild.from_context(region.align_params(cells.get_space()))
     one = isl.Val.one(cells.get_ctx())
     dims = cells.dim(isl.dim_type.set)
@@ -284,9 +323,10 @@ def _instance_box(build: isl.AstBuild, region: isl.Set, scop: Scop) -> InstanceB
     if not box.is_subset(cells):
         return None
     vec = _vector_iterator(scop, cells.get_tuple_name())
-    room = None if vec is None else _room_below(scop, cells, bounds, vec, region, printer)
+    below = None if vec is None else \
+        (lambda: _room_below(scop, cells, bounds, vec, region, printer))
     return InstanceBox(printer.expr_from_set(cells.params()), tuple(los), tuple(sizes),
-                       tuple(tops), vec, room)
+                       tuple(tops), vec, below)
 
 
 def _vector_iterator(scop: Scop, name: str) -> int | None:

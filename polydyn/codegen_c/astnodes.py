@@ -115,7 +115,7 @@ def strip_parens(text: str) -> str:
 
 
 def mark_box(n: isl.AstNode) -> Any:
-    """What astgen annotated a promote or pack mark with (``InstanceBox`` or None, a tuple
+    """What astgen annotated a promote or pack mark with (``LazyBox`` or None, a tuple
     of ``PackBox``), or None when the AST has no annotation there."""
     try:
         ann = n.get_annotation()

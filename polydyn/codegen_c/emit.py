@@ -15,7 +15,7 @@ from typing import Any
 import cgen
 import islpy as isl
 
-from ..astgen import InstanceBox, ast_expr_c, condition_expr
+from ..astgen import LazyBox, ast_expr_c, condition_expr
 from ..errors import InternalError
 from ..parametric.variants import Variant
 from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, LoopMark, PackMark, mark_of
@@ -213,7 +213,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         raise InternalError(f"unexpected isl AST node type {t}")
 
     def marked(self, n: isl.AstNode, st: LoopState, is_par: bool, role: str,
-               box: InstanceBox | None = None) -> list[cgen.Generable]:
+               box: LazyBox | None = None) -> list[cgen.Generable]:
         """The code of a loop mark's subtree: the mark applies to the loops of its band, the
         for nodes reached through blocks and ifs (an isolated band is one loop for its full
         tiles and others for the partial ones, side by side). ``box``: a promote mark's

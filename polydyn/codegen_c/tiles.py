@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import cgen
 import islpy as isl
 
-from ..astgen import InstanceBox, ast_expr_c, expr_ids, iterator_depth
+from ..astgen import LazyBox, ast_expr_c, expr_ids, iterator_depth
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, InitMark, LoopMark, mark_of
 from ..scop.affine import Aff
@@ -131,7 +131,7 @@ class RegisterTiles:
         (vec,) = e.index[int(vec_dim)].vars()
         return acc, f"({row})", f"({vec})", base_row, base_vec
 
-    def register_tile(self, n: isl.AstNode, st: LoopState, box: InstanceBox | None = None
+    def register_tile(self, n: isl.AstNode, st: LoopState, box: LazyBox | None = None
                       ) -> list[cgen.Generable] | None:
         """Around the reduction loop ``n`` of a register tile: copy the target's rows x
         vector footprint into a local array, accumulate there, copy it back. A partial tile
@@ -145,7 +145,8 @@ class RegisterTiles:
         extents = [constant_trip(x) for x in (row, vec)]
         full = None not in extents and find_role_loop(body_node, RROW) is not None and \
             find_role_loop(body_node, RVEC) is not None
-        if not full and (not box or count_role_loops(body_node, RROW) != 1):
+        if not full and (box is None or box.value is None or
+                         count_role_loops(body_node, RROW) != 1):
             return None
         row_it, vec_it = (x.for_get_iterator().get_id().get_name() for x in (row, vec))
         users = ast_users(body_node, self)
@@ -216,7 +217,7 @@ class RegisterTiles:
         return True, panel
 
     def _narrow_plan(self, padded: Padded | None, stmts: list[Statement],
-                     users: list[UserCall], box: InstanceBox | None, row_var: str,
+                     users: list[UserCall], box: LazyBox | None, row_var: str,
                      vec_var: str, row_it: str, vec_it: str) -> Padded | None:
         """For a partial register tile of two 64-byte vectors whose vector can be at most
         half that at run time: the same tile with one of them, or None. Measured on Zen 4,
@@ -343,7 +344,7 @@ class RegisterTiles:
         return [code if padded.where == "1" else cgen.If(padded.where, code)]
 
     def _padded_plan(self, stmts: list[Statement], users: list[UserCall],
-                     box: InstanceBox | None, row_var: str, vec_var: str, row_it: str,
+                     box: LazyBox | None, row_var: str, vec_var: str, row_it: str,
                      vec_it: str,
                      max_width: int | None = None) -> Padded | None:
         """How a partial register tile runs as a full one. ``box`` (astgen) gives, per
@@ -356,6 +357,7 @@ class RegisterTiles:
         (rows padded and zero-filled, see ``pack``), checked at run time to stay in its row.
         None when that does not hold. With ``max_width``, the tile is that many lanes wide,
         for boxes no wider (a run-time check)."""
+        box = box.value if box is not None else None
         if len(users) != 1 or box is None:
             return None
         stmt, user = stmts[0], users[0]
@@ -367,8 +369,6 @@ class RegisterTiles:
         top = dict(zip(stmt.iters, box.top, strict=True))
         uses = {v: expr_ids(a) | expr_ids(b)
                 for v, a, b in zip(stmt.iters, box.lo, box.size, strict=True)}
-        room = self.ast_expr(box.room) if box.room is not None and \
-            box.vector == stmt.iters.index(vec_var) else ""
         for sub, var in ((stmt.target.index[d], v) for d, v in
                          _target_dims(stmt.target, row_var, vec_var)):
             lin = sub.linear()
@@ -411,10 +411,12 @@ class RegisterTiles:
                     top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
                     last = ref.index[-1].subst({vec_var: top_cell})
                     checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
-            elif room and not any(ref.array in self.packed for ref in moving):
+            elif not any(ref.array in self.packed for ref in moving) and \
+                    box.vector == stmt.iters.index(vec_var) and box.room is not None:
                 # the tile moved down to end at the box's top, over instances (a packed
                 # copy's box may start at the tile's box: it would be read below its start)
                 shift = True
+                room = self.ast_expr(box.room)
                 checks.append(f"({lo[vec_var]}) + ({size[vec_var]}) - {width} >= ({room})")
             else:
                 return None
