@@ -146,15 +146,24 @@ def test_matmul_partition_and_specialized_code() -> None:
     assert k.select(N=5, M=256, K=128).name == "tiled"
     assert k.select(N=500, M=64, K=500).name == "small"
     # one row tile and two column tiles or more: tiled, B read in place
-    assert [k.select(N=n, M=257, K=9).name for n in (2, 48, 49)] == ["skinny"] * 2 + ["tiled"]
+    assert [k.select(N=n, M=257, K=9).name for n in (2, 48)] == ["skinny"] * 2
+    # a few row tiles whose columns and reduction are under 1024: untiled, unless made of
+    # whole tiles alone
+    assert [k.select(N=n, M=257, K=9).name for n in (49, 256, 257)] == \
+        ["small", "small", "tiled"]
+    assert k.select(N=128, M=1023, K=1023).name == "small"
+    assert k.select(N=128, M=1024, K=768).name == "tiled"
+    assert k.select(N=128, M=768, K=1024).name == "tiled"
+    assert k.select(N=192, M=768, K=768).name == "full"
     skinny = _variant_source(k, "skinny")
     assert "pd_acc" in skinny and "pd_pk" not in skinny
 
 
 @pytest.mark.parametrize("isa", list(TARGETS))
-@pytest.mark.parametrize("shape", [(96, 512, 512), (97, 1024, 256), (100, 512, 300),
-                                   (49, 257, 256), (101, 289, 300), (53, 263, 513),
-                                   (95, 511, 257), (96, 256, 128), (61, 131, 271)])
+@pytest.mark.parametrize("shape", [(96, 512, 512), (97, 1024, 256), (100, 512, 1324),
+                                   (49, 257, 1280), (101, 289, 1324), (53, 263, 1537),
+                                   (95, 511, 1281), (96, 256, 1152), (61, 131, 1295),
+                                   (300, 131, 271)])
 def test_matmul_packed_tiles_against_float64(isa, shape) -> None:
     """Cache tiles read B from a padded local copy (power-of-two leading dimensions here);
     partial register tiles (rows of N % 6, columns of M % 32, AVX2: M % 16) run as full
@@ -437,7 +446,7 @@ def test_batched_team_tails(threads, batch) -> None:
     gomp = ctypes.CDLL("libgomp.so.1")
     before = gomp.omp_get_max_threads()
     rng = np.random.default_rng(batch)
-    n, depth, m = 97, 300, 289  # partial row, reduction and column tiles
+    n, depth, m = 97, 1100, 289  # partial row, reduction and column tiles
     X = rng.standard_normal((batch, n, depth)).astype(np.float32)
     Bm = rng.standard_normal((batch, depth, m)).astype(np.float32)
     W = rng.standard_normal((depth, m)).astype(np.float32)

@@ -222,7 +222,8 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     - ``full``: every tiled loop at least one tile long and a multiple of its tile size,
       starting at 0: no partial tiles, so no min/max in any bound;
     - ``tiled``: every tiled loop at least one tile long (full tiles isolated), or as long
-      as its ``min_extents`` (a packed band's vector loop: three register vectors);
+      as its ``min_extents`` (a packed band's vector loop: three register vectors); with
+      ``cpu``, not a product of a few row tiles over short operands (``_untiled_pays``);
     - ``vectorW`` (with ``cpu``): of the sizes ``small`` covers, those where a packed
       band's (matmul's) vector loop is shorter than the widest register tile: untiled, with
       narrower register tiles (``CpuTarget.narrow_rows``);
@@ -252,6 +253,8 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             plans.append(VariantPlan("wavefront", region, AutoRecipe(wave=wave)))
     big, divisible = _tiled_extents(base, plan, ctx)
     plans += _degenerate_plans(scop, base, plan, big, cpu)
+    if cpu and max_tile is None:  # (whole tiles alone, ``full``, still beat untiled code)
+        big = big.subtract(_untiled_pays(scop, base, plan, big).subtract(divisible)).coalesce()
     if plan:
         full = big.intersect(divisible).coalesce()
         small = ctx.subtract(big).coalesce()
@@ -380,6 +383,38 @@ def _skinny(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], big: i
         extents = member_extents(base, tiling)
         few_rows = big.subtract(at_least(extents[row], SKINNY_ROW_TILES * tiling.sizes[row] + 1))
         out = out.union(few_rows.intersect(at_least(extents[vec], tiling.sizes[vec] + 1)))
+    return out.coalesce()
+
+
+# A product of a few row tiles whose columns and reduction are both shorter than 1024 runs
+# faster untiled, its register tiles over the whole reduction: the vector operand stays in
+# the caches across the row blocks, and the tiled code's copies and partial tiles cost more
+# than they save (64 x 768 x 128: 1.6x, 128 x 1000^2: 1.15x). With more rows, 1024 columns
+# (a 4 KiB row stride), a longer reduction, or sizes made of whole tiles (``full``), the
+# tiled code wins (bench/HISTORY.md, point 6).
+UNTILED_ROWS_MAX = 256
+UNTILED_EXTENT_MAX = 1023
+
+
+def _untiled_pays(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
+                  big: isl.Set) -> isl.Set:
+    """Within ``big``: for an operator of one packed band (matmul, not conv), the sizes of
+    more than one row tile and at most ``UNTILED_ROWS_MAX`` rows whose other tiled members
+    (columns, reduction) are at most ``UNTILED_EXTENT_MAX`` long."""
+    out = isl.Set.empty(big.get_space())
+    if len(plan) != 1 or plan[0].deep:
+        return out
+    tiling = plan[0]
+    members = packed_members(base, scop, tiling)
+    if members is None:
+        return out
+    row = members[0]
+    extents = member_extents(base, tiling)
+    out = big.intersect(at_least(extents[row], tiling.sizes[row] + 1)) \
+        .subtract(at_least(extents[row], UNTILED_ROWS_MAX + 1))
+    for k, size in enumerate(tiling.sizes):
+        if size > 1 and k != row:
+            out = out.subtract(at_least(extents[k], UNTILED_EXTENT_MAX + 1))
     return out.coalesce()
 
 

@@ -10,11 +10,11 @@
  *   0: N=1  [N, K, M] -> {  : N = 1 and K > 0 and M > 0 }
  *   1: skinny  [N, K, M] -> {  : 0 < N <= 48 and K > 0 and M >= 257 }
  *   2: full  [N, K, M] -> {  : K >= 256 and ((N = 48 and M = 256 and (K) mod 256 = 0) or ((K) mod 256 = 0 and (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 96 and M >= 256)) }
- *   3: tiled  [N, K, M] -> {  : N > 0 and K > 0 and M >= 96 and (N >= 49 or (N <= 48 and M <= 256)) }
+ *   3: tiled  [N, K, M] -> {  : N > 0 and K > 0 and M >= 96 and (N >= 257 or (49 <= N <= 256 and K >= 1024) or (49 <= N <= 256 and K <= 1023 and M >= 1024) or (N <= 48 and M <= 256) or ((N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and 96 <= N <= 240 and 256 <= K <= 768 and 256 <= M <= 768)) }
  *   4: vector64  [N, K, M] -> {  : N > 0 and K > 0 and 16 <= M <= 31 }
  *   5: vector32  [N, K, M] -> {  : N > 0 and K > 0 and 8 <= M <= 15 }
  *   6: vector16  [N, K, M] -> {  : N > 0 and K > 0 and 4 <= M <= 7 }
- *   7: small  [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 95 }
+ *   7: small  [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 1023 and ((N >= 257 and M <= 95) or (49 <= N <= 256 and K >= 1024 and M <= 95) or (N <= 48 and M <= 95) or (49 <= N <= 256 and K <= 1023 and 256*floor((M)/256) < N + K + M - 48*floor((N)/48) - 256*floor((K)/256))) }
  *   8: generic  [N, K, M] -> {  : N > 0 and K > 0 and M > 0 }
  */
 int matmul(int64_t N, int64_t K, int64_t M, const float *A, const float *B, float *C);

@@ -1045,7 +1045,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
 }
 
 /* -- polydyn: translation unit -- */
-/* variant tiled: [N, K, M] -> {  : N > 0 and K > 0 and M >= 24 and (N >= 49 or (N <= 48 and M <= 256)) } */
+/* variant tiled: [N, K, M] -> {  : N > 0 and K > 0 and M >= 24 and (N >= 257 or (49 <= N <= 256 and K >= 1024) or (49 <= N <= 256 and K <= 1023 and M >= 1024) or (N <= 48 and M <= 256) or ((N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and 96 <= N <= 240 and 256 <= K <= 768 and 256 <= M <= 768)) } */
 PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict B, float *restrict C)
 {
   #pragma omp parallel for schedule(static) if((N) * (M) >= 8192 && (((N) - (0) + (1) - 1) / (1)) >= pd_threads())
@@ -2251,7 +2251,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
 }
 
 /* -- polydyn: translation unit -- */
-/* variant small: [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 23 } */
+/* variant small: [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 1023 and ((N >= 257 and M <= 23) or (49 <= N <= 256 and K >= 1024 and M <= 23) or (N <= 48 and M <= 23) or (49 <= N <= 256 and K <= 1023 and 256*floor((M)/256) < N + K + M - 48*floor((N)/48) - 256*floor((K)/256))) } */
 PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict B, float *restrict C)
 {
   if ((N >= 6))
@@ -2954,9 +2954,9 @@ int matmul_select(int64_t N, int64_t K, int64_t M) {
   if ((N == 1)) return 0;
   if (((N <= 48) && (M >= 257))) return 1;
   if (((((N == 48) && (M == 256)) && ((K % 256) == 0)) || ((((N >= 96) && ((N % 48) == 0)) && ((K % 256) == 0)) && ((M % 256) == 0)))) return 2;
-  if ((((N >= 49) && (M >= 24)) || (((N <= 48) && (M >= 24)) && (M <= 256)))) return 3;
+  if (((((((N >= 257) && (M >= 24)) || ((((N >= 49) && (N <= 256)) && (K >= 1024)) && (M >= 24))) || ((((N >= 49) && (N <= 256)) && (K <= 1023)) && (M >= 1024))) || (((N <= 48) && (M >= 24)) && (M <= 256))) || (((((((N >= 96) && (N <= 240)) && (K <= 768)) && (M <= 768)) && ((N % 48) == 0)) && ((K % 256) == 0)) && ((M % 256) == 0)))) return 3;
   if (((M >= 4) && (M <= 7))) return 4;
-  if ((M <= 23)) return 5;
+  if ((((((N >= 257) && (M <= 23)) || ((((N >= 49) && (N <= 256)) && (K >= 1024)) && (M <= 23))) || ((N <= 48) && (M <= 23))) || (((((N >= 49) && (N <= 256)) && (K <= 1023)) && (M <= 1023)) && (((N % 48) + 509) >= ((((-K) + 1023) % 256) + (((-M) + 1023) % 256)))))) return 5;
   if (1) return 6;
   return -1;
 }
