@@ -446,7 +446,7 @@ def test_batched_team_tails(threads, batch) -> None:
     gomp = ctypes.CDLL("libgomp.so.1")
     before = gomp.omp_get_max_threads()
     rng = np.random.default_rng(batch)
-    n, depth, m = 97, 1100, 289  # partial row, reduction and column tiles
+    n, depth, m = 97, 300, 289  # partial row, reduction and column tiles
     X = rng.standard_normal((batch, n, depth)).astype(np.float32)
     Bm = rng.standard_normal((batch, depth, m)).astype(np.float32)
     W = rng.standard_normal((depth, m)).astype(np.float32)

@@ -386,27 +386,30 @@ def _skinny(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], big: i
     return out.coalesce()
 
 
-# A product of a few row tiles whose columns and reduction are both shorter than 1024 runs
-# faster untiled, its register tiles over the whole reduction: the vector operand stays in
-# the caches across the row blocks, and the tiled code's copies and partial tiles cost more
-# than they save (64 x 768 x 128: 1.6x, 128 x 1000^2: 1.15x). With more rows, 1024 columns
-# (a 4 KiB row stride), a longer reduction, or sizes made of whole tiles (``full``), the
-# tiled code wins (bench/HISTORY.md, point 6).
+# A product (no batch around it) of a few row tiles whose columns and reduction are both
+# shorter than 1024 runs faster untiled, its register tiles over the whole reduction: the
+# vector operand stays in the caches across the row blocks, and the tiled code's copies and
+# partial tiles cost more than they save (64 x 768 x 128: 1.6x, 128 x 1000^2: 1.15x). With
+# more rows, 1024 columns (a 4 KiB row stride), a longer reduction, or sizes made of whole
+# tiles (``full``), the tiled code wins (bench/HISTORY.md, point 6).
 UNTILED_ROWS_MAX = 256
 UNTILED_EXTENT_MAX = 1023
 
 
 def _untiled_pays(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
                   big: isl.Set) -> isl.Set:
-    """Within ``big``: for an operator of one packed band (matmul, not conv), the sizes of
-    more than one row tile and at most ``UNTILED_ROWS_MAX`` rows whose other tiled members
-    (columns, reduction) are at most ``UNTILED_EXTENT_MAX`` long."""
+    """Within ``big``: for an operator of one packed band (matmul, not conv) with no batch
+    member around it, the sizes of more than one row tile and at most ``UNTILED_ROWS_MAX``
+    rows whose other tiled members (columns, reduction) are at most ``UNTILED_EXTENT_MAX``
+    long. (Around a batch the tiled code's team region wins: 8 x 128 x 768^2 440 against
+    400 GFLOP/s.)"""
     out = isl.Set.empty(big.get_space())
     if len(plan) != 1 or plan[0].deep:
         return out
     tiling = plan[0]
     members = packed_members(base, scop, tiling)
-    if members is None:
+    if members is None or any(size == 1 and k not in members
+                               for k, size in enumerate(tiling.sizes)):
         return out
     row = members[0]
     extents = member_extents(base, tiling)

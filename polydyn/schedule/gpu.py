@@ -6,6 +6,7 @@ that the recipe maps the same way again and a tuner can vary one size at a time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,11 +78,11 @@ class GpuMapping:
 
     def fit(self, max_group: int) -> None:
         """ScheduleError where a size exceeds the device's work-group limit."""
-        sizes = [("group", g, _product(g)) for g in self.group]
+        sizes = [("group", g, math.prod(g)) for g in self.group]
         if self.lanes:
             sizes.append(("lanes", self.lanes, self.lanes[1]))
         if self.columns:
-            sizes.append(("columns", self.columns, _product(self.columns)))
+            sizes.append(("columns", self.columns, math.prod(self.columns)))
         for name, value, items in sizes:
             if items > max_group:
                 raise ScheduleError(f"gpu({name}={value!r}): {items} work-items per group, "
@@ -102,13 +103,6 @@ def parse_regtile(text: str) -> tuple[int, int] | None:
     if not sep or not all(v.isascii() and v.isdigit() and 1 <= int(v) <= 16 for v in (tm, tn)):
         raise ValueError("choose 'off' or TMxTN with sizes 1 to 16 (such as 4x4)")
     return int(tm), int(tn)
-
-
-def _product(values: tuple[int, ...]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
 
 
 def _ints(value: Any) -> tuple[int, ...] | None:
@@ -136,8 +130,8 @@ def _groups(group: Any) -> tuple[tuple[int, ...], ...]:
     if len({len(e) for e in entries}) != len(entries):
         raise ScheduleError(f"gpu(group={group!r}): one tuple per number of mapped loops")
     for e in entries:
-        if _product(e) > MAX_GROUP:
-            raise ScheduleError(f"gpu(group={group!r}): {_product(e)} work-items per group, "
+        if math.prod(e) > MAX_GROUP:
+            raise ScheduleError(f"gpu(group={group!r}): {math.prod(e)} work-items per group, "
                                 f"more than {MAX_GROUP}")
     return tuple(sorted(entries, key=len))
 
@@ -151,7 +145,7 @@ def _pair(name: str, value: Any, meaning: str) -> tuple[int, ...]:
     ok = pair is not None and len(pair) == 2
     if ok:
         lanes = pair if name == "lanes" else pair[1:]
-        items = pair[1] if name == "lanes" else _product(pair)
+        items = pair[1] if name == "lanes" else math.prod(pair)
         ok = all(v >= 2 and v & (v - 1) == 0 for v in lanes) and items <= MAX_GROUP and \
             (name != "lanes" or pair[1] >= pair[0])
     if not ok:

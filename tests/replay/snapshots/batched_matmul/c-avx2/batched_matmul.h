@@ -10,10 +10,10 @@
  *   0: B=1  [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and 0 < M <= 1024 and ((K >= 1025 and M <= 47) or K <= 1024) }
  *   1: skinny  [B, N, K, M] -> {  : B > 0 and 0 < N <= 48 and K > 0 and M >= 257 }
  *   2: full  [B, N, K, M] -> {  : B > 0 and K >= 256 and ((N = 48 and M = 256 and (K) mod 256 = 0) or ((K) mod 256 = 0 and (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 96 and M >= 256)) }
- *   3: tiled  [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 48 and (N >= 257 or (49 <= N <= 256 and K >= 1024) or (49 <= N <= 256 and K <= 1023 and M >= 1024) or (N <= 48 and M <= 256) or ((N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and 96 <= N <= 240 and 256 <= K <= 768 and 256 <= M <= 768)) }
+ *   3: tiled  [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 48 and (N >= 49 or (N <= 48 and M <= 256)) }
  *   4: vector32  [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and 8 <= M <= 15 }
  *   5: vector16  [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and 4 <= M <= 7 }
- *   6: small  [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and N >= 257 and M <= 47) or (B > 0 and 49 <= N <= 256 and K >= 1024 and M <= 47) or (B > 0 and N <= 48 and M <= 47) or (B > 0 and 49 <= N <= 256 and K <= 1023 and M <= 1023 and 256*floor((M)/256) < N + K + M - 48*floor((N)/48) - 256*floor((K)/256)) or B = 0) }
+ *   6: small  [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and M <= 47) or B = 0) }
  *   7: generic  [B, N, K, M] -> {  : B >= 0 and N > 0 and K > 0 and M > 0 }
  */
 int batched_matmul(int64_t B, int64_t N, int64_t K, int64_t M, const float *A, const float *Bm, float *C);

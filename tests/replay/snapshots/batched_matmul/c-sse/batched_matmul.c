@@ -1446,7 +1446,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
 }
 
 /* -- polydyn: translation unit -- */
-/* variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 24 and (N >= 257 or (49 <= N <= 256 and K >= 1024) or (49 <= N <= 256 and K <= 1023 and M >= 1024) or (N <= 48 and M <= 256) or ((N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and 96 <= N <= 240 and 256 <= K <= 768 and 256 <= M <= 768)) } */
+/* variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 24 and (N >= 49 or (N <= 48 and M <= 256)) } */
 PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
@@ -3340,7 +3340,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
 }
 
 /* -- polydyn: translation unit -- */
-/* variant small: [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and N >= 257 and M <= 23) or (B > 0 and 49 <= N <= 256 and K >= 1024 and M <= 23) or (B > 0 and N <= 48 and M <= 23) or (B > 0 and 49 <= N <= 256 and K <= 1023 and M <= 1023 and 256*floor((M)/256) < N + K + M - 48*floor((N)/48) - 256*floor((K)/256)) or B = 0) } */
+/* variant small: [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and M <= 23) or B = 0) } */
 PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, const float *restrict A, const float *restrict Bm, float *restrict C)
 {
   if (((N >= 6) && (M >= 8)))
@@ -4307,9 +4307,9 @@ int batched_matmul_select(int64_t B, int64_t N, int64_t K, int64_t M) {
   if (((((B == 1) && (K >= 1025)) && (M <= 23)) || (((B == 1) && (K <= 1024)) && (M <= 1024)))) return 0;
   if ((((B >= 1) && (N <= 48)) && (M >= 257))) return 1;
   if ((((((B >= 1) && (N == 48)) && (M == 256)) && ((K % 256) == 0)) || (((((B >= 1) && (N >= 96)) && ((N % 48) == 0)) && ((K % 256) == 0)) && ((M % 256) == 0)))) return 2;
-  if ((((((((B >= 1) && (N >= 257)) && (M >= 24)) || (((((B >= 1) && (N >= 49)) && (N <= 256)) && (K >= 1024)) && (M >= 24))) || (((((B >= 1) && (N >= 49)) && (N <= 256)) && (K <= 1023)) && (M >= 1024))) || ((((B >= 1) && (N <= 48)) && (M >= 24)) && (M <= 256))) || ((((((((B >= 1) && (N >= 96)) && (N <= 240)) && (K <= 768)) && (M <= 768)) && ((N % 48) == 0)) && ((K % 256) == 0)) && ((M % 256) == 0)))) return 3;
+  if (((((B >= 1) && (N >= 49)) && (M >= 24)) || ((((B >= 1) && (N <= 48)) && (M >= 24)) && (M <= 256)))) return 3;
   if ((((B >= 1) && (M >= 4)) && (M <= 7))) return 4;
-  if ((((((((B >= 1) && (N >= 257)) && (M <= 23)) || (((((B >= 1) && (N >= 49)) && (N <= 256)) && (K >= 1024)) && (M <= 23))) || (((B >= 1) && (N <= 48)) && (M <= 23))) || ((((((B >= 1) && (N >= 49)) && (N <= 256)) && (K <= 1023)) && (M <= 1023)) && (((N % 48) + 509) >= ((((-K) + 1023) % 256) + (((-M) + 1023) % 256))))) || (B == 0))) return 5;
+  if ((((B >= 1) && (M <= 23)) || (B == 0))) return 5;
   if (1) return 6;
   return -1;
 }
