@@ -97,6 +97,17 @@ input-major`, the bundled matmul's layout) follows the first table.
 
 """
 
+PRODUCTS_SECTION = """
+## Products on the development machine
+
+From `bench/run_all.py --only matmul-square matmul-skinny batched_matmul --out DIR`, its
+`suite.md` kept as `bench/results/products.md`: the product sweeps of the suite, run again
+on the machine of `results-zen4/` after a change to where `tiled` and `small` meet
+(`bench/HISTORY.md`, point 6), every implementation in the same run. Only these sweeps:
+that machine's other figures are its full run's, in its section above.
+
+"""
+
 PHRASINGS_SECTION = """
 ## Operators as users write them (issue 31)
 
@@ -265,7 +276,8 @@ def _results_text(out: Path, results_md: Path, render) -> str:
         if other.parent != out.resolve() and other.parent.name not in ("results-opencl",
                                                                        "results-gpu"):
             text += _other_machine(other.parent, results_md, render)
-    for name, section in (("phrasings", PHRASINGS_SECTION), ("fixed_sizes", FIXED_SECTION),
+    for name, section in (("products", PRODUCTS_SECTION), ("phrasings", PHRASINGS_SECTION),
+                          ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):
         table = HERE / "results" / f"{name}.md"
         if table.is_file():  # bench/NAME.py's table, or the compile-time breakdown
