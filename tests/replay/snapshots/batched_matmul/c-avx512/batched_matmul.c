@@ -2032,7 +2032,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if (((N >= 48) && (M >= 256)))
+  if ((M >= 256))
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
@@ -2067,90 +2067,158 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
               }
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < (N - 47); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
               {
-                for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+                if ((N >= (pd_c3 + 6)))
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
                   {
+                    for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
                     {
-                      int64_t pd_b54_b;
-                      int64_t pd_b54_i;
-                      int64_t pd_b54_j;
-                      int64_t pd_b54_k;
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b54_b = pd_c0;
-                        pd_b54_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b54_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc54[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        int64_t pd_b53_b;
+                        int64_t pd_b53_i;
+                        int64_t pd_b53_j;
+                        int64_t pd_b53_k;
                         {
-                          pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b53_b = pd_c0;
+                          pd_b53_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b53_j = ((pd_c1 + pd_c6) + pd_c10);
                         }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        float pd_acc53[6][32];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
+                            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
                             {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] = (pd_acc54[(i) - pd_b54_i][(j) - pd_b54_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc53[(i) - pd_b53_i][(j) - pd_b53_j] = (pd_acc53[(i) - pd_b53_i][(j) - pd_b53_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
-                          C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
+                    {
+                      if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      {
+                        int64_t pd_b54_b;
+                        int64_t pd_b54_i;
+                        int64_t pd_b54_j;
+                        int64_t pd_b54_k;
+                        const int64_t pd_nr54 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv54 = 32;
+                        {
+                          pd_b54_b = pd_c0;
+                          pd_b54_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b54_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc54[5][32];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc54[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                          {
+                            pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
+                                const int64_t j = pd_b54_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
+                          {
+                            C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                          }
                         }
                       }
                     }
                   }
                 }
-              }
-              if (!pd_w7)
-              {
-                #pragma omp barrier
-              }
-              if (((N % 48) >= 6))
-              {
-                for (int64_t pd_c5 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c5 <= ((N % 48) - 6); pd_c5 += (pd_w7 ? 1 : pd_team_size()) * 6)
+                else
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
+                  for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
                   {
+                    if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                     {
                       int64_t pd_b55_b;
                       int64_t pd_b55_i;
                       int64_t pd_b55_j;
                       int64_t pd_b55_k;
+                      const int64_t pd_nr55 = (N - pd_c3);
+                      const int64_t pd_nv55 = 32;
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
                         pd_b55_b = pd_c0;
-                        pd_b55_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                        pd_b55_j = ((pd_c1 + pd_c6) + pd_c10);
+                        pd_b55_i = pd_c3;
+                        pd_b55_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc55[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      float pd_acc55[5][32];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          pd_acc55[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
                         {
                           pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
                         }
@@ -2158,157 +2226,29 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
+                              const int64_t j = pd_b55_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc55[(i) - pd_b55_i][(j) - pd_b55_j] = (pd_acc55[(i) - pd_b55_i][(j) - pd_b55_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
                         {
                           C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
                         }
                       }
-                    }
-                  }
-                }
-                if (!pd_w7)
-                {
-                  #pragma omp barrier
-                }
-                for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 32; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 32)
-                {
-                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                  {
-                    int64_t pd_b56_b;
-                    int64_t pd_b56_i;
-                    int64_t pd_b56_j;
-                    int64_t pd_b56_k;
-                    const int64_t pd_nr56 = (N % 6);
-                    const int64_t pd_nv56 = 32;
-                    {
-                      pd_b56_b = pd_c0;
-                      pd_b56_i = ((-(N % 6)) + N);
-                      pd_b56_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc56[5][32];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        pd_acc56[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                      {
-                        pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
-                            const int64_t j = pd_b56_j + pd_v;
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                      {
-                        C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (!pd_w7)
-                {
-                  #pragma omp barrier
-                }
-              }
-              for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 32; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 32)
-              {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                {
-                  int64_t pd_b57_b;
-                  int64_t pd_b57_i;
-                  int64_t pd_b57_j;
-                  int64_t pd_b57_k;
-                  const int64_t pd_nr57 = (N % 48);
-                  const int64_t pd_nv57 = 32;
-                  {
-                    pd_b57_b = pd_c0;
-                    pd_b57_i = ((-(N % 48)) + N);
-                    pd_b57_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc57[5][32];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                    {
-                      pd_acc57[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                    {
-                      pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
-                          const int64_t j = pd_b57_j + pd_v;
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                    {
-                      C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
                     }
                   }
                 }
@@ -2353,24 +2293,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
                     {
                       {
-                        int64_t pd_b58_b;
-                        int64_t pd_b58_i;
-                        int64_t pd_b58_j;
-                        int64_t pd_b58_k;
+                        int64_t pd_b56_b;
+                        int64_t pd_b56_i;
+                        int64_t pd_b56_j;
+                        int64_t pd_b56_k;
                         {
                           const int64_t pd_c9 = 0;
                           const int64_t pd_c10 = 0;
-                          pd_b58_b = pd_c0;
-                          pd_b58_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b58_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                          pd_b56_b = pd_c0;
+                          pd_b56_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b56_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                         }
-                        float pd_acc58[6][32];
+                        float pd_acc56[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
+                            pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2386,7 +2326,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] = (pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] = (pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -2396,40 +2336,40 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
+                            C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
                           }
                         }
                       }
                     }
-                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b60_b;
-                        int64_t pd_b60_i;
-                        int64_t pd_b60_j;
-                        int64_t pd_b60_k;
-                        const int64_t pd_nr60 = 6;
-                        const int64_t pd_nv60 = (M % 32);
+                        int64_t pd_b58_b;
+                        int64_t pd_b58_i;
+                        int64_t pd_b58_j;
+                        int64_t pd_b58_k;
+                        const int64_t pd_nr58 = 6;
+                        const int64_t pd_nv58 = (M % 32);
                         {
-                          pd_b60_b = pd_c0;
-                          pd_b60_i = (pd_c3 + pd_c5);
-                          pd_b60_j = ((-(M % 32)) + M);
+                          pd_b58_b = pd_c0;
+                          pd_b58_i = (pd_c3 + pd_c5);
+                          pd_b58_j = ((-(M % 32)) + M);
                         }
-                        float pd_acc60[6][16];
+                        float pd_acc58[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc60[pd_r][pd_v] = 0;
+                            pd_acc58[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv58; pd_v++)
                           {
-                            pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
+                            pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2442,54 +2382,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
-                                const int64_t j = pd_b60_j + pd_v;
+                                const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
+                                const int64_t j = pd_b58_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv58; pd_v++)
                           {
-                            C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
+                            C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
                           }
                         }
                       }
                       else
                       {
-                        if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                           {
-                            int64_t pd_b59_b;
-                            int64_t pd_b59_i;
-                            int64_t pd_b59_j;
-                            int64_t pd_b59_k;
-                            const int64_t pd_nr59 = 6;
-                            const int64_t pd_nv59 = (M % 32);
+                            int64_t pd_b57_b;
+                            int64_t pd_b57_i;
+                            int64_t pd_b57_j;
+                            int64_t pd_b57_k;
+                            const int64_t pd_nr57 = 6;
+                            const int64_t pd_nv57 = (M % 32);
                             {
-                              pd_b59_b = pd_c0;
-                              pd_b59_i = (pd_c3 + pd_c5);
-                              pd_b59_j = ((-(M % 32)) + M);
+                              pd_b57_b = pd_c0;
+                              pd_b57_i = (pd_c3 + pd_c5);
+                              pd_b57_j = ((-(M % 32)) + M);
                             }
-                            float pd_acc59[6][32];
+                            float pd_acc57[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc59[pd_r][pd_v] = 0;
+                                pd_acc57[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
                               {
-                                pd_acc59[pd_r][pd_v] = C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
+                                pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2502,20 +2442,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
-                                    const int64_t j = pd_b59_j + pd_v;
+                                    const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
+                                    const int64_t j = pd_b57_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
                               {
-                                C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
+                                C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
                               }
                             }
                           }
@@ -2546,35 +2486,35 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
                     {
-                      if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b62_b;
-                          int64_t pd_b62_i;
-                          int64_t pd_b62_j;
-                          int64_t pd_b62_k;
-                          const int64_t pd_nr62 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv62 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                          int64_t pd_b60_b;
+                          int64_t pd_b60_i;
+                          int64_t pd_b60_j;
+                          int64_t pd_b60_k;
+                          const int64_t pd_nr60 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv60 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                           {
-                            pd_b62_b = pd_c0;
-                            pd_b62_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b62_j = (((-(M % 256)) + M) + pd_c6);
+                            pd_b60_b = pd_c0;
+                            pd_b60_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b60_j = (((-(M % 256)) + M) + pd_c6);
                           }
-                          float pd_acc62[5][16];
+                          float pd_acc60[5][16];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc62[pd_r][pd_v] = 0;
+                              pd_acc60[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
                             {
-                              pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
+                              pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2587,54 +2527,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
-                                  const int64_t j = pd_b62_j + pd_v;
+                                  const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
+                                  const int64_t j = pd_b60_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
                             {
-                              C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
+                              C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
                             }
                           }
                         }
                         else
                         {
-                          if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                             if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
                             {
-                              int64_t pd_b61_b;
-                              int64_t pd_b61_i;
-                              int64_t pd_b61_j;
-                              int64_t pd_b61_k;
-                              const int64_t pd_nr61 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv61 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                              int64_t pd_b59_b;
+                              int64_t pd_b59_i;
+                              int64_t pd_b59_j;
+                              int64_t pd_b59_k;
+                              const int64_t pd_nr59 = ((N - pd_c3) % 6);
+                              const int64_t pd_nv59 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                               {
-                                pd_b61_b = pd_c0;
-                                pd_b61_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b61_j = (((-(M % 256)) + M) + pd_c6);
+                                pd_b59_b = pd_c0;
+                                pd_b59_i = ((-((N - pd_c3) % 6)) + N);
+                                pd_b59_j = (((-(M % 256)) + M) + pd_c6);
                               }
-                              float pd_acc61[5][32];
+                              float pd_acc59[5][32];
                               for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  pd_acc61[pd_r][pd_v] = 0;
+                                  pd_acc59[pd_r][pd_v] = 0;
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
                                 {
-                                  pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
+                                  pd_acc59[pd_r][pd_v] = C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
                                 }
                               }
                               for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2647,20 +2587,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
-                                      const int64_t j = pd_b61_j + pd_v;
+                                      const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
+                                      const int64_t j = pd_b59_j + pd_v;
                                       const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                      pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                     }
                                   }
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
                                 {
-                                  C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                                  C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
                                 }
                               }
                             }
@@ -2676,7 +2616,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
+                                      const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                       const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                       const int64_t k = (pd_c2 + pd_c7);
                                       C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
@@ -2693,35 +2633,35 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
                   {
-                    if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b64_b;
-                        int64_t pd_b64_i;
-                        int64_t pd_b64_j;
-                        int64_t pd_b64_k;
-                        const int64_t pd_nr64 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv64 = (M % 256);
+                        int64_t pd_b62_b;
+                        int64_t pd_b62_i;
+                        int64_t pd_b62_j;
+                        int64_t pd_b62_k;
+                        const int64_t pd_nr62 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv62 = (M % 256);
                         {
-                          pd_b64_b = pd_c0;
-                          pd_b64_i = (pd_c3 + pd_c5);
-                          pd_b64_j = ((-(M % 256)) + M);
+                          pd_b62_b = pd_c0;
+                          pd_b62_i = (pd_c3 + pd_c5);
+                          pd_b62_j = ((-(M % 256)) + M);
                         }
-                        float pd_acc64[6][16];
+                        float pd_acc62[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc64[pd_r][pd_v] = 0;
+                            pd_acc62[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
                           {
-                            pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
+                            pd_acc62[pd_r][pd_v] = C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2734,54 +2674,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
-                                const int64_t j = pd_b64_j + pd_v;
+                                const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
+                                const int64_t j = pd_b62_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
                           {
-                            C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
+                            C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
                           }
                         }
                       }
                       else
                       {
-                        if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                           {
-                            int64_t pd_b63_b;
-                            int64_t pd_b63_i;
-                            int64_t pd_b63_j;
-                            int64_t pd_b63_k;
-                            const int64_t pd_nr63 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                            const int64_t pd_nv63 = (M % 256);
+                            int64_t pd_b61_b;
+                            int64_t pd_b61_i;
+                            int64_t pd_b61_j;
+                            int64_t pd_b61_k;
+                            const int64_t pd_nr61 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                            const int64_t pd_nv61 = (M % 256);
                             {
-                              pd_b63_b = pd_c0;
-                              pd_b63_i = (pd_c3 + pd_c5);
-                              pd_b63_j = ((-(M % 256)) + M);
+                              pd_b61_b = pd_c0;
+                              pd_b61_i = (pd_c3 + pd_c5);
+                              pd_b61_j = ((-(M % 256)) + M);
                             }
-                            float pd_acc63[6][32];
+                            float pd_acc61[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc63[pd_r][pd_v] = 0;
+                                pd_acc61[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
                               {
-                                pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
+                                pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2794,20 +2734,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
-                                    const int64_t j = pd_b63_j + pd_v;
+                                    const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
+                                    const int64_t j = pd_b61_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
                               {
-                                C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+                                C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
                               }
                             }
                           }
@@ -2838,35 +2778,35 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 32)
                     {
-                      if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if ((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b66_b;
-                          int64_t pd_b66_i;
-                          int64_t pd_b66_j;
-                          int64_t pd_b66_k;
-                          const int64_t pd_nr66 = (N - pd_c3);
-                          const int64_t pd_nv66 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                          int64_t pd_b64_b;
+                          int64_t pd_b64_i;
+                          int64_t pd_b64_j;
+                          int64_t pd_b64_k;
+                          const int64_t pd_nr64 = (N - pd_c3);
+                          const int64_t pd_nv64 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                           {
-                            pd_b66_b = pd_c0;
-                            pd_b66_i = pd_c3;
-                            pd_b66_j = (((-(M % 256)) + M) + pd_c6);
+                            pd_b64_b = pd_c0;
+                            pd_b64_i = pd_c3;
+                            pd_b64_j = (((-(M % 256)) + M) + pd_c6);
                           }
-                          float pd_acc66[5][16];
+                          float pd_acc64[5][16];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc66[pd_r][pd_v] = 0;
+                              pd_acc64[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
                             {
-                              pd_acc66[pd_r][pd_v] = C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
+                              pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2879,54 +2819,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
-                                  const int64_t j = pd_b66_j + pd_v;
+                                  const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
+                                  const int64_t j = pd_b64_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
                             {
-                              C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
+                              C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
                             }
                           }
                         }
                         else
                         {
-                          if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if ((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                             if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
                             {
-                              int64_t pd_b65_b;
-                              int64_t pd_b65_i;
-                              int64_t pd_b65_j;
-                              int64_t pd_b65_k;
-                              const int64_t pd_nr65 = (N - pd_c3);
-                              const int64_t pd_nv65 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                              int64_t pd_b63_b;
+                              int64_t pd_b63_i;
+                              int64_t pd_b63_j;
+                              int64_t pd_b63_k;
+                              const int64_t pd_nr63 = (N - pd_c3);
+                              const int64_t pd_nv63 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                               {
-                                pd_b65_b = pd_c0;
-                                pd_b65_i = pd_c3;
-                                pd_b65_j = (((-(M % 256)) + M) + pd_c6);
+                                pd_b63_b = pd_c0;
+                                pd_b63_i = pd_c3;
+                                pd_b63_j = (((-(M % 256)) + M) + pd_c6);
                               }
-                              float pd_acc65[5][32];
+                              float pd_acc63[5][32];
                               for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  pd_acc65[pd_r][pd_v] = 0;
+                                  pd_acc63[pd_r][pd_v] = 0;
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
                                 {
-                                  pd_acc65[pd_r][pd_v] = C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)];
+                                  pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
                                 }
                               }
                               for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2939,20 +2879,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t i = pd_b65_i + pd_min(pd_r, pd_nr65 - 1);
-                                      const int64_t j = pd_b65_j + pd_v;
+                                      const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
+                                      const int64_t j = pd_b63_j + pd_v;
                                       const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc65[pd_r][pd_v] = (pd_acc65[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                      pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                     }
                                   }
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
                                 {
-                                  C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)] = pd_acc65[pd_r][pd_v];
+                                  C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
                                 }
                               }
                             }
@@ -3003,118 +2943,174 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       {
         const int pd_w8 = pd_t8 < pd_s8;
         const int64_t pd_c0 = 0 + pd_t8 * 1;
-        if ((N <= 47))
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
           {
-            for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+            float pd_pk8_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk8 = pd_pk8_s;
+            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
               {
-                float pd_pk9_s[69632] __attribute__((aligned(64)));
-                float *restrict pd_pk9 = pd_pk9_s;
-                for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
                 {
-                  for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                  #pragma omp simd
+                  for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
+                  {
+                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                  }
+                  for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
+                  {
+                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                  }
+                }
+              }
+            }
+            for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
+            {
+              if ((N >= (pd_c3 + 6)))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
                   {
                     {
-                      #pragma omp simd
-                      for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
+                      int64_t pd_b72_b;
+                      int64_t pd_b72_i;
+                      int64_t pd_b72_j;
+                      int64_t pd_b72_k;
                       {
-                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b72_b = pd_c0;
+                        pd_b72_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b72_j = (pd_c6 + pd_c10);
                       }
-                      for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
+                      float pd_acc72[6][32];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
-                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (pd_c6 + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc72[(i) - pd_b72_i][(j) - pd_b72_j] = (pd_acc72[(i) - pd_b72_i][(j) - pd_b72_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                        {
+                          C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                        }
                       }
                     }
                   }
-                }
-                if (((N >= 6) && (M >= (pd_c1 + 32))))
-                {
-                  for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < (N - 5); pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
+                  if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
                     {
+                      int64_t pd_b74_b;
+                      int64_t pd_b74_i;
+                      int64_t pd_b74_j;
+                      int64_t pd_b74_k;
+                      const int64_t pd_nr74 = 6;
+                      const int64_t pd_nv74 = (M % 32);
                       {
-                        int64_t pd_b83_b;
-                        int64_t pd_b83_i;
-                        int64_t pd_b83_j;
-                        int64_t pd_b83_k;
+                        pd_b74_b = pd_c0;
+                        pd_b74_i = (pd_c3 + pd_c5);
+                        pd_b74_j = ((-(M % 32)) + M);
+                      }
+                      float pd_acc74[6][16];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b83_b = pd_c0;
-                          pd_b83_i = (pd_c5 + pd_c9);
-                          pd_b83_j = ((pd_c1 + pd_c6) + pd_c10);
+                          pd_acc74[pd_r][pd_v] = 0;
                         }
-                        float pd_acc83[6][32];
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
+                        {
+                          pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc83[(i) - pd_b83_i][(j) - pd_b83_j] = (pd_acc83[(i) - pd_b83_i][(j) - pd_b83_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
+                              const int64_t j = pd_b74_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
                           }
                         }
                       }
-                    }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
+                      for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
                         {
-                          int64_t pd_b85_b;
-                          int64_t pd_b85_i;
-                          int64_t pd_b85_j;
-                          int64_t pd_b85_k;
-                          const int64_t pd_nr85 = 6;
-                          const int64_t pd_nv85 = ((M - pd_c1) % 32);
+                          C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                        if (((((-(M % 32)) + M) + 31)) - (0) < 272)
+                        {
+                          int64_t pd_b73_b;
+                          int64_t pd_b73_i;
+                          int64_t pd_b73_j;
+                          int64_t pd_b73_k;
+                          const int64_t pd_nr73 = 6;
+                          const int64_t pd_nv73 = (M % 32);
                           {
-                            pd_b85_b = pd_c0;
-                            pd_b85_i = pd_c5;
-                            pd_b85_j = ((-((M - pd_c1) % 32)) + M);
+                            pd_b73_b = pd_c0;
+                            pd_b73_i = (pd_c3 + pd_c5);
+                            pd_b73_j = ((-(M % 32)) + M);
                           }
-                          float pd_acc85[6][16];
+                          float pd_acc73[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc85[pd_r][pd_v] = 0;
+                              pd_acc73[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
                             {
-                              pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
+                              pd_acc73[pd_r][pd_v] = C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3123,146 +3119,83 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                                  const int64_t j = pd_b85_j + pd_v;
+                                  const int64_t i = pd_b73_i + pd_min(pd_r, pd_nr73 - 1);
+                                  const int64_t j = pd_b73_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                  pd_acc73[pd_r][pd_v] = (pd_acc73[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
                             {
-                              C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
+                              C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
                             }
                           }
                         }
                         else
                         {
-                          if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                             {
-                              int64_t pd_b84_b;
-                              int64_t pd_b84_i;
-                              int64_t pd_b84_j;
-                              int64_t pd_b84_k;
-                              const int64_t pd_nr84 = 6;
-                              const int64_t pd_nv84 = ((M - pd_c1) % 32);
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
                               {
-                                pd_b84_b = pd_c0;
-                                pd_b84_i = pd_c5;
-                                pd_b84_j = ((-((M - pd_c1) % 32)) + M);
-                              }
-                              float pd_acc84[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  pd_acc84[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                                {
-                                  pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
-                                      const int64_t j = pd_b84_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
-                                {
-                                  C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                  const int64_t j = (((-(M % 32)) + M) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (pd_c5 + pd_c9);
-                                      const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
+                          }
                         }
                     }
-                  }
-                  if (!pd_w8)
+                }
+                if (((pd_c3 + 47) >= N))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
                   {
-                    #pragma omp barrier
-                  }
-                  for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 32; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 32)
-                  {
-                    if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
+                    if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                      if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
                       {
-                        int64_t pd_b87_b;
-                        int64_t pd_b87_i;
-                        int64_t pd_b87_j;
-                        int64_t pd_b87_k;
-                        const int64_t pd_nr87 = (N % 6);
-                        const int64_t pd_nv87 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b76_b;
+                        int64_t pd_b76_i;
+                        int64_t pd_b76_j;
+                        int64_t pd_b76_k;
+                        const int64_t pd_nr76 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv76 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                         {
-                          pd_b87_b = pd_c0;
-                          pd_b87_i = ((-(N % 6)) + N);
-                          pd_b87_j = (pd_c1 + pd_c6);
+                          pd_b76_b = pd_c0;
+                          pd_b76_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b76_j = pd_c6;
                         }
-                        float pd_acc87[5][16];
+                        float pd_acc76[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc87[pd_r][pd_v] = 0;
+                            pd_acc76[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
                           {
-                            pd_acc87[pd_r][pd_v] = C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)];
+                            pd_acc76[pd_r][pd_v] = C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3275,54 +3208,54 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b87_i + pd_min(pd_r, pd_nr87 - 1);
-                                const int64_t j = pd_b87_j + pd_v;
+                                const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
+                                const int64_t j = pd_b76_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc87[pd_r][pd_v] = (pd_acc87[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr87; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv87; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv76; pd_v++)
                           {
-                            C[((pd_b87_b) * N + (pd_b87_i + pd_r)) * M + (pd_b87_j + pd_v)] = pd_acc87[pd_r][pd_v];
+                            C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
                           }
                         }
                       }
                       else
                       {
-                        if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                          if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
+                        if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                          if (((pd_c6 + 31)) - (0) < 272)
                           {
-                            int64_t pd_b86_b;
-                            int64_t pd_b86_i;
-                            int64_t pd_b86_j;
-                            int64_t pd_b86_k;
-                            const int64_t pd_nr86 = (N % 6);
-                            const int64_t pd_nv86 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            int64_t pd_b75_b;
+                            int64_t pd_b75_i;
+                            int64_t pd_b75_j;
+                            int64_t pd_b75_k;
+                            const int64_t pd_nr75 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv75 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                             {
-                              pd_b86_b = pd_c0;
-                              pd_b86_i = ((-(N % 6)) + N);
-                              pd_b86_j = (pd_c1 + pd_c6);
+                              pd_b75_b = pd_c0;
+                              pd_b75_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b75_j = pd_c6;
                             }
-                            float pd_acc86[5][32];
+                            float pd_acc75[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc86[pd_r][pd_v] = 0;
+                                pd_acc75[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
                               {
-                                pd_acc86[pd_r][pd_v] = C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
+                                pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3335,20 +3268,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b86_i + pd_min(pd_r, pd_nr86 - 1);
-                                    const int64_t j = pd_b86_j + pd_v;
+                                    const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
+                                    const int64_t j = pd_b75_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv75; pd_v++)
                               {
-                                C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
+                                C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
                               }
                             }
                           }
@@ -3360,853 +3293,173 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                    const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                    const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
+                                    const int64_t j = (pd_c6 + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
                             }
                           }
                       }
-                  }
-                  if (!pd_w8)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                else
-                {
-                  if ((N <= 5))
-                  {
-                    for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 32; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 32)
-                    {
-                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                        if ((((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b89_b;
-                          int64_t pd_b89_i;
-                          int64_t pd_b89_j;
-                          int64_t pd_b89_k;
-                          const int64_t pd_nr89 = N;
-                          const int64_t pd_nv89 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b89_b = pd_c0;
-                            pd_b89_i = 0;
-                            pd_b89_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc89[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc89[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                            {
-                              pd_acc89[pd_r][pd_v] = C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b89_i + pd_min(pd_r, pd_nr89 - 1);
-                                  const int64_t j = pd_b89_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc89[pd_r][pd_v] = (pd_acc89[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr89; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv89; pd_v++)
-                            {
-                              C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)] = pd_acc89[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 32) == 0)))
-                            if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b88_b;
-                              int64_t pd_b88_i;
-                              int64_t pd_b88_j;
-                              int64_t pd_b88_k;
-                              const int64_t pd_nr88 = N;
-                              const int64_t pd_nv88 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c1) - pd_c6));
-                              {
-                                pd_b88_b = pd_c0;
-                                pd_b88_i = 0;
-                                pd_b88_j = (pd_c1 + pd_c6);
-                              }
-                              float pd_acc88[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc88[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                                {
-                                  pd_acc88[pd_r][pd_v] = C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
-                                      const int64_t j = pd_b88_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv88; pd_v++)
-                                {
-                                  C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_c9;
-                                      const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                    if (!pd_w8)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < N; pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
-                    {
-                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b91_b;
-                          int64_t pd_b91_i;
-                          int64_t pd_b91_j;
-                          int64_t pd_b91_k;
-                          const int64_t pd_nr91 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                          const int64_t pd_nv91 = (M - pd_c1);
-                          {
-                            pd_b91_b = pd_c0;
-                            pd_b91_i = pd_c5;
-                            pd_b91_j = pd_c1;
-                          }
-                          float pd_acc91[6][16];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc91[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv91; pd_v++)
-                            {
-                              pd_acc91[pd_r][pd_v] = C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b91_i + pd_min(pd_r, pd_nr91 - 1);
-                                  const int64_t j = pd_b91_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv91; pd_v++)
-                            {
-                              C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                            if (((pd_c1 + 31)) - (pd_c1) < 272)
-                            {
-                              int64_t pd_b90_b;
-                              int64_t pd_b90_i;
-                              int64_t pd_b90_j;
-                              int64_t pd_b90_k;
-                              const int64_t pd_nr90 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                              const int64_t pd_nv90 = (M - pd_c1);
-                              {
-                                pd_b90_b = pd_c0;
-                                pd_b90_i = pd_c5;
-                                pd_b90_j = pd_c1;
-                              }
-                              float pd_acc90[6][32];
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc90[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                                {
-                                  pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
-                                      const int64_t j = pd_b90_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
-                                {
-                                  C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (pd_c5 + pd_c9);
-                                      const int64_t j = (pd_c1 + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                    if (!pd_w8)
-                    {
-                      #pragma omp barrier
-                    }
                   }
                 }
               }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk10_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk10 = pd_pk10_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
+              else
               {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
                 {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
+                  if (((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                    if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
                     {
-                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
-              {
-                if ((N >= (pd_c3 + 6)))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
-                    {
+                      int64_t pd_b78_b;
+                      int64_t pd_b78_i;
+                      int64_t pd_b78_j;
+                      int64_t pd_b78_k;
+                      const int64_t pd_nr78 = (N - pd_c3);
+                      const int64_t pd_nv78 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                       {
-                        int64_t pd_b92_b;
-                        int64_t pd_b92_i;
-                        int64_t pd_b92_j;
-                        int64_t pd_b92_k;
+                        pd_b78_b = pd_c0;
+                        pd_b78_i = pd_c3;
+                        pd_b78_j = pd_c6;
+                      }
+                      float pd_acc78[5][16];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b92_b = pd_c0;
-                          pd_b92_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b92_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc92[6][32];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            pd_acc92[pd_r][pd_v] = C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 31; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc92[(i) - pd_b92_i][(j) - pd_b92_j] = (pd_acc92[(i) - pd_b92_i][(j) - pd_b92_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                          {
-                            C[((pd_b92_b) * N + (pd_b92_i + pd_r)) * M + (pd_b92_j + pd_v)] = pd_acc92[pd_r][pd_v];
-                          }
+                          pd_acc78[pd_r][pd_v] = 0;
                         }
                       }
-                    }
-                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
+                      for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
                       {
-                        int64_t pd_b94_b;
-                        int64_t pd_b94_i;
-                        int64_t pd_b94_j;
-                        int64_t pd_b94_k;
-                        const int64_t pd_nr94 = 6;
-                        const int64_t pd_nv94 = (M % 32);
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
                         {
-                          pd_b94_b = pd_c0;
-                          pd_b94_i = (pd_c3 + pd_c5);
-                          pd_b94_j = ((-(M % 32)) + M);
-                        }
-                        float pd_acc94[6][16];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc94[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
-                          {
-                            pd_acc94[pd_r][pd_v] = C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b94_i + pd_min(pd_r, pd_nr94 - 1);
-                                const int64_t j = pd_b94_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc94[pd_r][pd_v] = (pd_acc94[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr94; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv94; pd_v++)
-                          {
-                            C[((pd_b94_b) * N + (pd_b94_i + pd_r)) * M + (pd_b94_j + pd_v)] = pd_acc94[pd_r][pd_v];
-                          }
+                          pd_acc78[pd_r][pd_v] = C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)];
                         }
                       }
-                      else
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
-                        if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                          if (((((-(M % 32)) + M) + 31)) - (0) < 272)
-                          {
-                            int64_t pd_b93_b;
-                            int64_t pd_b93_i;
-                            int64_t pd_b93_j;
-                            int64_t pd_b93_k;
-                            const int64_t pd_nr93 = 6;
-                            const int64_t pd_nv93 = (M % 32);
-                            {
-                              pd_b93_b = pd_c0;
-                              pd_b93_i = (pd_c3 + pd_c5);
-                              pd_b93_j = ((-(M % 32)) + M);
-                            }
-                            float pd_acc93[6][32];
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc93[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
-                              {
-                                pd_acc93[pd_r][pd_v] = C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
-                                    const int64_t j = pd_b93_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv93; pd_v++)
-                              {
-                                C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 < (M % 32); pd_c10 += 1)
-                                {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                    const int64_t j = (((-(M % 32)) + M) + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                    {
-                      if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                        if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                        {
-                          int64_t pd_b96_b;
-                          int64_t pd_b96_i;
-                          int64_t pd_b96_j;
-                          int64_t pd_b96_k;
-                          const int64_t pd_nr96 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv96 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                          {
-                            pd_b96_b = pd_c0;
-                            pd_b96_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b96_j = pd_c6;
-                          }
-                          float pd_acc96[5][16];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              pd_acc96[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
-                            {
-                              pd_acc96[pd_r][pd_v] = C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b96_i + pd_min(pd_r, pd_nr96 - 1);
-                                  const int64_t j = pd_b96_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc96[pd_r][pd_v] = (pd_acc96[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr96; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv96; pd_v++)
-                            {
-                              C[((pd_b96_b) * N + (pd_b96_i + pd_r)) * M + (pd_b96_j + pd_v)] = pd_acc96[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                            if (((pd_c6 + 31)) - (0) < 272)
-                            {
-                              int64_t pd_b95_b;
-                              int64_t pd_b95_i;
-                              int64_t pd_b95_j;
-                              int64_t pd_b95_k;
-                              const int64_t pd_nr95 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv95 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                              {
-                                pd_b95_b = pd_c0;
-                                pd_b95_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b95_j = pd_c6;
-                              }
-                              float pd_acc95[5][32];
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  pd_acc95[pd_r][pd_v] = 0;
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                                {
-                                  pd_acc95[pd_r][pd_v] = C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)];
-                                }
-                              }
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = pd_b95_i + pd_min(pd_r, pd_nr95 - 1);
-                                      const int64_t j = pd_b95_j + pd_v;
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc95[pd_r][pd_v] = (pd_acc95[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                              for (int64_t pd_r = 0; pd_r < pd_nr95; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv95; pd_v++)
-                                {
-                                  C[((pd_b95_b) * N + (pd_b95_i + pd_r)) * M + (pd_b95_j + pd_v)] = pd_acc95[pd_r][pd_v];
-                                }
-                              }
-                            }
-                            else
-                            {
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                              {
-                                #pragma GCC unroll 16
-                                for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
-                                  {
-                                    {
-                                      const int64_t b = pd_c0;
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                      const int64_t j = (pd_c6 + pd_c10);
-                                      const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 32)
-                  {
-                    if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                      if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
-                      {
-                        int64_t pd_b98_b;
-                        int64_t pd_b98_i;
-                        int64_t pd_b98_j;
-                        int64_t pd_b98_k;
-                        const int64_t pd_nr98 = (N - pd_c3);
-                        const int64_t pd_nv98 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
-                        {
-                          pd_b98_b = pd_c0;
-                          pd_b98_i = pd_c3;
-                          pd_b98_j = pd_c6;
-                        }
-                        float pd_acc98[5][16];
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc98[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
-                          {
-                            pd_acc98[pd_r][pd_v] = C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b98_i + pd_min(pd_r, pd_nr98 - 1);
-                                const int64_t j = pd_b98_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc98[pd_r][pd_v] = (pd_acc98[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b78_i + pd_min(pd_r, pd_nr78 - 1);
+                              const int64_t j = pd_b78_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc78[pd_r][pd_v] = (pd_acc78[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr98; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv98; pd_v++)
-                          {
-                            C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
                           }
                         }
                       }
-                      else
+                      for (int64_t pd_r = 0; pd_r < pd_nr78; pd_r++)
                       {
-                        if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
-                          if (((pd_c6 + 31)) - (0) < 272)
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv78; pd_v++)
+                        {
+                          C[((pd_b78_b) * N + (pd_b78_i + pd_r)) * M + (pd_b78_j + pd_v)] = pd_acc78[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      if (((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
+                        if (((pd_c6 + 31)) - (0) < 272)
+                        {
+                          int64_t pd_b77_b;
+                          int64_t pd_b77_i;
+                          int64_t pd_b77_j;
+                          int64_t pd_b77_k;
+                          const int64_t pd_nr77 = (N - pd_c3);
+                          const int64_t pd_nv77 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                           {
-                            int64_t pd_b97_b;
-                            int64_t pd_b97_i;
-                            int64_t pd_b97_j;
-                            int64_t pd_b97_k;
-                            const int64_t pd_nr97 = (N - pd_c3);
-                            const int64_t pd_nv97 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                            pd_b77_b = pd_c0;
+                            pd_b77_i = pd_c3;
+                            pd_b77_j = pd_c6;
+                          }
+                          float pd_acc77[5][32];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_b97_b = pd_c0;
-                              pd_b97_i = pd_c3;
-                              pd_b97_j = pd_c6;
+                              pd_acc77[pd_r][pd_v] = 0;
                             }
-                            float pd_acc97[5][32];
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
+                            {
+                              pd_acc77[pd_r][pd_v] = C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc97[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
-                              {
-                                pd_acc97[pd_r][pd_v] = C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = pd_b97_i + pd_min(pd_r, pd_nr97 - 1);
-                                    const int64_t j = pd_b97_j + pd_v;
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc97[pd_r][pd_v] = (pd_acc97[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b77_i + pd_min(pd_r, pd_nr77 - 1);
+                                  const int64_t j = pd_b77_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc77[pd_r][pd_v] = (pd_acc77[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr97; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv97; pd_v++)
-                              {
-                                C[((pd_b97_b) * N + (pd_b97_i + pd_r)) * M + (pd_b97_j + pd_v)] = pd_acc97[pd_r][pd_v];
-                              }
-                            }
                           }
-                          else
+                          for (int64_t pd_r = 0; pd_r < pd_nr77; pd_r++)
                           {
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv77; pd_v++)
                             {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                              C[((pd_b77_b) * N + (pd_b77_i + pd_r)) * M + (pd_b77_j + pd_v)] = pd_acc77[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
                               {
-                                #pragma omp simd
-                                for (int64_t pd_c10 = 0; pd_c10 <= pd_min(31, ((M - pd_c6) - 1)); pd_c10 += 1)
                                 {
-                                  {
-                                    const int64_t b = pd_c0;
-                                    const int64_t i = (pd_c3 + pd_c9);
-                                    const int64_t j = (pd_c6 + pd_c10);
-                                    const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                  }
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (pd_c3 + pd_c9);
+                                  const int64_t j = (pd_c6 + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
                           }
-                      }
-                  }
+                        }
+                    }
                 }
               }
-              if (!pd_w8)
-              {
-                #pragma omp barrier
-              }
+            }
+            if (!pd_w8)
+            {
+              #pragma omp barrier
             }
           }
         }
@@ -4228,27 +3481,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b99_b;
-          int64_t pd_b99_i;
-          int64_t pd_b99_j;
-          int64_t pd_b99_k;
+          int64_t pd_b79_b;
+          int64_t pd_b79_i;
+          int64_t pd_b79_j;
+          int64_t pd_b79_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b99_b = pd_c0;
-            pd_b99_i = (pd_c2 + pd_c5);
-            pd_b99_j = pd_c6;
+            pd_b79_b = pd_c0;
+            pd_b79_i = (pd_c2 + pd_c5);
+            pd_b79_j = pd_c6;
           }
-          float pd_acc99[8][16];
+          float pd_acc79[8][16];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              const int64_t b = (pd_b99_b) - 0;
-              const int64_t i = ((pd_b99_i + pd_r)) - 0;
-              const int64_t j = ((pd_b99_j + pd_v)) - 0;
-              pd_acc99[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b79_b) - 0;
+              const int64_t i = ((pd_b79_i + pd_r)) - 0;
+              const int64_t j = ((pd_b79_j + pd_v)) - 0;
+              pd_acc79[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4264,7 +3517,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc99[(i) - pd_b99_i][(j) - pd_b99_j] = (pd_acc99[(i) - pd_b99_i][(j) - pd_b99_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc79[(i) - pd_b79_i][(j) - pd_b79_j] = (pd_acc79[(i) - pd_b79_i][(j) - pd_b79_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4274,7 +3527,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)] = pd_acc99[pd_r][pd_v];
+              C[((pd_b79_b) * N + (pd_b79_i + pd_r)) * M + (pd_b79_j + pd_v)] = pd_acc79[pd_r][pd_v];
             }
           }
         }
@@ -4294,32 +3547,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b100_b;
-        int64_t pd_b100_i;
-        int64_t pd_b100_j;
-        int64_t pd_b100_k;
-        const int64_t pd_nr100 = (N % 8);
-        const int64_t pd_nv100 = 16;
+        int64_t pd_b80_b;
+        int64_t pd_b80_i;
+        int64_t pd_b80_j;
+        int64_t pd_b80_k;
+        const int64_t pd_nr80 = (N % 8);
+        const int64_t pd_nv80 = 16;
         {
-          pd_b100_b = pd_c0;
-          pd_b100_i = ((-(N % 8)) + N);
-          pd_b100_j = 0;
+          pd_b80_b = pd_c0;
+          pd_b80_i = ((-(N % 8)) + N);
+          pd_b80_j = 0;
         }
-        float pd_acc100[7][16];
+        float pd_acc80[7][16];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc100[pd_r][pd_v] = 0;
+            pd_acc80[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
           {
-            pd_acc100[pd_r][pd_v] = C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)];
+            pd_acc80[pd_r][pd_v] = C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4332,20 +3585,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
-                const int64_t j = pd_b100_j + pd_v;
+                const int64_t i = pd_b80_i + pd_min(pd_r, pd_nr80 - 1);
+                const int64_t j = pd_b80_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc80[pd_r][pd_v] = (pd_acc80[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr80; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv100; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv80; pd_v++)
           {
-            C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
+            C[((pd_b80_b) * N + (pd_b80_i + pd_r)) * M + (pd_b80_j + pd_v)] = pd_acc80[pd_r][pd_v];
           }
         }
       }
@@ -4354,35 +3607,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 17)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((16) + ((M - 16)) - 16 >= (0))
           {
-            int64_t pd_b101_b;
-            int64_t pd_b101_i;
-            int64_t pd_b101_j;
-            int64_t pd_b101_k;
-            const int64_t pd_nr101 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv101 = (M - 16);
+            int64_t pd_b81_b;
+            int64_t pd_b81_i;
+            int64_t pd_b81_j;
+            int64_t pd_b81_k;
+            const int64_t pd_nr81 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv81 = (M - 16);
             {
-              pd_b101_b = pd_c0;
-              pd_b101_i = pd_c2;
-              pd_b101_j = (16) + ((M - 16)) - 16;
+              pd_b81_b = pd_c0;
+              pd_b81_i = pd_c2;
+              pd_b81_j = (16) + ((M - 16)) - 16;
             }
-            float pd_acc101[8][16];
+            float pd_acc81[8][16];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc101[pd_r][pd_v] = 0;
+                pd_acc81[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv101; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv81; pd_v < 16; pd_v++)
               {
-                const int64_t b = (pd_b101_b) - 0;
-                const int64_t i = ((pd_b101_i + pd_r)) - 0;
-                const int64_t j = ((pd_b101_j + pd_v)) - 0;
-                pd_acc101[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b81_b) - 0;
+                const int64_t i = ((pd_b81_i + pd_r)) - 0;
+                const int64_t j = ((pd_b81_j + pd_v)) - 0;
+                pd_acc81[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4395,20 +3648,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b101_i + pd_min(pd_r, pd_nr101 - 1);
-                    const int64_t j = pd_b101_j + pd_v;
+                    const int64_t i = pd_b81_i + pd_min(pd_r, pd_nr81 - 1);
+                    const int64_t j = pd_b81_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc101[pd_r][pd_v] = (pd_acc101[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc81[pd_r][pd_v] = (pd_acc81[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr81; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv101; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv81; pd_v < 16; pd_v++)
               {
-                C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)] = pd_acc101[pd_r][pd_v];
+                C[((pd_b81_b) * N + (pd_b81_i + pd_r)) * M + (pd_b81_j + pd_v)] = pd_acc81[pd_r][pd_v];
               }
             }
           }
@@ -4478,32 +3731,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 16) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16 >= (0))
             {
-              int64_t pd_b103_b;
-              int64_t pd_b103_i;
-              int64_t pd_b103_j;
-              int64_t pd_b103_k;
-              const int64_t pd_nr103 = N;
-              const int64_t pd_nv103 = ((pd_c1 == 0) ? 16 : (M - 16));
+              int64_t pd_b83_b;
+              int64_t pd_b83_i;
+              int64_t pd_b83_j;
+              int64_t pd_b83_k;
+              const int64_t pd_nr83 = N;
+              const int64_t pd_nv83 = ((pd_c1 == 0) ? 16 : (M - 16));
               {
-                pd_b103_b = pd_c0;
-                pd_b103_i = 0;
-                pd_b103_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
+                pd_b83_b = pd_c0;
+                pd_b83_i = 0;
+                pd_b83_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
               }
-              float pd_acc103[7][16];
+              float pd_acc83[7][16];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  pd_acc103[pd_r][pd_v] = 0;
+                  pd_acc83[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr103; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv103; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv83; pd_v < 16; pd_v++)
                 {
-                  pd_acc103[pd_r][pd_v] = C[((pd_b103_b) * N + (pd_b103_i + pd_r)) * M + (pd_b103_j + pd_v)];
+                  pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4516,20 +3769,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b103_i + pd_min(pd_r, pd_nr103 - 1);
-                      const int64_t j = pd_b103_j + pd_v;
+                      const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
+                      const int64_t j = pd_b83_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc103[pd_r][pd_v] = (pd_acc103[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr103; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv103; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv83; pd_v < 16; pd_v++)
                 {
-                  C[((pd_b103_b) * N + (pd_b103_i + pd_r)) * M + (pd_b103_j + pd_v)] = pd_acc103[pd_r][pd_v];
+                  C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
                 }
               }
             }
@@ -4577,27 +3830,27 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b104_b;
-          int64_t pd_b104_i;
-          int64_t pd_b104_j;
-          int64_t pd_b104_k;
+          int64_t pd_b84_b;
+          int64_t pd_b84_i;
+          int64_t pd_b84_j;
+          int64_t pd_b84_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b104_b = pd_c0;
-            pd_b104_i = (pd_c2 + pd_c5);
-            pd_b104_j = pd_c6;
+            pd_b84_b = pd_c0;
+            pd_b84_i = (pd_c2 + pd_c5);
+            pd_b84_j = pd_c6;
           }
-          float pd_acc104[8][8];
+          float pd_acc84[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t b = (pd_b104_b) - 0;
-              const int64_t i = ((pd_b104_i + pd_r)) - 0;
-              const int64_t j = ((pd_b104_j + pd_v)) - 0;
-              pd_acc104[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b84_b) - 0;
+              const int64_t i = ((pd_b84_i + pd_r)) - 0;
+              const int64_t j = ((pd_b84_j + pd_v)) - 0;
+              pd_acc84[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4613,7 +3866,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc104[(i) - pd_b104_i][(j) - pd_b104_j] = (pd_acc104[(i) - pd_b104_i][(j) - pd_b104_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc84[(i) - pd_b84_i][(j) - pd_b84_j] = (pd_acc84[(i) - pd_b84_i][(j) - pd_b84_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4623,7 +3876,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b104_b) * N + (pd_b104_i + pd_r)) * M + (pd_b104_j + pd_v)] = pd_acc104[pd_r][pd_v];
+              C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
             }
           }
         }
@@ -4643,32 +3896,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b105_b;
-        int64_t pd_b105_i;
-        int64_t pd_b105_j;
-        int64_t pd_b105_k;
-        const int64_t pd_nr105 = (N % 8);
-        const int64_t pd_nv105 = 8;
+        int64_t pd_b85_b;
+        int64_t pd_b85_i;
+        int64_t pd_b85_j;
+        int64_t pd_b85_k;
+        const int64_t pd_nr85 = (N % 8);
+        const int64_t pd_nv85 = 8;
         {
-          pd_b105_b = pd_c0;
-          pd_b105_i = ((-(N % 8)) + N);
-          pd_b105_j = 0;
+          pd_b85_b = pd_c0;
+          pd_b85_i = ((-(N % 8)) + N);
+          pd_b85_j = 0;
         }
-        float pd_acc105[7][8];
+        float pd_acc85[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc105[pd_r][pd_v] = 0;
+            pd_acc85[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr105; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv105; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
           {
-            pd_acc105[pd_r][pd_v] = C[((pd_b105_b) * N + (pd_b105_i + pd_r)) * M + (pd_b105_j + pd_v)];
+            pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4681,20 +3934,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b105_i + pd_min(pd_r, pd_nr105 - 1);
-                const int64_t j = pd_b105_j + pd_v;
+                const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
+                const int64_t j = pd_b85_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc105[pd_r][pd_v] = (pd_acc105[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr105; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv105; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
           {
-            C[((pd_b105_b) * N + (pd_b105_i + pd_r)) * M + (pd_b105_j + pd_v)] = pd_acc105[pd_r][pd_v];
+            C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
           }
         }
       }
@@ -4703,35 +3956,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 9)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((8) + ((M - 8)) - 8 >= (0))
           {
-            int64_t pd_b106_b;
-            int64_t pd_b106_i;
-            int64_t pd_b106_j;
-            int64_t pd_b106_k;
-            const int64_t pd_nr106 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv106 = (M - 8);
+            int64_t pd_b86_b;
+            int64_t pd_b86_i;
+            int64_t pd_b86_j;
+            int64_t pd_b86_k;
+            const int64_t pd_nr86 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv86 = (M - 8);
             {
-              pd_b106_b = pd_c0;
-              pd_b106_i = pd_c2;
-              pd_b106_j = (8) + ((M - 8)) - 8;
+              pd_b86_b = pd_c0;
+              pd_b86_i = pd_c2;
+              pd_b86_j = (8) + ((M - 8)) - 8;
             }
-            float pd_acc106[8][8];
+            float pd_acc86[8][8];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc106[pd_r][pd_v] = 0;
+                pd_acc86[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv106; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv86; pd_v < 8; pd_v++)
               {
-                const int64_t b = (pd_b106_b) - 0;
-                const int64_t i = ((pd_b106_i + pd_r)) - 0;
-                const int64_t j = ((pd_b106_j + pd_v)) - 0;
-                pd_acc106[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b86_b) - 0;
+                const int64_t i = ((pd_b86_i + pd_r)) - 0;
+                const int64_t j = ((pd_b86_j + pd_v)) - 0;
+                pd_acc86[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4744,20 +3997,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b106_i + pd_min(pd_r, pd_nr106 - 1);
-                    const int64_t j = pd_b106_j + pd_v;
+                    const int64_t i = pd_b86_i + pd_min(pd_r, pd_nr86 - 1);
+                    const int64_t j = pd_b86_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc106[pd_r][pd_v] = (pd_acc106[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv106; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv86; pd_v < 8; pd_v++)
               {
-                C[((pd_b106_b) * N + (pd_b106_i + pd_r)) * M + (pd_b106_j + pd_v)] = pd_acc106[pd_r][pd_v];
+                C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
               }
             }
           }
@@ -4827,32 +4080,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8 >= (0))
             {
-              int64_t pd_b108_b;
-              int64_t pd_b108_i;
-              int64_t pd_b108_j;
-              int64_t pd_b108_k;
-              const int64_t pd_nr108 = N;
-              const int64_t pd_nv108 = ((pd_c1 == 0) ? 8 : (M - 8));
+              int64_t pd_b88_b;
+              int64_t pd_b88_i;
+              int64_t pd_b88_j;
+              int64_t pd_b88_k;
+              const int64_t pd_nr88 = N;
+              const int64_t pd_nv88 = ((pd_c1 == 0) ? 8 : (M - 8));
               {
-                pd_b108_b = pd_c0;
-                pd_b108_i = 0;
-                pd_b108_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
+                pd_b88_b = pd_c0;
+                pd_b88_i = 0;
+                pd_b88_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
               }
-              float pd_acc108[7][8];
+              float pd_acc88[7][8];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc108[pd_r][pd_v] = 0;
+                  pd_acc88[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv108; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv88; pd_v < 8; pd_v++)
                 {
-                  pd_acc108[pd_r][pd_v] = C[((pd_b108_b) * N + (pd_b108_i + pd_r)) * M + (pd_b108_j + pd_v)];
+                  pd_acc88[pd_r][pd_v] = C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4865,20 +4118,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b108_i + pd_min(pd_r, pd_nr108 - 1);
-                      const int64_t j = pd_b108_j + pd_v;
+                      const int64_t i = pd_b88_i + pd_min(pd_r, pd_nr88 - 1);
+                      const int64_t j = pd_b88_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc108[pd_r][pd_v] = (pd_acc108[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc88[pd_r][pd_v] = (pd_acc88[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr88; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv108; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv88; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b108_b) * N + (pd_b108_i + pd_r)) * M + (pd_b108_j + pd_v)] = pd_acc108[pd_r][pd_v];
+                  C[((pd_b88_b) * N + (pd_b88_i + pd_r)) * M + (pd_b88_j + pd_v)] = pd_acc88[pd_r][pd_v];
                 }
               }
             }
@@ -4926,27 +4179,27 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b109_b;
-          int64_t pd_b109_i;
-          int64_t pd_b109_j;
-          int64_t pd_b109_k;
+          int64_t pd_b89_b;
+          int64_t pd_b89_i;
+          int64_t pd_b89_j;
+          int64_t pd_b89_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b109_b = pd_c0;
-            pd_b109_i = (pd_c2 + pd_c5);
-            pd_b109_j = pd_c6;
+            pd_b89_b = pd_c0;
+            pd_b89_i = (pd_c2 + pd_c5);
+            pd_b89_j = pd_c6;
           }
-          float pd_acc109[8][4];
+          float pd_acc89[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b109_b) - 0;
-              const int64_t i = ((pd_b109_i + pd_r)) - 0;
-              const int64_t j = ((pd_b109_j + pd_v)) - 0;
-              pd_acc109[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b89_b) - 0;
+              const int64_t i = ((pd_b89_i + pd_r)) - 0;
+              const int64_t j = ((pd_b89_j + pd_v)) - 0;
+              pd_acc89[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4962,7 +4215,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc109[(i) - pd_b109_i][(j) - pd_b109_j] = (pd_acc109[(i) - pd_b109_i][(j) - pd_b109_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc89[(i) - pd_b89_i][(j) - pd_b89_j] = (pd_acc89[(i) - pd_b89_i][(j) - pd_b89_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4972,7 +4225,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b109_b) * N + (pd_b109_i + pd_r)) * M + (pd_b109_j + pd_v)] = pd_acc109[pd_r][pd_v];
+              C[((pd_b89_b) * N + (pd_b89_i + pd_r)) * M + (pd_b89_j + pd_v)] = pd_acc89[pd_r][pd_v];
             }
           }
         }
@@ -4992,32 +4245,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b110_b;
-        int64_t pd_b110_i;
-        int64_t pd_b110_j;
-        int64_t pd_b110_k;
-        const int64_t pd_nr110 = (N % 8);
-        const int64_t pd_nv110 = 4;
+        int64_t pd_b90_b;
+        int64_t pd_b90_i;
+        int64_t pd_b90_j;
+        int64_t pd_b90_k;
+        const int64_t pd_nr90 = (N % 8);
+        const int64_t pd_nv90 = 4;
         {
-          pd_b110_b = pd_c0;
-          pd_b110_i = ((-(N % 8)) + N);
-          pd_b110_j = 0;
+          pd_b90_b = pd_c0;
+          pd_b90_i = ((-(N % 8)) + N);
+          pd_b90_j = 0;
         }
-        float pd_acc110[7][4];
+        float pd_acc90[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc110[pd_r][pd_v] = 0;
+            pd_acc90[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr110; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv110; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
           {
-            pd_acc110[pd_r][pd_v] = C[((pd_b110_b) * N + (pd_b110_i + pd_r)) * M + (pd_b110_j + pd_v)];
+            pd_acc90[pd_r][pd_v] = C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5030,20 +4283,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b110_i + pd_min(pd_r, pd_nr110 - 1);
-                const int64_t j = pd_b110_j + pd_v;
+                const int64_t i = pd_b90_i + pd_min(pd_r, pd_nr90 - 1);
+                const int64_t j = pd_b90_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc110[pd_r][pd_v] = (pd_acc110[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc90[pd_r][pd_v] = (pd_acc90[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr110; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr90; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv110; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv90; pd_v++)
           {
-            C[((pd_b110_b) * N + (pd_b110_i + pd_r)) * M + (pd_b110_j + pd_v)] = pd_acc110[pd_r][pd_v];
+            C[((pd_b90_b) * N + (pd_b90_i + pd_r)) * M + (pd_b90_j + pd_v)] = pd_acc90[pd_r][pd_v];
           }
         }
       }
@@ -5052,35 +4305,35 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b111_b;
-            int64_t pd_b111_i;
-            int64_t pd_b111_j;
-            int64_t pd_b111_k;
-            const int64_t pd_nr111 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv111 = (M - 4);
+            int64_t pd_b91_b;
+            int64_t pd_b91_i;
+            int64_t pd_b91_j;
+            int64_t pd_b91_k;
+            const int64_t pd_nr91 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv91 = (M - 4);
             {
-              pd_b111_b = pd_c0;
-              pd_b111_i = pd_c2;
-              pd_b111_j = (4) + ((M - 4)) - 4;
+              pd_b91_b = pd_c0;
+              pd_b91_i = pd_c2;
+              pd_b91_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc111[8][4];
+            float pd_acc91[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc111[pd_r][pd_v] = 0;
+                pd_acc91[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr111; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv111; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv91; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b111_b) - 0;
-                const int64_t i = ((pd_b111_i + pd_r)) - 0;
-                const int64_t j = ((pd_b111_j + pd_v)) - 0;
-                pd_acc111[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b91_b) - 0;
+                const int64_t i = ((pd_b91_i + pd_r)) - 0;
+                const int64_t j = ((pd_b91_j + pd_v)) - 0;
+                pd_acc91[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5093,20 +4346,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b111_i + pd_min(pd_r, pd_nr111 - 1);
-                    const int64_t j = pd_b111_j + pd_v;
+                    const int64_t i = pd_b91_i + pd_min(pd_r, pd_nr91 - 1);
+                    const int64_t j = pd_b91_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc111[pd_r][pd_v] = (pd_acc111[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc91[pd_r][pd_v] = (pd_acc91[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr111; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr91; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv111; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv91; pd_v < 4; pd_v++)
               {
-                C[((pd_b111_b) * N + (pd_b111_i + pd_r)) * M + (pd_b111_j + pd_v)] = pd_acc111[pd_r][pd_v];
+                C[((pd_b91_b) * N + (pd_b91_i + pd_r)) * M + (pd_b91_j + pd_v)] = pd_acc91[pd_r][pd_v];
               }
             }
           }
@@ -5176,32 +4429,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b113_b;
-              int64_t pd_b113_i;
-              int64_t pd_b113_j;
-              int64_t pd_b113_k;
-              const int64_t pd_nr113 = N;
-              const int64_t pd_nv113 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b93_b;
+              int64_t pd_b93_i;
+              int64_t pd_b93_j;
+              int64_t pd_b93_k;
+              const int64_t pd_nr93 = N;
+              const int64_t pd_nv93 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b113_b = pd_c0;
-                pd_b113_i = 0;
-                pd_b113_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b93_b = pd_c0;
+                pd_b93_i = 0;
+                pd_b93_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc113[7][4];
+              float pd_acc93[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc113[pd_r][pd_v] = 0;
+                  pd_acc93[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv113; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv93; pd_v < 4; pd_v++)
                 {
-                  pd_acc113[pd_r][pd_v] = C[((pd_b113_b) * N + (pd_b113_i + pd_r)) * M + (pd_b113_j + pd_v)];
+                  pd_acc93[pd_r][pd_v] = C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5214,20 +4467,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b113_i + pd_min(pd_r, pd_nr113 - 1);
-                      const int64_t j = pd_b113_j + pd_v;
+                      const int64_t i = pd_b93_i + pd_min(pd_r, pd_nr93 - 1);
+                      const int64_t j = pd_b93_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc113[pd_r][pd_v] = (pd_acc113[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc93[pd_r][pd_v] = (pd_acc93[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr113; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr93; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv113; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv93; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b113_b) * N + (pd_b113_i + pd_r)) * M + (pd_b113_j + pd_v)] = pd_acc113[pd_r][pd_v];
+                  C[((pd_b93_b) * N + (pd_b93_i + pd_r)) * M + (pd_b93_j + pd_v)] = pd_acc93[pd_r][pd_v];
                 }
               }
             }
@@ -5283,27 +4536,27 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b118_b;
-              int64_t pd_b118_i;
-              int64_t pd_b118_j;
-              int64_t pd_b118_k;
+              int64_t pd_b98_b;
+              int64_t pd_b98_i;
+              int64_t pd_b98_j;
+              int64_t pd_b98_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b118_b = pd_c0;
-                pd_b118_i = (pd_c2 + pd_c5);
-                pd_b118_j = (pd_c1 + pd_c6);
+                pd_b98_b = pd_c0;
+                pd_b98_i = (pd_c2 + pd_c5);
+                pd_b98_j = (pd_c1 + pd_c6);
               }
-              float pd_acc118[6][32];
+              float pd_acc98[6][32];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  const int64_t b = (pd_b118_b) - 0;
-                  const int64_t i = ((pd_b118_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b118_j + pd_v)) - 0;
-                  pd_acc118[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b98_b) - 0;
+                  const int64_t i = ((pd_b98_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b98_j + pd_v)) - 0;
+                  pd_acc98[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5319,7 +4572,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc118[(i) - pd_b118_i][(j) - pd_b118_j] = (pd_acc118[(i) - pd_b118_i][(j) - pd_b118_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc98[(i) - pd_b98_i][(j) - pd_b98_j] = (pd_acc98[(i) - pd_b98_i][(j) - pd_b98_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -5329,7 +4582,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  C[((pd_b118_b) * N + (pd_b118_i + pd_r)) * M + (pd_b118_j + pd_v)] = pd_acc118[pd_r][pd_v];
+                  C[((pd_b98_b) * N + (pd_b98_i + pd_r)) * M + (pd_b98_j + pd_v)] = pd_acc98[pd_r][pd_v];
                 }
               }
             }
@@ -5349,32 +4602,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 32) == 0)))
           {
-            int64_t pd_b119_b;
-            int64_t pd_b119_i;
-            int64_t pd_b119_j;
-            int64_t pd_b119_k;
-            const int64_t pd_nr119 = (N % 6);
-            const int64_t pd_nv119 = 32;
+            int64_t pd_b99_b;
+            int64_t pd_b99_i;
+            int64_t pd_b99_j;
+            int64_t pd_b99_k;
+            const int64_t pd_nr99 = (N % 6);
+            const int64_t pd_nv99 = 32;
             {
-              pd_b119_b = pd_c0;
-              pd_b119_i = ((-(N % 6)) + N);
-              pd_b119_j = pd_c1;
+              pd_b99_b = pd_c0;
+              pd_b99_i = ((-(N % 6)) + N);
+              pd_b99_j = pd_c1;
             }
-            float pd_acc119[5][32];
+            float pd_acc99[5][32];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
               {
-                pd_acc119[pd_r][pd_v] = 0;
+                pd_acc99[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
               {
-                pd_acc119[pd_r][pd_v] = C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)];
+                pd_acc99[pd_r][pd_v] = C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5387,20 +4640,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b119_i + pd_min(pd_r, pd_nr119 - 1);
-                    const int64_t j = pd_b119_j + pd_v;
+                    const int64_t i = pd_b99_i + pd_min(pd_r, pd_nr99 - 1);
+                    const int64_t j = pd_b99_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc119[pd_r][pd_v] = (pd_acc119[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc99[pd_r][pd_v] = (pd_acc99[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr119; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr99; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv119; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv99; pd_v++)
               {
-                C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)] = pd_acc119[pd_r][pd_v];
+                C[((pd_b99_b) * N + (pd_b99_i + pd_r)) * M + (pd_b99_j + pd_v)] = pd_acc99[pd_r][pd_v];
               }
             }
           }
@@ -5416,35 +4669,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
               if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
               {
-                int64_t pd_b121_b;
-                int64_t pd_b121_i;
-                int64_t pd_b121_j;
-                int64_t pd_b121_k;
-                const int64_t pd_nr121 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv121 = (M % 32);
+                int64_t pd_b101_b;
+                int64_t pd_b101_i;
+                int64_t pd_b101_j;
+                int64_t pd_b101_k;
+                const int64_t pd_nr101 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv101 = (M % 32);
                 {
-                  pd_b121_b = pd_c0;
-                  pd_b121_i = pd_c2;
-                  pd_b121_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                  pd_b101_b = pd_c0;
+                  pd_b101_i = pd_c2;
+                  pd_b101_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
                 }
-                float pd_acc121[6][16];
+                float pd_acc101[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc121[pd_r][pd_v] = 0;
+                    pd_acc101[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv121; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv101; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b121_b) - 0;
-                    const int64_t i = ((pd_b121_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b121_j + pd_v)) - 0;
-                    pd_acc121[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b101_b) - 0;
+                    const int64_t i = ((pd_b101_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b101_j + pd_v)) - 0;
+                    pd_acc101[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5457,20 +4710,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b121_i + pd_min(pd_r, pd_nr121 - 1);
-                        const int64_t j = pd_b121_j + pd_v;
+                        const int64_t i = pd_b101_i + pd_min(pd_r, pd_nr101 - 1);
+                        const int64_t j = pd_b101_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc121[pd_r][pd_v] = (pd_acc121[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc101[pd_r][pd_v] = (pd_acc101[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr101; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv121; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv101; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)] = pd_acc121[pd_r][pd_v];
+                    C[((pd_b101_b) * N + (pd_b101_i + pd_r)) * M + (pd_b101_j + pd_v)] = pd_acc101[pd_r][pd_v];
                   }
                 }
               }
@@ -5479,35 +4732,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
                   if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
                   {
-                    int64_t pd_b120_b;
-                    int64_t pd_b120_i;
-                    int64_t pd_b120_j;
-                    int64_t pd_b120_k;
-                    const int64_t pd_nr120 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv120 = (M % 32);
+                    int64_t pd_b100_b;
+                    int64_t pd_b100_i;
+                    int64_t pd_b100_j;
+                    int64_t pd_b100_k;
+                    const int64_t pd_nr100 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv100 = (M % 32);
                     {
-                      pd_b120_b = pd_c0;
-                      pd_b120_i = pd_c2;
-                      pd_b120_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                      pd_b100_b = pd_c0;
+                      pd_b100_i = pd_c2;
+                      pd_b100_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                     }
-                    float pd_acc120[6][32];
+                    float pd_acc100[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc120[pd_r][pd_v] = 0;
+                        pd_acc100[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv120; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv100; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b120_b) - 0;
-                        const int64_t i = ((pd_b120_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b120_j + pd_v)) - 0;
-                        pd_acc120[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b100_b) - 0;
+                        const int64_t i = ((pd_b100_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b100_j + pd_v)) - 0;
+                        pd_acc100[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5520,20 +4773,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b120_i + pd_min(pd_r, pd_nr120 - 1);
-                            const int64_t j = pd_b120_j + pd_v;
+                            const int64_t i = pd_b100_i + pd_min(pd_r, pd_nr100 - 1);
+                            const int64_t j = pd_b100_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc100[pd_r][pd_v] = (pd_acc100[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr100; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv120; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv100; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)] = pd_acc120[pd_r][pd_v];
+                        C[((pd_b100_b) * N + (pd_b100_i + pd_r)) * M + (pd_b100_j + pd_v)] = pd_acc100[pd_r][pd_v];
                       }
                     }
                   }
@@ -5612,32 +4865,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
               if (((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) <= 16 && (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16 >= (0))
               {
-                int64_t pd_b127_b;
-                int64_t pd_b127_i;
-                int64_t pd_b127_j;
-                int64_t pd_b127_k;
-                const int64_t pd_nr127 = N;
-                const int64_t pd_nv127 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                int64_t pd_b107_b;
+                int64_t pd_b107_i;
+                int64_t pd_b107_j;
+                int64_t pd_b107_k;
+                const int64_t pd_nr107 = N;
+                const int64_t pd_nv107 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                 {
-                  pd_b127_b = pd_c0;
-                  pd_b127_i = 0;
-                  pd_b127_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
+                  pd_b107_b = pd_c0;
+                  pd_b107_i = 0;
+                  pd_b107_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
                 }
-                float pd_acc127[5][16];
+                float pd_acc107[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc127[pd_r][pd_v] = 0;
+                    pd_acc107[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr107; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv127; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv107; pd_v < 16; pd_v++)
                   {
-                    pd_acc127[pd_r][pd_v] = C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)];
+                    pd_acc107[pd_r][pd_v] = C[((pd_b107_b) * N + (pd_b107_i + pd_r)) * M + (pd_b107_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5650,20 +4903,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b127_i + pd_min(pd_r, pd_nr127 - 1);
-                        const int64_t j = pd_b127_j + pd_v;
+                        const int64_t i = pd_b107_i + pd_min(pd_r, pd_nr107 - 1);
+                        const int64_t j = pd_b107_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc127[pd_r][pd_v] = (pd_acc127[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc107[pd_r][pd_v] = (pd_acc107[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr107; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv127; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv107; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)] = pd_acc127[pd_r][pd_v];
+                    C[((pd_b107_b) * N + (pd_b107_i + pd_r)) * M + (pd_b107_j + pd_v)] = pd_acc107[pd_r][pd_v];
                   }
                 }
               }
@@ -5672,32 +4925,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
                   if ((pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32 >= (0))
                   {
-                    int64_t pd_b126_b;
-                    int64_t pd_b126_i;
-                    int64_t pd_b126_j;
-                    int64_t pd_b126_k;
-                    const int64_t pd_nr126 = N;
-                    const int64_t pd_nv126 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                    int64_t pd_b106_b;
+                    int64_t pd_b106_i;
+                    int64_t pd_b106_j;
+                    int64_t pd_b106_k;
+                    const int64_t pd_nr106 = N;
+                    const int64_t pd_nv106 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                     {
-                      pd_b126_b = pd_c0;
-                      pd_b126_i = 0;
-                      pd_b126_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
+                      pd_b106_b = pd_c0;
+                      pd_b106_i = 0;
+                      pd_b106_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
                     }
-                    float pd_acc126[5][32];
+                    float pd_acc106[5][32];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc126[pd_r][pd_v] = 0;
+                        pd_acc106[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv126; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv106; pd_v < 32; pd_v++)
                       {
-                        pd_acc126[pd_r][pd_v] = C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)];
+                        pd_acc106[pd_r][pd_v] = C[((pd_b106_b) * N + (pd_b106_i + pd_r)) * M + (pd_b106_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5710,20 +4963,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b126_i + pd_min(pd_r, pd_nr126 - 1);
-                            const int64_t j = pd_b126_j + pd_v;
+                            const int64_t i = pd_b106_i + pd_min(pd_r, pd_nr106 - 1);
+                            const int64_t j = pd_b106_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc126[pd_r][pd_v] = (pd_acc126[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc106[pd_r][pd_v] = (pd_acc106[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr106; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv126; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv106; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)] = pd_acc126[pd_r][pd_v];
+                        C[((pd_b106_b) * N + (pd_b106_i + pd_r)) * M + (pd_b106_j + pd_v)] = pd_acc106[pd_r][pd_v];
                       }
                     }
                   }
@@ -5762,35 +5015,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((M) <= 16 && (0) + (M) - 16 >= (0))
               {
-                int64_t pd_b129_b;
-                int64_t pd_b129_i;
-                int64_t pd_b129_j;
-                int64_t pd_b129_k;
-                const int64_t pd_nr129 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv129 = M;
+                int64_t pd_b109_b;
+                int64_t pd_b109_i;
+                int64_t pd_b109_j;
+                int64_t pd_b109_k;
+                const int64_t pd_nr109 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv109 = M;
                 {
-                  pd_b129_b = pd_c0;
-                  pd_b129_i = pd_c2;
-                  pd_b129_j = (0) + (M) - 16;
+                  pd_b109_b = pd_c0;
+                  pd_b109_i = pd_c2;
+                  pd_b109_j = (0) + (M) - 16;
                 }
-                float pd_acc129[6][16];
+                float pd_acc109[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc129[pd_r][pd_v] = 0;
+                    pd_acc109[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr129; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr109; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv129; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv109; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b129_b) - 0;
-                    const int64_t i = ((pd_b129_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b129_j + pd_v)) - 0;
-                    pd_acc129[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b109_b) - 0;
+                    const int64_t i = ((pd_b109_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b109_j + pd_v)) - 0;
+                    pd_acc109[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5803,20 +5056,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b129_i + pd_min(pd_r, pd_nr129 - 1);
-                        const int64_t j = pd_b129_j + pd_v;
+                        const int64_t i = pd_b109_i + pd_min(pd_r, pd_nr109 - 1);
+                        const int64_t j = pd_b109_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc129[pd_r][pd_v] = (pd_acc129[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc109[pd_r][pd_v] = (pd_acc109[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr129; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr109; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv129; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv109; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b129_b) * N + (pd_b129_i + pd_r)) * M + (pd_b129_j + pd_v)] = pd_acc129[pd_r][pd_v];
+                    C[((pd_b109_b) * N + (pd_b109_i + pd_r)) * M + (pd_b109_j + pd_v)] = pd_acc109[pd_r][pd_v];
                   }
                 }
               }
@@ -5825,35 +5078,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                   if ((0) + (M) - 32 >= (0))
                   {
-                    int64_t pd_b128_b;
-                    int64_t pd_b128_i;
-                    int64_t pd_b128_j;
-                    int64_t pd_b128_k;
-                    const int64_t pd_nr128 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv128 = M;
+                    int64_t pd_b108_b;
+                    int64_t pd_b108_i;
+                    int64_t pd_b108_j;
+                    int64_t pd_b108_k;
+                    const int64_t pd_nr108 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv108 = M;
                     {
-                      pd_b128_b = pd_c0;
-                      pd_b128_i = pd_c2;
-                      pd_b128_j = (0) + (M) - 32;
+                      pd_b108_b = pd_c0;
+                      pd_b108_i = pd_c2;
+                      pd_b108_j = (0) + (M) - 32;
                     }
-                    float pd_acc128[6][32];
+                    float pd_acc108[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc128[pd_r][pd_v] = 0;
+                        pd_acc108[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr128; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv128; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv108; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b128_b) - 0;
-                        const int64_t i = ((pd_b128_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b128_j + pd_v)) - 0;
-                        pd_acc128[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b108_b) - 0;
+                        const int64_t i = ((pd_b108_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b108_j + pd_v)) - 0;
+                        pd_acc108[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5866,20 +5119,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b128_i + pd_min(pd_r, pd_nr128 - 1);
-                            const int64_t j = pd_b128_j + pd_v;
+                            const int64_t i = pd_b108_i + pd_min(pd_r, pd_nr108 - 1);
+                            const int64_t j = pd_b108_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc128[pd_r][pd_v] = (pd_acc128[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc108[pd_r][pd_v] = (pd_acc108[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr128; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr108; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv128; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv108; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b128_b) * N + (pd_b128_i + pd_r)) * M + (pd_b128_j + pd_v)] = pd_acc128[pd_r][pd_v];
+                        C[((pd_b108_b) * N + (pd_b108_i + pd_r)) * M + (pd_b108_j + pd_v)] = pd_acc108[pd_r][pd_v];
                       }
                     }
                   }
@@ -5976,8 +5229,8 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk12_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk12 = pd_pk12_s;
+            float pd_pk10_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk10 = pd_pk10_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -5986,11 +5239,11 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                   {
-                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                   }
                   for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
@@ -6004,24 +5257,24 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
                   {
                     {
-                      int64_t pd_b139_b;
-                      int64_t pd_b139_i;
-                      int64_t pd_b139_j;
-                      int64_t pd_b139_k;
+                      int64_t pd_b119_b;
+                      int64_t pd_b119_i;
+                      int64_t pd_b119_j;
+                      int64_t pd_b119_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b139_b = pd_c0;
-                        pd_b139_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b139_j = ((pd_c1 + pd_c6) + pd_c10);
+                        pd_b119_b = pd_c0;
+                        pd_b119_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b119_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                      float pd_acc139[6][32];
+                      float pd_acc119[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc139[pd_r][pd_v] = C[((pd_b139_b) * N + (pd_b139_i + pd_r)) * M + (pd_b139_j + pd_v)];
+                          pd_acc119[pd_r][pd_v] = C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6037,7 +5290,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc139[(i) - pd_b139_i][(j) - pd_b139_j] = (pd_acc139[(i) - pd_b139_i][(j) - pd_b139_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc119[(i) - pd_b119_i][(j) - pd_b119_j] = (pd_acc119[(i) - pd_b119_i][(j) - pd_b119_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -6047,7 +5300,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b139_b) * N + (pd_b139_i + pd_r)) * M + (pd_b139_j + pd_v)] = pd_acc139[pd_r][pd_v];
+                          C[((pd_b119_b) * N + (pd_b119_i + pd_r)) * M + (pd_b119_j + pd_v)] = pd_acc119[pd_r][pd_v];
                         }
                       }
                     }
@@ -6057,32 +5310,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b141_b;
-                        int64_t pd_b141_i;
-                        int64_t pd_b141_j;
-                        int64_t pd_b141_k;
-                        const int64_t pd_nr141 = 6;
-                        const int64_t pd_nv141 = ((M - pd_c1) % 32);
+                        int64_t pd_b121_b;
+                        int64_t pd_b121_i;
+                        int64_t pd_b121_j;
+                        int64_t pd_b121_k;
+                        const int64_t pd_nr121 = 6;
+                        const int64_t pd_nv121 = ((M - pd_c1) % 32);
                         {
-                          pd_b141_b = pd_c0;
-                          pd_b141_i = (pd_c3 + pd_c5);
-                          pd_b141_j = ((-((M - pd_c1) % 32)) + M);
+                          pd_b121_b = pd_c0;
+                          pd_b121_i = (pd_c3 + pd_c5);
+                          pd_b121_j = ((-((M - pd_c1) % 32)) + M);
                         }
-                        float pd_acc141[6][16];
+                        float pd_acc121[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc141[pd_r][pd_v] = 0;
+                            pd_acc121[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr141; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv141; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv121; pd_v++)
                           {
-                            pd_acc141[pd_r][pd_v] = C[((pd_b141_b) * N + (pd_b141_i + pd_r)) * M + (pd_b141_j + pd_v)];
+                            pd_acc121[pd_r][pd_v] = C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6095,20 +5348,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b141_i + pd_min(pd_r, pd_nr141 - 1);
-                                const int64_t j = pd_b141_j + pd_v;
+                                const int64_t i = pd_b121_i + pd_min(pd_r, pd_nr121 - 1);
+                                const int64_t j = pd_b121_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc141[pd_r][pd_v] = (pd_acc141[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc121[pd_r][pd_v] = (pd_acc121[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr141; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr121; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv141; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv121; pd_v++)
                           {
-                            C[((pd_b141_b) * N + (pd_b141_i + pd_r)) * M + (pd_b141_j + pd_v)] = pd_acc141[pd_r][pd_v];
+                            C[((pd_b121_b) * N + (pd_b121_i + pd_r)) * M + (pd_b121_j + pd_v)] = pd_acc121[pd_r][pd_v];
                           }
                         }
                       }
@@ -6117,32 +5370,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b140_b;
-                            int64_t pd_b140_i;
-                            int64_t pd_b140_j;
-                            int64_t pd_b140_k;
-                            const int64_t pd_nr140 = 6;
-                            const int64_t pd_nv140 = ((M - pd_c1) % 32);
+                            int64_t pd_b120_b;
+                            int64_t pd_b120_i;
+                            int64_t pd_b120_j;
+                            int64_t pd_b120_k;
+                            const int64_t pd_nr120 = 6;
+                            const int64_t pd_nv120 = ((M - pd_c1) % 32);
                             {
-                              pd_b140_b = pd_c0;
-                              pd_b140_i = (pd_c3 + pd_c5);
-                              pd_b140_j = ((-((M - pd_c1) % 32)) + M);
+                              pd_b120_b = pd_c0;
+                              pd_b120_i = (pd_c3 + pd_c5);
+                              pd_b120_j = ((-((M - pd_c1) % 32)) + M);
                             }
-                            float pd_acc140[6][32];
+                            float pd_acc120[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc140[pd_r][pd_v] = 0;
+                                pd_acc120[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr140; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv140; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
                               {
-                                pd_acc140[pd_r][pd_v] = C[((pd_b140_b) * N + (pd_b140_i + pd_r)) * M + (pd_b140_j + pd_v)];
+                                pd_acc120[pd_r][pd_v] = C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6155,20 +5408,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b140_i + pd_min(pd_r, pd_nr140 - 1);
-                                    const int64_t j = pd_b140_j + pd_v;
+                                    const int64_t i = pd_b120_i + pd_min(pd_r, pd_nr120 - 1);
+                                    const int64_t j = pd_b120_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc140[pd_r][pd_v] = (pd_acc140[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc120[pd_r][pd_v] = (pd_acc120[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr140; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr120; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv140; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv120; pd_v++)
                               {
-                                C[((pd_b140_b) * N + (pd_b140_i + pd_r)) * M + (pd_b140_j + pd_v)] = pd_acc140[pd_r][pd_v];
+                                C[((pd_b120_b) * N + (pd_b120_i + pd_r)) * M + (pd_b120_j + pd_v)] = pd_acc120[pd_r][pd_v];
                               }
                             }
                           }
@@ -6187,7 +5440,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                     const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -6203,32 +5456,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b143_b;
-                        int64_t pd_b143_i;
-                        int64_t pd_b143_j;
-                        int64_t pd_b143_k;
-                        const int64_t pd_nr143 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv143 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b123_b;
+                        int64_t pd_b123_i;
+                        int64_t pd_b123_j;
+                        int64_t pd_b123_k;
+                        const int64_t pd_nr123 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv123 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b143_b = pd_c0;
-                          pd_b143_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b143_j = (pd_c1 + pd_c6);
+                          pd_b123_b = pd_c0;
+                          pd_b123_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b123_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc143[5][16];
+                        float pd_acc123[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc143[pd_r][pd_v] = 0;
+                            pd_acc123[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr143; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv143; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
                           {
-                            pd_acc143[pd_r][pd_v] = C[((pd_b143_b) * N + (pd_b143_i + pd_r)) * M + (pd_b143_j + pd_v)];
+                            pd_acc123[pd_r][pd_v] = C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6241,20 +5494,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b143_i + pd_min(pd_r, pd_nr143 - 1);
-                                const int64_t j = pd_b143_j + pd_v;
+                                const int64_t i = pd_b123_i + pd_min(pd_r, pd_nr123 - 1);
+                                const int64_t j = pd_b123_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc143[pd_r][pd_v] = (pd_acc143[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc123[pd_r][pd_v] = (pd_acc123[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr143; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr123; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv143; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv123; pd_v++)
                           {
-                            C[((pd_b143_b) * N + (pd_b143_i + pd_r)) * M + (pd_b143_j + pd_v)] = pd_acc143[pd_r][pd_v];
+                            C[((pd_b123_b) * N + (pd_b123_i + pd_r)) * M + (pd_b123_j + pd_v)] = pd_acc123[pd_r][pd_v];
                           }
                         }
                       }
@@ -6263,32 +5516,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                           if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b142_b;
-                            int64_t pd_b142_i;
-                            int64_t pd_b142_j;
-                            int64_t pd_b142_k;
-                            const int64_t pd_nr142 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv142 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            int64_t pd_b122_b;
+                            int64_t pd_b122_i;
+                            int64_t pd_b122_j;
+                            int64_t pd_b122_k;
+                            const int64_t pd_nr122 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv122 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                             {
-                              pd_b142_b = pd_c0;
-                              pd_b142_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b142_j = (pd_c1 + pd_c6);
+                              pd_b122_b = pd_c0;
+                              pd_b122_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b122_j = (pd_c1 + pd_c6);
                             }
-                            float pd_acc142[5][32];
+                            float pd_acc122[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc142[pd_r][pd_v] = 0;
+                                pd_acc122[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr142; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv142; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
                               {
-                                pd_acc142[pd_r][pd_v] = C[((pd_b142_b) * N + (pd_b142_i + pd_r)) * M + (pd_b142_j + pd_v)];
+                                pd_acc122[pd_r][pd_v] = C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6301,20 +5554,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b142_i + pd_min(pd_r, pd_nr142 - 1);
-                                    const int64_t j = pd_b142_j + pd_v;
+                                    const int64_t i = pd_b122_i + pd_min(pd_r, pd_nr122 - 1);
+                                    const int64_t j = pd_b122_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc142[pd_r][pd_v] = (pd_acc142[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc122[pd_r][pd_v] = (pd_acc122[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr142; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr122; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv142; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv122; pd_v++)
                               {
-                                C[((pd_b142_b) * N + (pd_b142_i + pd_r)) * M + (pd_b142_j + pd_v)] = pd_acc142[pd_r][pd_v];
+                                C[((pd_b122_b) * N + (pd_b122_i + pd_r)) * M + (pd_b122_j + pd_v)] = pd_acc122[pd_r][pd_v];
                               }
                             }
                           }
@@ -6333,7 +5586,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                     const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -6352,32 +5605,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b145_b;
-                        int64_t pd_b145_i;
-                        int64_t pd_b145_j;
-                        int64_t pd_b145_k;
-                        const int64_t pd_nr145 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv145 = (M - pd_c1);
+                        int64_t pd_b125_b;
+                        int64_t pd_b125_i;
+                        int64_t pd_b125_j;
+                        int64_t pd_b125_k;
+                        const int64_t pd_nr125 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv125 = (M - pd_c1);
                         {
-                          pd_b145_b = pd_c0;
-                          pd_b145_i = (pd_c3 + pd_c5);
-                          pd_b145_j = pd_c1;
+                          pd_b125_b = pd_c0;
+                          pd_b125_i = (pd_c3 + pd_c5);
+                          pd_b125_j = pd_c1;
                         }
-                        float pd_acc145[6][16];
+                        float pd_acc125[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc145[pd_r][pd_v] = 0;
+                            pd_acc125[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr145; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv145; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
                           {
-                            pd_acc145[pd_r][pd_v] = C[((pd_b145_b) * N + (pd_b145_i + pd_r)) * M + (pd_b145_j + pd_v)];
+                            pd_acc125[pd_r][pd_v] = C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6390,20 +5643,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b145_i + pd_min(pd_r, pd_nr145 - 1);
-                                const int64_t j = pd_b145_j + pd_v;
+                                const int64_t i = pd_b125_i + pd_min(pd_r, pd_nr125 - 1);
+                                const int64_t j = pd_b125_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc145[pd_r][pd_v] = (pd_acc145[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc125[pd_r][pd_v] = (pd_acc125[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr145; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr125; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv145; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv125; pd_v++)
                           {
-                            C[((pd_b145_b) * N + (pd_b145_i + pd_r)) * M + (pd_b145_j + pd_v)] = pd_acc145[pd_r][pd_v];
+                            C[((pd_b125_b) * N + (pd_b125_i + pd_r)) * M + (pd_b125_j + pd_v)] = pd_acc125[pd_r][pd_v];
                           }
                         }
                       }
@@ -6412,32 +5665,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((pd_c1 + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b144_b;
-                            int64_t pd_b144_i;
-                            int64_t pd_b144_j;
-                            int64_t pd_b144_k;
-                            const int64_t pd_nr144 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                            const int64_t pd_nv144 = (M - pd_c1);
+                            int64_t pd_b124_b;
+                            int64_t pd_b124_i;
+                            int64_t pd_b124_j;
+                            int64_t pd_b124_k;
+                            const int64_t pd_nr124 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                            const int64_t pd_nv124 = (M - pd_c1);
                             {
-                              pd_b144_b = pd_c0;
-                              pd_b144_i = (pd_c3 + pd_c5);
-                              pd_b144_j = pd_c1;
+                              pd_b124_b = pd_c0;
+                              pd_b124_i = (pd_c3 + pd_c5);
+                              pd_b124_j = pd_c1;
                             }
-                            float pd_acc144[6][32];
+                            float pd_acc124[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc144[pd_r][pd_v] = 0;
+                                pd_acc124[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr144; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr124; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv144; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv124; pd_v++)
                               {
-                                pd_acc144[pd_r][pd_v] = C[((pd_b144_b) * N + (pd_b144_i + pd_r)) * M + (pd_b144_j + pd_v)];
+                                pd_acc124[pd_r][pd_v] = C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6450,20 +5703,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b144_i + pd_min(pd_r, pd_nr144 - 1);
-                                    const int64_t j = pd_b144_j + pd_v;
+                                    const int64_t i = pd_b124_i + pd_min(pd_r, pd_nr124 - 1);
+                                    const int64_t j = pd_b124_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc144[pd_r][pd_v] = (pd_acc144[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc124[pd_r][pd_v] = (pd_acc124[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr144; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr124; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv144; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv124; pd_v++)
                               {
-                                C[((pd_b144_b) * N + (pd_b144_i + pd_r)) * M + (pd_b144_j + pd_v)] = pd_acc144[pd_r][pd_v];
+                                C[((pd_b124_b) * N + (pd_b124_i + pd_r)) * M + (pd_b124_j + pd_v)] = pd_acc124[pd_r][pd_v];
                               }
                             }
                           }
@@ -6482,7 +5735,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                     const int64_t j = (pd_c1 + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -6498,32 +5751,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b147_b;
-                        int64_t pd_b147_i;
-                        int64_t pd_b147_j;
-                        int64_t pd_b147_k;
-                        const int64_t pd_nr147 = (N - pd_c3);
-                        const int64_t pd_nv147 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b127_b;
+                        int64_t pd_b127_i;
+                        int64_t pd_b127_j;
+                        int64_t pd_b127_k;
+                        const int64_t pd_nr127 = (N - pd_c3);
+                        const int64_t pd_nv127 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b147_b = pd_c0;
-                          pd_b147_i = pd_c3;
-                          pd_b147_j = (pd_c1 + pd_c6);
+                          pd_b127_b = pd_c0;
+                          pd_b127_i = pd_c3;
+                          pd_b127_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc147[5][16];
+                        float pd_acc127[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc147[pd_r][pd_v] = 0;
+                            pd_acc127[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr147; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv147; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv127; pd_v++)
                           {
-                            pd_acc147[pd_r][pd_v] = C[((pd_b147_b) * N + (pd_b147_i + pd_r)) * M + (pd_b147_j + pd_v)];
+                            pd_acc127[pd_r][pd_v] = C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6536,20 +5789,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b147_i + pd_min(pd_r, pd_nr147 - 1);
-                                const int64_t j = pd_b147_j + pd_v;
+                                const int64_t i = pd_b127_i + pd_min(pd_r, pd_nr127 - 1);
+                                const int64_t j = pd_b127_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc147[pd_r][pd_v] = (pd_acc147[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc127[pd_r][pd_v] = (pd_acc127[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr147; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr127; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv147; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv127; pd_v++)
                           {
-                            C[((pd_b147_b) * N + (pd_b147_i + pd_r)) * M + (pd_b147_j + pd_v)] = pd_acc147[pd_r][pd_v];
+                            C[((pd_b127_b) * N + (pd_b127_i + pd_r)) * M + (pd_b127_j + pd_v)] = pd_acc127[pd_r][pd_v];
                           }
                         }
                       }
@@ -6558,32 +5811,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                           if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b146_b;
-                            int64_t pd_b146_i;
-                            int64_t pd_b146_j;
-                            int64_t pd_b146_k;
-                            const int64_t pd_nr146 = (N - pd_c3);
-                            const int64_t pd_nv146 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            int64_t pd_b126_b;
+                            int64_t pd_b126_i;
+                            int64_t pd_b126_j;
+                            int64_t pd_b126_k;
+                            const int64_t pd_nr126 = (N - pd_c3);
+                            const int64_t pd_nv126 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                             {
-                              pd_b146_b = pd_c0;
-                              pd_b146_i = pd_c3;
-                              pd_b146_j = (pd_c1 + pd_c6);
+                              pd_b126_b = pd_c0;
+                              pd_b126_i = pd_c3;
+                              pd_b126_j = (pd_c1 + pd_c6);
                             }
-                            float pd_acc146[5][32];
+                            float pd_acc126[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc146[pd_r][pd_v] = 0;
+                                pd_acc126[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr146; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv146; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv126; pd_v++)
                               {
-                                pd_acc146[pd_r][pd_v] = C[((pd_b146_b) * N + (pd_b146_i + pd_r)) * M + (pd_b146_j + pd_v)];
+                                pd_acc126[pd_r][pd_v] = C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -6596,20 +5849,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b146_i + pd_min(pd_r, pd_nr146 - 1);
-                                    const int64_t j = pd_b146_j + pd_v;
+                                    const int64_t i = pd_b126_i + pd_min(pd_r, pd_nr126 - 1);
+                                    const int64_t j = pd_b126_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc146[pd_r][pd_v] = (pd_acc146[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc126[pd_r][pd_v] = (pd_acc126[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr146; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr126; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv146; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv126; pd_v++)
                               {
-                                C[((pd_b146_b) * N + (pd_b146_i + pd_r)) * M + (pd_b146_j + pd_v)] = pd_acc146[pd_r][pd_v];
+                                C[((pd_b126_b) * N + (pd_b126_i + pd_r)) * M + (pd_b126_j + pd_v)] = pd_acc126[pd_r][pd_v];
                               }
                             }
                           }
@@ -6628,7 +5881,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = (pd_c3 + pd_c9);
                                     const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }

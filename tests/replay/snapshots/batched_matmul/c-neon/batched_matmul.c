@@ -1477,7 +1477,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
     }
   }
-  if (((N >= 48) && (M >= 256)))
+  if ((M >= 256))
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
@@ -1512,90 +1512,158 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
               }
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < (N - 47); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
               {
-                for (int64_t pd_c5 = 0; pd_c5 <= 42; pd_c5 += 6)
+                if ((N >= (pd_c3 + 6)))
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
                   {
+                    for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
                     {
-                      int64_t pd_b35_b;
-                      int64_t pd_b35_i;
-                      int64_t pd_b35_j;
-                      int64_t pd_b35_k;
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
-                        pd_b35_b = pd_c0;
-                        pd_b35_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b35_j = ((pd_c1 + pd_c6) + pd_c10);
-                      }
-                      float pd_acc35[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        int64_t pd_b34_b;
+                        int64_t pd_b34_i;
+                        int64_t pd_b34_j;
+                        int64_t pd_b34_k;
                         {
-                          pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                          const int64_t pd_c9 = 0;
+                          const int64_t pd_c10 = 0;
+                          pd_b34_b = pd_c0;
+                          pd_b34_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b34_j = ((pd_c1 + pd_c6) + pd_c10);
                         }
-                      }
-                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        float pd_acc34[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
+                            pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
                             {
-                              const int64_t b = pd_c0;
-                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                              const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] = (pd_acc35[(i) - pd_b35_i][(j) - pd_b35_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] = (pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
                             }
                           }
                         }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
-                          C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                          }
+                        }
+                      }
+                    }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
+                    {
+                      if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                      {
+                        int64_t pd_b35_b;
+                        int64_t pd_b35_i;
+                        int64_t pd_b35_j;
+                        int64_t pd_b35_k;
+                        const int64_t pd_nr35 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv35 = 8;
+                        {
+                          pd_b35_b = pd_c0;
+                          pd_b35_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b35_j = (pd_c1 + pd_c6);
+                        }
+                        float pd_acc35[5][8];
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc35[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
+                          {
+                            pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
+                                const int64_t j = pd_b35_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
+                          {
+                            C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                          }
                         }
                       }
                     }
                   }
                 }
-              }
-              if (!pd_w7)
-              {
-                #pragma omp barrier
-              }
-              if (((N % 48) >= 6))
-              {
-                for (int64_t pd_c5 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c5 <= ((N % 48) - 6); pd_c5 += (pd_w7 ? 1 : pd_team_size()) * 6)
+                else
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
+                  for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
                   {
+                    if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                     {
                       int64_t pd_b36_b;
                       int64_t pd_b36_i;
                       int64_t pd_b36_j;
                       int64_t pd_b36_k;
+                      const int64_t pd_nr36 = (N - pd_c3);
+                      const int64_t pd_nv36 = 8;
                       {
-                        const int64_t pd_c9 = 0;
-                        const int64_t pd_c10 = 0;
                         pd_b36_b = pd_c0;
-                        pd_b36_i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                        pd_b36_j = ((pd_c1 + pd_c6) + pd_c10);
+                        pd_b36_i = pd_c3;
+                        pd_b36_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc36[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      float pd_acc36[5][8];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        {
+                          pd_acc36[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
                         {
                           pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
                         }
@@ -1603,157 +1671,29 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = ((((-(N % 48)) + N) + pd_c5) + pd_c9);
-                              const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
+                              const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
+                              const int64_t j = pd_b36_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] = (pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
                         {
                           C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
                         }
                       }
-                    }
-                  }
-                }
-                if (!pd_w7)
-                {
-                  #pragma omp barrier
-                }
-                for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 8)
-                {
-                  if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((N % 48) >= 6)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                  {
-                    int64_t pd_b37_b;
-                    int64_t pd_b37_i;
-                    int64_t pd_b37_j;
-                    int64_t pd_b37_k;
-                    const int64_t pd_nr37 = (N % 6);
-                    const int64_t pd_nv37 = 8;
-                    {
-                      pd_b37_b = pd_c0;
-                      pd_b37_i = ((-(N % 6)) + N);
-                      pd_b37_j = (pd_c1 + pd_c6);
-                    }
-                    float pd_acc37[5][8];
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        pd_acc37[pd_r][pd_v] = 0;
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
-                      {
-                        pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          {
-                            const int64_t b = pd_c0;
-                            const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                            const int64_t j = pd_b37_j + pd_v;
-                            const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
-                      {
-                        C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (!pd_w7)
-                {
-                  #pragma omp barrier
-                }
-              }
-              for (int64_t pd_c6 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c6 <= 255; pd_c6 += (pd_w7 ? 1 : pd_team_size()) * 8)
-              {
-                if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 48) <= 5)) && ((N % 48) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                {
-                  int64_t pd_b38_b;
-                  int64_t pd_b38_i;
-                  int64_t pd_b38_j;
-                  int64_t pd_b38_k;
-                  const int64_t pd_nr38 = (N % 48);
-                  const int64_t pd_nv38 = 8;
-                  {
-                    pd_b38_b = pd_c0;
-                    pd_b38_i = ((-(N % 48)) + N);
-                    pd_b38_j = (pd_c1 + pd_c6);
-                  }
-                  float pd_acc38[5][8];
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      pd_acc38[pd_r][pd_v] = 0;
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
-                    {
-                      pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
-                    }
-                  }
-                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        {
-                          const int64_t b = pd_c0;
-                          const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                          const int64_t j = pd_b38_j + pd_v;
-                          const int64_t k = (pd_c2 + pd_c7);
-                          pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                        }
-                      }
-                    }
-                  }
-                  for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
-                    {
-                      C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
                     }
                   }
                 }
@@ -1798,24 +1738,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
                     {
                       {
-                        int64_t pd_b39_b;
-                        int64_t pd_b39_i;
-                        int64_t pd_b39_j;
-                        int64_t pd_b39_k;
+                        int64_t pd_b37_b;
+                        int64_t pd_b37_i;
+                        int64_t pd_b37_j;
+                        int64_t pd_b37_k;
                         {
                           const int64_t pd_c9 = 0;
                           const int64_t pd_c10 = 0;
-                          pd_b39_b = pd_c0;
-                          pd_b39_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b39_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                          pd_b37_b = pd_c0;
+                          pd_b37_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b37_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                         }
-                        float pd_acc39[6][8];
+                        float pd_acc37[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
+                            pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1831,7 +1771,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] = (pd_acc39[(i) - pd_b39_i][(j) - pd_b39_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc37[(i) - pd_b37_i][(j) - pd_b37_j] = (pd_acc37[(i) - pd_b37_i][(j) - pd_b37_j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -1841,24 +1781,194 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+                            C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
                           }
                         }
                       }
                     }
-                    if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b38_b;
+                        int64_t pd_b38_i;
+                        int64_t pd_b38_j;
+                        int64_t pd_b38_k;
+                        const int64_t pd_nr38 = 6;
+                        const int64_t pd_nv38 = (M % 8);
+                        {
+                          pd_b38_b = pd_c0;
+                          pd_b38_i = (pd_c3 + pd_c5);
+                          pd_b38_j = ((-(M % 8)) + M);
+                        }
+                        float pd_acc38[6][8];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          {
+                            pd_acc38[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                          {
+                            pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
+                                const int64_t j = pd_b38_j + pd_v;
+                                const int64_t k = (pd_c2 + pd_c7);
+                                pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                          {
+                            C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                            {
+                              {
+                                const int64_t b = pd_c0;
+                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                                const int64_t k = (pd_c2 + pd_c7);
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
+                  if (((pd_c3 + 47) >= N))
+                  {
+                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
+                    {
+                      if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                        if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
+                        {
+                          int64_t pd_b39_b;
+                          int64_t pd_b39_i;
+                          int64_t pd_b39_j;
+                          int64_t pd_b39_k;
+                          const int64_t pd_nr39 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv39 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
+                          {
+                            pd_b39_b = pd_c0;
+                            pd_b39_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b39_j = (((-(M % 256)) + M) + pd_c6);
+                          }
+                          float pd_acc39[5][8];
+                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                            {
+                              pd_acc39[pd_r][pd_v] = 0;
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
+                            {
+                              pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
+                            }
+                          }
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
+                                  const int64_t j = pd_b39_j + pd_v;
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
+                            {
+                              C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+                            }
+                          }
+                        }
+                        else
+                        {
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                          {
+                            #pragma GCC unroll 16
+                            for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
+                            {
+                              #pragma omp simd
+                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
+                              {
+                                {
+                                  const int64_t b = pd_c0;
+                                  const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
+                                  const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                                  const int64_t k = (pd_c2 + pd_c7);
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                }
+                              }
+                            }
+                          }
+                        }
+                    }
+                  }
+                }
+                else
+                {
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
+                  {
+                    if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                      if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                       {
                         int64_t pd_b40_b;
                         int64_t pd_b40_i;
                         int64_t pd_b40_j;
                         int64_t pd_b40_k;
-                        const int64_t pd_nr40 = 6;
-                        const int64_t pd_nv40 = (M % 8);
+                        const int64_t pd_nr40 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv40 = (M % 256);
                         {
                           pd_b40_b = pd_c0;
                           pd_b40_i = (pd_c3 + pd_c5);
-                          pd_b40_j = ((-(M % 8)) + M);
+                          pd_b40_j = ((-(M % 256)) + M);
                         }
                         float pd_acc40[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
@@ -1909,15 +2019,15 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                         {
                           #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
                           {
                             #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                            for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
                             {
                               {
                                 const int64_t b = pd_c0;
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                                const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
                                 const int64_t k = (pd_c2 + pd_c7);
                                 C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
@@ -1926,22 +2036,22 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         }
                       }
                   }
-                  if (((pd_c3 + 47) >= N))
+                  if ((((pd_c3 + 5) >= N) && ((M % 256) >= 8)))
                   {
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
                     {
-                      if ((((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                      if ((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                         if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
                         {
                           int64_t pd_b41_b;
                           int64_t pd_b41_i;
                           int64_t pd_b41_j;
                           int64_t pd_b41_k;
-                          const int64_t pd_nr41 = ((N - pd_c3) % 6);
+                          const int64_t pd_nr41 = (N - pd_c3);
                           const int64_t pd_nv41 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
                           {
                             pd_b41_b = pd_c0;
-                            pd_b41_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b41_i = pd_c3;
                             pd_b41_j = (((-(M % 256)) + M) + pd_c6);
                           }
                           float pd_acc41[5][8];
@@ -1993,176 +2103,6 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= (((N - pd_c3) % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M % 256) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                }
-                else
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(47, ((N - pd_c3) - 1)); pd_c5 += 6)
-                  {
-                    if (((((((((((((((N >= 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b42_b;
-                        int64_t pd_b42_i;
-                        int64_t pd_b42_j;
-                        int64_t pd_b42_k;
-                        const int64_t pd_nr42 = (((N >= ((pd_c3 + pd_c5) + 6)) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv42 = (M % 256);
-                        {
-                          pd_b42_b = pd_c0;
-                          pd_b42_i = (pd_c3 + pd_c5);
-                          pd_b42_j = ((-(M % 256)) + M);
-                        }
-                        float pd_acc42[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc42[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
-                          {
-                            pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                                const int64_t j = pd_b42_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
-                          {
-                            C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, (((N - pd_c3) - pd_c5) - 1)); pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (((M - 8) % 256) - 248); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if ((((pd_c3 + 5) >= N) && ((M % 256) >= 8)))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 1); pd_c6 += 8)
-                    {
-                      if (((((((((((((((N >= 48) && (M >= 256)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                        if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b43_b;
-                          int64_t pd_b43_i;
-                          int64_t pd_b43_j;
-                          int64_t pd_b43_k;
-                          const int64_t pd_nr43 = (N - pd_c3);
-                          const int64_t pd_nv43 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
-                          {
-                            pd_b43_b = pd_c0;
-                            pd_b43_i = pd_c3;
-                            pd_b43_j = (((-(M % 256)) + M) + pd_c6);
-                          }
-                          float pd_acc43[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc43[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                            {
-                              pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                                  const int64_t j = pd_b43_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk6[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
-                            {
-                              C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
                             for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
                             {
                               #pragma omp simd
@@ -2204,205 +2144,198 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
       {
         const int pd_w8 = pd_t8 < pd_s8;
         const int64_t pd_c0 = 0 + pd_t8 * 1;
-        if ((N <= 47))
+        for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
-          for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
           {
-            for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
+            float pd_pk8_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk8 = pd_pk8_s;
+            for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
+              for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
               {
-                float pd_pk9_s[69632] __attribute__((aligned(64)));
-                float *restrict pd_pk9 = pd_pk9_s;
-                for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
                 {
-                  for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
+                  #pragma omp simd
+                  for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
                   {
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
-                      {
-                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
-                      }
-                      for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
-                      {
-                        pd_pk9[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                      }
-                    }
+                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                  }
+                  for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
+                  {
+                    pd_pk8[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
-                if (((N >= 6) && (M >= (pd_c1 + 8))))
+              }
+            }
+            for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
+            {
+              if ((N >= (pd_c3 + 6)))
+              {
+                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
                 {
-                  for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < (N - 5); pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
+                  for (int64_t pd_c6 = 0; pd_c6 < (M - 7); pd_c6 += 8)
                   {
-                    for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
                     {
+                      int64_t pd_b46_b;
+                      int64_t pd_b46_i;
+                      int64_t pd_b46_j;
+                      int64_t pd_b46_k;
                       {
-                        int64_t pd_b53_b;
-                        int64_t pd_b53_i;
-                        int64_t pd_b53_j;
-                        int64_t pd_b53_k;
+                        const int64_t pd_c9 = 0;
+                        const int64_t pd_c10 = 0;
+                        pd_b46_b = pd_c0;
+                        pd_b46_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b46_j = (pd_c6 + pd_c10);
+                      }
+                      float pd_acc46[6][8];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b53_b = pd_c0;
-                          pd_b53_i = (pd_c5 + pd_c9);
-                          pd_b53_j = ((pd_c1 + pd_c6) + pd_c10);
+                          pd_acc46[pd_r][pd_v] = C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
                         }
-                        float pd_acc53[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                          for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
                           {
-                            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c5 + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc53[(i) - pd_b53_i][(j) - pd_b53_j] = (pd_acc53[(i) - pd_b53_i][(j) - pd_b53_j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (pd_c6 + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc46[(i) - pd_b46_i][(j) - pd_b46_j] = (pd_acc46[(i) - pd_b46_i][(j) - pd_b46_j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
+                      }
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        {
+                          C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                        }
+                      }
+                    }
+                  }
+                  if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
+                    if (((((-(M % 8)) + M) + 7)) - (0) < 272)
+                    {
+                      int64_t pd_b47_b;
+                      int64_t pd_b47_i;
+                      int64_t pd_b47_j;
+                      int64_t pd_b47_k;
+                      const int64_t pd_nr47 = 6;
+                      const int64_t pd_nv47 = (M % 8);
+                      {
+                        pd_b47_b = pd_c0;
+                        pd_b47_i = (pd_c3 + pd_c5);
+                        pd_b47_j = ((-(M % 8)) + M);
+                      }
+                      float pd_acc47[6][8];
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        {
+                          pd_acc47[pd_r][pd_v] = 0;
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                        {
+                          pd_acc47[pd_r][pd_v] = C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
+                              const int64_t j = pd_b47_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                            }
+                          }
+                        }
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                        {
+                          C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
+                          {
+                            {
+                              const int64_t b = pd_c0;
+                              const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                              const int64_t j = (((-(M % 8)) + M) + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                            }
                           }
                         }
                       }
                     }
-                    if (((pd_c1 + 255) >= M))
-                    {
-                      if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b54_b;
-                          int64_t pd_b54_i;
-                          int64_t pd_b54_j;
-                          int64_t pd_b54_k;
-                          const int64_t pd_nr54 = 6;
-                          const int64_t pd_nv54 = ((M - pd_c1) % 8);
-                          {
-                            pd_b54_b = pd_c0;
-                            pd_b54_i = pd_c5;
-                            pd_b54_j = ((-((M - pd_c1) % 8)) + M);
-                          }
-                          float pd_acc54[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc54[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
-                            {
-                              pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
-                                  const int64_t j = pd_b54_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
-                            {
-                              C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c5 + pd_c9);
-                                  const int64_t j = (((-(M % 8)) + M) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                  }
-                  if (!pd_w8)
+                }
+                if (((pd_c3 + 47) >= N))
+                {
+                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
                   {
-                    #pragma omp barrier
-                  }
-                  for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 8; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 8)
-                  {
-                    if ((((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                      if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
+                    if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                      if (((pd_c6 + 7)) - (0) < 272)
                       {
-                        int64_t pd_b55_b;
-                        int64_t pd_b55_i;
-                        int64_t pd_b55_j;
-                        int64_t pd_b55_k;
-                        const int64_t pd_nr55 = (N % 6);
-                        const int64_t pd_nv55 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b48_b;
+                        int64_t pd_b48_i;
+                        int64_t pd_b48_j;
+                        int64_t pd_b48_k;
+                        const int64_t pd_nr48 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv48 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
                         {
-                          pd_b55_b = pd_c0;
-                          pd_b55_i = ((-(N % 6)) + N);
-                          pd_b55_j = (pd_c1 + pd_c6);
+                          pd_b48_b = pd_c0;
+                          pd_b48_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b48_j = pd_c6;
                         }
-                        float pd_acc55[5][8];
+                        float pd_acc48[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc55[pd_r][pd_v] = 0;
+                            pd_acc48[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
                           {
-                            pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
+                            pd_acc48[pd_r][pd_v] = C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2415,20 +2348,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                                const int64_t j = pd_b55_j + pd_v;
+                                const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
+                                const int64_t j = pd_b48_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
                           {
-                            C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+                            C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
                           }
                         }
                       }
@@ -2440,547 +2373,111 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
                           {
                             #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
+                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (!pd_w8)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-                else
-                {
-                  if ((N <= 5))
-                  {
-                    for (int64_t pd_c6 = 0 + (pd_w8 ? 0 : pd_team_id()) * 8; pd_c6 <= pd_min(255, ((M - pd_c1) - 1)); pd_c6 += (pd_w8 ? 1 : pd_team_size()) * 8)
-                    {
-                      if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c6 % 8) == 0)))
-                        if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b56_b;
-                          int64_t pd_b56_i;
-                          int64_t pd_b56_j;
-                          int64_t pd_b56_k;
-                          const int64_t pd_nr56 = N;
-                          const int64_t pd_nv56 = ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c1) - pd_c6));
-                          {
-                            pd_b56_b = pd_c0;
-                            pd_b56_i = 0;
-                            pd_b56_j = (pd_c1 + pd_c6);
-                          }
-                          float pd_acc56[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc56[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                            {
-                              pd_acc56[pd_r][pd_v] = C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
-                                  const int64_t j = pd_b56_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
-                            {
-                              C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 < N; pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, (((M - pd_c1) - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_c9;
-                                  const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w8)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                  else
-                  {
-                    for (int64_t pd_c5 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c5 < N; pd_c5 += (pd_w8 ? 1 : pd_team_size()) * 6)
-                    {
-                      if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c5 % 6) == 0)))
-                        if (((pd_c1 + 7)) - (pd_c1) < 272)
-                        {
-                          int64_t pd_b57_b;
-                          int64_t pd_b57_i;
-                          int64_t pd_b57_j;
-                          int64_t pd_b57_k;
-                          const int64_t pd_nr57 = ((N >= (pd_c5 + 6)) ? 6 : (N - pd_c5));
-                          const int64_t pd_nv57 = (M - pd_c1);
-                          {
-                            pd_b57_b = pd_c0;
-                            pd_b57_i = pd_c5;
-                            pd_b57_j = pd_c1;
-                          }
-                          float pd_acc57[6][8];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc57[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                            {
-                              pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
-                                  const int64_t j = pd_b57_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
-                            {
-                              C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= pd_min(5, ((N - pd_c5) - 1)); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 < (M - pd_c1); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (pd_c5 + pd_c9);
-                                  const int64_t j = (pd_c1 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk9[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                    if (!pd_w8)
-                    {
-                      #pragma omp barrier
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-        else
-        {
-          for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
-          {
-            {
-              float pd_pk10_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk10 = pd_pk10_s;
-              for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
-              {
-                for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
-                {
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
-                    {
-                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
-                    }
-                    for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
-                    {
-                      pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
-                    }
-                  }
-                }
-              }
-              for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
-              {
-                if ((N >= (pd_c3 + 6)))
-                {
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(42, ((N - pd_c3) - 6)); pd_c5 += 6)
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < (M - 7); pd_c6 += 8)
-                    {
-                      {
-                        int64_t pd_b58_b;
-                        int64_t pd_b58_i;
-                        int64_t pd_b58_j;
-                        int64_t pd_b58_k;
-                        {
-                          const int64_t pd_c9 = 0;
-                          const int64_t pd_c10 = 0;
-                          pd_b58_b = pd_c0;
-                          pd_b58_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b58_j = (pd_c6 + pd_c10);
-                        }
-                        float pd_acc58[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc58[pd_r][pd_v] = C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= 7; pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
+                                const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                 const int64_t j = (pd_c6 + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] = (pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
-                          }
-                        }
-                      }
-                    }
-                    if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
-                      if (((((-(M % 8)) + M) + 7)) - (0) < 272)
-                      {
-                        int64_t pd_b59_b;
-                        int64_t pd_b59_i;
-                        int64_t pd_b59_j;
-                        int64_t pd_b59_k;
-                        const int64_t pd_nr59 = 6;
-                        const int64_t pd_nv59 = (M % 8);
-                        {
-                          pd_b59_b = pd_c0;
-                          pd_b59_i = (pd_c3 + pd_c5);
-                          pd_b59_j = ((-(M % 8)) + M);
-                        }
-                        float pd_acc59[6][8];
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc59[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
-                          {
-                            pd_acc59[pd_r][pd_v] = C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
-                                const int64_t j = pd_b59_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
-                          {
-                            C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 <= 5; pd_c9 += 1)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 < (M % 8); pd_c10 += 1)
-                            {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
-                                const int64_t j = (((-(M % 8)) + M) + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
                         }
                       }
-                  }
-                  if (((pd_c3 + 47) >= N))
-                  {
-                    for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
-                    {
-                      if (((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                        if (((pd_c6 + 7)) - (0) < 272)
-                        {
-                          int64_t pd_b60_b;
-                          int64_t pd_b60_i;
-                          int64_t pd_b60_j;
-                          int64_t pd_b60_k;
-                          const int64_t pd_nr60 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv60 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
-                          {
-                            pd_b60_b = pd_c0;
-                            pd_b60_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b60_j = pd_c6;
-                          }
-                          float pd_acc60[5][8];
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              pd_acc60[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
-                            {
-                              pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
-                                  const int64_t j = pd_b60_j + pd_v;
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
-                            {
-                              C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c9 = 0; pd_c9 <= ((N % 6) - 1); pd_c9 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
-                              {
-                                {
-                                  const int64_t b = pd_c0;
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c9);
-                                  const int64_t j = (pd_c6 + pd_c10);
-                                  const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
                   }
                 }
-                else
+              }
+              else
+              {
+                for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
                 {
-                  for (int64_t pd_c6 = 0; pd_c6 < M; pd_c6 += 8)
-                  {
-                    if ((((((((((((((N >= 48) && (M <= 255)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
-                      if (((pd_c6 + 7)) - (0) < 272)
+                  if (((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
+                    if (((pd_c6 + 7)) - (0) < 272)
+                    {
+                      int64_t pd_b49_b;
+                      int64_t pd_b49_i;
+                      int64_t pd_b49_j;
+                      int64_t pd_b49_k;
+                      const int64_t pd_nr49 = (N - pd_c3);
+                      const int64_t pd_nv49 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
                       {
-                        int64_t pd_b61_b;
-                        int64_t pd_b61_i;
-                        int64_t pd_b61_j;
-                        int64_t pd_b61_k;
-                        const int64_t pd_nr61 = (N - pd_c3);
-                        const int64_t pd_nv61 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
+                        pd_b49_b = pd_c0;
+                        pd_b49_i = pd_c3;
+                        pd_b49_j = pd_c6;
+                      }
+                      float pd_acc49[5][8];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_b61_b = pd_c0;
-                          pd_b61_i = pd_c3;
-                          pd_b61_j = pd_c6;
+                          pd_acc49[pd_r][pd_v] = 0;
                         }
-                        float pd_acc61[5][8];
+                      }
+                      for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+                        {
+                          pd_acc49[pd_r][pd_v] = C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
+                        }
+                      }
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc61[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
-                          {
-                            pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
-                                const int64_t j = pd_b61_j + pd_v;
-                                const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
+                              const int64_t j = pd_b49_j + pd_v;
+                              const int64_t k = (pd_c2 + pd_c7);
+                              pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
-                          {
-                            C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
-                          }
-                        }
                       }
-                      else
+                      for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
                       {
-                        for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
                         {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                          C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
+                        }
+                      }
+                    }
+                    else
+                    {
+                      for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
+                      {
+                        #pragma GCC unroll 16
+                        for (int64_t pd_c9 = 0; pd_c9 < (N - pd_c3); pd_c9 += 1)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
                           {
-                            #pragma omp simd
-                            for (int64_t pd_c10 = 0; pd_c10 <= pd_min(7, ((M - pd_c6) - 1)); pd_c10 += 1)
                             {
-                              {
-                                const int64_t b = pd_c0;
-                                const int64_t i = (pd_c3 + pd_c9);
-                                const int64_t j = (pd_c6 + pd_c10);
-                                const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
-                              }
+                              const int64_t b = pd_c0;
+                              const int64_t i = (pd_c3 + pd_c9);
+                              const int64_t j = (pd_c6 + pd_c10);
+                              const int64_t k = (pd_c2 + pd_c7);
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk8[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
                       }
-                  }
+                    }
                 }
               }
-              if (!pd_w8)
-              {
-                #pragma omp barrier
-              }
+            }
+            if (!pd_w8)
+            {
+              #pragma omp barrier
             }
           }
         }
@@ -3002,27 +2499,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b62_b;
-          int64_t pd_b62_i;
-          int64_t pd_b62_j;
-          int64_t pd_b62_k;
+          int64_t pd_b50_b;
+          int64_t pd_b50_i;
+          int64_t pd_b50_j;
+          int64_t pd_b50_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b62_b = pd_c0;
-            pd_b62_i = (pd_c2 + pd_c5);
-            pd_b62_j = pd_c6;
+            pd_b50_b = pd_c0;
+            pd_b50_i = (pd_c2 + pd_c5);
+            pd_b50_j = pd_c6;
           }
-          float pd_acc62[8][4];
+          float pd_acc50[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b62_b) - 0;
-              const int64_t i = ((pd_b62_i + pd_r)) - 0;
-              const int64_t j = ((pd_b62_j + pd_v)) - 0;
-              pd_acc62[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b50_b) - 0;
+              const int64_t i = ((pd_b50_i + pd_r)) - 0;
+              const int64_t j = ((pd_b50_j + pd_v)) - 0;
+              pd_acc50[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3038,7 +2535,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc62[(i) - pd_b62_i][(j) - pd_b62_j] = (pd_acc62[(i) - pd_b62_i][(j) - pd_b62_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc50[(i) - pd_b50_i][(j) - pd_b50_j] = (pd_acc50[(i) - pd_b50_i][(j) - pd_b50_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -3048,7 +2545,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
+              C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
             }
           }
         }
@@ -3068,32 +2565,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b63_b;
-        int64_t pd_b63_i;
-        int64_t pd_b63_j;
-        int64_t pd_b63_k;
-        const int64_t pd_nr63 = (N % 8);
-        const int64_t pd_nv63 = 4;
+        int64_t pd_b51_b;
+        int64_t pd_b51_i;
+        int64_t pd_b51_j;
+        int64_t pd_b51_k;
+        const int64_t pd_nr51 = (N % 8);
+        const int64_t pd_nv51 = 4;
         {
-          pd_b63_b = pd_c0;
-          pd_b63_i = ((-(N % 8)) + N);
-          pd_b63_j = 0;
+          pd_b51_b = pd_c0;
+          pd_b51_i = ((-(N % 8)) + N);
+          pd_b51_j = 0;
         }
-        float pd_acc63[7][4];
+        float pd_acc51[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc63[pd_r][pd_v] = 0;
+            pd_acc51[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
           {
-            pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
+            pd_acc51[pd_r][pd_v] = C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3106,20 +2603,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
-                const int64_t j = pd_b63_j + pd_v;
+                const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
+                const int64_t j = pd_b51_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
           {
-            C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+            C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
           }
         }
       }
@@ -3128,35 +2625,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b64_b;
-            int64_t pd_b64_i;
-            int64_t pd_b64_j;
-            int64_t pd_b64_k;
-            const int64_t pd_nr64 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv64 = (M - 4);
+            int64_t pd_b52_b;
+            int64_t pd_b52_i;
+            int64_t pd_b52_j;
+            int64_t pd_b52_k;
+            const int64_t pd_nr52 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv52 = (M - 4);
             {
-              pd_b64_b = pd_c0;
-              pd_b64_i = pd_c2;
-              pd_b64_j = (4) + ((M - 4)) - 4;
+              pd_b52_b = pd_c0;
+              pd_b52_i = pd_c2;
+              pd_b52_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc64[8][4];
+            float pd_acc52[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc64[pd_r][pd_v] = 0;
+                pd_acc52[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv64; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv52; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b64_b) - 0;
-                const int64_t i = ((pd_b64_i + pd_r)) - 0;
-                const int64_t j = ((pd_b64_j + pd_v)) - 0;
-                pd_acc64[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b52_b) - 0;
+                const int64_t i = ((pd_b52_i + pd_r)) - 0;
+                const int64_t j = ((pd_b52_j + pd_v)) - 0;
+                pd_acc52[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3169,20 +2666,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
-                    const int64_t j = pd_b64_j + pd_v;
+                    const int64_t i = pd_b52_i + pd_min(pd_r, pd_nr52 - 1);
+                    const int64_t j = pd_b52_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv64; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv52; pd_v < 4; pd_v++)
               {
-                C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
+                C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
               }
             }
           }
@@ -3252,32 +2749,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b66_b;
-              int64_t pd_b66_i;
-              int64_t pd_b66_j;
-              int64_t pd_b66_k;
-              const int64_t pd_nr66 = N;
-              const int64_t pd_nv66 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b54_b;
+              int64_t pd_b54_i;
+              int64_t pd_b54_j;
+              int64_t pd_b54_k;
+              const int64_t pd_nr54 = N;
+              const int64_t pd_nv54 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b66_b = pd_c0;
-                pd_b66_i = 0;
-                pd_b66_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b54_b = pd_c0;
+                pd_b54_i = 0;
+                pd_b54_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc66[7][4];
+              float pd_acc54[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc66[pd_r][pd_v] = 0;
+                  pd_acc54[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv66; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv54; pd_v < 4; pd_v++)
                 {
-                  pd_acc66[pd_r][pd_v] = C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
+                  pd_acc54[pd_r][pd_v] = C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3290,20 +2787,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
-                      const int64_t j = pd_b66_j + pd_v;
+                      const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
+                      const int64_t j = pd_b54_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv66; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv54; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
+                  C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
                 }
               }
             }
@@ -3359,27 +2856,27 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b70_b;
-              int64_t pd_b70_i;
-              int64_t pd_b70_j;
-              int64_t pd_b70_k;
+              int64_t pd_b58_b;
+              int64_t pd_b58_i;
+              int64_t pd_b58_j;
+              int64_t pd_b58_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b70_b = pd_c0;
-                pd_b70_i = (pd_c2 + pd_c5);
-                pd_b70_j = (pd_c1 + pd_c6);
+                pd_b58_b = pd_c0;
+                pd_b58_i = (pd_c2 + pd_c5);
+                pd_b58_j = (pd_c1 + pd_c6);
               }
-              float pd_acc70[6][8];
+              float pd_acc58[6][8];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  const int64_t b = (pd_b70_b) - 0;
-                  const int64_t i = ((pd_b70_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b70_j + pd_v)) - 0;
-                  pd_acc70[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b58_b) - 0;
+                  const int64_t i = ((pd_b58_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b58_j + pd_v)) - 0;
+                  pd_acc58[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3395,7 +2892,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] = (pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] = (pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -3405,7 +2902,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
+                  C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
                 }
               }
             }
@@ -3425,32 +2922,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 8) == 0)))
           {
-            int64_t pd_b71_b;
-            int64_t pd_b71_i;
-            int64_t pd_b71_j;
-            int64_t pd_b71_k;
-            const int64_t pd_nr71 = (N % 6);
-            const int64_t pd_nv71 = 8;
+            int64_t pd_b59_b;
+            int64_t pd_b59_i;
+            int64_t pd_b59_j;
+            int64_t pd_b59_k;
+            const int64_t pd_nr59 = (N % 6);
+            const int64_t pd_nv59 = 8;
             {
-              pd_b71_b = pd_c0;
-              pd_b71_i = ((-(N % 6)) + N);
-              pd_b71_j = pd_c1;
+              pd_b59_b = pd_c0;
+              pd_b59_i = ((-(N % 6)) + N);
+              pd_b59_j = pd_c1;
             }
-            float pd_acc71[5][8];
+            float pd_acc59[5][8];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc71[pd_r][pd_v] = 0;
+                pd_acc59[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
               {
-                pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
+                pd_acc59[pd_r][pd_v] = C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3463,20 +2960,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
-                    const int64_t j = pd_b71_j + pd_v;
+                    const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
+                    const int64_t j = pd_b59_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
               {
-                C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
+                C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
               }
             }
           }
@@ -3492,35 +2989,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((((N >= 6) && (M >= 8)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 8) >= 1)) && ((pd_c2 % 6) == 0)))
               if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
               {
-                int64_t pd_b72_b;
-                int64_t pd_b72_i;
-                int64_t pd_b72_j;
-                int64_t pd_b72_k;
-                const int64_t pd_nr72 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv72 = (M % 8);
+                int64_t pd_b60_b;
+                int64_t pd_b60_i;
+                int64_t pd_b60_j;
+                int64_t pd_b60_k;
+                const int64_t pd_nr60 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv60 = (M % 8);
                 {
-                  pd_b72_b = pd_c0;
-                  pd_b72_i = pd_c2;
-                  pd_b72_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                  pd_b60_b = pd_c0;
+                  pd_b60_i = pd_c2;
+                  pd_b60_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
                 }
-                float pd_acc72[6][8];
+                float pd_acc60[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc72[pd_r][pd_v] = 0;
+                    pd_acc60[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv60; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b72_b) - 0;
-                    const int64_t i = ((pd_b72_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b72_j + pd_v)) - 0;
-                    pd_acc72[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b60_b) - 0;
+                    const int64_t i = ((pd_b60_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b60_j + pd_v)) - 0;
+                    pd_acc60[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3533,20 +3030,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                        const int64_t j = pd_b72_j + pd_v;
+                        const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
+                        const int64_t j = pd_b60_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv72; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv60; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                    C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
                   }
                 }
               }
@@ -3624,32 +3121,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
               if ((pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8 >= (0))
               {
-                int64_t pd_b75_b;
-                int64_t pd_b75_i;
-                int64_t pd_b75_j;
-                int64_t pd_b75_k;
-                const int64_t pd_nr75 = N;
-                const int64_t pd_nv75 = (((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1));
+                int64_t pd_b63_b;
+                int64_t pd_b63_i;
+                int64_t pd_b63_j;
+                int64_t pd_b63_k;
+                const int64_t pd_nr63 = N;
+                const int64_t pd_nv63 = (((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1));
                 {
-                  pd_b75_b = pd_c0;
-                  pd_b75_i = 0;
-                  pd_b75_j = (pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8;
+                  pd_b63_b = pd_c0;
+                  pd_b63_i = 0;
+                  pd_b63_j = (pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8;
                 }
-                float pd_acc75[5][8];
+                float pd_acc63[5][8];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc75[pd_r][pd_v] = 0;
+                    pd_acc63[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv75; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv63; pd_v < 8; pd_v++)
                   {
-                    pd_acc75[pd_r][pd_v] = C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)];
+                    pd_acc63[pd_r][pd_v] = C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3662,20 +3159,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b75_i + pd_min(pd_r, pd_nr75 - 1);
-                        const int64_t j = pd_b75_j + pd_v;
+                        const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
+                        const int64_t j = pd_b63_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc75[pd_r][pd_v] = (pd_acc75[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr75; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv75; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv63; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b75_b) * N + (pd_b75_i + pd_r)) * M + (pd_b75_j + pd_v)] = pd_acc75[pd_r][pd_v];
+                    C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
                   }
                 }
               }
@@ -3713,35 +3210,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             if ((((((((N >= 6) && (M <= 7)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((0) + (M) - 8 >= (0))
               {
-                int64_t pd_b76_b;
-                int64_t pd_b76_i;
-                int64_t pd_b76_j;
-                int64_t pd_b76_k;
-                const int64_t pd_nr76 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv76 = M;
+                int64_t pd_b64_b;
+                int64_t pd_b64_i;
+                int64_t pd_b64_j;
+                int64_t pd_b64_k;
+                const int64_t pd_nr64 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv64 = M;
                 {
-                  pd_b76_b = pd_c0;
-                  pd_b76_i = pd_c2;
-                  pd_b76_j = (0) + (M) - 8;
+                  pd_b64_b = pd_c0;
+                  pd_b64_i = pd_c2;
+                  pd_b64_j = (0) + (M) - 8;
                 }
-                float pd_acc76[6][8];
+                float pd_acc64[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc76[pd_r][pd_v] = 0;
+                    pd_acc64[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv76; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv64; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b76_b) - 0;
-                    const int64_t i = ((pd_b76_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b76_j + pd_v)) - 0;
-                    pd_acc76[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b64_b) - 0;
+                    const int64_t i = ((pd_b64_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b64_j + pd_v)) - 0;
+                    pd_acc64[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3754,20 +3251,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b76_i + pd_min(pd_r, pd_nr76 - 1);
-                        const int64_t j = pd_b76_j + pd_v;
+                        const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
+                        const int64_t j = pd_b64_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc76[pd_r][pd_v] = (pd_acc76[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr76; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv76; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv64; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b76_b) * N + (pd_b76_i + pd_r)) * M + (pd_b76_j + pd_v)] = pd_acc76[pd_r][pd_v];
+                    C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
                   }
                 }
               }
@@ -3863,8 +3360,8 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk12_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk12 = pd_pk12_s;
+            float pd_pk10_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk10 = pd_pk10_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -3873,11 +3370,11 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                   {
-                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                   }
                   for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk12[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk10[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
@@ -3891,24 +3388,24 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
                   {
                     {
-                      int64_t pd_b82_b;
-                      int64_t pd_b82_i;
-                      int64_t pd_b82_j;
-                      int64_t pd_b82_k;
+                      int64_t pd_b70_b;
+                      int64_t pd_b70_i;
+                      int64_t pd_b70_j;
+                      int64_t pd_b70_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b82_b = pd_c0;
-                        pd_b82_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b82_j = ((pd_c1 + pd_c6) + pd_c10);
+                        pd_b70_b = pd_c0;
+                        pd_b70_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b70_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                      float pd_acc82[6][8];
+                      float pd_acc70[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc82[pd_r][pd_v] = C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)];
+                          pd_acc70[pd_r][pd_v] = C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3924,7 +3421,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] = (pd_acc82[(i) - pd_b82_i][(j) - pd_b82_j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] = (pd_acc70[(i) - pd_b70_i][(j) - pd_b70_j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -3934,7 +3431,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b82_b) * N + (pd_b82_i + pd_r)) * M + (pd_b82_j + pd_v)] = pd_acc82[pd_r][pd_v];
+                          C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
                         }
                       }
                     }
@@ -3944,32 +3441,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b83_b;
-                        int64_t pd_b83_i;
-                        int64_t pd_b83_j;
-                        int64_t pd_b83_k;
-                        const int64_t pd_nr83 = 6;
-                        const int64_t pd_nv83 = ((M - pd_c1) % 8);
+                        int64_t pd_b71_b;
+                        int64_t pd_b71_i;
+                        int64_t pd_b71_j;
+                        int64_t pd_b71_k;
+                        const int64_t pd_nr71 = 6;
+                        const int64_t pd_nv71 = ((M - pd_c1) % 8);
                         {
-                          pd_b83_b = pd_c0;
-                          pd_b83_i = (pd_c3 + pd_c5);
-                          pd_b83_j = ((-((M - pd_c1) % 8)) + M);
+                          pd_b71_b = pd_c0;
+                          pd_b71_i = (pd_c3 + pd_c5);
+                          pd_b71_j = ((-((M - pd_c1) % 8)) + M);
                         }
-                        float pd_acc83[6][8];
+                        float pd_acc71[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc83[pd_r][pd_v] = 0;
+                            pd_acc71[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
                           {
-                            pd_acc83[pd_r][pd_v] = C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)];
+                            pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3982,20 +3479,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b83_i + pd_min(pd_r, pd_nr83 - 1);
-                                const int64_t j = pd_b83_j + pd_v;
+                                const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
+                                const int64_t j = pd_b71_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc83[pd_r][pd_v] = (pd_acc83[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr83; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv83; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
                           {
-                            C[((pd_b83_b) * N + (pd_b83_i + pd_r)) * M + (pd_b83_j + pd_v)] = pd_acc83[pd_r][pd_v];
+                            C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
                           }
                         }
                       }
@@ -4014,7 +3511,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -4029,32 +3526,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                       if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b84_b;
-                        int64_t pd_b84_i;
-                        int64_t pd_b84_j;
-                        int64_t pd_b84_k;
-                        const int64_t pd_nr84 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv84 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b72_b;
+                        int64_t pd_b72_i;
+                        int64_t pd_b72_j;
+                        int64_t pd_b72_k;
+                        const int64_t pd_nr72 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv72 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b84_b = pd_c0;
-                          pd_b84_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b84_j = (pd_c1 + pd_c6);
+                          pd_b72_b = pd_c0;
+                          pd_b72_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b72_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc84[5][8];
+                        float pd_acc72[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc84[pd_r][pd_v] = 0;
+                            pd_acc72[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
                           {
-                            pd_acc84[pd_r][pd_v] = C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)];
+                            pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -4067,20 +3564,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b84_i + pd_min(pd_r, pd_nr84 - 1);
-                                const int64_t j = pd_b84_j + pd_v;
+                                const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
+                                const int64_t j = pd_b72_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc84[pd_r][pd_v] = (pd_acc84[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr84; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv84; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
                           {
-                            C[((pd_b84_b) * N + (pd_b84_i + pd_r)) * M + (pd_b84_j + pd_v)] = pd_acc84[pd_r][pd_v];
+                            C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
                           }
                         }
                       }
@@ -4099,7 +3596,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                 const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -4117,32 +3614,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((pd_c1 + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b85_b;
-                        int64_t pd_b85_i;
-                        int64_t pd_b85_j;
-                        int64_t pd_b85_k;
-                        const int64_t pd_nr85 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv85 = (M - pd_c1);
+                        int64_t pd_b73_b;
+                        int64_t pd_b73_i;
+                        int64_t pd_b73_j;
+                        int64_t pd_b73_k;
+                        const int64_t pd_nr73 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv73 = (M - pd_c1);
                         {
-                          pd_b85_b = pd_c0;
-                          pd_b85_i = (pd_c3 + pd_c5);
-                          pd_b85_j = pd_c1;
+                          pd_b73_b = pd_c0;
+                          pd_b73_i = (pd_c3 + pd_c5);
+                          pd_b73_j = pd_c1;
                         }
-                        float pd_acc85[6][8];
+                        float pd_acc73[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc85[pd_r][pd_v] = 0;
+                            pd_acc73[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
                           {
-                            pd_acc85[pd_r][pd_v] = C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)];
+                            pd_acc73[pd_r][pd_v] = C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -4155,20 +3652,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b85_i + pd_min(pd_r, pd_nr85 - 1);
-                                const int64_t j = pd_b85_j + pd_v;
+                                const int64_t i = pd_b73_i + pd_min(pd_r, pd_nr73 - 1);
+                                const int64_t j = pd_b73_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc85[pd_r][pd_v] = (pd_acc85[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc73[pd_r][pd_v] = (pd_acc73[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr85; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr73; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv85; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv73; pd_v++)
                           {
-                            C[((pd_b85_b) * N + (pd_b85_i + pd_r)) * M + (pd_b85_j + pd_v)] = pd_acc85[pd_r][pd_v];
+                            C[((pd_b73_b) * N + (pd_b73_i + pd_r)) * M + (pd_b73_j + pd_v)] = pd_acc73[pd_r][pd_v];
                           }
                         }
                       }
@@ -4187,7 +3684,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = (pd_c1 + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -4202,32 +3699,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                       if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b86_b;
-                        int64_t pd_b86_i;
-                        int64_t pd_b86_j;
-                        int64_t pd_b86_k;
-                        const int64_t pd_nr86 = (N - pd_c3);
-                        const int64_t pd_nv86 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b74_b;
+                        int64_t pd_b74_i;
+                        int64_t pd_b74_j;
+                        int64_t pd_b74_k;
+                        const int64_t pd_nr74 = (N - pd_c3);
+                        const int64_t pd_nv74 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b86_b = pd_c0;
-                          pd_b86_i = pd_c3;
-                          pd_b86_j = (pd_c1 + pd_c6);
+                          pd_b74_b = pd_c0;
+                          pd_b74_i = pd_c3;
+                          pd_b74_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc86[5][8];
+                        float pd_acc74[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc86[pd_r][pd_v] = 0;
+                            pd_acc74[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
                           {
-                            pd_acc86[pd_r][pd_v] = C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)];
+                            pd_acc74[pd_r][pd_v] = C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -4240,20 +3737,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b86_i + pd_min(pd_r, pd_nr86 - 1);
-                                const int64_t j = pd_b86_j + pd_v;
+                                const int64_t i = pd_b74_i + pd_min(pd_r, pd_nr74 - 1);
+                                const int64_t j = pd_b74_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc86[pd_r][pd_v] = (pd_acc86[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc74[pd_r][pd_v] = (pd_acc74[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr86; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr74; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv86; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv74; pd_v++)
                           {
-                            C[((pd_b86_b) * N + (pd_b86_i + pd_r)) * M + (pd_b86_j + pd_v)] = pd_acc86[pd_r][pd_v];
+                            C[((pd_b74_b) * N + (pd_b74_i + pd_r)) * M + (pd_b74_j + pd_v)] = pd_acc74[pd_r][pd_v];
                           }
                         }
                       }
@@ -4272,7 +3769,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = (pd_c3 + pd_c9);
                                 const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk12[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk10[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }

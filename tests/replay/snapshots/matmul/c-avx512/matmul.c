@@ -1351,59 +1351,214 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
     }
   }
-  if ((N >= 48))
+  for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
   {
-    for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
+    for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
+      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+        float pd_pk2_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk2 = pd_pk2_s;
+        for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
-          float pd_pk2_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk2 = pd_pk2_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
           {
+            #pragma omp simd
+            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
             {
-              #pragma omp simd
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+            }
+            for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
+            {
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
+            }
+          }
+        }
+        {
+          const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
+          const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
+          for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+          {
+            const int pd_w4 = pd_t4 < pd_s4;
+            const int64_t pd_c2 = 0 + pd_t4 * 48;
+            for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+            {
+              for (int64_t pd_c4 = 0; pd_c4 <= 224; pd_c4 += 32)
               {
-                pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+                {
+                  int64_t pd_b23_i;
+                  int64_t pd_b23_j;
+                  int64_t pd_b23_k;
+                  {
+                    const int64_t pd_c6 = 0;
+                    const int64_t pd_c7 = 0;
+                    pd_b23_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b23_j = ((pd_c0 + pd_c4) + pd_c7);
+                  }
+                  float pd_acc23[6][32];
+                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                    {
+                      pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
+                      {
+                        {
+                          const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
+                          const int64_t k = (pd_c1 + pd_c5);
+                          pd_acc23[(i) - pd_b23_i][(j) - pd_b23_j] = (pd_acc23[(i) - pd_b23_i][(j) - pd_b23_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                    {
+                      C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+                    }
+                  }
+                }
               }
-              for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
+            }
+            if (!pd_w4)
+            {
+              #pragma omp barrier
+            }
+            if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
+            {
+              for (int64_t pd_c4 = 0 + (pd_w4 ? 0 : pd_team_id()) * 32; pd_c4 <= 255; pd_c4 += (pd_w4 ? 1 : pd_team_size()) * 32)
               {
-                pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
+                if ((((((((((((((M >= (pd_c0 + 256)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
+                {
+                  int64_t pd_b24_i;
+                  int64_t pd_b24_j;
+                  int64_t pd_b24_k;
+                  const int64_t pd_nr24 = ((N - pd_c2) % 6);
+                  const int64_t pd_nv24 = 32;
+                  {
+                    pd_b24_i = ((-((N - pd_c2) % 6)) + N);
+                    pd_b24_j = (pd_c0 + pd_c4);
+                  }
+                  float pd_acc24[5][32];
+                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                    {
+                      pd_acc24[pd_r][pd_v] = 0;
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
+                    {
+                      pd_acc24[pd_r][pd_v] = C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      {
+                        {
+                          const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
+                          const int64_t j = pd_b24_j + pd_v;
+                          const int64_t k = (pd_c1 + pd_c5);
+                          pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
+                    {
+                      C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+                    }
+                  }
+                }
+              }
+              if (!pd_w4)
+              {
+                #pragma omp barrier
               }
             }
           }
+        }
+        #pragma omp barrier
+      }
+    }
+  }
+  if (((M % 256) >= 1))
+  {
+    for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
+    {
+      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+      {
+        float pd_pk3_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk3 = pd_pk3_s;
+        for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
+        {
           {
-            const int64_t pd_n4 = ((((N - 47)) - (0) + (48) - 1) / (48));
-            const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-            const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-            for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+            #pragma omp simd
+            for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
             {
-              const int pd_w4 = pd_t4 < pd_s4;
-              const int64_t pd_c2 = 0 + pd_t4 * 48;
-              for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= 42; pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
+            }
+            for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
+            {
+              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
+            }
+          }
+        }
+        {
+          const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
+          const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
+          for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+          {
+            const int pd_w5 = pd_t5 < pd_s5;
+            const int64_t pd_c2 = 0 + pd_t5 * 48;
+            if (((M % 256) >= 32))
+            {
+              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
               {
-                for (int64_t pd_c4 = 0; pd_c4 <= 224; pd_c4 += 32)
+                for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 32); pd_c4 += 32)
                 {
                   {
-                    int64_t pd_b23_i;
-                    int64_t pd_b23_j;
-                    int64_t pd_b23_k;
+                    int64_t pd_b25_i;
+                    int64_t pd_b25_j;
+                    int64_t pd_b25_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b23_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b23_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b25_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b25_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                     }
-                    float pd_acc23[6][32];
+                    float pd_acc25[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
+                        pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1416,9 +1571,9 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         {
                           {
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                            const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
+                            const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc23[(i) - pd_b23_i][(j) - pd_b23_j] = (pd_acc23[(i) - pd_b23_i][(j) - pd_b23_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
@@ -1428,914 +1583,323 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+                        C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
                       }
                     }
                   }
                 }
-              }
-              if (!pd_w4)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-          #pragma omp barrier
-          {
-            const int64_t pd_n5 = (((((N % 48) - 6)) - (0) + (6)) / (6));
-            const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-            const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-            for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
-            {
-              const int pd_w5 = pd_t5 < pd_s5;
-              const int64_t pd_c3 = 0 + pd_t5 * 6;
-              for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 32; pd_c4 <= 224; pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 32)
-              {
-                {
-                  int64_t pd_b24_i;
-                  int64_t pd_b24_j;
-                  int64_t pd_b24_k;
+                if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                  if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                   {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b24_i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                    pd_b24_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc24[6][32];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                    int64_t pd_b27_i;
+                    int64_t pd_b27_j;
+                    int64_t pd_b27_k;
+                    const int64_t pd_nr27 = 6;
+                    const int64_t pd_nv27 = (M % 32);
                     {
-                      pd_acc24[pd_r][pd_v] = C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
+                      pd_b27_i = (pd_c2 + pd_c3);
+                      pd_b27_j = ((-(M % 32)) + M);
                     }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                    float pd_acc27[6][16];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
+                        pd_acc27[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                      {
+                        pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          const int64_t i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          {
+                            const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
+                            const int64_t j = pd_b27_j + pd_v;
+                            const int64_t k = (pd_c1 + pd_c5);
+                            pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                          }
                         }
                       }
                     }
-                  }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
                     {
-                      C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                      {
+                        C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                      }
                     }
                   }
-                }
+                  else
+                  {
+                    if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                      if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b26_i;
+                        int64_t pd_b26_j;
+                        int64_t pd_b26_k;
+                        const int64_t pd_nr26 = 6;
+                        const int64_t pd_nv26 = (M % 32);
+                        {
+                          pd_b26_i = (pd_c2 + pd_c3);
+                          pd_b26_j = ((-(M % 32)) + M);
+                        }
+                        float pd_acc26[6][32];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                          {
+                            pd_acc26[pd_r][pd_v] = 0;
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                          {
+                            pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                            {
+                              {
+                                const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
+                                const int64_t j = pd_b26_j + pd_v;
+                                const int64_t k = (pd_c1 + pd_c5);
+                                pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                          {
+                            C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c7 = 0; pd_c7 < (M % 32); pd_c7 += 1)
+                            {
+                              {
+                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                                const int64_t j = (((-(M % 32)) + M) + pd_c7);
+                                const int64_t k = (pd_c1 + pd_c5);
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              }
+                            }
+                          }
+                        }
+                      }
+                  }
               }
               if (!pd_w5)
               {
                 #pragma omp barrier
               }
             }
-          }
-          #pragma omp barrier
-          if (((N % 6) >= 1))
-          {
-            #pragma omp for schedule(static)
-            for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 32)
+            if ((((M % 256) <= 31) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
             {
-              if ((((((((((((N >= 48) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 32) == 0)))
+              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
               {
-                int64_t pd_b25_i;
-                int64_t pd_b25_j;
-                int64_t pd_b25_k;
-                const int64_t pd_nr25 = (N % 6);
-                const int64_t pd_nv25 = 32;
-                {
-                  pd_b25_i = ((-(N % 6)) + N);
-                  pd_b25_j = (pd_c0 + pd_c4);
-                }
-                float pd_acc25[5][32];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                  if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                   {
-                    pd_acc25[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
-                  {
-                    pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                    int64_t pd_b29_i;
+                    int64_t pd_b29_j;
+                    int64_t pd_b29_k;
+                    const int64_t pd_nr29 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                    const int64_t pd_nv29 = (M % 256);
                     {
-                      {
-                        const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                        const int64_t j = pd_b25_j + pd_v;
-                        const int64_t k = (pd_c1 + pd_c5);
-                        pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                      }
+                      pd_b29_i = (pd_c2 + pd_c3);
+                      pd_b29_j = ((-(M % 256)) + M);
                     }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
-                  {
-                    C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  if (((N <= 47) || ((M % 256) >= 1)))
-  {
-    if ((N >= 48))
-    {
-      for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-      {
-        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-        {
-          float pd_pk3_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk3 = pd_pk3_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-          {
-            {
-              #pragma omp simd
-              for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
-              {
-                pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
-              }
-              for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
-              {
-                pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
-              }
-            }
-          }
-          {
-            const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
-            const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-            const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-            for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
-            {
-              const int pd_w6 = pd_t6 < pd_s6;
-              const int64_t pd_c2 = 0 + pd_t6 * 48;
-              if (((M % 256) >= 32))
-              {
-                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 32); pd_c4 += 32)
-                  {
-                    {
-                      int64_t pd_b26_i;
-                      int64_t pd_b26_j;
-                      int64_t pd_b26_k;
-                      {
-                        const int64_t pd_c6 = 0;
-                        const int64_t pd_c7 = 0;
-                        pd_b26_i = ((pd_c2 + pd_c3) + pd_c6);
-                        pd_b26_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                      }
-                      float pd_acc26[6][32];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                          {
-                            {
-                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc26[(i) - pd_b26_i][(j) - pd_b26_j] = (pd_acc26[(i) - pd_b26_i][(j) - pd_b26_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                        {
-                          C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
-                        }
-                      }
-                    }
-                  }
-                  if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b28_i;
-                      int64_t pd_b28_j;
-                      int64_t pd_b28_k;
-                      const int64_t pd_nr28 = 6;
-                      const int64_t pd_nv28 = (M % 32);
-                      {
-                        pd_b28_i = (pd_c2 + pd_c3);
-                        pd_b28_j = ((-(M % 32)) + M);
-                      }
-                      float pd_acc28[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc28[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
-                        {
-                          pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
-                              const int64_t j = pd_b28_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
-                        {
-                          C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b27_i;
-                          int64_t pd_b27_j;
-                          int64_t pd_b27_k;
-                          const int64_t pd_nr27 = 6;
-                          const int64_t pd_nv27 = (M % 32);
-                          {
-                            pd_b27_i = (pd_c2 + pd_c3);
-                            pd_b27_j = ((-(M % 32)) + M);
-                          }
-                          float pd_acc27[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc27[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
-                            {
-                              pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                                  const int64_t j = pd_b27_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
-                            {
-                              C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M % 32); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c7);
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-                if (!pd_w6)
-                {
-                  #pragma omp barrier
-                }
-              }
-              if ((((M % 256) <= 31) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
-              {
-                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
-                {
-                  if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b30_i;
-                      int64_t pd_b30_j;
-                      int64_t pd_b30_k;
-                      const int64_t pd_nr30 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv30 = (M % 256);
-                      {
-                        pd_b30_i = (pd_c2 + pd_c3);
-                        pd_b30_j = ((-(M % 256)) + M);
-                      }
-                      float pd_acc30[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc30[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
-                        {
-                          pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                              const int64_t j = pd_b30_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
-                        {
-                          C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
-                        {
-                          int64_t pd_b29_i;
-                          int64_t pd_b29_j;
-                          int64_t pd_b29_k;
-                          const int64_t pd_nr29 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                          const int64_t pd_nv29 = (M % 256);
-                          {
-                            pd_b29_i = (pd_c2 + pd_c3);
-                            pd_b29_j = ((-(M % 256)) + M);
-                          }
-                          float pd_acc29[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc29[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
-                            {
-                              pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                                  const int64_t j = pd_b29_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
-                            {
-                              C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (((M - 32) % 256) - 224); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                                  const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c7) + 224);
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
-                }
-                if (!pd_w6)
-                {
-                  #pragma omp barrier
-                }
-                if ((((pd_c2 + 47) >= N) && ((M % 256) >= 32)))
-                {
-                  for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 32; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 32)
-                  {
-                    if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                      if (((((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4))) <= 16 && (((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b32_i;
-                        int64_t pd_b32_j;
-                        int64_t pd_b32_k;
-                        const int64_t pd_nr32 = ((N - pd_c2) % 6);
-                        const int64_t pd_nv32 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
-                        {
-                          pd_b32_i = ((-((N - pd_c2) % 6)) + N);
-                          pd_b32_j = (((-(M % 256)) + M) + pd_c4);
-                        }
-                        float pd_acc32[5][16];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            pd_acc32[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
-                          {
-                            pd_acc32[pd_r][pd_v] = C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-                                const int64_t j = pd_b32_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
-                          {
-                            C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
-                          if ((((((-(M % 256)) + M) + pd_c4) + 31)) - (((-(M % 256)) + M)) < 272)
-                          {
-                            int64_t pd_b31_i;
-                            int64_t pd_b31_j;
-                            int64_t pd_b31_k;
-                            const int64_t pd_nr31 = ((N - pd_c2) % 6);
-                            const int64_t pd_nv31 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
-                            {
-                              pd_b31_i = ((-((N - pd_c2) % 6)) + N);
-                              pd_b31_j = (((-(M % 256)) + M) + pd_c4);
-                            }
-                            float pd_acc31[5][32];
-                            for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                pd_acc31[pd_r][pd_v] = 0;
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
-                              {
-                                pd_acc31[pd_r][pd_v] = C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
-                              }
-                            }
-                            for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                              {
-                                #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                                {
-                                  {
-                                    const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                                    const int64_t j = pd_b31_j + pd_v;
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                  }
-                                }
-                              }
-                            }
-                            for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
-                              {
-                                C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
-                              }
-                            }
-                          }
-                          else
-                          {
-                            for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                            {
-                              #pragma GCC unroll 16
-                              for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
-                              {
-                                if (((N % 6) >= (pd_c6 + 1)))
-                                {
-                                  #pragma omp simd
-                                  for (int64_t pd_c7 = 0; pd_c7 <= pd_min(31, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
-                                  {
-                                    {
-                                      const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                      const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                      const int64_t k = (pd_c1 + pd_c5);
-                                      C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                    }
-                                  }
-                                }
-                              }
-                            }
-                          }
-                      }
-                  }
-                  if (!pd_w6)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-              }
-            }
-          }
-          #pragma omp barrier
-        }
-      }
-    }
-    else
-    {
-      for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk4_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk4 = pd_pk4_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk4[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk4[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            if ((M >= (pd_c0 + 32)))
-            {
-              #pragma omp for schedule(static)
-              for (int64_t pd_c3 = 0; pd_c3 < (N - 5); pd_c3 += 6)
-              {
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(224, ((M - pd_c0) - 32)); pd_c4 += 32)
-                {
-                  {
-                    int64_t pd_b33_i;
-                    int64_t pd_b33_j;
-                    int64_t pd_b33_k;
-                    {
-                      const int64_t pd_c6 = 0;
-                      const int64_t pd_c7 = 0;
-                      pd_b33_i = (pd_c3 + pd_c6);
-                      pd_b33_j = ((pd_c0 + pd_c4) + pd_c7);
-                    }
-                    float pd_acc33[6][32];
+                    float pd_acc29[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc33[pd_r][pd_v] = C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                        pd_acc29[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                      {
+                        pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                     {
                       #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c7 = 0; pd_c7 <= 31; pd_c7 += 1)
-                        {
-                          {
-                            const int64_t i = (pd_c3 + pd_c6);
-                            const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                            const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] = (pd_acc33[(i) - pd_b33_i][(j) - pd_b33_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                      {
-                        C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (((pd_c0 + 255) >= M))
-                {
-                  if ((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                    if ((((M - pd_c0) % 32)) <= 16 && ((((-((M - pd_c0) % 32)) + M) + 15)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b35_i;
-                      int64_t pd_b35_j;
-                      int64_t pd_b35_k;
-                      const int64_t pd_nr35 = 6;
-                      const int64_t pd_nv35 = ((M - pd_c0) % 32);
-                      {
-                        pd_b35_i = pd_c3;
-                        pd_b35_j = ((-((M - pd_c0) % 32)) + M);
-                      }
-                      float pd_acc35[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc35[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
-                        {
-                          pd_acc35[pd_r][pd_v] = C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            {
-                              const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
-                              const int64_t j = pd_b35_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
+                            const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
+                            const int64_t j = pd_b29_j + pd_v;
+                            const int64_t k = (pd_c1 + pd_c5);
+                            pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
-                        {
-                          C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
                         }
                       }
                     }
-                    else
+                    for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
                     {
-                      if ((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((((-((M - pd_c0) % 32)) + M) + 31)) - (pd_c0) < 272)
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                      {
+                        C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                      if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
+                      {
+                        int64_t pd_b28_i;
+                        int64_t pd_b28_j;
+                        int64_t pd_b28_k;
+                        const int64_t pd_nr28 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                        const int64_t pd_nv28 = (M % 256);
                         {
-                          int64_t pd_b34_i;
-                          int64_t pd_b34_j;
-                          int64_t pd_b34_k;
-                          const int64_t pd_nr34 = 6;
-                          const int64_t pd_nv34 = ((M - pd_c0) % 32);
+                          pd_b28_i = (pd_c2 + pd_c3);
+                          pd_b28_j = ((-(M % 256)) + M);
+                        }
+                        float pd_acc28[6][32];
+                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_b34_i = pd_c3;
-                            pd_b34_j = ((-((M - pd_c0) % 32)) + M);
+                            pd_acc28[pd_r][pd_v] = 0;
                           }
-                          float pd_acc34[6][32];
+                        }
+                        for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+                        {
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
+                          {
+                            pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                          }
+                        }
+                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                        {
+                          #pragma GCC unroll 16
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc34[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
-                            {
-                              pd_acc34[pd_r][pd_v] = C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                {
-                                  const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                                  const int64_t j = pd_b34_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
+                                const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
+                                const int64_t j = pd_b28_j + pd_v;
+                                const int64_t k = (pd_c1 + pd_c5);
+                                pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
-                            {
-                              C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
-                            }
-                          }
                         }
-                        else
+                        for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
                         {
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                          #pragma omp simd
+                          for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
                           {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                            C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                          }
+                        }
+                      }
+                      else
+                      {
+                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                        {
+                          #pragma GCC unroll 16
+                          for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
+                          {
+                            #pragma omp simd
+                            for (int64_t pd_c7 = 0; pd_c7 < (((M - 32) % 256) - 224); pd_c7 += 1)
                             {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M % 32); pd_c7 += 1)
                               {
-                                {
-                                  const int64_t i = (pd_c3 + pd_c6);
-                                  const int64_t j = (((-(M % 32)) + M) + pd_c7);
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
+                                const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                                const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c7) + 224);
+                                const int64_t k = (pd_c1 + pd_c5);
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                    }
-                }
-              }
-            }
-            if ((((pd_c0 + 31) >= M) || ((N % 6) >= 1)))
-            {
-              if ((M >= (pd_c0 + 32)))
-              {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += 32)
-                {
-                  if (((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 32) == 0)))
-                    if (((((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4))) <= 16 && (((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b37_i;
-                      int64_t pd_b37_j;
-                      int64_t pd_b37_k;
-                      const int64_t pd_nr37 = (N % 6);
-                      const int64_t pd_nv37 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
-                      {
-                        pd_b37_i = ((-(N % 6)) + N);
-                        pd_b37_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc37[5][16];
+                  }
+              }
+              if (!pd_w5)
+              {
+                #pragma omp barrier
+              }
+              if ((((pd_c2 + 47) >= N) && ((M % 256) >= 32)))
+              {
+                for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 32; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 32)
+                {
+                  if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
+                    if (((((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4))) <= 16 && (((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
+                    {
+                      int64_t pd_b31_i;
+                      int64_t pd_b31_j;
+                      int64_t pd_b31_k;
+                      const int64_t pd_nr31 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv31 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
+                      {
+                        pd_b31_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b31_j = (((-(M % 256)) + M) + pd_c4);
+                      }
+                      float pd_acc31[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc37[pd_r][pd_v] = 0;
+                          pd_acc31[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
                         {
-                          pd_acc37[pd_r][pd_v] = C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                          pd_acc31[pd_r][pd_v] = C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2347,52 +1911,52 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                              const int64_t j = pd_b37_j + pd_v;
+                              const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
+                              const int64_t j = pd_b31_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
                         {
-                          C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                          C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
                         }
                       }
                     }
                     else
                     {
-                      if (((((((((((((N <= 47) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 32) == 0)))
-                        if ((((pd_c0 + pd_c4) + 31)) - (pd_c0) < 272)
+                      if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
+                        if ((((((-(M % 256)) + M) + pd_c4) + 31)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b36_i;
-                          int64_t pd_b36_j;
-                          int64_t pd_b36_k;
-                          const int64_t pd_nr36 = (N % 6);
-                          const int64_t pd_nv36 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                          int64_t pd_b30_i;
+                          int64_t pd_b30_j;
+                          int64_t pd_b30_k;
+                          const int64_t pd_nr30 = ((N - pd_c2) % 6);
+                          const int64_t pd_nv30 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
                           {
-                            pd_b36_i = ((-(N % 6)) + N);
-                            pd_b36_j = (pd_c0 + pd_c4);
+                            pd_b30_i = ((-((N - pd_c2) % 6)) + N);
+                            pd_b30_j = (((-(M % 256)) + M) + pd_c4);
                           }
-                          float pd_acc36[5][32];
+                          float pd_acc30[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc36[pd_r][pd_v] = 0;
+                              pd_acc30[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
                             {
-                              pd_acc36[pd_r][pd_v] = C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
+                              pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2404,20 +1968,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                                  const int64_t j = pd_b36_j + pd_v;
+                                  const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
+                                  const int64_t j = pd_b30_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
                             {
-                              C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+                              C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
                             }
                           }
                         }
@@ -2426,19 +1990,16 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                           {
                             #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
+                            for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
                             {
-                              if (((N % 6) >= (pd_c6 + 1)))
+                              #pragma omp simd
+                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(31, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
                               {
-                                #pragma omp simd
-                                for (int64_t pd_c7 = 0; pd_c7 <= pd_min(31, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
                                 {
-                                  {
-                                    const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                    const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                    const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                                  }
+                                  const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
+                                  const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                                  const int64_t k = (pd_c1 + pd_c5);
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
@@ -2446,150 +2007,15 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
-              }
-              else
-              {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
+                if (!pd_w5)
                 {
-                  if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((M - pd_c0)) <= 16 && ((pd_c0 + 15)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b39_i;
-                      int64_t pd_b39_j;
-                      int64_t pd_b39_k;
-                      const int64_t pd_nr39 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                      const int64_t pd_nv39 = (M - pd_c0);
-                      {
-                        pd_b39_i = pd_c3;
-                        pd_b39_j = pd_c0;
-                      }
-                      float pd_acc39[6][16];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                        {
-                          pd_acc39[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
-                        {
-                          pd_acc39[pd_r][pd_v] = C[((pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 16; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
-                              const int64_t j = pd_b39_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
-                        {
-                          C[((pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                        if (((pd_c0 + 31)) - (pd_c0) < 272)
-                        {
-                          int64_t pd_b38_i;
-                          int64_t pd_b38_j;
-                          int64_t pd_b38_k;
-                          const int64_t pd_nr38 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                          const int64_t pd_nv38 = (M - pd_c0);
-                          {
-                            pd_b38_i = pd_c3;
-                            pd_b38_j = pd_c0;
-                          }
-                          float pd_acc38[6][32];
-                          for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                            {
-                              pd_acc38[pd_r][pd_v] = 0;
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
-                            {
-                              pd_acc38[pd_r][pd_v] = C[((pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
-                            }
-                          }
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < 32; pd_v++)
-                              {
-                                {
-                                  const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                                  const int64_t j = pd_b38_j + pd_v;
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                          for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
-                            {
-                              C[((pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
-                            }
-                          }
-                        }
-                        else
-                        {
-                          for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                          {
-                            #pragma GCC unroll 16
-                            for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = (pd_c3 + pd_c6);
-                                  const int64_t j = (pd_c0 + pd_c7);
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                    }
+                  #pragma omp barrier
                 }
               }
             }
           }
         }
+        #pragma omp barrier
       }
     }
   }
@@ -2606,24 +2032,24 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b40_i;
-        int64_t pd_b40_j;
-        int64_t pd_b40_k;
+        int64_t pd_b32_i;
+        int64_t pd_b32_j;
+        int64_t pd_b32_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b40_i = (pd_c1 + pd_c3);
-          pd_b40_j = pd_c4;
+          pd_b32_i = (pd_c1 + pd_c3);
+          pd_b32_j = pd_c4;
         }
-        float pd_acc40[8][16];
+        float pd_acc32[8][16];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            const int64_t i = ((pd_b40_i + pd_r)) - 0;
-            const int64_t j = ((pd_b40_j + pd_v)) - 0;
-            pd_acc40[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b32_i + pd_r)) - 0;
+            const int64_t j = ((pd_b32_j + pd_v)) - 0;
+            pd_acc32[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2638,7 +2064,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] = (pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] = (pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2648,7 +2074,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+            C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
           }
         }
       }
@@ -2667,30 +2093,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b41_i;
-      int64_t pd_b41_j;
-      int64_t pd_b41_k;
-      const int64_t pd_nr41 = (N % 8);
-      const int64_t pd_nv41 = 16;
+      int64_t pd_b33_i;
+      int64_t pd_b33_j;
+      int64_t pd_b33_k;
+      const int64_t pd_nr33 = (N % 8);
+      const int64_t pd_nv33 = 16;
       {
-        pd_b41_i = ((-(N % 8)) + N);
-        pd_b41_j = 0;
+        pd_b33_i = ((-(N % 8)) + N);
+        pd_b33_j = 0;
       }
-      float pd_acc41[7][16];
+      float pd_acc33[7][16];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
         {
-          pd_acc41[pd_r][pd_v] = 0;
+          pd_acc33[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
         {
-          pd_acc41[pd_r][pd_v] = C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
+          pd_acc33[pd_r][pd_v] = C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2702,20 +2128,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
             {
-              const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-              const int64_t j = pd_b41_j + pd_v;
+              const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
+              const int64_t j = pd_b33_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
         {
-          C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+          C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
         }
       }
     }
@@ -2738,30 +2164,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b42_i;
-        int64_t pd_b42_j;
-        int64_t pd_b42_k;
-        const int64_t pd_nr42 = N;
-        const int64_t pd_nv42 = 16;
+        int64_t pd_b34_i;
+        int64_t pd_b34_j;
+        int64_t pd_b34_k;
+        const int64_t pd_nr34 = N;
+        const int64_t pd_nv34 = 16;
         {
-          pd_b42_i = 0;
-          pd_b42_j = 0;
+          pd_b34_i = 0;
+          pd_b34_j = 0;
         }
-        float pd_acc42[7][16];
+        float pd_acc34[7][16];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc42[pd_r][pd_v] = 0;
+            pd_acc34[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
           {
-            pd_acc42[pd_r][pd_v] = C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
+            pd_acc34[pd_r][pd_v] = C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2773,20 +2199,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
               {
-                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                const int64_t j = pd_b42_j + pd_v;
+                const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
+                const int64_t j = pd_b34_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
           {
-            C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
+            C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
           }
         }
       }
@@ -2797,32 +2223,32 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 17) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((16) + ((M - 16)) - 16 >= (0))
         {
-          int64_t pd_b43_i;
-          int64_t pd_b43_j;
-          int64_t pd_b43_k;
-          const int64_t pd_nr43 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv43 = (M - 16);
+          int64_t pd_b35_i;
+          int64_t pd_b35_j;
+          int64_t pd_b35_k;
+          const int64_t pd_nr35 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv35 = (M - 16);
           {
-            pd_b43_i = pd_c1;
-            pd_b43_j = (16) + ((M - 16)) - 16;
+            pd_b35_i = pd_c1;
+            pd_b35_j = (16) + ((M - 16)) - 16;
           }
-          float pd_acc43[8][16];
+          float pd_acc35[8][16];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              pd_acc43[pd_r][pd_v] = 0;
+              pd_acc35[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 16 - pd_nv43; pd_v < 16; pd_v++)
+            for (int64_t pd_v = 16 - pd_nv35; pd_v < 16; pd_v++)
             {
-              const int64_t i = ((pd_b43_i + pd_r)) - 0;
-              const int64_t j = ((pd_b43_j + pd_v)) - 0;
-              pd_acc43[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b35_i + pd_r)) - 0;
+              const int64_t j = ((pd_b35_j + pd_v)) - 0;
+              pd_acc35[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2834,20 +2260,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
                 {
-                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                  const int64_t j = pd_b43_j + pd_v;
+                  const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
+                  const int64_t j = pd_b35_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 16 - pd_nv43; pd_v < 16; pd_v++)
+            for (int64_t pd_v = 16 - pd_nv35; pd_v < 16; pd_v++)
             {
-              C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+              C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
             }
           }
         }
@@ -2898,24 +2324,24 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b44_i;
-        int64_t pd_b44_j;
-        int64_t pd_b44_k;
+        int64_t pd_b36_i;
+        int64_t pd_b36_j;
+        int64_t pd_b36_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b44_i = (pd_c1 + pd_c3);
-          pd_b44_j = pd_c4;
+          pd_b36_i = (pd_c1 + pd_c3);
+          pd_b36_j = pd_c4;
         }
-        float pd_acc44[8][8];
+        float pd_acc36[8][8];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            const int64_t i = ((pd_b44_i + pd_r)) - 0;
-            const int64_t j = ((pd_b44_j + pd_v)) - 0;
-            pd_acc44[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b36_i + pd_r)) - 0;
+            const int64_t j = ((pd_b36_j + pd_v)) - 0;
+            pd_acc36[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2930,7 +2356,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] = (pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] = (pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2940,7 +2366,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
+            C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
           }
         }
       }
@@ -2959,30 +2385,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b45_i;
-      int64_t pd_b45_j;
-      int64_t pd_b45_k;
-      const int64_t pd_nr45 = (N % 8);
-      const int64_t pd_nv45 = 8;
+      int64_t pd_b37_i;
+      int64_t pd_b37_j;
+      int64_t pd_b37_k;
+      const int64_t pd_nr37 = (N % 8);
+      const int64_t pd_nv37 = 8;
       {
-        pd_b45_i = ((-(N % 8)) + N);
-        pd_b45_j = 0;
+        pd_b37_i = ((-(N % 8)) + N);
+        pd_b37_j = 0;
       }
-      float pd_acc45[7][8];
+      float pd_acc37[7][8];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
         {
-          pd_acc45[pd_r][pd_v] = 0;
+          pd_acc37[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
         {
-          pd_acc45[pd_r][pd_v] = C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+          pd_acc37[pd_r][pd_v] = C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2994,20 +2420,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
             {
-              const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
-              const int64_t j = pd_b45_j + pd_v;
+              const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
+              const int64_t j = pd_b37_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
         {
-          C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+          C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
         }
       }
     }
@@ -3030,30 +2456,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b46_i;
-        int64_t pd_b46_j;
-        int64_t pd_b46_k;
-        const int64_t pd_nr46 = N;
-        const int64_t pd_nv46 = 8;
+        int64_t pd_b38_i;
+        int64_t pd_b38_j;
+        int64_t pd_b38_k;
+        const int64_t pd_nr38 = N;
+        const int64_t pd_nv38 = 8;
         {
-          pd_b46_i = 0;
-          pd_b46_j = 0;
+          pd_b38_i = 0;
+          pd_b38_j = 0;
         }
-        float pd_acc46[7][8];
+        float pd_acc38[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc46[pd_r][pd_v] = 0;
+            pd_acc38[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
           {
-            pd_acc46[pd_r][pd_v] = C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
+            pd_acc38[pd_r][pd_v] = C[((pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3065,20 +2491,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
               {
-                const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                const int64_t j = pd_b46_j + pd_v;
+                const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
+                const int64_t j = pd_b38_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
           {
-            C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+            C[((pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
           }
         }
       }
@@ -3089,32 +2515,32 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 9) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((8) + ((M - 8)) - 8 >= (0))
         {
-          int64_t pd_b47_i;
-          int64_t pd_b47_j;
-          int64_t pd_b47_k;
-          const int64_t pd_nr47 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv47 = (M - 8);
+          int64_t pd_b39_i;
+          int64_t pd_b39_j;
+          int64_t pd_b39_k;
+          const int64_t pd_nr39 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv39 = (M - 8);
           {
-            pd_b47_i = pd_c1;
-            pd_b47_j = (8) + ((M - 8)) - 8;
+            pd_b39_i = pd_c1;
+            pd_b39_j = (8) + ((M - 8)) - 8;
           }
-          float pd_acc47[8][8];
+          float pd_acc39[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              pd_acc47[pd_r][pd_v] = 0;
+              pd_acc39[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv47; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv39; pd_v < 8; pd_v++)
             {
-              const int64_t i = ((pd_b47_i + pd_r)) - 0;
-              const int64_t j = ((pd_b47_j + pd_v)) - 0;
-              pd_acc47[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b39_i + pd_r)) - 0;
+              const int64_t j = ((pd_b39_j + pd_v)) - 0;
+              pd_acc39[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3126,20 +2552,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
                 {
-                  const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
-                  const int64_t j = pd_b47_j + pd_v;
+                  const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
+                  const int64_t j = pd_b39_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv47; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv39; pd_v < 8; pd_v++)
             {
-              C[((pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+              C[((pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
             }
           }
         }
@@ -3190,24 +2616,24 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b48_i;
-        int64_t pd_b48_j;
-        int64_t pd_b48_k;
+        int64_t pd_b40_i;
+        int64_t pd_b40_j;
+        int64_t pd_b40_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b48_i = (pd_c1 + pd_c3);
-          pd_b48_j = pd_c4;
+          pd_b40_i = (pd_c1 + pd_c3);
+          pd_b40_j = pd_c4;
         }
-        float pd_acc48[8][4];
+        float pd_acc40[8][4];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            const int64_t i = ((pd_b48_i + pd_r)) - 0;
-            const int64_t j = ((pd_b48_j + pd_v)) - 0;
-            pd_acc48[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b40_i + pd_r)) - 0;
+            const int64_t j = ((pd_b40_j + pd_v)) - 0;
+            pd_acc40[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3222,7 +2648,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc48[(i) - pd_b48_i][(j) - pd_b48_j] = (pd_acc48[(i) - pd_b48_i][(j) - pd_b48_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] = (pd_acc40[(i) - pd_b40_i][(j) - pd_b40_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -3232,7 +2658,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
+            C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
           }
         }
       }
@@ -3251,30 +2677,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b49_i;
-      int64_t pd_b49_j;
-      int64_t pd_b49_k;
-      const int64_t pd_nr49 = (N % 8);
-      const int64_t pd_nv49 = 4;
+      int64_t pd_b41_i;
+      int64_t pd_b41_j;
+      int64_t pd_b41_k;
+      const int64_t pd_nr41 = (N % 8);
+      const int64_t pd_nv41 = 4;
       {
-        pd_b49_i = ((-(N % 8)) + N);
-        pd_b49_j = 0;
+        pd_b41_i = ((-(N % 8)) + N);
+        pd_b41_j = 0;
       }
-      float pd_acc49[7][4];
+      float pd_acc41[7][4];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 4; pd_v++)
         {
-          pd_acc49[pd_r][pd_v] = 0;
+          pd_acc41[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
         {
-          pd_acc49[pd_r][pd_v] = C[((pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
+          pd_acc41[pd_r][pd_v] = C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3286,20 +2712,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
             {
-              const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
-              const int64_t j = pd_b49_j + pd_v;
+              const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
+              const int64_t j = pd_b41_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
         {
-          C[((pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
+          C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
         }
       }
     }
@@ -3322,30 +2748,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b50_i;
-        int64_t pd_b50_j;
-        int64_t pd_b50_k;
-        const int64_t pd_nr50 = N;
-        const int64_t pd_nv50 = 4;
+        int64_t pd_b42_i;
+        int64_t pd_b42_j;
+        int64_t pd_b42_k;
+        const int64_t pd_nr42 = N;
+        const int64_t pd_nv42 = 4;
         {
-          pd_b50_i = 0;
-          pd_b50_j = 0;
+          pd_b42_i = 0;
+          pd_b42_j = 0;
         }
-        float pd_acc50[7][4];
+        float pd_acc42[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc50[pd_r][pd_v] = 0;
+            pd_acc42[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
           {
-            pd_acc50[pd_r][pd_v] = C[((pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
+            pd_acc42[pd_r][pd_v] = C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3357,20 +2783,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
               {
-                const int64_t i = pd_b50_i + pd_min(pd_r, pd_nr50 - 1);
-                const int64_t j = pd_b50_j + pd_v;
+                const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
+                const int64_t j = pd_b42_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv50; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
           {
-            C[((pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
+            C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
           }
         }
       }
@@ -3381,32 +2807,32 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 5) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((4) + ((M - 4)) - 4 >= (0))
         {
-          int64_t pd_b51_i;
-          int64_t pd_b51_j;
-          int64_t pd_b51_k;
-          const int64_t pd_nr51 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv51 = (M - 4);
+          int64_t pd_b43_i;
+          int64_t pd_b43_j;
+          int64_t pd_b43_k;
+          const int64_t pd_nr43 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv43 = (M - 4);
           {
-            pd_b51_i = pd_c1;
-            pd_b51_j = (4) + ((M - 4)) - 4;
+            pd_b43_i = pd_c1;
+            pd_b43_j = (4) + ((M - 4)) - 4;
           }
-          float pd_acc51[8][4];
+          float pd_acc43[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              pd_acc51[pd_r][pd_v] = 0;
+              pd_acc43[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv51; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv43; pd_v < 4; pd_v++)
             {
-              const int64_t i = ((pd_b51_i + pd_r)) - 0;
-              const int64_t j = ((pd_b51_j + pd_v)) - 0;
-              pd_acc51[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b43_i + pd_r)) - 0;
+              const int64_t j = ((pd_b43_j + pd_v)) - 0;
+              pd_acc43[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3418,20 +2844,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
                 {
-                  const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
-                  const int64_t j = pd_b51_j + pd_v;
+                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
+                  const int64_t j = pd_b43_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv51; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv43; pd_v < 4; pd_v++)
             {
-              C[((pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
+              C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
             }
           }
         }
@@ -3484,24 +2910,24 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
       for (int64_t pd_c1 = 0; pd_c1 < (N - 5); pd_c1 += 6)
       {
         {
-          int64_t pd_b52_i;
-          int64_t pd_b52_j;
-          int64_t pd_b52_k;
+          int64_t pd_b44_i;
+          int64_t pd_b44_j;
+          int64_t pd_b44_k;
           {
             const int64_t pd_c3 = 0;
             const int64_t pd_c4 = 0;
-            pd_b52_i = (pd_c1 + pd_c3);
-            pd_b52_j = (pd_c0 + pd_c4);
+            pd_b44_i = (pd_c1 + pd_c3);
+            pd_b44_j = (pd_c0 + pd_c4);
           }
-          float pd_acc52[6][32];
+          float pd_acc44[6][32];
           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
             {
-              const int64_t i = ((pd_b52_i + pd_r)) - 0;
-              const int64_t j = ((pd_b52_j + pd_v)) - 0;
-              pd_acc52[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b44_i + pd_r)) - 0;
+              const int64_t j = ((pd_b44_j + pd_v)) - 0;
+              pd_acc44[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3516,7 +2942,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                   const int64_t i = (pd_c1 + pd_c3);
                   const int64_t j = (pd_c0 + pd_c4);
                   const int64_t k = pd_c2;
-                  pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] = (pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] = (pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
@@ -3526,7 +2952,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
             {
-              C[((pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
+              C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
             }
           }
         }
@@ -3545,30 +2971,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((((((N >= 6) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && ((N % 6) >= 1)) && ((pd_c0 % 32) == 0)))
       {
-        int64_t pd_b53_i;
-        int64_t pd_b53_j;
-        int64_t pd_b53_k;
-        const int64_t pd_nr53 = (N % 6);
-        const int64_t pd_nv53 = 32;
+        int64_t pd_b45_i;
+        int64_t pd_b45_j;
+        int64_t pd_b45_k;
+        const int64_t pd_nr45 = (N % 6);
+        const int64_t pd_nv45 = 32;
         {
-          pd_b53_i = ((-(N % 6)) + N);
-          pd_b53_j = pd_c0;
+          pd_b45_i = ((-(N % 6)) + N);
+          pd_b45_j = pd_c0;
         }
-        float pd_acc53[5][32];
+        float pd_acc45[5][32];
         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
           {
-            pd_acc53[pd_r][pd_v] = 0;
+            pd_acc45[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
           {
-            pd_acc53[pd_r][pd_v] = C[((pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
+            pd_acc45[pd_r][pd_v] = C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3580,20 +3006,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
             {
               {
-                const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                const int64_t j = pd_b53_j + pd_v;
+                const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
+                const int64_t j = pd_b45_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
           {
-            C[((pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+            C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
           }
         }
       }
@@ -3609,32 +3035,32 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
         if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 32) >= 1)) && ((pd_c1 % 6) == 0)))
           if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
           {
-            int64_t pd_b55_i;
-            int64_t pd_b55_j;
-            int64_t pd_b55_k;
-            const int64_t pd_nr55 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-            const int64_t pd_nv55 = (M % 32);
+            int64_t pd_b47_i;
+            int64_t pd_b47_j;
+            int64_t pd_b47_k;
+            const int64_t pd_nr47 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+            const int64_t pd_nv47 = (M % 32);
             {
-              pd_b55_i = pd_c1;
-              pd_b55_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+              pd_b47_i = pd_c1;
+              pd_b47_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
             }
-            float pd_acc55[6][16];
+            float pd_acc47[6][16];
             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc55[pd_r][pd_v] = 0;
+                pd_acc47[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv55; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv47; pd_v < 16; pd_v++)
               {
-                const int64_t i = ((pd_b55_i + pd_r)) - 0;
-                const int64_t j = ((pd_b55_j + pd_v)) - 0;
-                pd_acc55[pd_r][pd_v] = 0.0f;
+                const int64_t i = ((pd_b47_i + pd_r)) - 0;
+                const int64_t j = ((pd_b47_j + pd_v)) - 0;
+                pd_acc47[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3646,20 +3072,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                    const int64_t j = pd_b55_j + pd_v;
+                    const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
+                    const int64_t j = pd_b47_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv55; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv47; pd_v < 16; pd_v++)
               {
-                C[((pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+                C[((pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
               }
             }
           }
@@ -3668,32 +3094,32 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 32) >= 1)) && ((pd_c1 % 6) == 0)))
               if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
               {
-                int64_t pd_b54_i;
-                int64_t pd_b54_j;
-                int64_t pd_b54_k;
-                const int64_t pd_nr54 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-                const int64_t pd_nv54 = (M % 32);
+                int64_t pd_b46_i;
+                int64_t pd_b46_j;
+                int64_t pd_b46_k;
+                const int64_t pd_nr46 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+                const int64_t pd_nv46 = (M % 32);
                 {
-                  pd_b54_i = pd_c1;
-                  pd_b54_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                  pd_b46_i = pd_c1;
+                  pd_b46_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                 }
-                float pd_acc54[6][32];
+                float pd_acc46[6][32];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    pd_acc54[pd_r][pd_v] = 0;
+                    pd_acc46[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv54; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv46; pd_v < 32; pd_v++)
                   {
-                    const int64_t i = ((pd_b54_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b54_j + pd_v)) - 0;
-                    pd_acc54[pd_r][pd_v] = 0.0f;
+                    const int64_t i = ((pd_b46_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b46_j + pd_v)) - 0;
+                    pd_acc46[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3705,20 +3131,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
-                        const int64_t j = pd_b54_j + pd_v;
+                        const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
+                        const int64_t j = pd_b46_j + pd_v;
                         const int64_t k = pd_c2;
-                        pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv54; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv46; pd_v < 32; pd_v++)
                   {
-                    C[((pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                    C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
                   }
                 }
               }
@@ -3777,30 +3203,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
         if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 32) == 0)))
           if (((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) <= 16 && (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 16 >= (0))
           {
-            int64_t pd_b57_i;
-            int64_t pd_b57_j;
-            int64_t pd_b57_k;
-            const int64_t pd_nr57 = N;
-            const int64_t pd_nv57 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
+            int64_t pd_b49_i;
+            int64_t pd_b49_j;
+            int64_t pd_b49_k;
+            const int64_t pd_nr49 = N;
+            const int64_t pd_nv49 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
             {
-              pd_b57_i = 0;
-              pd_b57_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 16;
+              pd_b49_i = 0;
+              pd_b49_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 16;
             }
-            float pd_acc57[5][16];
+            float pd_acc49[5][16];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc57[pd_r][pd_v] = 0;
+                pd_acc49[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv57; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv49; pd_v < 16; pd_v++)
               {
-                pd_acc57[pd_r][pd_v] = C[((pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
+                pd_acc49[pd_r][pd_v] = C[((pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3812,20 +3238,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
-                    const int64_t j = pd_b57_j + pd_v;
+                    const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
+                    const int64_t j = pd_b49_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv57; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv49; pd_v < 16; pd_v++)
               {
-                C[((pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
+                C[((pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
               }
             }
           }
@@ -3834,30 +3260,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 32) == 0)))
               if ((pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 32 >= (0))
               {
-                int64_t pd_b56_i;
-                int64_t pd_b56_j;
-                int64_t pd_b56_k;
-                const int64_t pd_nr56 = N;
-                const int64_t pd_nv56 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
+                int64_t pd_b48_i;
+                int64_t pd_b48_j;
+                int64_t pd_b48_k;
+                const int64_t pd_nr48 = N;
+                const int64_t pd_nv48 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
                 {
-                  pd_b56_i = 0;
-                  pd_b56_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 32;
+                  pd_b48_i = 0;
+                  pd_b48_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 32;
                 }
-                float pd_acc56[5][32];
+                float pd_acc48[5][32];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    pd_acc56[pd_r][pd_v] = 0;
+                    pd_acc48[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv56; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv48; pd_v < 32; pd_v++)
                   {
-                    pd_acc56[pd_r][pd_v] = C[((pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
+                    pd_acc48[pd_r][pd_v] = C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3869,20 +3295,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
-                        const int64_t j = pd_b56_j + pd_v;
+                        const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
+                        const int64_t j = pd_b48_j + pd_v;
                         const int64_t k = pd_c2;
-                        pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv56; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv48; pd_v < 32; pd_v++)
                   {
-                    C[((pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                    C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
                   }
                 }
               }
@@ -3936,53 +3362,53 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk5_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk5 = pd_pk5_s;
+        float pd_pk4_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk4 = pd_pk4_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              pd_pk5[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
             {
-              pd_pk5[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n7 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-          const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-          for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+          const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
+          const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
+          for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
           {
-            const int pd_w7 = pd_t7 < pd_s7;
-            const int64_t pd_c2 = 0 + pd_t7 * 48;
+            const int pd_w6 = pd_t6 < pd_s6;
+            const int64_t pd_c2 = 0 + pd_t6 * 48;
             if ((M >= (pd_c0 + 32)))
             {
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(224, ((M - pd_c0) - 32)); pd_c4 += 32)
                 {
                   {
-                    int64_t pd_b58_i;
-                    int64_t pd_b58_j;
-                    int64_t pd_b58_k;
+                    int64_t pd_b50_i;
+                    int64_t pd_b50_j;
+                    int64_t pd_b50_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b58_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b58_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b50_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b50_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc58[6][32];
+                    float pd_acc50[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc58[pd_r][pd_v] = C[((pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)];
+                        pd_acc50[pd_r][pd_v] = C[((pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3997,7 +3423,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] = (pd_acc58[(i) - pd_b58_i][(j) - pd_b58_j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc50[(i) - pd_b50_i][(j) - pd_b50_j] = (pd_acc50[(i) - pd_b50_i][(j) - pd_b50_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -4007,7 +3433,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
+                        C[((pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
                       }
                     }
                   }
@@ -4017,30 +3443,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((((M >= (pd_c0 + 32)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if ((((M - pd_c0) % 32)) <= 16 && ((((-((M - pd_c0) % 32)) + M) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b60_i;
-                      int64_t pd_b60_j;
-                      int64_t pd_b60_k;
-                      const int64_t pd_nr60 = 6;
-                      const int64_t pd_nv60 = ((M - pd_c0) % 32);
+                      int64_t pd_b52_i;
+                      int64_t pd_b52_j;
+                      int64_t pd_b52_k;
+                      const int64_t pd_nr52 = 6;
+                      const int64_t pd_nv52 = ((M - pd_c0) % 32);
                       {
-                        pd_b60_i = (pd_c2 + pd_c3);
-                        pd_b60_j = ((-((M - pd_c0) % 32)) + M);
+                        pd_b52_i = (pd_c2 + pd_c3);
+                        pd_b52_j = ((-((M - pd_c0) % 32)) + M);
                       }
-                      float pd_acc60[6][16];
+                      float pd_acc52[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc60[pd_r][pd_v] = 0;
+                          pd_acc52[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
                         {
-                          pd_acc60[pd_r][pd_v] = C[((pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
+                          pd_acc52[pd_r][pd_v] = C[((pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -4052,20 +3478,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
-                              const int64_t j = pd_b60_j + pd_v;
+                              const int64_t i = pd_b52_i + pd_min(pd_r, pd_nr52 - 1);
+                              const int64_t j = pd_b52_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc52[pd_r][pd_v] = (pd_acc52[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr52; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv60; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv52; pd_v++)
                         {
-                          C[((pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
+                          C[((pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
                         }
                       }
                     }
@@ -4074,30 +3500,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if ((((((((((((((M >= (pd_c0 + 32)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                         if (((((-((M - pd_c0) % 32)) + M) + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b59_i;
-                          int64_t pd_b59_j;
-                          int64_t pd_b59_k;
-                          const int64_t pd_nr59 = 6;
-                          const int64_t pd_nv59 = ((M - pd_c0) % 32);
+                          int64_t pd_b51_i;
+                          int64_t pd_b51_j;
+                          int64_t pd_b51_k;
+                          const int64_t pd_nr51 = 6;
+                          const int64_t pd_nv51 = ((M - pd_c0) % 32);
                           {
-                            pd_b59_i = (pd_c2 + pd_c3);
-                            pd_b59_j = ((-((M - pd_c0) % 32)) + M);
+                            pd_b51_i = (pd_c2 + pd_c3);
+                            pd_b51_j = ((-((M - pd_c0) % 32)) + M);
                           }
-                          float pd_acc59[6][32];
+                          float pd_acc51[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc59[pd_r][pd_v] = 0;
+                              pd_acc51[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
                             {
-                              pd_acc59[pd_r][pd_v] = C[((pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)];
+                              pd_acc51[pd_r][pd_v] = C[((pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -4109,20 +3535,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
-                                  const int64_t j = pd_b59_j + pd_v;
+                                  const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
+                                  const int64_t j = pd_b51_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv59; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv51; pd_v++)
                             {
-                              C[((pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
+                              C[((pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
                             }
                           }
                         }
@@ -4140,7 +3566,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                   const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                   const int64_t j = (((-((M + 32) % 32)) + M) + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
@@ -4149,7 +3575,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w6)
               {
                 #pragma omp barrier
               }
@@ -4158,35 +3584,35 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
             {
               if (((pd_c0 + 31) >= M))
               {
-                for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
                 {
                   if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((M - pd_c0)) <= 16 && ((pd_c0 + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b62_i;
-                      int64_t pd_b62_j;
-                      int64_t pd_b62_k;
-                      const int64_t pd_nr62 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv62 = (M - pd_c0);
+                      int64_t pd_b54_i;
+                      int64_t pd_b54_j;
+                      int64_t pd_b54_k;
+                      const int64_t pd_nr54 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv54 = (M - pd_c0);
                       {
-                        pd_b62_i = (pd_c2 + pd_c3);
-                        pd_b62_j = pd_c0;
+                        pd_b54_i = (pd_c2 + pd_c3);
+                        pd_b54_j = pd_c0;
                       }
-                      float pd_acc62[6][16];
+                      float pd_acc54[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc62[pd_r][pd_v] = 0;
+                          pd_acc54[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
                         {
-                          pd_acc62[pd_r][pd_v] = C[((pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)];
+                          pd_acc54[pd_r][pd_v] = C[((pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -4198,20 +3624,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
-                              const int64_t j = pd_b62_j + pd_v;
+                              const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
+                              const int64_t j = pd_b54_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv62; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv54; pd_v++)
                         {
-                          C[((pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
+                          C[((pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
                         }
                       }
                     }
@@ -4220,30 +3646,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                         if (((pd_c0 + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b61_i;
-                          int64_t pd_b61_j;
-                          int64_t pd_b61_k;
-                          const int64_t pd_nr61 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                          const int64_t pd_nv61 = (M - pd_c0);
+                          int64_t pd_b53_i;
+                          int64_t pd_b53_j;
+                          int64_t pd_b53_k;
+                          const int64_t pd_nr53 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                          const int64_t pd_nv53 = (M - pd_c0);
                           {
-                            pd_b61_i = (pd_c2 + pd_c3);
-                            pd_b61_j = pd_c0;
+                            pd_b53_i = (pd_c2 + pd_c3);
+                            pd_b53_j = pd_c0;
                           }
-                          float pd_acc61[6][32];
+                          float pd_acc53[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc61[pd_r][pd_v] = 0;
+                              pd_acc53[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
                             {
-                              pd_acc61[pd_r][pd_v] = C[((pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
+                              pd_acc53[pd_r][pd_v] = C[((pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -4255,20 +3681,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
-                                  const int64_t j = pd_b61_j + pd_v;
+                                  const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
+                                  const int64_t j = pd_b53_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv61; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
                             {
-                              C[((pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                              C[((pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
                             }
                           }
                         }
@@ -4286,7 +3712,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                   const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                   const int64_t j = (pd_c0 + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
@@ -4294,42 +3720,42 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
-                if (!pd_w7)
+                if (!pd_w6)
                 {
                   #pragma omp barrier
                 }
               }
               else
               {
-                for (int64_t pd_c4 = 0 + (pd_w7 ? 0 : pd_team_id()) * 32; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w7 ? 1 : pd_team_size()) * 32)
+                for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 32; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 32)
                 {
                   if (((((((((((((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                     if (((((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4))) <= 16 && (((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b64_i;
-                      int64_t pd_b64_j;
-                      int64_t pd_b64_k;
-                      const int64_t pd_nr64 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv64 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b56_i;
+                      int64_t pd_b56_j;
+                      int64_t pd_b56_k;
+                      const int64_t pd_nr56 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv56 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b64_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b64_j = (pd_c0 + pd_c4);
+                        pd_b56_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b56_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc64[5][16];
+                      float pd_acc56[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc64[pd_r][pd_v] = 0;
+                          pd_acc56[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
                         {
-                          pd_acc64[pd_r][pd_v] = C[((pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
+                          pd_acc56[pd_r][pd_v] = C[((pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -4341,20 +3767,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b64_i + pd_min(pd_r, pd_nr64 - 1);
-                              const int64_t j = pd_b64_j + pd_v;
+                              const int64_t i = pd_b56_i + pd_min(pd_r, pd_nr56 - 1);
+                              const int64_t j = pd_b56_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc64[pd_r][pd_v] = (pd_acc64[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc56[pd_r][pd_v] = (pd_acc56[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr64; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr56; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv64; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv56; pd_v++)
                         {
-                          C[((pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
+                          C[((pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
                         }
                       }
                     }
@@ -4363,30 +3789,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if (((((((((((((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                         if ((((pd_c0 + pd_c4) + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b63_i;
-                          int64_t pd_b63_j;
-                          int64_t pd_b63_k;
-                          const int64_t pd_nr63 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv63 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                          int64_t pd_b55_i;
+                          int64_t pd_b55_j;
+                          int64_t pd_b55_k;
+                          const int64_t pd_nr55 = ((N - pd_c2) % 6);
+                          const int64_t pd_nv55 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
                           {
-                            pd_b63_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b63_j = (pd_c0 + pd_c4);
+                            pd_b55_i = ((-((N - pd_c2) % 6)) + N);
+                            pd_b55_j = (pd_c0 + pd_c4);
                           }
-                          float pd_acc63[5][32];
+                          float pd_acc55[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc63[pd_r][pd_v] = 0;
+                              pd_acc55[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
                             {
-                              pd_acc63[pd_r][pd_v] = C[((pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)];
+                              pd_acc55[pd_r][pd_v] = C[((pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -4398,20 +3824,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
-                                  const int64_t j = pd_b63_j + pd_v;
+                                  const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
+                                  const int64_t j = pd_b55_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv63; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv55; pd_v++)
                             {
-                              C[((pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+                              C[((pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
                             }
                           }
                         }
@@ -4431,7 +3857,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                     const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                     const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                     const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                   }
                                 }
                               }
@@ -4440,7 +3866,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
-                if (!pd_w7)
+                if (!pd_w6)
                 {
                   #pragma omp barrier
                 }

@@ -1061,59 +1061,214 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
     }
   }
-  if ((N >= 48))
+  for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
   {
-    for (int64_t pd_c0 = 0; pd_c0 < (M - 255); pd_c0 += 256)
+    for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
     {
-      for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
+      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+        float pd_pk2_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk2 = pd_pk2_s;
+        for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
-          float pd_pk2_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk2 = pd_pk2_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
           {
+            #pragma omp simd
+            for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
             {
-              #pragma omp simd
-              for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+            }
+            for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
+            {
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
+            }
+          }
+        }
+        {
+          const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
+          const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
+          for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+          {
+            const int pd_w4 = pd_t4 < pd_s4;
+            const int64_t pd_c2 = 0 + pd_t4 * 48;
+            for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+            {
+              for (int64_t pd_c4 = 0; pd_c4 <= 248; pd_c4 += 8)
               {
-                pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+                {
+                  int64_t pd_b15_i;
+                  int64_t pd_b15_j;
+                  int64_t pd_b15_k;
+                  {
+                    const int64_t pd_c6 = 0;
+                    const int64_t pd_c7 = 0;
+                    pd_b15_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b15_j = ((pd_c0 + pd_c4) + pd_c7);
+                  }
+                  float pd_acc15[6][8];
+                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                    {
+                      pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
+                      {
+                        {
+                          const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
+                          const int64_t k = (pd_c1 + pd_c5);
+                          pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                    {
+                      C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                    }
+                  }
+                }
               }
-              for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
+            }
+            if (!pd_w4)
+            {
+              #pragma omp barrier
+            }
+            if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
+            {
+              for (int64_t pd_c4 = 0 + (pd_w4 ? 0 : pd_team_id()) * 8; pd_c4 <= 255; pd_c4 += (pd_w4 ? 1 : pd_team_size()) * 8)
               {
-                pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
+                if ((((((((((((((M >= (pd_c0 + 256)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
+                {
+                  int64_t pd_b16_i;
+                  int64_t pd_b16_j;
+                  int64_t pd_b16_k;
+                  const int64_t pd_nr16 = ((N - pd_c2) % 6);
+                  const int64_t pd_nv16 = 8;
+                  {
+                    pd_b16_i = ((-((N - pd_c2) % 6)) + N);
+                    pd_b16_j = (pd_c0 + pd_c4);
+                  }
+                  float pd_acc16[5][8];
+                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                    {
+                      pd_acc16[pd_r][pd_v] = 0;
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                    {
+                      pd_acc16[pd_r][pd_v] = C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                    }
+                  }
+                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                  {
+                    #pragma GCC unroll 16
+                    for (int64_t pd_r = 0; pd_r < 5; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                      {
+                        {
+                          const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
+                          const int64_t j = pd_b16_j + pd_v;
+                          const int64_t k = (pd_c1 + pd_c5);
+                          pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  {
+                    #pragma omp simd
+                    for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                    {
+                      C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                    }
+                  }
+                }
+              }
+              if (!pd_w4)
+              {
+                #pragma omp barrier
               }
             }
           }
+        }
+        #pragma omp barrier
+      }
+    }
+  }
+  if (((M % 256) >= 1))
+  {
+    for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
+    {
+      #pragma omp parallel if((N) * (M) * (K) >= 1048576)
+      {
+        float pd_pk3_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk3 = pd_pk3_s;
+        for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
+        {
           {
-            const int64_t pd_n4 = ((((N - 47)) - (0) + (48) - 1) / (48));
-            const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-            const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-            for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+            #pragma omp simd
+            for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
             {
-              const int pd_w4 = pd_t4 < pd_s4;
-              const int64_t pd_c2 = 0 + pd_t4 * 48;
-              for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= 42; pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
+            }
+            for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
+            {
+              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
+            }
+          }
+        }
+        {
+          const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
+          const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
+          for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+          {
+            const int pd_w5 = pd_t5 < pd_s5;
+            const int64_t pd_c2 = 0 + pd_t5 * 48;
+            if (((M % 256) >= 8))
+            {
+              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
               {
-                for (int64_t pd_c4 = 0; pd_c4 <= 248; pd_c4 += 8)
+                for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 8); pd_c4 += 8)
                 {
                   {
-                    int64_t pd_b15_i;
-                    int64_t pd_b15_j;
-                    int64_t pd_b15_k;
+                    int64_t pd_b17_i;
+                    int64_t pd_b17_j;
+                    int64_t pd_b17_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b15_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b15_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b17_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b17_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                     }
-                    float pd_acc15[6][8];
+                    float pd_acc17[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                        pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1126,9 +1281,9 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         {
                           {
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                            const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
+                            const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] = (pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
@@ -1138,330 +1293,194 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                        C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
                       }
                     }
                   }
                 }
-              }
-              if (!pd_w4)
-              {
-                #pragma omp barrier
-              }
-            }
-          }
-          #pragma omp barrier
-          {
-            const int64_t pd_n5 = (((((N % 48) - 6)) - (0) + (6)) / (6));
-            const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-            const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-            for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
-            {
-              const int pd_w5 = pd_t5 < pd_s5;
-              const int64_t pd_c3 = 0 + pd_t5 * 6;
-              for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 8; pd_c4 <= 248; pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 8)
-              {
-                {
-                  int64_t pd_b16_i;
-                  int64_t pd_b16_j;
-                  int64_t pd_b16_k;
+                if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                  if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                   {
-                    const int64_t pd_c6 = 0;
-                    const int64_t pd_c7 = 0;
-                    pd_b16_i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                    pd_b16_j = ((pd_c0 + pd_c4) + pd_c7);
-                  }
-                  float pd_acc16[6][8];
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                    int64_t pd_b18_i;
+                    int64_t pd_b18_j;
+                    int64_t pd_b18_k;
+                    const int64_t pd_nr18 = 6;
+                    const int64_t pd_nv18 = (M % 8);
                     {
-                      pd_acc16[pd_r][pd_v] = C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                      pd_b18_i = (pd_c2 + pd_c3);
+                      pd_b18_j = ((-(M % 8)) + M);
                     }
-                  }
-                  for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                  {
-                    #pragma GCC unroll 16
-                    for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                    float pd_acc18[6][8];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
+                        pd_acc18[pd_r][pd_v] = 0;
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                      {
+                        pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                      }
+                    }
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          const int64_t i = ((((-(N % 48)) + N) + pd_c3) + pd_c6);
-                          const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                          const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] = (pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          {
+                            const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
+                            const int64_t j = pd_b18_j + pd_v;
+                            const int64_t k = (pd_c1 + pd_c5);
+                            pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                          }
+                        }
+                      }
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                      {
+                        C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
+                      {
+                        #pragma omp simd
+                        for (int64_t pd_c7 = 0; pd_c7 < (M % 8); pd_c7 += 1)
+                        {
+                          {
+                            const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                            const int64_t j = (((-(M % 8)) + M) + pd_c7);
+                            const int64_t k = (pd_c1 + pd_c5);
+                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                          }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                    {
-                      C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
-                    }
-                  }
-                }
               }
               if (!pd_w5)
               {
                 #pragma omp barrier
               }
             }
-          }
-          #pragma omp barrier
-          if (((N % 6) >= 1))
-          {
-            #pragma omp for schedule(static)
-            for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 8)
+            if ((((M % 256) <= 7) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
             {
-              if ((((((((((((N >= 48) && (M >= (pd_c0 + 256))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 8) == 0)))
+              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
               {
-                int64_t pd_b17_i;
-                int64_t pd_b17_j;
-                int64_t pd_b17_k;
-                const int64_t pd_nr17 = (N % 6);
-                const int64_t pd_nv17 = 8;
-                {
-                  pd_b17_i = ((-(N % 6)) + N);
-                  pd_b17_j = (pd_c0 + pd_c4);
-                }
-                float pd_acc17[5][8];
-                for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
+                  if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                   {
-                    pd_acc17[pd_r][pd_v] = 0;
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
-                  {
-                    pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
-                  }
-                }
-                for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                {
-                  #pragma GCC unroll 16
-                  for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                  {
-                    #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                    int64_t pd_b19_i;
+                    int64_t pd_b19_j;
+                    int64_t pd_b19_k;
+                    const int64_t pd_nr19 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                    const int64_t pd_nv19 = (M % 256);
                     {
+                      pd_b19_i = (pd_c2 + pd_c3);
+                      pd_b19_j = ((-(M % 256)) + M);
+                    }
+                    float pd_acc19[6][8];
+                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
-                        const int64_t j = pd_b17_j + pd_v;
-                        const int64_t k = (pd_c1 + pd_c5);
-                        pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                        pd_acc19[pd_r][pd_v] = 0;
                       }
                     }
-                  }
-                }
-                for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
-                {
-                  #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
-                  {
-                    C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  if (((N <= 47) || ((M % 256) >= 1)))
-  {
-    if ((N >= 48))
-    {
-      for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-      {
-        #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-        {
-          float pd_pk3_s[69632] __attribute__((aligned(64)));
-          float *restrict pd_pk3 = pd_pk3_s;
-          for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-          {
-            {
-              #pragma omp simd
-              for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
-              {
-                pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
-              }
-              for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
-              {
-                pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
-              }
-            }
-          }
-          {
-            const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
-            const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-            const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-            for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
-            {
-              const int pd_w6 = pd_t6 < pd_s6;
-              const int64_t pd_c2 = 0 + pd_t6 * 48;
-              if (((M % 256) >= 8))
-              {
-                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
-                {
-                  for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 8); pd_c4 += 8)
-                  {
+                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                     {
-                      int64_t pd_b18_i;
-                      int64_t pd_b18_j;
-                      int64_t pd_b18_k;
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
                       {
-                        const int64_t pd_c6 = 0;
-                        const int64_t pd_c7 = 0;
-                        pd_b18_i = ((pd_c2 + pd_c3) + pd_c6);
-                        pd_b18_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                        pd_acc19[pd_r][pd_v] = C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
                       }
-                      float pd_acc18[6][8];
+                    }
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                    {
+                      #pragma GCC unroll 16
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
                           {
-                            {
-                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                              const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc18[(i) - pd_b18_i][(j) - pd_b18_j] = (pd_acc18[(i) - pd_b18_i][(j) - pd_b18_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
+                            const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
+                            const int64_t j = pd_b19_j + pd_v;
+                            const int64_t k = (pd_c1 + pd_c5);
+                            pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                    }
+                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    {
+                      #pragma omp simd
+                      for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                      {
+                        C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                      }
+                    }
+                  }
+                  else
+                  {
+                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
+                    {
+                      #pragma GCC unroll 16
+                      for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
+                        for (int64_t pd_c7 = 0; pd_c7 < (((M - 8) % 256) - 248); pd_c7 += 1)
                         {
-                          C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                          {
+                            const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
+                            const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c7) + 248);
+                            const int64_t k = (pd_c1 + pd_c5);
+                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                          }
                         }
                       }
                     }
                   }
-                  if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
-                    {
-                      int64_t pd_b19_i;
-                      int64_t pd_b19_j;
-                      int64_t pd_b19_k;
-                      const int64_t pd_nr19 = 6;
-                      const int64_t pd_nv19 = (M % 8);
-                      {
-                        pd_b19_i = (pd_c2 + pd_c3);
-                        pd_b19_j = ((-(M % 8)) + M);
-                      }
-                      float pd_acc19[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc19[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
-                        {
-                          pd_acc19[pd_r][pd_v] = C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
-                              const int64_t j = pd_b19_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
-                        {
-                          C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 < (M % 8); pd_c7 += 1)
-                          {
-                            {
-                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                              const int64_t j = (((-(M % 8)) + M) + pd_c7);
-                              const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-                if (!pd_w6)
-                {
-                  #pragma omp barrier
-                }
               }
-              if ((((M % 256) <= 7) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
+              if (!pd_w5)
               {
-                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
+                #pragma omp barrier
+              }
+              if ((((pd_c2 + 47) >= N) && ((M % 256) >= 8)))
+              {
+                for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 8; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 8)
                 {
-                  if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
+                  if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
+                    if ((((((-(M % 256)) + M) + pd_c4) + 7)) - (((-(M % 256)) + M)) < 272)
                     {
                       int64_t pd_b20_i;
                       int64_t pd_b20_j;
                       int64_t pd_b20_k;
-                      const int64_t pd_nr20 = (((N >= ((pd_c2 + pd_c3) + 6)) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv20 = (M % 256);
+                      const int64_t pd_nr20 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv20 = (((M % 256) >= (pd_c4 + 9)) ? 8 : ((M % 256) - pd_c4));
                       {
-                        pd_b20_i = (pd_c2 + pd_c3);
-                        pd_b20_j = ((-(M % 256)) + M);
+                        pd_b20_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b20_j = (((-(M % 256)) + M) + pd_c4);
                       }
-                      float pd_acc20[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                      float pd_acc20[5][8];
+                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
@@ -1480,7 +1499,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
@@ -1508,14 +1527,14 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
                       {
                         #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, (((N - pd_c2) - pd_c3) - 1)); pd_c6 += 1)
+                        for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
                         {
                           #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 < (((M - 8) % 256) - 248); pd_c7 += 1)
+                          for (int64_t pd_c7 = 0; pd_c7 <= pd_min(7, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
                           {
                             {
-                              const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
-                              const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c7) + 248);
+                              const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
+                              const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
                               C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
@@ -1524,434 +1543,15 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       }
                     }
                 }
-                if (!pd_w6)
+                if (!pd_w5)
                 {
                   #pragma omp barrier
                 }
-                if ((((pd_c2 + 47) >= N) && ((M % 256) >= 8)))
-                {
-                  for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 8; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 8)
-                  {
-                    if (((((((((((((N >= 48) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
-                      if ((((((-(M % 256)) + M) + pd_c4) + 7)) - (((-(M % 256)) + M)) < 272)
-                      {
-                        int64_t pd_b21_i;
-                        int64_t pd_b21_j;
-                        int64_t pd_b21_k;
-                        const int64_t pd_nr21 = ((N - pd_c2) % 6);
-                        const int64_t pd_nv21 = (((M % 256) >= (pd_c4 + 9)) ? 8 : ((M % 256) - pd_c4));
-                        {
-                          pd_b21_i = ((-((N - pd_c2) % 6)) + N);
-                          pd_b21_j = (((-(M % 256)) + M) + pd_c4);
-                        }
-                        float pd_acc21[5][8];
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            pd_acc21[pd_r][pd_v] = 0;
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
-                          {
-                            pd_acc21[pd_r][pd_v] = C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
-                          }
-                        }
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                            {
-                              {
-                                const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-                                const int64_t j = pd_b21_j + pd_v;
-                                const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                              }
-                            }
-                          }
-                        }
-                        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
-                          {
-                            C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
-                          }
-                        }
-                      }
-                      else
-                      {
-                        for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                        {
-                          #pragma GCC unroll 16
-                          for (int64_t pd_c6 = 0; pd_c6 <= (((N - pd_c2) % 6) - 1); pd_c6 += 1)
-                          {
-                            if (((N % 6) >= (pd_c6 + 1)))
-                            {
-                              #pragma omp simd
-                              for (int64_t pd_c7 = 0; pd_c7 <= pd_min(7, (((M % 256) - pd_c4) - 1)); pd_c7 += 1)
-                              {
-                                {
-                                  const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                  const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
-                                  const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
-                                }
-                              }
-                            }
-                          }
-                        }
-                      }
-                  }
-                  if (!pd_w6)
-                  {
-                    #pragma omp barrier
-                  }
-                }
-              }
-            }
-          }
-          #pragma omp barrier
-        }
-      }
-    }
-    else
-    {
-      for (int64_t pd_c0 = 0; pd_c0 < M; pd_c0 += 256)
-      {
-        for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 256)
-        {
-          #pragma omp parallel if((N) * (M) * (K) >= 1048576)
-          {
-            float pd_pk4_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk4 = pd_pk4_s;
-            for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
-            {
-              {
-                #pragma omp simd
-                for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
-                {
-                  pd_pk4[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
-                }
-                for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
-                {
-                  pd_pk4[pd_q0 * 272 + pd_q1 * 1] = 0;
-                }
-              }
-            }
-            if ((M >= (pd_c0 + 8)))
-            {
-              #pragma omp for schedule(static)
-              for (int64_t pd_c3 = 0; pd_c3 < (N - 5); pd_c3 += 6)
-              {
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c0) - 8)); pd_c4 += 8)
-                {
-                  {
-                    int64_t pd_b22_i;
-                    int64_t pd_b22_j;
-                    int64_t pd_b22_k;
-                    {
-                      const int64_t pd_c6 = 0;
-                      const int64_t pd_c7 = 0;
-                      pd_b22_i = (pd_c3 + pd_c6);
-                      pd_b22_j = ((pd_c0 + pd_c4) + pd_c7);
-                    }
-                    float pd_acc22[6][8];
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
-                      }
-                    }
-                    for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                    {
-                      #pragma GCC unroll 16
-                      for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_c7 = 0; pd_c7 <= 7; pd_c7 += 1)
-                        {
-                          {
-                            const int64_t i = (pd_c3 + pd_c6);
-                            const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                            const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc22[(i) - pd_b22_i][(j) - pd_b22_j] = (pd_acc22[(i) - pd_b22_i][(j) - pd_b22_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                          }
-                        }
-                      }
-                    }
-                    for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                    {
-                      #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                      {
-                        C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
-                      }
-                    }
-                  }
-                }
-                if (((pd_c0 + 255) >= M))
-                {
-                  if ((((((((((((N <= 47) && (M >= (pd_c0 + 8))) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c0) % 8) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((((-((M - pd_c0) % 8)) + M) + 7)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b23_i;
-                      int64_t pd_b23_j;
-                      int64_t pd_b23_k;
-                      const int64_t pd_nr23 = 6;
-                      const int64_t pd_nv23 = ((M - pd_c0) % 8);
-                      {
-                        pd_b23_i = pd_c3;
-                        pd_b23_j = ((-((M - pd_c0) % 8)) + M);
-                      }
-                      float pd_acc23[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc23[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
-                        {
-                          pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                              const int64_t j = pd_b23_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
-                        {
-                          C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 5; pd_c6 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 < (M % 8); pd_c7 += 1)
-                          {
-                            {
-                              const int64_t i = (pd_c3 + pd_c6);
-                              const int64_t j = (((-(M % 8)) + M) + pd_c7);
-                              const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-            }
-            if ((((pd_c0 + 7) >= M) || ((N % 6) >= 1)))
-            {
-              if ((M >= (pd_c0 + 8)))
-              {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c4 = 0; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += 8)
-                {
-                  if (((((((((((((N <= 47) && (M >= (pd_c0 + 8))) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && ((N % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c4 % 8) == 0)))
-                    if ((((pd_c0 + pd_c4) + 7)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b24_i;
-                      int64_t pd_b24_j;
-                      int64_t pd_b24_k;
-                      const int64_t pd_nr24 = (N % 6);
-                      const int64_t pd_nv24 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
-                      {
-                        pd_b24_i = ((-(N % 6)) + N);
-                        pd_b24_j = (pd_c0 + pd_c4);
-                      }
-                      float pd_acc24[5][8];
-                      for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc24[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
-                        {
-                          pd_acc24[pd_r][pd_v] = C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 5; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
-                              const int64_t j = pd_b24_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
-                        {
-                          C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= 4; pd_c6 += 1)
-                        {
-                          if (((N % 6) >= (pd_c6 + 1)))
-                          {
-                            #pragma omp simd
-                            for (int64_t pd_c7 = 0; pd_c7 <= pd_min(7, (((M - pd_c0) - pd_c4) - 1)); pd_c7 += 1)
-                            {
-                              {
-                                const int64_t i = (((-(N % 6)) + N) + pd_c6);
-                                const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
-                                const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                              }
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
-              }
-              else
-              {
-                #pragma omp for schedule(static)
-                for (int64_t pd_c3 = 0; pd_c3 < N; pd_c3 += 6)
-                {
-                  if (((((((((((N <= 47) && (M >= (pd_c0 + 1))) && ((pd_c0 + 7) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c3 % 6) == 0)))
-                    if (((pd_c0 + 7)) - (pd_c0) < 272)
-                    {
-                      int64_t pd_b25_i;
-                      int64_t pd_b25_j;
-                      int64_t pd_b25_k;
-                      const int64_t pd_nr25 = (((N >= (pd_c3 + 6)) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                      const int64_t pd_nv25 = (M - pd_c0);
-                      {
-                        pd_b25_i = pd_c3;
-                        pd_b25_j = pd_c0;
-                      }
-                      float pd_acc25[6][8];
-                      for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                        {
-                          pd_acc25[pd_r][pd_v] = 0;
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
-                        {
-                          pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
-                        }
-                      }
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_r = 0; pd_r < 6; pd_r++)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < 8; pd_v++)
-                          {
-                            {
-                              const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                              const int64_t j = pd_b25_j + pd_v;
-                              const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
-                      {
-                        #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
-                        {
-                          C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
-                        }
-                      }
-                    }
-                    else
-                    {
-                      for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
-                      {
-                        #pragma GCC unroll 16
-                        for (int64_t pd_c6 = 0; pd_c6 <= pd_min(5, ((N - pd_c3) - 1)); pd_c6 += 1)
-                        {
-                          #pragma omp simd
-                          for (int64_t pd_c7 = 0; pd_c7 < (M - pd_c0); pd_c7 += 1)
-                          {
-                            {
-                              const int64_t i = (pd_c3 + pd_c6);
-                              const int64_t j = (pd_c0 + pd_c7);
-                              const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
-                            }
-                          }
-                        }
-                      }
-                    }
-                }
               }
             }
           }
         }
+        #pragma omp barrier
       }
     }
   }
@@ -1968,24 +1568,24 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b26_i;
-        int64_t pd_b26_j;
-        int64_t pd_b26_k;
+        int64_t pd_b21_i;
+        int64_t pd_b21_j;
+        int64_t pd_b21_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b26_i = (pd_c1 + pd_c3);
-          pd_b26_j = pd_c4;
+          pd_b21_i = (pd_c1 + pd_c3);
+          pd_b21_j = pd_c4;
         }
-        float pd_acc26[8][4];
+        float pd_acc21[8][4];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            const int64_t i = ((pd_b26_i + pd_r)) - 0;
-            const int64_t j = ((pd_b26_j + pd_v)) - 0;
-            pd_acc26[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b21_i + pd_r)) - 0;
+            const int64_t j = ((pd_b21_j + pd_v)) - 0;
+            pd_acc21[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2000,7 +1600,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc26[(i) - pd_b26_i][(j) - pd_b26_j] = (pd_acc26[(i) - pd_b26_i][(j) - pd_b26_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] = (pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2010,7 +1610,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+            C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
           }
         }
       }
@@ -2029,30 +1629,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b27_i;
-      int64_t pd_b27_j;
-      int64_t pd_b27_k;
-      const int64_t pd_nr27 = (N % 8);
-      const int64_t pd_nv27 = 4;
+      int64_t pd_b22_i;
+      int64_t pd_b22_j;
+      int64_t pd_b22_k;
+      const int64_t pd_nr22 = (N % 8);
+      const int64_t pd_nv22 = 4;
       {
-        pd_b27_i = ((-(N % 8)) + N);
-        pd_b27_j = 0;
+        pd_b22_i = ((-(N % 8)) + N);
+        pd_b22_j = 0;
       }
-      float pd_acc27[7][4];
+      float pd_acc22[7][4];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 4; pd_v++)
         {
-          pd_acc27[pd_r][pd_v] = 0;
+          pd_acc22[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
         {
-          pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+          pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2064,20 +1664,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
             {
-              const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-              const int64_t j = pd_b27_j + pd_v;
+              const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
+              const int64_t j = pd_b22_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
         {
-          C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+          C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
         }
       }
     }
@@ -2100,30 +1700,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b28_i;
-        int64_t pd_b28_j;
-        int64_t pd_b28_k;
-        const int64_t pd_nr28 = N;
-        const int64_t pd_nv28 = 4;
+        int64_t pd_b23_i;
+        int64_t pd_b23_j;
+        int64_t pd_b23_k;
+        const int64_t pd_nr23 = N;
+        const int64_t pd_nv23 = 4;
         {
-          pd_b28_i = 0;
-          pd_b28_j = 0;
+          pd_b23_i = 0;
+          pd_b23_j = 0;
         }
-        float pd_acc28[7][4];
+        float pd_acc23[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc28[pd_r][pd_v] = 0;
+            pd_acc23[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
           {
-            pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+            pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2135,20 +1735,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
               {
-                const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
-                const int64_t j = pd_b28_j + pd_v;
+                const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
+                const int64_t j = pd_b23_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv28; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
           {
-            C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+            C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
           }
         }
       }
@@ -2159,32 +1759,32 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 5) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((4) + ((M - 4)) - 4 >= (0))
         {
-          int64_t pd_b29_i;
-          int64_t pd_b29_j;
-          int64_t pd_b29_k;
-          const int64_t pd_nr29 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv29 = (M - 4);
+          int64_t pd_b24_i;
+          int64_t pd_b24_j;
+          int64_t pd_b24_k;
+          const int64_t pd_nr24 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv24 = (M - 4);
           {
-            pd_b29_i = pd_c1;
-            pd_b29_j = (4) + ((M - 4)) - 4;
+            pd_b24_i = pd_c1;
+            pd_b24_j = (4) + ((M - 4)) - 4;
           }
-          float pd_acc29[8][4];
+          float pd_acc24[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              pd_acc29[pd_r][pd_v] = 0;
+              pd_acc24[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv29; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv24; pd_v < 4; pd_v++)
             {
-              const int64_t i = ((pd_b29_i + pd_r)) - 0;
-              const int64_t j = ((pd_b29_j + pd_v)) - 0;
-              pd_acc29[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b24_i + pd_r)) - 0;
+              const int64_t j = ((pd_b24_j + pd_v)) - 0;
+              pd_acc24[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2196,20 +1796,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
                 {
-                  const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                  const int64_t j = pd_b29_j + pd_v;
+                  const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
+                  const int64_t j = pd_b24_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv29; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv24; pd_v < 4; pd_v++)
             {
-              C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+              C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
             }
           }
         }
@@ -2262,24 +1862,24 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       for (int64_t pd_c1 = 0; pd_c1 < (N - 5); pd_c1 += 6)
       {
         {
-          int64_t pd_b30_i;
-          int64_t pd_b30_j;
-          int64_t pd_b30_k;
+          int64_t pd_b25_i;
+          int64_t pd_b25_j;
+          int64_t pd_b25_k;
           {
             const int64_t pd_c3 = 0;
             const int64_t pd_c4 = 0;
-            pd_b30_i = (pd_c1 + pd_c3);
-            pd_b30_j = (pd_c0 + pd_c4);
+            pd_b25_i = (pd_c1 + pd_c3);
+            pd_b25_j = (pd_c0 + pd_c4);
           }
-          float pd_acc30[6][8];
+          float pd_acc25[6][8];
           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t i = ((pd_b30_i + pd_r)) - 0;
-              const int64_t j = ((pd_b30_j + pd_v)) - 0;
-              pd_acc30[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b25_i + pd_r)) - 0;
+              const int64_t j = ((pd_b25_j + pd_v)) - 0;
+              pd_acc25[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2294,7 +1894,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                   const int64_t i = (pd_c1 + pd_c3);
                   const int64_t j = (pd_c0 + pd_c4);
                   const int64_t k = pd_c2;
-                  pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] = (pd_acc30[(i) - pd_b30_i][(j) - pd_b30_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
@@ -2304,7 +1904,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+              C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
             }
           }
         }
@@ -2323,30 +1923,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((((((N >= 6) && (M >= (pd_c0 + 8))) && (pd_c0 >= 0)) && ((N % 6) >= 1)) && ((pd_c0 % 8) == 0)))
       {
-        int64_t pd_b31_i;
-        int64_t pd_b31_j;
-        int64_t pd_b31_k;
-        const int64_t pd_nr31 = (N % 6);
-        const int64_t pd_nv31 = 8;
+        int64_t pd_b26_i;
+        int64_t pd_b26_j;
+        int64_t pd_b26_k;
+        const int64_t pd_nr26 = (N % 6);
+        const int64_t pd_nv26 = 8;
         {
-          pd_b31_i = ((-(N % 6)) + N);
-          pd_b31_j = pd_c0;
+          pd_b26_i = ((-(N % 6)) + N);
+          pd_b26_j = pd_c0;
         }
-        float pd_acc31[5][8];
+        float pd_acc26[5][8];
         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc31[pd_r][pd_v] = 0;
+            pd_acc26[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
           {
-            pd_acc31[pd_r][pd_v] = C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+            pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2358,20 +1958,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
               {
-                const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                const int64_t j = pd_b31_j + pd_v;
+                const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
+                const int64_t j = pd_b26_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
           {
-            C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+            C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
           }
         }
       }
@@ -2387,32 +1987,32 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
         if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 8) >= 1)) && ((pd_c1 % 6) == 0)))
           if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
           {
-            int64_t pd_b32_i;
-            int64_t pd_b32_j;
-            int64_t pd_b32_k;
-            const int64_t pd_nr32 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-            const int64_t pd_nv32 = (M % 8);
+            int64_t pd_b27_i;
+            int64_t pd_b27_j;
+            int64_t pd_b27_k;
+            const int64_t pd_nr27 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+            const int64_t pd_nv27 = (M % 8);
             {
-              pd_b32_i = pd_c1;
-              pd_b32_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+              pd_b27_i = pd_c1;
+              pd_b27_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
             }
-            float pd_acc32[6][8];
+            float pd_acc27[6][8];
             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc32[pd_r][pd_v] = 0;
+                pd_acc27[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv32; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv27; pd_v < 8; pd_v++)
               {
-                const int64_t i = ((pd_b32_i + pd_r)) - 0;
-                const int64_t j = ((pd_b32_j + pd_v)) - 0;
-                pd_acc32[pd_r][pd_v] = 0.0f;
+                const int64_t i = ((pd_b27_i + pd_r)) - 0;
+                const int64_t j = ((pd_b27_j + pd_v)) - 0;
+                pd_acc27[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2424,20 +2024,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-                    const int64_t j = pd_b32_j + pd_v;
+                    const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
+                    const int64_t j = pd_b27_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv32; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv27; pd_v < 8; pd_v++)
               {
-                C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+                C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
               }
             }
           }
@@ -2495,30 +2095,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
         if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 8) == 0)))
           if ((pd_c0) + ((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0))) - 8 >= (0))
           {
-            int64_t pd_b33_i;
-            int64_t pd_b33_j;
-            int64_t pd_b33_k;
-            const int64_t pd_nr33 = N;
-            const int64_t pd_nv33 = (((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0));
+            int64_t pd_b28_i;
+            int64_t pd_b28_j;
+            int64_t pd_b28_k;
+            const int64_t pd_nr28 = N;
+            const int64_t pd_nv28 = (((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0));
             {
-              pd_b33_i = 0;
-              pd_b33_j = (pd_c0) + ((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0))) - 8;
+              pd_b28_i = 0;
+              pd_b28_j = (pd_c0) + ((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0))) - 8;
             }
-            float pd_acc33[5][8];
+            float pd_acc28[5][8];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc33[pd_r][pd_v] = 0;
+                pd_acc28[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv33; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv28; pd_v < 8; pd_v++)
               {
-                pd_acc33[pd_r][pd_v] = C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2530,20 +2130,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                    const int64_t j = pd_b33_j + pd_v;
+                    const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
+                    const int64_t j = pd_b28_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv33; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv28; pd_v < 8; pd_v++)
               {
-                C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+                C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
               }
             }
           }
@@ -2596,53 +2196,53 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk5_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk5 = pd_pk5_s;
+        float pd_pk4_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk4 = pd_pk4_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              pd_pk5[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
             {
-              pd_pk5[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n7 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-          const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-          for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+          const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
+          const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
+          for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
           {
-            const int pd_w7 = pd_t7 < pd_s7;
-            const int64_t pd_c2 = 0 + pd_t7 * 48;
+            const int pd_w6 = pd_t6 < pd_s6;
+            const int64_t pd_c2 = 0 + pd_t6 * 48;
             if ((M >= (pd_c0 + 8)))
             {
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c0) - 8)); pd_c4 += 8)
                 {
                   {
-                    int64_t pd_b34_i;
-                    int64_t pd_b34_j;
-                    int64_t pd_b34_k;
+                    int64_t pd_b29_i;
+                    int64_t pd_b29_j;
+                    int64_t pd_b29_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b34_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b34_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b29_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b29_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc34[6][8];
+                    float pd_acc29[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc34[pd_r][pd_v] = C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                        pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2657,7 +2257,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] = (pd_acc34[(i) - pd_b34_i][(j) - pd_b34_j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] = (pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -2667,7 +2267,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                        C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
                       }
                     }
                   }
@@ -2677,30 +2277,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((((M >= (pd_c0 + 8)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 8) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((((-((M - pd_c0) % 8)) + M) + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b35_i;
-                      int64_t pd_b35_j;
-                      int64_t pd_b35_k;
-                      const int64_t pd_nr35 = 6;
-                      const int64_t pd_nv35 = ((M - pd_c0) % 8);
+                      int64_t pd_b30_i;
+                      int64_t pd_b30_j;
+                      int64_t pd_b30_k;
+                      const int64_t pd_nr30 = 6;
+                      const int64_t pd_nv30 = ((M - pd_c0) % 8);
                       {
-                        pd_b35_i = (pd_c2 + pd_c3);
-                        pd_b35_j = ((-((M - pd_c0) % 8)) + M);
+                        pd_b30_i = (pd_c2 + pd_c3);
+                        pd_b30_j = ((-((M - pd_c0) % 8)) + M);
                       }
-                      float pd_acc35[6][8];
+                      float pd_acc30[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc35[pd_r][pd_v] = 0;
+                          pd_acc30[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
                         {
-                          pd_acc35[pd_r][pd_v] = C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                          pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2712,20 +2312,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
-                              const int64_t j = pd_b35_j + pd_v;
+                              const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
+                              const int64_t j = pd_b30_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
                         {
-                          C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                          C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
                         }
                       }
                     }
@@ -2743,7 +2343,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (((-((M + 8) % 8)) + M) + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
@@ -2751,7 +2351,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w6)
               {
                 #pragma omp barrier
               }
@@ -2760,35 +2360,35 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             {
               if (((pd_c0 + 7) >= M))
               {
-                for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 6)
+                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
                 {
                   if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 7) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((pd_c0 + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b36_i;
-                      int64_t pd_b36_j;
-                      int64_t pd_b36_k;
-                      const int64_t pd_nr36 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv36 = (M - pd_c0);
+                      int64_t pd_b31_i;
+                      int64_t pd_b31_j;
+                      int64_t pd_b31_k;
+                      const int64_t pd_nr31 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv31 = (M - pd_c0);
                       {
-                        pd_b36_i = (pd_c2 + pd_c3);
-                        pd_b36_j = pd_c0;
+                        pd_b31_i = (pd_c2 + pd_c3);
+                        pd_b31_j = pd_c0;
                       }
-                      float pd_acc36[6][8];
+                      float pd_acc31[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc36[pd_r][pd_v] = 0;
+                          pd_acc31[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
                         {
-                          pd_acc36[pd_r][pd_v] = C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
+                          pd_acc31[pd_r][pd_v] = C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2800,20 +2400,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                              const int64_t j = pd_b36_j + pd_v;
+                              const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
+                              const int64_t j = pd_b31_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
                         {
-                          C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+                          C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
                         }
                       }
                     }
@@ -2831,49 +2431,49 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (pd_c0 + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
                     }
                 }
-                if (!pd_w7)
+                if (!pd_w6)
                 {
                   #pragma omp barrier
                 }
               }
               else
               {
-                for (int64_t pd_c4 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w7 ? 1 : pd_team_size()) * 8)
+                for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 8; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 8)
                 {
                   if (((((((((((((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
                     if ((((pd_c0 + pd_c4) + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b37_i;
-                      int64_t pd_b37_j;
-                      int64_t pd_b37_k;
-                      const int64_t pd_nr37 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv37 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b32_i;
+                      int64_t pd_b32_j;
+                      int64_t pd_b32_k;
+                      const int64_t pd_nr32 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv32 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b37_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b37_j = (pd_c0 + pd_c4);
+                        pd_b32_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b32_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc37[5][8];
+                      float pd_acc32[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc37[pd_r][pd_v] = 0;
+                          pd_acc32[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
                         {
-                          pd_acc37[pd_r][pd_v] = C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                          pd_acc32[pd_r][pd_v] = C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2885,20 +2485,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                              const int64_t j = pd_b37_j + pd_v;
+                              const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
+                              const int64_t j = pd_b32_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
                         {
-                          C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                          C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
                         }
                       }
                     }
@@ -2918,7 +2518,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                                 const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                 const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                 const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk5[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                               }
                             }
                           }
@@ -2926,7 +2526,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                       }
                     }
                 }
-                if (!pd_w7)
+                if (!pd_w6)
                 {
                   #pragma omp barrier
                 }

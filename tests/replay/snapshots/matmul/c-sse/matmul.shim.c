@@ -56,8 +56,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_5a0334d4f493", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_matmul_5a0334d4f493(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_d81ac9971a9f", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_matmul_d81ac9971a9f(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }
