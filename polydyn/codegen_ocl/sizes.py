@@ -52,6 +52,7 @@ class Sizes:
             self.given.bk or BK
 
     def registers_used(self, items: tuple[int, ...], bk: int) -> None:
+        """A kernel took register tiles with these work-items and this depth."""
         self.seen[2], self.seen["bk"] = items, bk
 
     @property

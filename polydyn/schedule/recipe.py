@@ -280,8 +280,8 @@ class Schedule:
                 flag = "deep" if name == "tile_band" else "transposed"
                 text = f"{args[0]!r}, {args[1]!r}, {flag}=True"
             elif name == "gpu":  # the settings that differ from the defaults, by keyword
-                text = ", ".join(f"{key}={value!r}"
-                                 for key, value in GpuMapping.from_args(args).keywords())
+                text = ", ".join(f"{key}={value!r}"  # as given: printing checks nothing
+                                 for key, value in GpuMapping(*args).keywords())
             else:
                 text = ", ".join(repr(a) for a in args)
             out.append(f".{name}({text})")
