@@ -329,18 +329,31 @@ def _tiled_at_one_batch(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, 
     code reads the rows again for every column vector. Empty otherwise."""
     out = isl.Set.empty(region.get_space())
     for tiling in plan:
-        members = packed_members(base, scop, tiling)
-        if members is None:
+        roles = _product_roles(scop, base, tiling)
+        if roles is None:
             continue
+        _, batch, others = roles
         extents = member_extents(base, tiling)
-        batch = [k for k, size in enumerate(tiling.sizes) if size == 1 and k not in members]
         if all(_nonempty(region.intersect(at_least(extents[k], 2))) for k in batch):
             continue  # no batch member is a single iteration here
-        long = [k for k, size in enumerate(tiling.sizes) if size > 1 and k != members[0]]
-        for k in long:  # the columns' member and the reduction's
+        for k in others:
             out = out.union(region.intersect(big).intersect(
                 at_least(extents[k], BATCH_ONE_UNTILED_MAX + 1)))
     return out.coalesce()
+
+
+def _product_roles(scop: Scop, base: isl.Schedule, tiling: BandTiling
+                   ) -> tuple[int, list[int], list[int]] | None:
+    """For a packed band (matmul's): its rows' member, its batch members (untiled and not
+    packed) and its other tiled members (the columns' and the reduction's); None for a band
+    that packs nothing."""
+    members = packed_members(base, scop, tiling)
+    if members is None:
+        return None
+    row = members[0]
+    batch = [k for k, size in enumerate(tiling.sizes) if size == 1 and k not in members]
+    others = [k for k, size in enumerate(tiling.sizes) if size > 1 and k != row]
+    return row, batch, others
 
 
 def _union(plans: list[VariantPlan]) -> isl.Set:
@@ -408,17 +421,15 @@ def _untiled_pays(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
     if not applies or len(plan) != 1 or plan[0].deep:
         return out
     tiling = plan[0]
-    members = packed_members(base, scop, tiling)
-    if members is None or any(size == 1 and k not in members
-                               for k, size in enumerate(tiling.sizes)):
+    roles = _product_roles(scop, base, tiling)
+    if roles is None or roles[1]:  # none, or a batch around it
         return out
-    row = members[0]
+    row, _, others = roles
     extents = member_extents(base, tiling)
     out = big.intersect(at_least(extents[row], tiling.sizes[row] + 1)) \
         .subtract(at_least(extents[row], UNTILED_ROWS_MAX + 1))
-    for k, size in enumerate(tiling.sizes):
-        if size > 1 and k != row:
-            out = out.subtract(at_least(extents[k], UNTILED_EXTENT_MAX + 1))
+    for k in others:
+        out = out.subtract(at_least(extents[k], UNTILED_EXTENT_MAX + 1))
     return out.coalesce()
 
 
