@@ -81,7 +81,9 @@ def run_matmul(n: int) -> None:
 
 def run_sizes(n: int) -> None:
     """matmul at ``n``^3 with the mapping's sizes given by recipe (``gpu(...)``): register
-    tiles, work-items per group and reduction steps per local tile, one variant each."""
+    tiles, work-items per group, reduction steps per local tile, local buffers per copy
+    (``s1``: one; the default two) and element-wise copies (``scalar``; the default loads
+    16-byte vectors), one variant each."""
     import pyopencl.array as cla
 
     rng = np.random.default_rng(0)
@@ -89,12 +91,17 @@ def run_sizes(n: int) -> None:
     b = rng.standard_normal((n, n), dtype=np.float32)
     want = a.astype(np.float64) @ b
     line = []
-    for regtile, group, bk in (("4x4", (16, 16), 16), ("4x4", (16, 16), 8),
-                               ("4x4", (16, 16), 32), ("4x4", (8, 32), 16),
-                               ("4x4", (32, 8), 16), ("8x4", (16, 16), 16),
-                               ("8x8", (16, 16), 8), ("4x8", (16, 8), 16)):
-        label = f"{regtile} {group[0]}x{group[1]} bk{bk}"
-        recipe = pd.Schedule.isl().gpu(regtile=regtile, group=group, bk=bk)
+    for regtile, group, bk, stages, vector in (
+            ("4x4", (16, 16), 16, 2, True), ("4x4", (16, 16), 16, 1, True),
+            ("4x4", (16, 16), 16, 2, False), ("4x4", (16, 16), 16, 1, False),
+            ("4x4", (16, 16), 8, 2, True), ("4x4", (16, 16), 32, 2, True),
+            ("4x4", (8, 32), 16, 2, True), ("8x4", (16, 16), 16, 2, True),
+            ("8x4", (16, 16), 8, 2, True), ("8x8", (16, 16), 8, 2, True),
+            ("8x8", (16, 16), 16, 2, True), ("4x8", (16, 8), 16, 2, True)):
+        label = f"{regtile} {group[0]}x{group[1]} bk{bk}" + (" s1" if stages == 1 else "") + \
+            ("" if vector else " scalar")
+        recipe = pd.Schedule.isl().gpu(regtile=regtile, group=group, bk=bk, stages=stages,
+                                       vector=vector)
         try:
             k = pd.compile(matmul, target="opencl", variants=[("true", recipe)])
             dev = [cla.to_device(k.queue, x) for x in (a, b)]

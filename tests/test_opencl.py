@@ -133,7 +133,9 @@ def test_matmul_mapping_grid_and_local_memory() -> None:
     assert sorted((c.array, c.sizes) for c in spec.local) == [("A", (64, 16)), ("B", (16, 64))]
     src = k.source
     assert "__kernel" in src and "get_group_id(1)" in src and "get_local_id(0)" in src
-    assert "__local float pd_loc_A[1024]" in src and "barrier(CLK_LOCAL_MEM_FENCE)" in src
+    # two buffers of 64 x 16 (double-buffered), aligned for float4 copies
+    assert "__local float pd_loc_A[2048] __attribute__((aligned(16)))" in src
+    assert "barrier(CLK_LOCAL_MEM_FENCE)" in src and "pd_db ^= 1" in src
     assert "reqd_work_group_size(16, 16, 1)" in src
     assert "cl_khr_fp64" not in src  # f32 only: no double anywhere
     assert "#pragma omp" not in src

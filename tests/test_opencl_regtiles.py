@@ -192,9 +192,12 @@ def test_generic_variant_is_register_tiled(op) -> None:
     generic = k.mappings[-1]
     tiled = [spec for spec in generic.kernels if spec.regtiles is not None]
     assert tiled, f"{op.name}: {generic.variant.summary}"
-    assert tiled[0].regtiles == RegisterTiles(4, 4, 16, 16, 16)
+    # two buffers per copy (conv reads its window in place: no copy, one stage)
+    stages = 2 if tiled[0].local else 1
+    assert tiled[0].regtiles == RegisterTiles(4, 4, 16, 16, 16, stages)
     assert tiled[0].local_size[:2] == (16, 16)
-    assert "register tiles 4x4 per work-item, 64x64x16 blocks" in generic.variant.summary
+    assert "register tiles 4x4 per work-item, 64x64x16 blocks" + \
+        (", two buffers" if stages == 2 else "") in generic.variant.summary
 
 
 def test_kernel_text_has_private_accumulators_and_unrolled_fmas() -> None:
@@ -274,7 +277,7 @@ def test_off_switch_and_forced_sizes(monkeypatch) -> None:
     check_kernel(off, {"N": 65, "M": 17, "K": 5}, seed=3)
     monkeypatch.setenv("POLYDYN_OCL_REGTILE", "2x2")
     forced = pd.compile(mm_scalar, target="opencl")
-    assert {spec.regtiles for spec in tiled_specs(forced)} == {RegisterTiles(2, 2)}
+    assert {spec.regtiles for spec in tiled_specs(forced)} == {RegisterTiles(2, 2, stages=2)}
     assert "float s[2][2];" in forced.source
     check_kernel(forced, {"N": 33, "M": 31, "K": 18}, seed=4)
     with pytest.raises(UnsupportedError, match="POLYDYN_OCL_REGTILE"):
@@ -311,13 +314,13 @@ def test_tile_sizes_follow_the_extents() -> None:
     32: one, and then the kernel keeps the old mapping unless forced); a kernel with no
     reduction below its mapped members keeps the old mapping."""
     narrow = compiled(linear_narrow)
-    assert {s.regtiles for s in tiled_specs(narrow)} == {RegisterTiles(4, 2)}
+    assert {s.regtiles for s in tiled_specs(narrow)} == {RegisterTiles(4, 2, stages=2)}
     check_kernel(narrow, {"N": 70, "O": 37, "K": 17}, seed=5)
     thin = compiled(linear_thin)
     assert not tiled_specs(thin)
     check_kernel(thin, {"N": 67, "O": 19, "K": 3}, seed=6)
     forced = compiled(linear_thin, regtile="4x1")
-    assert {s.regtiles for s in tiled_specs(forced)} == {RegisterTiles(4, 1)}
+    assert {s.regtiles for s in tiled_specs(forced)} == {RegisterTiles(4, 1, stages=2)}
     check_kernel(forced, {"N": 67, "O": 19, "K": 3}, seed=6)
     assert parse_override("") is None and parse_override("off") == (1, 1)
     assert parse_override("4x2") == (4, 2)

@@ -145,7 +145,7 @@ def test_the_gpu_mapping_is_a_directive() -> None:
                              ("true", pd.Schedule.isl().gpu(regtile="off"))])
     first, second = k.variants
     assert repr(first.recipe) == ("pd.Schedule.isl().gpu(regtile='2x4', group=((16, 16),), "
-                                  "bk=16).label('user0')")
+                                  "bk=16, stages=2).label('user0')")
     assert "register tiles 2x4" in first.summary and "register tiles" not in second.summary
     for sizes in ({"N": 64, "M": 65, "K": 3}, {"N": 130, "M": 64, "K": 17},
                   {"N": 5, "M": 7, "K": 9}):

@@ -11,8 +11,6 @@ without libc. Expressions, statements and conditions print through the C emitter
 
 from __future__ import annotations
 
-import math
-
 import cgen
 import islpy as isl
 
@@ -24,9 +22,10 @@ from ..schedule.tree import loop_mark
 from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
 from ..scop.ir import Array, Expr, Load, Scalar, Scop
 from .combine import shuffle_prelude, shuffles
+from .copies import LocalCopies
 from .lanemit import LaneLoops
 from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
-from .promotion import OUTER, LocalCopy, only_copies
+from .promotion import SYNC, only_copies
 from .pyexpr import ITERATOR
 from .regemit import UNROLL_PRELUDE, RegisterLoops
 from .scalars import SpilledScalar
@@ -49,7 +48,7 @@ PRELUDE_F64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\nPD_MINMAX(double, 
     fmod_helper("double", "f64", "fmod")
 
 
-class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
+class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
     """Prints the OpenCL program of one operator: every kernel of every variant.
     ``spilled``: local scalars kept in global memory (live across launches)."""
 
@@ -127,6 +126,8 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
             if copy.statement == name:
                 args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
                 return [self.copy_in(copy, args)]
+        if name == SYNC:
+            return self.swap_buffers()
         transfer = self.cell_transfer(name, call) if self._registers() else None
         if transfer is not None:
             return [transfer]
@@ -182,7 +183,7 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
         if isinstance(e, Load) and self._spec is not None:
             for copy in self._spec.local:
                 if copy.array == e.array:
-                    return f"{copy.buffer}[{self.local_index(copy, [i.to_c() for i in e.index])}]"
+                    return self.local_read(copy, [i.to_c() for i in e.index])
         return super().expr(e)
 
     def spilled_cell(self, sc: SpilledScalar) -> str:
@@ -193,99 +194,6 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
             term = f"({v} - ({self.ast_expr(sc.lo[j])}))" if sc.lo else "0"
             out = term if j == 0 else f"({out}) * ({self.ast_expr(sc.extent[j])}) + {term}"
         return f"{sc.buffer}[{out or '0'}]"
-
-    @staticmethod
-    def box_sizes(copy: LocalCopy) -> list[str]:
-        """The box's extents: constants, or the kernel variables holding the bounds."""
-        return [str(size) if size is not None else f"{copy.buffer}_n{j}"
-                for j, size in enumerate(copy.sizes)]
-
-    def local_index(self, copy: LocalCopy, subs: list[str]) -> str:
-        """Row-major index into the box of ``copy`` for global subscripts ``subs``."""
-        out = ""
-        for j, (sub, size) in enumerate(zip(subs, self.box_sizes(copy), strict=True)):
-            term = f"(({sub}) - {copy.buffer}_lo{j})"
-            out = term if j == 0 else f"({out}) * {size} + {term}"
-        return out or "0"
-
-    _barriers_outside = False  # printing copies under an `if` whose barriers are around it
-
-    def conditional_copies(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
-        """``barrier; if (uniform condition) { copies }; barrier``: the same synchronization
-        as barriers inside the ``if`` (every work-item of the group takes the same branch),
-        but PoCL's CPU compiler, which runs a group's work-items as loops between barriers,
-        miscompiles barriers under a condition inside a loop: work-items past the guard of
-        the code after them ran it (opencl_out_of_domain_write.py)."""
-        self._barriers_outside = True
-        try:
-            then = self.node(n.if_get_then_node(), st)
-        finally:
-            self._barriers_outside = False
-        barrier = cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")
-        return [barrier, cgen.If(strip_parens(self.ast_expr(n.if_get_cond())),
-                                 cgen.Block(then)), barrier]
-
-    def copy_in(self, copy: LocalCopy, args: list[str]) -> cgen.Generable:
-        """The whole work-group copies the box into ``__local`` memory between barriers;
-        ``pd_u<j>`` are the copy statement's arguments (uniform in the group)."""
-        a = self.scop.array(copy.array)
-        rank = len(copy.sizes)
-        sizes = self.box_sizes(copy)
-        total = " * ".join(sizes)
-        group = math.prod(self._spec.local_size)
-        barrier = [] if self._barriers_outside else \
-            [cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)")]
-        lines: list[cgen.Generable] = [
-            cgen.Statement(f"const int64_t {OUTER}{j} = {arg}") for j, arg in enumerate(args)]
-        lines += barrier
-        for j in range(rank):
-            lines.append(cgen.Statement(f"{copy.buffer}_lo{j} = {self.ast_expr(copy.lo[j])}"))
-            lines.append(cgen.Statement(
-                f"const int64_t pd_n{j} = {self.ast_expr(copy.hi[j])} - {copy.buffer}_lo{j} + 1"))
-        index = []
-        rest = "pd_e"
-        for j in range(rank):
-            stride = " * ".join(sizes[j + 1:])
-            if stride and stride != "1":
-                index.append(f"const int64_t pd_e{j} = ({rest}) / ({stride})")
-                rest = f"({rest}) % ({stride})"
-            else:  # the dimensions after this one have extent 1
-                index.append(f"const int64_t pd_e{j} = {rest}")
-                rest = "0"
-        inside = " && ".join(f"pd_e{j} < pd_n{j}" for j in range(rank))
-        flat = ""
-        for j in range(rank):
-            sub = f"{copy.buffer}_lo{j} + pd_e{j}"
-            flat = sub if j == 0 else f"({flat}) * ({a.shape[j].to_c()}) + {sub}"
-        load = cgen.Statement(f"{copy.buffer}[pd_e] = {a.name}[{flat}]")
-        body = cgen.Block([*(cgen.Statement(x) for x in index), cgen.If(inside, load)])
-        lines.append(cgen.For("int64_t pd_e = pd_lid", f"pd_e < {total}",
-                              f"pd_e += {group}", body))
-        return cgen.Block(lines + barrier)
-
-    def local_declarations(self, spec: KernelSpec) -> list[cgen.Generable]:
-        if not spec.local:
-            return []
-        n = len(spec.grid.tiles)
-        lid = "get_local_id(0)"
-        for d in range(1, n):
-            lid = f"{lid} + get_local_size(0) * get_local_id({d})" if d == 1 else \
-                f"{lid} + get_local_size(0) * get_local_size(1) * get_local_id({d})"
-        out: list[cgen.Generable] = [cgen.Statement(f"const int64_t pd_lid = {lid}")]
-        for copy in spec.local:
-            ctype = C_TYPE[self.scop.array(copy.array).dtype]
-            if copy.dynamic:  # a kernel argument; its extents from the syms
-                for j, size in enumerate(copy.size_c):
-                    if size is not None:
-                        out.append(cgen.Statement(
-                            f"const int64_t {copy.buffer}_n{j} = pd_max(1, "
-                            f"{self.ast_expr(size)})"))
-            else:
-                out.append(cgen.Statement(
-                    f"__local {ctype} {copy.buffer}[{math.prod(copy.sizes)}]"))
-            out.append(cgen.Statement(
-                f"int64_t {', '.join(f'{copy.buffer}_lo{j}' for j in range(len(copy.sizes)))}"))
-        return out
 
     # --- kernels ---------------------------------------------------------------------------
     def kernel_params(self, spec: KernelSpec) -> list[str]:
@@ -386,10 +294,12 @@ class OpenCLEmitter(LaneLoops, RegisterLoops, CEmitter):
         for m in mappings:
             kernels.append(f"/* ---- variant {m.variant.name}: {m.variant.region} */")
             self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
+            self.vector = _vector_copies(m)
             kernels.extend(self.kernel_function(k) for k in m.kernels)
             kernels.extend(self.kernel_function(x) for k in m.kernels for x in k.family()[1:])
         for m, x in twins:
             self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
+            self.vector = _vector_copies(m)
             kernels.append(self.kernel_function(x, sequences=True))
         text = "\n".join(kernels)
         index = INDEX_32_OR_64 if self.scop.narrow_indices else INDEX_64
@@ -412,6 +322,12 @@ def _permuted(mode: str, ident: str, count: str) -> str:
     if mode == "rotate":
         return f"(int64_t)(({ident} + {count} / 2) % {count})"
     return ident
+
+
+def _vector_copies(m: VariantMapping) -> bool:
+    """Whether the variant's copies into local memory may load vectors (its ``gpu``)."""
+    given = m.variant.recipe.gpu_mapping if m.variant.recipe is not None else None
+    return given is None or given.vector
 
 
 def temporaries(scop: Scop) -> list[Array]:

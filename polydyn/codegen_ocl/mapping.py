@@ -350,10 +350,10 @@ class _Mapper:
         first (``smaller_tiles``), or none. ``where``: the launch's context, its condition
         (isl, Python) and the parameters."""
         ctx, when, params, when_py = where
-        items, bk = self.sizes.register_items()
-        tiles = choose_register_tiles(mapped, ranges, ctx, items, bk, self.regtile)
+        items, bk, stages = self.sizes.register_items()
+        tiles = choose_register_tiles(mapped, ranges, ctx, items, bk, self.regtile, stages)
         if tiles is not None:
-            self.sizes.registers_used(items, bk)
+            self.sizes.registers_used(items, bk, stages)
         out: list[KernelSpec] = []
         for k, t in enumerate(smaller_tiles(tiles, forced=bool(self.regtile.strip()))):
             blocks = t.blocks(len(mapped))
@@ -366,7 +366,8 @@ class _Mapper:
             out.append(KernelSpec(name if k == 0 else f"{name}_{t.tm}x{t.tn}", depth,
                                   replace(grid, tiles=blocks), when_py,
                                   tuple(sorted(statement_names(domain))), code.ast,
-                                  code.copies, code.threads, placement=placement, regtiles=t,
+                                  code.copies, code.threads, placement=placement,
+                                  regtiles=code.tiles,
                                   accumulators=code.accumulators, full=code.full,
                                   free=code.free, order=code.order))
         return out

@@ -81,6 +81,11 @@ class KernelSpec:
         return out
 
     @property
+    def stages(self) -> int:
+        """Local-memory buffers per copied array (2: double-buffered register tiles)."""
+        return self.regtiles.stages if self.regtiles is not None else 1
+
+    @property
     def dynamic_local(self) -> tuple[LocalCopy, ...]:
         return tuple(c for c in self.local if c.dynamic)
 

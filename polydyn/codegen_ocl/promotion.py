@@ -45,6 +45,7 @@ from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
 
 R_TILE = 16  # points of the sequential member per copy
 COPY = "PDCOPY_"
+SYNC = "PDSYNC"  # the barrier that ends a double-buffered kernel's reduction tile (regtiles.py)
 # Promotion is an optimization: a footprint that is no single convex piece, or whose extent
 # is piecewise over more than a few pieces, is not promoted (its box and the bound of its
 # extent in the syms took isl minutes on fuzz operators: unions of hundreds of pieces)
@@ -332,7 +333,8 @@ def threads_enclose_statements(ast: isl.AstNode, threads: set[str], *more: set[s
     member of tile size > 1 (the iterators ``threads``, or those of one of ``more``): isl
     replaces a loop by its value when that value is fixed, and then the work-item guard
     would be missing."""
-    return all(name.startswith(COPY) or any(t <= around for t in (threads, *more))
+    return all(name.startswith(COPY) or name == SYNC or
+               any(t <= around for t in (threads, *more))
                for name, around, _ in _statement_places(ast))
 
 
@@ -345,12 +347,14 @@ def only_copies(n: isl.AstNode) -> bool:
         n.user_get_expr().get_op_arg(0).get_id().get_name().startswith(COPY)
 
 
-def copies_unconditional(ast: isl.AstNode) -> bool:
+def copies_unconditional(ast: isl.AstNode, staged: bool = False) -> bool:
     """Every copy (and so every barrier) lies under loops only, or under an ``if`` with
     copies alone in it, which the emitter prints between barriers: PoCL's CPU compiler
     miscompiles barriers under a condition (work-items outside a later guard ran the code
-    behind it), although the conditions here are uniform in the work-group."""
-    return not any(name.startswith(COPY) and conditional
+    behind it), although the conditions here are uniform in the work-group. ``staged``
+    (double-buffered register tiles): the copies hold no barrier, the ``PDSYNC`` statements
+    do."""
+    return not any((name == SYNC if staged else name.startswith(COPY)) and conditional
                    for name, _, conditional in _statement_places(ast))
 
 

@@ -25,6 +25,8 @@ CELL = f"[{REG_VARS[0]}][{REG_VARS[1]}]"
 UNROLL = "PD_UNROLL"
 UNROLL_PRELUDE = ("#ifdef PD_ROLLED_REGISTERS\n#define PD_UNROLL\n#else\n"
                   "#define PD_UNROLL _Pragma(\"unroll\")\n#endif\n")
+# the buffer a double-buffered kernel's statements read (0 or 1); copies fill the other
+STAGE = "pd_db"
 
 
 class RegisterLoops:
@@ -53,6 +55,19 @@ class RegisterLoops:
         inner = [point, *body] if free else [point, cgen.If(guard, cgen.Block(body))]
         return [cgen.Line(UNROLL),
                 cgen.For(f"int {var} = 0", f"{var} < {per}", f"{var} += 1", cgen.Block(inner))]
+
+    def _staged(self) -> bool:
+        return self._spec is not None and self._spec.stages == 2
+
+    def swap_buffers(self) -> list[cgen.Generable]:
+        """``PDSYNC``, the end of a double-buffered reduction tile: after the barrier, the
+        buffer the copies filled (and its bounds) is the one read, and the other is free."""
+        lines: list[cgen.Generable] = [cgen.Statement("barrier(CLK_LOCAL_MEM_FENCE)"),
+                                       cgen.Statement(f"{STAGE} ^= 1")]
+        for copy in self._spec.local:
+            lines += [cgen.Statement(f"{copy.buffer}_lo{j} = {copy.buffer}_nlo{j}")
+                      for j in range(len(copy.sizes))]
+        return lines
 
     def register_expr(self, e: Expr) -> str | None:
         """A local scalar (one per point of the tile) or an accumulated cell; None for
@@ -102,4 +117,4 @@ class RegisterLoops:
         return f"[{spec.regtiles.tm}][{spec.regtiles.tn}]"
 
 
-__all__ = ["REG_VARS", "UNROLL_PRELUDE", "RegisterLoops"]
+__all__ = ["REG_VARS", "STAGE", "UNROLL_PRELUDE", "RegisterLoops"]

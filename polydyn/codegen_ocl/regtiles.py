@@ -21,7 +21,7 @@ promotion.py), from the flat schedule
     [outer, 2, .., m_r, m_c]                        PDACCSTORE_<C>: cells to the output
 
 with the statements of a sequence around the band at their positions (``seq``), then widened
-(``_Layout.widen``) so that whole reduction tiles and whole blocks get loops of their own,
+(``regflat.Layout.widen``) so that whole reduction tiles and whole blocks get loops of their own,
 with constant trip counts and no guards. ``m_r`` and ``m_c`` come innermost: that is legal
 because they are coincident (every dependence inside the launch keeps them), and the race
 check (legality.py) verifies it on the flat schedule. The emitter prints the loops over
@@ -30,12 +30,18 @@ bounds (left out in whole blocks, and where isl shows that every block is whole)
 cells live in private arrays ``pd_acc_<C>[TM][TN]`` and local scalars in ``s[TM][TN]``. The
 copies are promotion.py's, their footprint per group now BM x BK etc.; an array whose box
 grows with the syms (conv's window) is read in place instead.
+
+With two buffers per copy (``stages``, the recipe's ``gpu(stages=...)``; two by default where
+they fit in local memory) the copies of a reduction tile run in the tile before, while it is
+computed, and one barrier (``PDSYNC``) ends each tile instead of two around each copy
+(regflat.py has the flat schedule; copies.py prints the copies, 16 bytes per load where the
+rows allow).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import islpy as isl
@@ -53,7 +59,8 @@ from .promotion import (
     threads_enclose_statements,
     tile_set,
 )
-from .pyexpr import ITERATOR, ast_build
+from .pyexpr import ITERATOR
+from .regflat import Layout, maps
 
 TILE = 4  # outputs per work-item along each member (at most), when its extent allows
 BK = 16  # points of the reduction per local-memory tile
@@ -65,13 +72,15 @@ _NT = isl.schedule_node_type
 @dataclass(frozen=True)
 class RegisterTiles:
     """The register-tile decision of a kernel: ``tm x tn`` outputs per work-item, ``wm x wn``
-    work-items per group (rows, columns), the reduction staged ``bk`` deep."""
+    work-items per group (rows, columns), the reduction staged ``bk`` deep in ``stages``
+    local-memory buffers per copied array."""
 
     tm: int
     tn: int
     bk: int = BK
     wm: int = WORK_ITEMS[0]
     wn: int = WORK_ITEMS[1]
+    stages: int = 1
 
     @property
     def bm(self) -> int:
@@ -91,7 +100,8 @@ class RegisterTiles:
 
     def describe(self) -> str:
         return (f"register tiles {self.tm}x{self.tn} per work-item, "
-                f"{self.bm}x{self.bn}x{self.bk} blocks")
+                f"{self.bm}x{self.bn}x{self.bk} blocks" +
+                (", two buffers" if self.stages == 2 else ""))
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,7 @@ class RegisterCode:
     guard) and the flat schedule of its statements (``order``)."""
 
     ast: Any  # isl.AstNode
+    tiles: RegisterTiles  # as built: ``stages`` 1 where two buffers would not fit
     copies: tuple[LocalCopy, ...]
     threads: tuple[tuple[str, int], ...]
     accumulators: tuple[Accumulator, ...]
@@ -133,7 +144,7 @@ def parse_override(text: str) -> tuple[int, int] | None:
 
 def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
                           ctx: isl.Set, items: tuple[int, ...], bk: int = BK,
-                          override: str = "") -> RegisterTiles | None:
+                          override: str = "", stages: int = 1) -> RegisterTiles | None:
     """The register tiles of a kernel, or None: it needs two mapped members or more with a
     reduction band below the innermost (``reduction_band``); each of the two innermost gets
     ``TILE`` outputs per work-item where its extent in the region (``ranges``, under
@@ -142,7 +153,7 @@ def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
     work-groups; bench/HISTORY.md, GPU, has what was measured).
     ``items``: the work-items along the two (sizes.py); ``bk``: the
     reduction steps per local tile; ``override`` (POLYDYN_OCL_REGTILE or the recipe's
-    ``regtile``) forces the sizes or "off"."""
+    ``regtile``) forces the sizes or "off"; ``stages``: local buffers per copied array."""
     forced = parse_override(override)
     if len(mapped) < 2 or reduction_band(mapped[-1].child(0)) is None:
         return None
@@ -154,7 +165,7 @@ def choose_register_tiles(mapped: list[isl.ScheduleNode], ranges: list[isl.Set],
                                                                     strict=True))
     if (forced is None and 1 in (tm, tn)) or (tm, tn) == (1, 1):
         return None
-    return RegisterTiles(tm, tn, bk, wm, wn)
+    return RegisterTiles(tm, tn, bk, wm, wn, stages)
 
 
 def smaller_tiles(tiles: RegisterTiles | None, forced: bool = False) -> list[RegisterTiles]:
@@ -164,7 +175,7 @@ def smaller_tiles(tiles: RegisterTiles | None, forced: bool = False) -> list[Reg
     out = [] if tiles is None else [tiles]
     while out and not forced and min(out[-1].tm, out[-1].tn) >= 4:
         last = out[-1]
-        out.append(RegisterTiles(last.tm // 2, last.tn // 2, last.bk, last.wm, last.wn))
+        out.append(replace(last, tm=last.tm // 2, tn=last.tn // 2))
     return out
 
 
@@ -213,7 +224,7 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
         tile_set(params, n_pre, depth, positions, blocks))).domain()
     if group.is_empty():
         return None
-    lay = _Layout(n_pre, n_sub, d, seq, tiles.bk)
+    lay = Layout(n_pre, n_sub, d, seq, tiles.bk)
     flat = pre.flat_range_product(sub).apply_range(lay.statements())
     accumulators = _accumulators(scop, domain, band.get_domain().intersect(domain), pre)
     if accumulators is None:
@@ -229,145 +240,65 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
                 cell_set.set_tuple_name(prefix + array), phase)))
         acc_exprs.append(Accumulator(array, _cell_index(cells, kctx)))
     copies = _copies(scop, group.intersect(band.get_domain()), domain, pre, sub, lay, kctx)
-    for copy, fp in copies:
-        parts = parts.union(isl.UnionMap.from_map(
-            lay.copy_statement(fp.set_tuple_name(copy.statement))))
     k_r, k_c = len(mapped) - 2, len(mapped) - 1
     statements = flat.intersect_domain(group)  # not empty: the group has instances
     speculate = _speculative(scop, statements, copies, accumulators, lay)
     widen = lay.widen(statements, k_r, k_c, blocks[k_r], blocks[k_c], speculate)
-    ast = lay.build(kctx).node_from_schedule_map(parts.apply_range(widen))
     n_flat = lay.n_dims
     threads = ((f"{ITERATOR}{n_flat}", k_r), (f"{ITERATOR}{n_flat + 1}", k_c),
                (f"{ITERATOR}{n_flat + 2}", k_r), (f"{ITERATOR}{n_flat + 3}", k_c))
     slow, fast = ({name for name, _ in threads[:2]}, {name for name, _ in threads[2:]})
-    if not threads_enclose_statements(ast, slow, fast) or not copies_unconditional(ast):
+    # two buffers where they fit and their barriers stand under loops only, else one
+    for stages in sorted({_stages(scop, tiles, copies, domain, band.get_domain()), 1},
+                         reverse=True):
+        ast = _group_ast(lay, kctx, parts, copies, statements, widen,
+                         tiles.bk if stages == 2 else 0)
+        if threads_enclose_statements(ast, slow, fast) and \
+                copies_unconditional(ast, staged=stages == 2):
+            break
+    else:
         return None
+    tiles = replace(tiles, stages=stages)
     image = isl.Set.from_union_set(statements.range())
     full = tuple(k for k, dim in ((k_r, n_flat - 2), (k_c, n_flat - 1))
                  if _full_block(image, dim, k, blocks[k], kctx))
-    return RegisterCode(ast, tuple(c for c, _ in copies), threads, tuple(acc_exprs), full,
-                        flat, tuple(sorted(fast)))
+    return RegisterCode(ast, tiles, tuple(c for c, _ in copies), threads, tuple(acc_exprs),
+                        full, flat, tuple(sorted(fast)))
 
 
-# --------------------------------------------------------------------------------------------
-# The flat schedule
+def _group_ast(lay: Layout, kctx: isl.Set, parts: isl.UnionMap,
+               copies: list[tuple[LocalCopy, isl.Set]], statements: isl.UnionMap,
+               widen: isl.UnionMap, ahead: int) -> isl.AstNode:
+    """isl's AST of the group: the statements and cells (``parts``), the copies first in
+    their tile or (``ahead``: two buffers) in the tile before, and then a ``PDSYNC`` last in
+    every tile."""
+    for copy, fp in copies:
+        parts = parts.union(isl.UnionMap.from_map(
+            lay.copy_statement(fp.set_tuple_name(copy.statement), ahead)))
+    if ahead:
+        parts = parts.union(isl.UnionMap.from_map(lay.sync_statement(
+            [fp for _, fp in copies], statements, ahead)))
+    return lay.build(kctx).node_from_schedule_map(parts.apply_range(widen))
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """The flat schedule's dimensions: ``n_pre - 2`` outer values, the phase, ``d``
-    sequence positions, the reduction tile, the slot (copies 0, statements 1), the
-    ``n_sub - d`` dimensions below, then ``m_r`` and ``m_c``."""
-
-    n_pre: int
-    n_sub: int
-    d: int
-    seq: int
-    bk: int
-
-    @property
-    def n_dims(self) -> int:
-        return self.n_pre + self.n_sub + 3
-
-    def _map(self, ins: list[str], outer: list[str], phase: int, seq: list[str], tile: str,
-             slot: int, below: list[str], cell: list[str]) -> str:
-        out = [*outer, str(phase), *seq, tile, str(slot), *below, *cell]
-        return f"[{', '.join(ins)}] -> [{', '.join(out)}]"
-
-    def statements(self) -> isl.UnionMap:
-        """``{ [p.., b..] -> flat }`` for the kernel's statements."""
-        p = [f"p{j}" for j in range(self.n_pre)]
-        b = [f"b{j}" for j in range(self.n_sub)]
-        tile = f"{self.bk} * floor(({b[self.d]}) / {self.bk})"
-        return isl.UnionMap("{ " + self._map(p + b, p[:-2], 1, b[:self.d], tile, 1,
-                                             b[self.d:], p[-2:]) + " }")
-
-    def cell_statement(self, cells: isl.Set, phase: int) -> isl.Map:
-        """``{ PDACC..[p..] -> flat }`` before (phase 0) or after (2) everything else."""
-        p = [f"p{j}" for j in range(self.n_pre)]
-        text = self._map(p, p[:-2], phase, ["0"] * self.d, "0", 0,
-                         ["0"] * (self.n_sub - self.d), p[-2:])
-        return isl.Map("{ " + cells.get_tuple_name() + text + " }").intersect_domain(cells)
-
-    def build(self, kctx: isl.Set) -> isl.AstBuild:
-        """isl's AST build for the wide schedule: one loop over the reduction tiles (atomic:
-        isl would otherwise peel the last, partial tile, and the copies' barriers would
-        stand under its condition)."""
-        xs = [f"x{j}" for j in range(self.n_dims + 4)]
-        tile = self.n_pre + self.d - 1
-        return ast_build(kctx).set_options(isl.UnionMap(
-            f"{{ [{', '.join(xs)}] -> atomic[{tile}] }}"))
-
-    def widen(self, statements: isl.UnionMap, k_r: int, k_c: int, bm: int, bn: int,
-              speculate: bool = False) -> isl.UnionMap:
-        """``{ flat -> wide }``: the flat schedule with two scalar dimensions after the slot,
-        ``whole_r`` (0 where the reduction tile ends at or before its last value) and
-        ``whole_b`` (0 where the group's block is whole for every statement of the tile),
-        and the rows and columns twice: a statement instance with both 0 has them in the last
-        two dimensions (``free``: the emitter prints no guard), every other instance (partial
-        tiles, the copies, the cells) in the two before them. Both are functions of the tile
-        (``outer, phase, seq, tile``; ``whole_r`` is monotone in it), so the wide schedule
-        orders the instances as the flat one does, and isl gives each whole tile's loops
-        bounds without ``min``/``max``: a reduction loop of ``bk`` points, register loops over
-        the whole block (PPCG's full/partial tile separation, here as a schedule, not an AST
-        option, so that no barrier falls under a condition). ``statements``: ``{ S -> flat
-        }`` of the group's instances. With ``speculate`` (``_speculative``) every block counts
-        as whole and partial reduction tiles run free too: the register loops run every
-        point, those outside the domain on stale local-memory values into registers that are
-        never stored."""
-        n, key_n = self.n_dims, self.n_pre + self.d
-        xs = [f"x{j}" for j in range(n)]
-        key = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[:key_n])}] }}")
-        kr, kc = f"pd_o{k_r} + {bm} * pd_g{k_r}", f"pd_o{k_c} + {bn} * pd_g{k_c}"
-        box = isl.Set(f"[pd_o{k_r}, pd_g{k_r}, pd_o{k_c}, pd_g{k_c}] -> {{ [{', '.join(xs)}] : "
-                      f"{kr} <= {xs[-2]} < {kr} + {bm} and {kc} <= {xs[-1]} < {kc} + {bn} }}")
-        images: list[isl.Set] = [m.range() for m in _maps(statements)]
-        every = images[0]
-        for image in images[1:]:
-            every = every.union(image)
-        keys = every.apply(key)
-        holes = keys.subtract(keys)
-        for image in [] if speculate else images:
-            near = image.project_out(isl.dim_type.set, n - 2, 2).insert_dims(
-                isl.dim_type.set, n - 2, 2)
-            near = near.intersect(box.align_params(near.get_space()))
-            holes = holes.union(near.subtract(image.align_params(near.get_space())).apply(key))
-        whole_block = keys.subtract(holes)
-        # tiles that end at or before the last reduction value of their (outer, seq)
-        r = xs[key_n + 1]
-        ends = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(xs[:key_n - 1])}, t] : "
-                       f"exists e : t = {self.bk} e and t + {self.bk - 1} <= {r} }}")
-        whole_r = keys.intersect(every.apply(ends))
-        slot = isl.Set(f"{{ [{', '.join(xs)}] : {xs[key_n]} = 1 }}")
-        out = None
-        for full_r, rows in ((0, whole_r), (1, keys.subtract(whole_r))):
-            for full_b, block in ((0, whole_block), (1, keys.subtract(whole_block))):
-                free = full_b == 0 and (full_r == 0 or speculate)
-                cells = ["0", "0", *xs[-2:]] if free else [*xs[-2:], "0", "0"]
-                wide = [*xs[:key_n + 1], str(full_r), str(full_b), *xs[key_n + 1:-2], *cells]
-                m = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(wide)}] }}")
-                where = key.intersect_range(rows.intersect(block)).domain().intersect(slot)
-                m = m.align_params(where.get_space()).intersect_domain(where)
-                out = m if out is None else out.union(m)
-        # the copies (slot 0) and the cells (other phases): in place, the cells guarded
-        rest = key.intersect_range(keys).domain().intersect(slot)
-        rest = isl.Set.universe(rest.get_space()).subtract(rest)
-        wide = [*xs[:key_n + 1], "0", "0", *xs[key_n + 1:-2], *xs[-2:], "0", "0"]
-        m = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(wide)}] }}")
-        m = m.align_params(rest.get_space()).intersect_domain(rest)
-        return isl.UnionMap.from_map(out).union(isl.UnionMap.from_map(m))
-
-    def copy_statement(self, tiles: isl.Set) -> isl.Map:
-        """``{ PDCOPY_A[outer.., kt] -> flat }``: first in each reduction tile."""
-        u = [f"u{j}" for j in range(self.n_pre - 1)]
-        text = self._map(u, u[:-1], 1, [str(self.seq)] * self.d, u[-1], 0,
-                         ["0"] * (self.n_sub - self.d), ["0", "0"])
-        return isl.Map("{ " + tiles.get_tuple_name() + text + " }").intersect_domain(tiles)
+def _stages(scop: Scop, tiles: RegisterTiles, copies: list[tuple[LocalCopy, isl.Set]],
+            domain: isl.UnionSet, band_domain: isl.UnionSet) -> int:
+    """The buffers per copied array: ``tiles.stages``, or 1 where two of every copy pass the
+    local-memory budget or a statement outside the reduction band reads a copied array (it
+    reads the local copy, which two buffers leave at the other half after the band)."""
+    if tiles.stages < 2 or not copies:
+        return 1
+    if 2 * sum(math.prod(c.sizes) * c.itemsize for c, _ in copies) > LOCAL_BUDGET:
+        return 1
+    outside = scop.accesses("read").intersect_domain(domain.subtract(band_domain))
+    copied = {c.array for c, _ in copies}
+    if any(m.get_tuple_name(isl.dim_type.out) in copied for m in maps(outside)):
+        return 1
+    return tiles.stages
 
 
 def _speculative(scop: Scop, statements: isl.UnionMap, copies: list[tuple[LocalCopy, isl.Set]],
-                 accumulators: list[tuple[str, isl.Map]], lay: _Layout) -> bool:
+                 accumulators: list[tuple[str, isl.Map]], lay: Layout) -> bool:
     """Whether a partial block may run its register loops over every point, as a whole block
     does, with a guard on the cells' loads and stores alone (as GEMM kernels guard their
     stores only): the statements read nothing but local-memory copies, held cells and local
@@ -381,10 +312,10 @@ def _speculative(scop: Scop, statements: isl.UnionMap, copies: list[tuple[LocalC
         touched = scop.accesses(kind).intersect_domain(statements.domain())
         if any(m.get_tuple_name(isl.dim_type.out) not in allowed and
                scop.array(m.get_tuple_name(isl.dim_type.out)).kind not in ("local", "value")
-               for m in _maps(touched)):
+               for m in maps(touched)):
             return False
     n, key_n = lay.n_dims, lay.n_pre + lay.d
-    for m in _maps(statements):
+    for m in maps(statements):
         image = m.range()
         rest = image.project_out(isl.dim_type.set, n - 2, 2).insert_dims(
             isl.dim_type.set, n - 2, 2)
@@ -402,7 +333,7 @@ def _accumulators(scop: Scop, domain: isl.UnionSet, band_domain: isl.UnionSet,
     single cell per point, or some access of the kernel to it is not to the cell."""
     out = []
     writes = scop.accesses("write").intersect_domain(band_domain)
-    arrays = sorted({m.get_tuple_name(isl.dim_type.out) for m in _maps(writes)})
+    arrays = sorted({m.get_tuple_name(isl.dim_type.out) for m in maps(writes)})
     for name in arrays:
         if scop.array(name).kind == "local":
             continue
@@ -432,7 +363,7 @@ def _cell_index(cells: isl.Map, kctx: isl.Set) -> tuple[Any, ...]:
 
 
 def _copies(scop: Scop, band_group: isl.UnionSet, domain: isl.UnionSet, pre: isl.UnionMap,
-            sub: isl.UnionMap, lay: _Layout, kctx: isl.Set
+            sub: isl.UnionMap, lay: Layout, kctx: isl.Set
             ) -> list[tuple[LocalCopy, isl.Set]]:
     """promotion.py's copies for one group's reduction tiles: arrays read and not written
     in the kernel, shared by work-items, with a box of constant size."""
@@ -445,7 +376,7 @@ def _copies(scop: Scop, band_group: isl.UnionSet, domain: isl.UnionSet, pre: isl
         isl.UnionMap(f"{{ [{', '.join(p)}] -> [{', '.join(p[-2:])}] }}"))
     copies, footprints = choose_copies(scop, band_group, outer, threads, kctx, LOCAL_BUDGET)
     written = {m.get_tuple_name(isl.dim_type.out)
-               for m in _maps(scop.accesses("write").intersect_domain(domain))}
+               for m in maps(scop.accesses("write").intersect_domain(domain))}
     return [(c, fp) for c, fp in zip(copies, footprints, strict=True)
             if not c.dynamic and c.array not in written]
 
@@ -513,15 +444,9 @@ def _params_of(s: isl.Set, names: list[str]) -> isl.Set:
 
 def _to_array(accesses: isl.UnionMap, name: str) -> isl.UnionMap:
     out = isl.UnionMap.empty(accesses.get_space())
-    for m in _maps(accesses):
+    for m in maps(accesses):
         if m.get_tuple_name(isl.dim_type.out) == name:
             out = out.union(isl.UnionMap.from_map(m))
-    return out
-
-
-def _maps(umap: isl.UnionMap) -> list[isl.Map]:
-    out: list[isl.Map] = []
-    umap.foreach_map(out.append)
     return out
 
 

@@ -20,6 +20,10 @@ WIDE_LANES = 1024  # the same, where fewer rows than compute units leave the dev
 # a lane kernel reading along its member with stride 1 takes this many values per group (a
 # warp's loads then cover 32 neighbours) with this many lanes each (more where few groups)
 COLUMNS, COLUMN_LANES = 32, 8
+# local-memory buffers per copied array of a register-tiled kernel: two, so that the next
+# reduction tile is copied while the current one is computed, with one barrier per tile
+# (the published SGEMM kernels for NVIDIA double-buffer; bench/gpu_probe.py times both)
+STAGES = 2
 
 
 def tile_sizes(n: int, max_group: int = 256) -> tuple[int, ...]:
@@ -46,14 +50,15 @@ class Sizes:
         self.seen[n] = out
         return out
 
-    def register_items(self) -> tuple[tuple[int, ...], int]:
-        """Work-items (rows, columns) and reduction depth of a register-tiled kernel."""
+    def register_items(self) -> tuple[tuple[int, ...], int, int]:
+        """Work-items (rows, columns), reduction depth and local buffers per copied array
+        of a register-tiled kernel."""
         return self.given.group_of(2) or _shrunk(WORK_ITEMS, self.max_group), \
-            self.given.bk or BK
+            self.given.bk or BK, self.given.stages or STAGES
 
-    def registers_used(self, items: tuple[int, ...], bk: int) -> None:
-        """A kernel took register tiles with these work-items and this depth."""
-        self.seen[2], self.seen["bk"] = items, bk
+    def registers_used(self, items: tuple[int, ...], bk: int, stages: int) -> None:
+        """A kernel took register tiles with these work-items, depth and buffers."""
+        self.seen[2], self.seen["bk"], self.seen["stages"] = items, bk, stages
 
     @property
     def lanes(self) -> tuple[int, int]:
@@ -85,7 +90,8 @@ class Sizes:
                        group=tuple(groups[n] for n in sorted(groups)),
                        lanes=self.given.lanes or self.seen.get("lanes", ()),
                        columns=self.given.columns or self.seen.get("columns", ()),
-                       bk=self.given.bk or self.seen.get("bk", 0))
+                       bk=self.given.bk or self.seen.get("bk", 0),
+                       stages=self.given.stages or self.seen.get("stages", 0))
 
 
 def _shrunk(sizes: tuple[int, ...], max_group: int) -> tuple[int, ...]:
@@ -97,5 +103,5 @@ def _shrunk(sizes: tuple[int, ...], max_group: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-__all__ = ["COLUMNS", "COLUMN_LANES", "DEFAULT_TILES", "LANES", "WIDE_LANES", "Sizes",
-           "power_of_two", "tile_sizes"]
+__all__ = ["COLUMNS", "COLUMN_LANES", "DEFAULT_TILES", "LANES", "STAGES", "WIDE_LANES",
+           "Sizes", "power_of_two", "tile_sizes"]

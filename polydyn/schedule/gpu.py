@@ -14,6 +14,7 @@ from ..errors import ScheduleError
 
 MAX_GROUP = 1024  # work-items per group on any device the mapping targets
 MAX_BK = 64  # reduction steps per local-memory tile of register-tiled kernels
+MAX_STAGES = 2  # local-memory buffers per copied array of register-tiled kernels
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,11 @@ class GpuMapping:
     takes the pair as its rows x columns of work-items); ``lanes``: (lanes per row, lanes per
     row where few rows leave the device idle) of lane kernels; ``columns``: (values per
     group, lanes per value) of lane kernels that read along their member; ``bk``: reduction
-    steps per local-memory tile of register-tiled kernels. Empty or 0: the mapping's
-    default for the device."""
+    steps per local-memory tile of register-tiled kernels; ``stages``: local-memory buffers
+    per copied array of register-tiled kernels (2: the next reduction tile is copied while
+    the current one is computed, one barrier per tile); ``vector``: copies into local memory
+    load 16 bytes at a time where the tile's rows are aligned (tested in the kernel). Empty
+    or 0: the mapping's default for the device."""
 
     outer: bool | None = False
     regtile: str = ""
@@ -35,13 +39,16 @@ class GpuMapping:
     lanes: tuple[int, ...] = ()
     columns: tuple[int, ...] = ()
     bk: int = 0
+    stages: int = 0
+    vector: bool = True
 
     @staticmethod
     def checked(outer: Any = False, regtile: Any = "", local: Any = True, group: Any = (),
-                lanes: Any = (), columns: Any = (), bk: Any = 0) -> GpuMapping:
+                lanes: Any = (), columns: Any = (), bk: Any = 0, stages: Any = 0,
+                vector: Any = True) -> GpuMapping:
         """The directive's arguments checked and in their canonical form (ScheduleError
         naming the argument otherwise)."""
-        for name, flag in (("outer", outer), ("local", local)):
+        for name, flag in (("outer", outer), ("local", local), ("vector", vector)):
             if not isinstance(flag, bool):
                 raise ScheduleError(f"gpu({name}={flag!r}): True or False")
         try:
@@ -52,7 +59,7 @@ class GpuMapping:
                           _pair("lanes", lanes, "lanes per row and lanes per row where few "
                                 "rows fill the device"),
                           _pair("columns", columns, "values per group and lanes per value"),
-                          _bk(bk))
+                          _bk(bk), _stages(stages), vector)
 
     @staticmethod
     def from_args(args: tuple[Any, ...]) -> GpuMapping:
@@ -63,12 +70,13 @@ class GpuMapping:
 
     def args(self) -> tuple[Any, ...]:
         return (self.outer, self.regtile, self.local, self.group, self.lanes, self.columns,
-                self.bk)
+                self.bk, self.stages, self.vector)
 
     def keywords(self) -> list[tuple[str, Any]]:
         """The settings that differ from the defaults, as ``(keyword, value)``."""
         default = GpuMapping()
-        names = ("outer", "regtile", "local", "group", "lanes", "columns", "bk")
+        names = ("outer", "regtile", "local", "group", "lanes", "columns", "bk", "stages",
+                 "vector")
         return [(n, v) for n, v, d in zip(names, self.args(), default.args(), strict=True)
                 if v != d]
 
@@ -156,6 +164,14 @@ def _pair(name: str, value: Any, meaning: str) -> tuple[int, ...]:
     return pair
 
 
+def _stages(stages: Any) -> int:
+    if isinstance(stages, bool) or not isinstance(stages, int) or \
+            not 0 <= stages <= MAX_STAGES:
+        raise ScheduleError(f"gpu(stages={stages!r}): local-memory buffers per copied array, "
+                            f"1 or {MAX_STAGES} (0: the mapping's choice)")
+    return stages
+
+
 def _bk(bk: Any) -> int:
     if isinstance(bk, bool) or not isinstance(bk, int) or not 0 <= bk <= MAX_BK:
         raise ScheduleError(f"gpu(bk={bk!r}): the reduction steps per local tile, 1 to "
@@ -163,4 +179,4 @@ def _bk(bk: Any) -> int:
     return bk
 
 
-__all__ = ["MAX_BK", "MAX_GROUP", "GpuMapping", "parse_regtile"]
+__all__ = ["MAX_BK", "MAX_GROUP", "MAX_STAGES", "GpuMapping", "parse_regtile"]

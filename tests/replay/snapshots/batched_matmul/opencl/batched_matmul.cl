@@ -40,7 +40,7 @@ static inline float pd_fmod_f32(float a, float b) {
 #endif
 
 /* ---- variant B=1: [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and M > 0 } */
-/* batched_matmul_v0_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* batched_matmul_v0_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -52,10 +52,11 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[1024];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -77,45 +78,74 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = 0;
-      const int64_t pd_n0 = 0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (64 * pd_g0);
-      const int64_t pd_n1 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u0;
-      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64 * 16);
-        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = 0;
+        const int64_t pd_n0 = 0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (64 * pd_g0);
+        const int64_t pd_n1 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u0;
+        const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 64 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 64 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = 0;
-      const int64_t pd_n0 = 0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g1);
-      const int64_t pd_n2 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_Bm_nlo0 = 0;
+        const int64_t pd_n0 = 0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (64 * pd_g1);
+        const int64_t pd_n2 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 64 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 64 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -158,52 +188,63 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t b = 0;
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t b = 0;
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t b = 0;
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t b = 0;
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -228,7 +269,7 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
   }
 }
 
-/* batched_matmul_v0_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* batched_matmul_v0_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -240,10 +281,11 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -265,45 +307,74 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = 0;
-      const int64_t pd_n0 = 0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (32 * pd_g0);
-      const int64_t pd_n1 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u0;
-      const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32 * 16);
-        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = 0;
+        const int64_t pd_n0 = 0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (32 * pd_g0);
+        const int64_t pd_n1 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u0;
+        const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 32 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 32 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = 0;
-      const int64_t pd_n0 = 0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (32 * pd_g1);
-      const int64_t pd_n2 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 32);
-        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
-        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_Bm_nlo0 = 0;
+        const int64_t pd_n0 = 0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (32 * pd_g1);
+        const int64_t pd_n2 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 32 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 32 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -346,52 +417,63 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t b = 0;
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t b = 0;
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t b = 0;
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t b = 0;
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -427,9 +509,9 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[256];
+  __local float pd_loc_Bm[256] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -442,13 +524,28 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
       pd_loc_Bm_lo2 = (16 * pd_g1);
       const int64_t pd_n2 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+      if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_Bm + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -461,13 +558,28 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
       const int64_t pd_n1 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo1 + 1;
       pd_loc_A_lo2 = pd_u0;
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+      if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -506,7 +618,7 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
 }
 
 /* ---- variant full: [B, N, K, M] -> {  : (N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and B > 0 and N > 0 and K > 0 and M >= 96 } */
-/* batched_matmul_v1_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* batched_matmul_v1_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -518,10 +630,11 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[1024];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -541,87 +654,130 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 32))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 48) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64 * 16);
-        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = ((64 * pd_g2) + 63) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (pd_c2 == 0)
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-      {
-        const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((((64 * pd_g1) + 48) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
           {
-            const int64_t b = pd_g0;
-            const int64_t i = pd_c10;
-            const int64_t j = pd_c11;
-            pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 64 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 64 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
+      }
+      {
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (64 * pd_g2);
+        const int64_t pd_n2 = ((64 * pd_g2) + 63) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 64 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 64 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
+      }
+      if (pd_c2 == 0)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            }
           }
         }
       }
     }
-    for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+    if (pd_c2 >= 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        if (pd_c6 >= 0)
         {
-          const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t b = pd_g0;
-            const int64_t i = pd_c10;
-            const int64_t j = pd_c11;
-            const int64_t k = pd_c6;
-            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
           }
         }
       }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -644,7 +800,7 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
 }
 
-/* batched_matmul_v1_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* batched_matmul_v1_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -656,10 +812,11 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -679,87 +836,130 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 32))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 16) == N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32 * 16);
-        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (32 * pd_g2);
-      const int64_t pd_n2 = ((32 * pd_g2) + 31) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (16 * 32);
-        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
-        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (pd_c2 == 0)
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-      {
-        const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 16) == N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
           {
-            const int64_t b = pd_g0;
-            const int64_t i = pd_c10;
-            const int64_t j = pd_c11;
-            pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 32 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 32 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
+      }
+      {
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (32 * pd_g2);
+        const int64_t pd_n2 = ((32 * pd_g2) + 31) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 32 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 32 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
+      }
+      if (pd_c2 == 0)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_g0;
+              const int64_t i = pd_c10;
+              const int64_t j = pd_c11;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            }
           }
         }
       }
     }
-    for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+    if (pd_c2 >= 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
       {
-        const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        if (pd_c6 >= 0)
         {
-          const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t b = pd_g0;
-            const int64_t i = pd_c10;
-            const int64_t j = pd_c11;
-            const int64_t k = pd_c6;
-            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
           }
         }
       }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -793,9 +993,9 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[512] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -808,13 +1008,28 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_Bm_lo1 + 1;
       pd_loc_Bm_lo2 = (16 * pd_g2);
       const int64_t pd_n2 = ((16 * pd_g2) + 15) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_Bm + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -827,13 +1042,28 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = ((8 * pd_g1) + 7) - pd_loc_A_lo1 + 1;
       pd_loc_A_lo2 = pd_u0;
       const int64_t pd_n2 = (pd_u0 + 15) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -878,7 +1108,7 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
 }
 
 /* ---- variant tiled: [B, N, K, M] -> {  : B > 0 and N > 0 and K > 0 and M >= 96 } */
-/* batched_matmul_v2_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* batched_matmul_v2_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -890,10 +1120,11 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[1024];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -916,47 +1147,76 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 17))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64 * 16);
-        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 64 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 64 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (64 * pd_g2);
+        const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 64 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 64 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c2 == 0)
     {
@@ -999,52 +1259,63 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         }
       }
     }
-    if (K >= (pd_c2 + 16))
+    if (pd_c2 >= 0)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      if ((pd_c2 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -1070,7 +1341,7 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
 }
 
-/* batched_matmul_v2_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* batched_matmul_v2_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -1082,10 +1353,11 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -1108,47 +1380,76 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 17))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32 * 16);
-        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 32 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 32 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (32 * pd_g2);
-      const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 32);
-        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
-        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (32 * pd_g2);
+        const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 32 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 32 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c2 == 0)
     {
@@ -1191,52 +1492,63 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         }
       }
     }
-    if (K >= (pd_c2 + 16))
+    if (pd_c2 >= 0)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      if ((pd_c2 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -1273,9 +1585,9 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[512] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -1288,13 +1600,28 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
       pd_loc_Bm_lo2 = (16 * pd_g2);
       const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_Bm + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1307,13 +1634,28 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
       pd_loc_A_lo2 = pd_u0;
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1358,7 +1700,7 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
 }
 
 /* ---- variant small: [B, N, K, M] -> {  : N > 0 and K > 0 and M > 0 and ((B > 0 and M <= 95) or B = 0) } */
-/* batched_matmul_v3_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* batched_matmul_v3_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -1370,10 +1712,11 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[1024];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -1396,47 +1739,76 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 17))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64 * 16);
-        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 64 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 64 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = (((M >= 64) && (pd_g2 == 0)) ? 63 : (M - 1)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (64 * pd_g2);
+        const int64_t pd_n2 = (((M >= 64) && (pd_g2 == 0)) ? 63 : (M - 1)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 64 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 64 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c2 == 0)
     {
@@ -1479,52 +1851,63 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         }
       }
     }
-    if (K >= (pd_c2 + 16))
+    if (pd_c2 >= 0)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      if ((pd_c2 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -1550,7 +1933,7 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
 }
 
-/* batched_matmul_v3_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* batched_matmul_v3_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -1562,10 +1945,11 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -1588,47 +1972,76 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 17))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32 * 16);
-        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 32 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 32 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (32 * pd_g2);
-      const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 32);
-        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
-        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (32 * pd_g2);
+        const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 32 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 32 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c2 == 0)
     {
@@ -1671,52 +2084,63 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         }
       }
     }
-    if (K >= (pd_c2 + 16))
+    if (pd_c2 >= 0)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      if ((pd_c2 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -1753,9 +2177,9 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[512] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -1768,13 +2192,28 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
       pd_loc_Bm_lo2 = (16 * pd_g2);
       const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_Bm + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1787,13 +2226,28 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
       pd_loc_A_lo2 = pd_u0;
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1838,7 +2292,7 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
 }
 
 /* ---- variant generic: [B, N, K, M] -> {  : B >= 0 and N > 0 and K > 0 and M > 0 } */
-/* batched_matmul_v4_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* batched_matmul_v4_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -1850,10 +2304,11 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[1024];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -1876,47 +2331,76 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 17))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64 * 16);
-        const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= N) ? (N - 1) : ((64 * pd_g1) + 63)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 64 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64 * 16);
+            const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (64 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 64 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (64 * pd_g2);
-      const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 64);
-        const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
-        const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (64 * pd_g2);
+        const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 64 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 64);
+            const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
+            const int64_t pd_e2 = ((pd_e) % (16 * 64)) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 64 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c2 == 0)
     {
@@ -1959,52 +2443,63 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         }
       }
     }
-    if (K >= (pd_c2 + 16))
+    if (pd_c2 >= 0)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      if ((pd_c2 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + ((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 1024 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 64 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 64 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -2030,7 +2525,7 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   }
 }
 
-/* batched_matmul_v4_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* batched_matmul_v4_k0_2x2: 3-D grid of 1x32x32 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long pd_o1, long pd_o2, __global const float *restrict A, __global const float *restrict Bm, __global float *restrict C)
 {
@@ -2042,10 +2537,11 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
-  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2, pd_loc_A_nlo0, pd_loc_A_nlo1, pd_loc_A_nlo2;
+  __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -2068,47 +2564,76 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
     }
   }
-  for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 16)
+  for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
+    if (K >= (pd_c2 + 17))
     {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_lo1 + 1;
-      pd_loc_A_lo2 = pd_u1;
-      const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32 * 16);
-        const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_A_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= N) ? (N - 1) : ((32 * pd_g1) + 31)) - pd_loc_A_nlo1 + 1;
+        pd_loc_A_nlo2 = pd_u1;
+        const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
+        if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 1 * 32 * 16 + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32 * 16);
+            const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
+            const int64_t pd_e2 = ((pd_e) % (32 * 16)) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_A[(pd_db ^ 1) * 1 * 32 * 16 + pd_e] = A[((pd_loc_A_nlo0 + pd_e0) * (N) + pd_loc_A_nlo1 + pd_e1) * (K) + pd_loc_A_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_g0;
-      const int64_t pd_u1 = pd_c2;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_Bm_lo0 = pd_g0;
-      const int64_t pd_n0 = pd_g0 - pd_loc_Bm_lo0 + 1;
-      pd_loc_Bm_lo1 = pd_u1;
-      const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_lo1 + 1;
-      pd_loc_Bm_lo2 = (32 * pd_g2);
-      const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 32);
-        const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
-        const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        const int64_t pd_u0 = pd_g0;
+        const int64_t pd_u1 = (pd_c2 + 16);
+        pd_loc_Bm_nlo0 = pd_g0;
+        const int64_t pd_n0 = pd_g0 - pd_loc_Bm_nlo0 + 1;
+        pd_loc_Bm_nlo1 = pd_u1;
+        const int64_t pd_n1 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_Bm_nlo1 + 1;
+        pd_loc_Bm_nlo2 = (32 * pd_g2);
+        const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_nlo2 + 1;
+        if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              *(__local float4 *)(pd_loc_Bm + (pd_db ^ 1) * 1 * 16 * 32 + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16 * 32);
+            const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
+            const int64_t pd_e2 = ((pd_e) % (16 * 32)) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+              pd_loc_Bm[(pd_db ^ 1) * 1 * 16 * 32 + pd_e] = Bm[((pd_loc_Bm_nlo0 + pd_e0) * (K) + pd_loc_Bm_nlo1 + pd_e1) * (M) + pd_loc_Bm_nlo2 + pd_e2];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c2 == 0)
     {
@@ -2151,52 +2676,63 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         }
       }
     }
-    if (K >= (pd_c2 + 16))
+    if (pd_c2 >= 0)
     {
-      for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+      if ((pd_c2 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+              {
+                const int64_t b = pd_g0;
+                const int64_t i = pd_c10;
+                const int64_t j = pd_c11;
+                const int64_t k = pd_c6;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + ((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[pd_db * 512 + ((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_g0;
-              const int64_t i = pd_c10;
-              const int64_t j = pd_c11;
-              const int64_t k = pd_c6;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[((((b) - pd_loc_A_lo0)) * 32 + ((i) - pd_loc_A_lo1)) * 16 + ((k) - pd_loc_A_lo2)] * pd_loc_Bm[((((b) - pd_loc_Bm_lo0)) * 16 + ((k) - pd_loc_Bm_lo1)) * 32 + ((j) - pd_loc_Bm_lo2)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_A_lo2 = pd_loc_A_nlo2;
+    pd_loc_Bm_lo0 = pd_loc_Bm_nlo0;
+    pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
+    pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -2233,9 +2769,9 @@ void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_lo2;
-  __local float pd_loc_Bm[512];
+  __local float pd_loc_Bm[512] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -2248,13 +2784,28 @@ void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_Bm_lo1 + 1;
       pd_loc_Bm_lo2 = (16 * pd_g2);
       const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+      if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16 * 16);
-        const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_Bm + pd_e) = *(__global const float4 *)(Bm + ((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16 * 16);
+          const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_Bm[pd_e] = Bm[((pd_loc_Bm_lo0 + pd_e0) * (K) + pd_loc_Bm_lo1 + pd_e1) * (M) + pd_loc_Bm_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -2267,13 +2818,28 @@ void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n1 = ((((8 * pd_g1) + 7) >= N) ? (N - 1) : ((8 * pd_g1) + 7)) - pd_loc_A_lo1 + 1;
       pd_loc_A_lo2 = pd_u0;
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+      if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (8 * 16);
-        const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
-        const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
-          pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + ((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (8 * 16);
+          const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
+          const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1 && pd_e2 < pd_n2)
+            pd_loc_A[pd_e] = A[((pd_loc_A_lo0 + pd_e0) * (N) + pd_loc_A_lo1 + pd_e1) * (K) + pd_loc_A_lo2 + pd_e2];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -63,17 +63,30 @@ void bias_relu_v1_k0(long N, long M, long pd_o0, long pd_o1, __global const floa
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_b[16];
+  __local float pd_loc_b[16] __attribute__((aligned(16)));
   int64_t pd_loc_b_lo0;
   {
     barrier(CLK_LOCAL_MEM_FENCE);
     pd_loc_b_lo0 = (16 * pd_g1);
     const int64_t pd_n0 = ((((16 * pd_g1) + 16) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_b_lo0 + 1;
-    for (int64_t pd_e = pd_lid; pd_e < 16; pd_e += 256)
+    if (((pd_loc_b_lo0 | pd_n0) & 3) == 0 && ((ulong)b & 15) == 0)
     {
-      const int64_t pd_e0 = pd_e;
-      if (pd_e0 < pd_n0)
-        pd_loc_b[pd_e] = b[pd_loc_b_lo0 + pd_e0];
+      for (int64_t pd_v = pd_lid; pd_v < 16 / 4; pd_v += 256)
+      {
+        const int64_t pd_e = pd_v * 4;
+        const int64_t pd_e0 = pd_e;
+        if (pd_e0 < pd_n0)
+          *(__local float4 *)(pd_loc_b + pd_e) = *(__global const float4 *)(b + pd_loc_b_lo0 + pd_e0);
+      }
+    }
+    else
+    {
+      for (int64_t pd_e = pd_lid; pd_e < 16; pd_e += 256)
+      {
+        const int64_t pd_e0 = pd_e;
+        if (pd_e0 < pd_n0)
+          pd_loc_b[pd_e] = b[pd_loc_b_lo0 + pd_e0];
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

@@ -49,7 +49,7 @@ void matmul_v0_k0(long pd_arg_N, long K, long M, long pd_o0, __global const floa
   const int64_t pd_g0 = get_group_id(0);
   const int64_t pd_l0 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0);
-  __local float pd_loc_A[16];
+  __local float pd_loc_A[16] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -60,12 +60,26 @@ void matmul_v0_k0(long pd_arg_N, long K, long M, long pd_o0, __global const floa
       const int64_t pd_n0 = 0 - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 1 * 16; pd_e += 256)
+      if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 1 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + (pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 1 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -244,7 +258,7 @@ void matmul_v0_k0_lanes_w(long pd_arg_N, long K, long M, long pd_o0, __global co
 }
 
 /* ---- variant full: [N, K, M] -> {  : (N) mod 48 = 0 and (K) mod 256 = 0 and (M) mod 256 = 0 and N > 0 and K > 0 and M >= 96 } */
-/* matmul_v1_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* matmul_v1_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -254,10 +268,11 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[1024];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -276,77 +291,116 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 32))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (64 * pd_g0);
-      const int64_t pd_n0 = ((((64 * pd_g0) + 48) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((64 * pd_g1) + 63) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (pd_c1 == 0)
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-      {
-        const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (64 * pd_g0);
+        const int64_t pd_n0 = ((((64 * pd_g0) + 48) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
           {
-            const int64_t i = pd_c9;
-            const int64_t j = pd_c10;
-            pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 64 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 64 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
+      }
+      {
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((64 * pd_g1) + 63) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 64 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 64 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
+      }
+      if (pd_c1 == 0)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        {
+          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            {
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            }
           }
         }
       }
     }
-    for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+    if (pd_c1 >= 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+        if (pd_c5 >= 0)
         {
-          const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t i = pd_c9;
-            const int64_t j = pd_c10;
-            const int64_t k = pd_c5;
-            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
           }
         }
       }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -368,7 +422,7 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
 }
 
-/* matmul_v1_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* matmul_v1_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -378,10 +432,11 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[512];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -400,77 +455,116 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 32))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (32 * pd_g0);
-      const int64_t pd_n0 = ((((32 * pd_g0) + 16) == N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((32 * pd_g1) + 31) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
-      {
-        const int64_t pd_e0 = (pd_e) / (32);
-        const int64_t pd_e1 = (pd_e) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (pd_c1 == 0)
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-      {
-        const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (32 * pd_g0);
+        const int64_t pd_n0 = ((((32 * pd_g0) + 16) == N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
           {
-            const int64_t i = pd_c9;
-            const int64_t j = pd_c10;
-            pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 32 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 32 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
+      }
+      {
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((32 * pd_g1) + 31) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 32 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 32 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
+      }
+      if (pd_c1 == 0)
+      {
+        PD_UNROLL
+        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        {
+          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+            {
+              const int64_t i = pd_c9;
+              const int64_t j = pd_c10;
+              pd_acc_C[pd_ra][pd_rb] = 0.0f;
+            }
           }
         }
       }
     }
-    for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+    if (pd_c1 >= 0)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
       {
-        const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        if (pd_c5 >= 0)
         {
-          const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t i = pd_c9;
-            const int64_t j = pd_c10;
-            const int64_t k = pd_c5;
-            pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
           }
         }
       }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -501,9 +595,9 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[256] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -514,12 +608,26 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = (pd_u0 + 15) - pd_loc_B_lo0 + 1;
       pd_loc_B_lo1 = (16 * pd_g1);
       const int64_t pd_n1 = ((16 * pd_g1) + 15) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_B + pd_e) = *(__global const float4 *)(B + (pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -530,12 +638,26 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = ((16 * pd_g0) + 15) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + (pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -572,7 +694,7 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
 }
 
 /* ---- variant tiled: [N, K, M] -> {  : N > 0 and K > 0 and M >= 96 } */
-/* matmul_v2_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* matmul_v2_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -582,10 +704,11 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[1024];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -607,39 +730,66 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (64 * pd_g0);
-      const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (64 * pd_g0);
+        const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 64 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 64 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 64 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 64 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -680,50 +830,59 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -748,7 +907,7 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
 }
 
-/* matmul_v2_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* matmul_v2_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -758,10 +917,11 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[512];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -783,39 +943,66 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (32 * pd_g0);
-      const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (32 * pd_g0);
+        const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 32 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 32 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32);
-        const int64_t pd_e1 = (pd_e) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 32 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 32 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -856,50 +1043,59 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -933,9 +1129,9 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[256] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -946,12 +1142,26 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
       pd_loc_B_lo1 = (16 * pd_g1);
       const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_B + pd_e) = *(__global const float4 *)(B + (pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -962,12 +1172,26 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + (pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1004,7 +1228,7 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
 }
 
 /* ---- variant small: [N, K, M] -> {  : N > 0 and K > 0 and 0 < M <= 95 } */
-/* matmul_v3_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* matmul_v3_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -1014,10 +1238,11 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[1024];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -1039,39 +1264,66 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (64 * pd_g0);
-      const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (64 * pd_g0);
+        const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 64 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 64 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = (((M >= 64) && (pd_g1 == 0)) ? 63 : (M - 1)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = (((M >= 64) && (pd_g1 == 0)) ? 63 : (M - 1)) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 64 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 64 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -1112,50 +1364,59 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -1180,7 +1441,7 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
 }
 
-/* matmul_v3_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* matmul_v3_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -1190,10 +1451,11 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[512];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -1215,39 +1477,66 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (32 * pd_g0);
-      const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (32 * pd_g0);
+        const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 32 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 32 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32);
-        const int64_t pd_e1 = (pd_e) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 32 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 32 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -1288,50 +1577,59 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -1365,9 +1663,9 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[256] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -1378,12 +1676,26 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
       pd_loc_B_lo1 = (16 * pd_g1);
       const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_B + pd_e) = *(__global const float4 *)(B + (pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1394,12 +1706,26 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + (pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1436,7 +1762,7 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
 }
 
 /* ---- variant generic: [N, K, M] -> {  : N > 0 and K > 0 and M > 0 } */
-/* matmul_v4_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
+/* matmul_v4_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -1446,10 +1772,11 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[4][4];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[1024];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[1024];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[2048] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
@@ -1471,39 +1798,66 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (64 * pd_g0);
-      const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (64 * pd_g0);
+        const int64_t pd_n0 = ((((64 * pd_g0) + 63) >= N) ? (N - 1) : ((64 * pd_g0) + 63)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 64 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 64 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 64 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (64 * pd_g1);
-      const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (64);
-        const int64_t pd_e1 = (pd_e) % (64);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (64 * pd_g1);
+        const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 64 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 64; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (64);
+            const int64_t pd_e1 = (pd_e) % (64);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 64 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -1544,50 +1898,59 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 1024 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 1024 + (((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 64 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
@@ -1612,7 +1975,7 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   }
 }
 
-/* matmul_v4_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks; statements S0, S1 */
+/* matmul_v4_k0_2x2: 2-D grid of 32x32 work-groups over schedule dims pd_c0, pd_c1; register tiles 2x2 per work-item, 32x32x16 blocks, two buffers; statements S0, S1 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global const float *restrict B, __global float *restrict C)
 {
@@ -1622,10 +1985,11 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   const int64_t pd_l1 = get_local_id(0);
   float pd_acc_C[2][2];
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[512];
-  int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[512];
-  int64_t pd_loc_B_lo0, pd_loc_B_lo1;
+  __local float pd_loc_A[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_A_lo0, pd_loc_A_lo1, pd_loc_A_nlo0, pd_loc_A_nlo1;
+  __local float pd_loc_B[1024] __attribute__((aligned(16)));
+  int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
+  int pd_db = 0;
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
@@ -1647,39 +2011,66 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
     }
   }
-  for (int64_t pd_c1 = 0; pd_c1 < K; pd_c1 += 16)
+  for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
+    if (K >= (pd_c1 + 17))
     {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_A_lo0 = (32 * pd_g0);
-      const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_lo0 + 1;
-      pd_loc_A_lo1 = pd_u0;
-      const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_A_nlo0 = (32 * pd_g0);
+        const int64_t pd_n0 = ((((32 * pd_g0) + 31) >= N) ? (N - 1) : ((32 * pd_g0) + 31)) - pd_loc_A_nlo0 + 1;
+        pd_loc_A_nlo1 = pd_u0;
+        const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
+        if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_A + (pd_db ^ 1) * 32 * 16 + pd_e) = *(__global const float4 *)(A + (pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 32 * 16; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (16);
+            const int64_t pd_e1 = (pd_e) % (16);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_A[(pd_db ^ 1) * 32 * 16 + pd_e] = A[(pd_loc_A_nlo0 + pd_e0) * (K) + pd_loc_A_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    {
-      const int64_t pd_u0 = pd_c1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      pd_loc_B_lo0 = pd_u0;
-      const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
-      pd_loc_B_lo1 = (32 * pd_g1);
-      const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
       {
-        const int64_t pd_e0 = (pd_e) / (32);
-        const int64_t pd_e1 = (pd_e) % (32);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        const int64_t pd_u0 = (pd_c1 + 16);
+        pd_loc_B_nlo0 = pd_u0;
+        const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_nlo0 + 1;
+        pd_loc_B_nlo1 = (32 * pd_g1);
+        const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_nlo1 + 1;
+        if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
+        {
+          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          {
+            const int64_t pd_e = pd_v * 4;
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              *(__local float4 *)(pd_loc_B + (pd_db ^ 1) * 16 * 32 + pd_e) = *(__global const float4 *)(B + (pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1);
+          }
+        }
+        else
+        {
+          for (int64_t pd_e = pd_lid; pd_e < 16 * 32; pd_e += 256)
+          {
+            const int64_t pd_e0 = (pd_e) / (32);
+            const int64_t pd_e1 = (pd_e) % (32);
+            if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+              pd_loc_B[(pd_db ^ 1) * 16 * 32 + pd_e] = B[(pd_loc_B_nlo0 + pd_e0) * (M) + pd_loc_B_nlo1 + pd_e1];
+          }
+        }
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (pd_c1 == 0)
     {
@@ -1720,50 +2111,59 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         }
       }
     }
-    if (K >= (pd_c1 + 16))
+    if (pd_c1 >= 0)
     {
-      for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+      if ((pd_c1 + 15) >= K)
       {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+        for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
           PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+          {
+            const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
+            PD_UNROLL
+            for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+            {
+              const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
+              {
+                const int64_t i = pd_c9;
+                const int64_t j = pd_c10;
+                const int64_t k = pd_c5;
+                pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[pd_db * 512 + (((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[pd_db * 512 + (((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
+              }
             }
           }
         }
       }
     }
-    else
-    {
-      for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-        {
-          const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-            {
-              const int64_t i = pd_c9;
-              const int64_t j = pd_c10;
-              const int64_t k = pd_c5;
-              pd_acc_C[pd_ra][pd_rb] = (pd_acc_C[pd_ra][pd_rb] + (pd_loc_A[(((i) - pd_loc_A_lo0)) * 16 + ((k) - pd_loc_A_lo1)] * pd_loc_B[(((k) - pd_loc_B_lo0)) * 32 + ((j) - pd_loc_B_lo1)]));
-            }
-          }
-        }
-      }
-    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    pd_db ^= 1;
+    pd_loc_A_lo0 = pd_loc_A_nlo0;
+    pd_loc_A_lo1 = pd_loc_A_nlo1;
+    pd_loc_B_lo0 = pd_loc_B_nlo0;
+    pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
   PD_UNROLL
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
@@ -1797,9 +2197,9 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
   const int64_t pd_g1 = get_group_id(0);
   const int64_t pd_l1 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1);
-  __local float pd_loc_A[256];
+  __local float pd_loc_A[256] __attribute__((aligned(16)));
   int64_t pd_loc_A_lo0, pd_loc_A_lo1;
-  __local float pd_loc_B[256];
+  __local float pd_loc_B[256] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1;
   for (int64_t pd_c0 = 0; pd_c0 < K; pd_c0 += 16)
   {
@@ -1810,12 +2210,26 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_B_lo0 + 1;
       pd_loc_B_lo1 = (16 * pd_g1);
       const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_B + pd_e) = *(__global const float4 *)(B + (pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_B[pd_e] = B[(pd_loc_B_lo0 + pd_e0) * (M) + pd_loc_B_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -1826,12 +2240,26 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n0 = ((((16 * pd_g0) + 15) >= N) ? (N - 1) : ((16 * pd_g0) + 15)) - pd_loc_A_lo0 + 1;
       pd_loc_A_lo1 = pd_u0;
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
-      for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+      if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        const int64_t pd_e0 = (pd_e) / (16);
-        const int64_t pd_e1 = (pd_e) % (16);
-        if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
-          pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        {
+          const int64_t pd_e = pd_v * 4;
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            *(__local float4 *)(pd_loc_A + pd_e) = *(__global const float4 *)(A + (pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1);
+        }
+      }
+      else
+      {
+        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
+        {
+          const int64_t pd_e0 = (pd_e) / (16);
+          const int64_t pd_e1 = (pd_e) % (16);
+          if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
+            pd_loc_A[pd_e] = A[(pd_loc_A_lo0 + pd_e0) * (K) + pd_loc_A_lo1 + pd_e1];
+        }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
