@@ -2,9 +2,10 @@
 any size against the same product compiled with its sizes fixed (``--assume``: full blocks,
 no guards, constant reduction tiles) and by register-tile shape; matmul by the mapping's
 sizes given in recipes (``run_sizes``: work-items per group, reduction steps per local
-tile); GEMV both ways by kernel width (``run_gemv``); ragged batches with launches shared or
-not (``run_ragged``); the row reductions (softmax, layernorm) at the GPU issue's sizes, in
-the 32- and the 64-bit index build. torch-cuda runs each beside it.
+tile, buffers, vector copies); conv2d with its parallel loops in outer-product order or
+isl's (``run_conv``); GEMV both ways by kernel width (``run_gemv``); ragged batches with
+launches shared or not (``run_ragged``); the row reductions (softmax, layernorm) at the GPU
+issue's sizes, in the 32- and the 64-bit index build. torch-cuda runs each beside it.
 
 Run from the repository root on a machine whose default OpenCL device is the GPU:
 ``python bench/gpu_probe.py``. Prints one line per measurement and NVIDIA's register report
@@ -113,6 +114,40 @@ def run_sizes(n: int) -> None:
         except Exception as exc:  # a probe reports and goes on
             line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:120]}")
     print(f"matmul {n}^3 by recipe sizes, TFLOP/s: " + "; ".join(line), flush=True)
+
+
+def run_conv() -> None:
+    """conv2d at three of the suite's shapes, with the parallel loops in outer-product order
+    (output channels x output columns in the register tiles: the default) and in isl's order
+    (``gpu(product_order=False)``: output rows x columns), torch-cuda beside them."""
+    import pyopencl.array as cla
+    import torch
+
+    from kernels.conv2d import conv2d
+
+    rng = np.random.default_rng(0)
+    for b, c, h, w, f in ((1, 64, 56, 56, 64), (4, 3, 224, 224, 32), (8, 64, 28, 28, 64)):
+        x = rng.standard_normal((b, c, h, w), dtype=np.float32)
+        wt = rng.standard_normal((f, c, 3, 3), dtype=np.float32)
+        flop = 2 * b * f * (h - 2) * (w - 2) * c * 9
+        t = torch_time(torch.nn.functional.conv2d, x, wt)
+        line = [f"torch {flop / t / 1e12:.2f}" if t else "torch -"]
+        want = torch.nn.functional.conv2d(torch.from_numpy(x).double(),
+                                          torch.from_numpy(wt).double()).numpy()
+        for label, ordered in (("product order", True), ("isl order", False)):
+            try:
+                recipe = pd.Schedule.isl().gpu(product_order=ordered)
+                k = pd.compile(conv2d, target="opencl", variants=[("true", recipe)])
+                dev = [cla.to_device(k.queue, v) for v in (x, wt)]
+                out = cla.empty(k.queue, want.shape, np.float32)
+                k(*dev, Y=out)
+                err = float(np.abs(out.get() - want).max())
+                s = timed(lambda k=k, dev=dev, out=out: k(*dev, Y=out), k.queue.finish, 0.2)
+                line.append(f"{label} {flop / s / 1e12:.2f} (err {err:.0e}; "
+                            f"{k.variants[0].summary.split('kernel(s): ')[-1][:60]})")
+            except Exception as exc:  # a probe reports and goes on
+                line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:120]}")
+        print(f"conv2d {b}x{c}x{h}x{w} F={f} 3x3, TFLOP/s: " + "; ".join(line), flush=True)
 
 
 def run_rows(scale: int = 1) -> None:
@@ -254,6 +289,7 @@ def main() -> None:
     for n in map(int, sizes.split()):
         run_matmul(n)
     run_sizes(int(os.environ.get("PROBE_SIZES", "2048").split()[0]))
+    run_conv()
     register_report()
 
 

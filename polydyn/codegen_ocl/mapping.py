@@ -54,6 +54,7 @@ from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, mark_loops
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .lanes import grids_within_serial_loops, lane_body, reads_along, uses_cells
+from .order import outer_product_order
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
@@ -69,24 +70,27 @@ _NT = isl.schedule_node_type
 
 
 def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool,
-                 computed: isl.Schedule | None = None) -> isl.Schedule:
-    """isl's own schedule for the variant's region (none of the CPU policy's edits), marked;
+                 computed: isl.Schedule | None = None, product_order: bool = True
+                 ) -> isl.Schedule:
+    """isl's own schedule for the variant's region (none of the CPU policy's edits), its
+    parallel members in outer-product order (``order.py``, with ``product_order``), marked;
     with ``outer_coincidence`` isl looks for parallelism in the outermost band first (PPCG's
     setting for GPUs). ``computed``: isl's schedule (default options) under the operator's
     context, reused for a variant over that context without outer coincidence."""
     ctx = variant.region.get_ctx()
     if computed is not None and not outer_coincidence and \
             not ctx.get_schedule_outer_coincidence() and variant.region.is_equal(scop.context):
-        return mark_loops(computed)
-    old = ctx.get_schedule_outer_coincidence()
-    ctx.set_schedule_outer_coincidence(int(outer_coincidence))
-    try:
-        schedule = schedule_constraints(scop, deps, variant.region).compute_schedule()
-    except isl.Error:
-        schedule = original_order(scop, variant.region)
-    finally:
-        ctx.set_schedule_outer_coincidence(old)
-    return mark_loops(schedule)
+        schedule = computed
+    else:
+        old = ctx.get_schedule_outer_coincidence()
+        ctx.set_schedule_outer_coincidence(int(outer_coincidence))
+        try:
+            schedule = schedule_constraints(scop, deps, variant.region).compute_schedule()
+        except isl.Error:
+            schedule = original_order(scop, variant.region)
+        finally:
+            ctx.set_schedule_outer_coincidence(old)
+    return mark_loops(outer_product_order(schedule, scop) if product_order else schedule)
 
 
 def is_automatic(variant: Variant) -> bool:
@@ -117,7 +121,7 @@ def map_variant(scop: Scop, deps: Deps, variant: Variant, index: int,
         return _recorded(mapper, variant, False)
     best = None
     for choice in (False, True) if given.outer is None else (given.outer,):
-        schedule = gpu_schedule(scop, deps, variant, choice, computed)
+        schedule = gpu_schedule(scop, deps, variant, choice, computed, given.product_order)
         mapper = _map(scop, deps, variant, schedule, prefix, max_group, given)
         score = (mapper.mapped.serial_statements, _count_launch_sites(mapper.mapped.host))
         if best is None or score < best[0]:

@@ -29,8 +29,10 @@ class GpuMapping:
     steps per local-memory tile of register-tiled kernels; ``stages``: local-memory buffers
     per copied array of register-tiled kernels (2: the next reduction tile is copied while
     the current one is computed, one barrier per tile); ``vector``: copies into local memory
-    load 16 bytes at a time where the tile's rows are aligned (tested in the kernel). Empty
-    or 0: the mapping's default for the device."""
+    load 16 bytes at a time where the tile's rows are aligned (tested in the kernel);
+    ``product_order``: a band's parallel members are reordered so that the two innermost
+    form an outer product (codegen_ocl/order.py: conv's output channels and columns, an
+    implicit GEMM). Empty or 0: the mapping's default for the device."""
 
     outer: bool | None = False
     regtile: str = ""
@@ -41,14 +43,16 @@ class GpuMapping:
     bk: int = 0
     stages: int = 0
     vector: bool = True
+    product_order: bool = True
 
     @staticmethod
     def checked(outer: Any = False, regtile: Any = "", local: Any = True, group: Any = (),
                 lanes: Any = (), columns: Any = (), bk: Any = 0, stages: Any = 0,
-                vector: Any = True) -> GpuMapping:
+                vector: Any = True, product_order: Any = True) -> GpuMapping:
         """The directive's arguments checked and in their canonical form (ScheduleError
         naming the argument otherwise)."""
-        for name, flag in (("outer", outer), ("local", local), ("vector", vector)):
+        for name, flag in (("outer", outer), ("local", local), ("vector", vector),
+                           ("product_order", product_order)):
             if not isinstance(flag, bool):
                 raise ScheduleError(f"gpu({name}={flag!r}): True or False")
         try:
@@ -59,7 +63,7 @@ class GpuMapping:
                           _pair("lanes", lanes, "lanes per row and lanes per row where few "
                                 "rows fill the device"),
                           _pair("columns", columns, "values per group and lanes per value"),
-                          _bk(bk), _stages(stages), vector)
+                          _bk(bk), _stages(stages), vector, product_order)
 
     @staticmethod
     def from_args(args: tuple[Any, ...]) -> GpuMapping:
@@ -70,13 +74,13 @@ class GpuMapping:
 
     def args(self) -> tuple[Any, ...]:
         return (self.outer, self.regtile, self.local, self.group, self.lanes, self.columns,
-                self.bk, self.stages, self.vector)
+                self.bk, self.stages, self.vector, self.product_order)
 
     def keywords(self) -> list[tuple[str, Any]]:
         """The settings that differ from the defaults, as ``(keyword, value)``."""
         default = GpuMapping()
         names = ("outer", "regtile", "local", "group", "lanes", "columns", "bk", "stages",
-                 "vector")
+                 "vector", "product_order")
         return [(n, v) for n, v, d in zip(names, self.args(), default.args(), strict=True)
                 if v != d]
 

@@ -169,7 +169,7 @@ class Schedule:
 
     def gpu(self, outer: bool = False, regtile: str = "", local: bool = True,
             group: Any = (), lanes: Any = (), columns: Any = (), bk: int = 0,
-            stages: int = 0, vector: bool = True) -> Schedule:
+            stages: int = 0, vector: bool = True, product_order: bool = True) -> Schedule:
         """The OpenCL mapping's choices (the GPU target's part of the schedule; the C
         target ignores it): with ``outer``, isl's schedule computed with parallelism sought
         in the outermost band first (PPCG's setting for GPUs; policy recipes only), else
@@ -184,11 +184,14 @@ class Schedule:
         reduction steps per local-memory tile of register-tiled kernels; ``stages``, their
         local-memory buffers per copied array (2: the next tile is copied while the current
         one is computed; 1: copy, then compute); without ``vector``, copies into local
-        memory load an element at a time (with it, 16 bytes where the rows are aligned).
-        Empty or 0: the device's default. The automatic policy records what it chose here,
+        memory load an element at a time (with it, 16 bytes where the rows are aligned);
+        without ``product_order``, policy recipes keep isl's order of parallel loops (with
+        it, two whose operands each move along one of them go innermost, where the work-items'
+        register tiles run: conv's output channels and columns). Empty or 0: the device's
+        default. The automatic policy records what it chose here,
         so that the recipe maps the same way again (schedule/gpu.py)."""
         mapping = GpuMapping.checked(outer, regtile, local, group, lanes, columns, bk, stages,
-                                     vector)
+                                     vector, product_order)
         if outer and not self.is_policy:
             raise ScheduleError("gpu(outer=True) chooses among isl's schedules: start the "
                                 "recipe with pd.Schedule.isl()")

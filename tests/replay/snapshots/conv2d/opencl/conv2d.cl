@@ -1205,7 +1205,7 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_Y[4][4];
-  if (((KH + (64 * pd_g1)) + 62) >= H)
+  if ((F >= ((64 * pd_g1) + 64)) && (W >= ((KW + (64 * pd_g2)) + 63)))
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
@@ -1213,20 +1213,20 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
         {
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
             {
               {
                 const int64_t pd_u0 = pd_c0;
                 const int64_t pd_u1 = pd_g0;
                 const int64_t pd_u2 = pd_c11;
                 const int64_t pd_u3 = pd_c12;
-                pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+                pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
               }
             }
           }
@@ -1235,23 +1235,17 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       PD_UNROLL
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
-        const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+        PD_UNROLL
+        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+          const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
           {
-            const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
-            {
-              {
-                const int64_t b = pd_c0;
-                const int64_t f = pd_g0;
-                const int64_t oy = pd_c11;
-                const int64_t ox = pd_c12;
-                pd_acc_Y[pd_ra][pd_rb] = 0.0f;
-              }
-            }
+            const int64_t b = pd_c0;
+            const int64_t f = pd_c13;
+            const int64_t oy = pd_g0;
+            const int64_t ox = pd_c14;
+            pd_acc_Y[pd_ra][pd_rb] = 0.0f;
           }
         }
       }
@@ -1266,26 +1260,20 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               PD_UNROLL
               for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
               {
-                const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                PD_UNROLL
+                for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                 {
-                  PD_UNROLL
-                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                  const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
                   {
-                    const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                    if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
-                    {
-                      {
-                        const int64_t b = pd_c0;
-                        const int64_t f = pd_g0;
-                        const int64_t oy = pd_c11;
-                        const int64_t ox = pd_c12;
-                        const int64_t c = pd_c7;
-                        const int64_t ky = pd_c8;
-                        const int64_t kx = pd_c9;
-                        pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                      }
-                    }
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_c13;
+                    const int64_t oy = pd_g0;
+                    const int64_t ox = pd_c14;
+                    const int64_t c = pd_c7;
+                    const int64_t ky = pd_c8;
+                    const int64_t kx = pd_c9;
+                    pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                   }
                 }
               }
@@ -1297,20 +1285,20 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
         {
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
+            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
             {
               {
                 const int64_t pd_u0 = pd_c0;
                 const int64_t pd_u1 = pd_g0;
                 const int64_t pd_u2 = pd_c11;
                 const int64_t pd_u3 = pd_c12;
-                Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
               }
             }
           }
@@ -1320,7 +1308,7 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   }
   else
   {
-    if (W >= ((KW + (64 * pd_g2)) + 63))
+    if ((((64 * pd_g1) + 48) >= F) && (W >= ((KW + (64 * pd_g2)) + 63)))
     {
       for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
       {
@@ -1328,7 +1316,7 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -1341,56 +1329,7 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                   const int64_t pd_u1 = pd_g0;
                   const int64_t pd_u2 = pd_c11;
                   const int64_t pd_u3 = pd_c12;
-                  pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
-                }
-              }
-            }
-          }
-        }
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_c0;
-              const int64_t f = pd_g0;
-              const int64_t oy = pd_c13;
-              const int64_t ox = pd_c14;
-              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
-            }
-          }
-        }
-        for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
-        {
-          for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
-          {
-            for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
-            {
-              for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
-              {
-                PD_UNROLL
-                for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-                {
-                  const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  PD_UNROLL
-                  for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-                  {
-                    const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                    {
-                      const int64_t b = pd_c0;
-                      const int64_t f = pd_g0;
-                      const int64_t oy = pd_c13;
-                      const int64_t ox = pd_c14;
-                      const int64_t c = pd_c7;
-                      const int64_t ky = pd_c8;
-                      const int64_t kx = pd_c9;
-                      pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
-                    }
-                  }
+                  pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
                 }
               }
             }
@@ -1400,70 +1339,18 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
               if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
-              {
-                {
-                  const int64_t pd_u0 = pd_c0;
-                  const int64_t pd_u1 = pd_g0;
-                  const int64_t pd_u2 = pd_c11;
-                  const int64_t pd_u3 = pd_c12;
-                  Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-    else
-    {
-      for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
-      {
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
-              {
-                {
-                  const int64_t pd_u0 = pd_c0;
-                  const int64_t pd_u1 = pd_g0;
-                  const int64_t pd_u2 = pd_c11;
-                  const int64_t pd_u3 = pd_c12;
-                  pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
-                }
-              }
-            }
-          }
-        }
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
-          {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -1483,18 +1370,18 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                      if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                      if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -1513,20 +1400,249 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
               {
                 {
                   const int64_t pd_u0 = pd_c0;
                   const int64_t pd_u1 = pd_g0;
                   const int64_t pd_u2 = pd_c11;
                   const int64_t pd_u3 = pd_c12;
-                  Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                  Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    else
+    {
+      if (F >= ((64 * pd_g1) + 64))
+      {
+        for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t pd_u0 = pd_c0;
+                    const int64_t pd_u1 = pd_g0;
+                    const int64_t pd_u2 = pd_c11;
+                    const int64_t pd_u3 = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
+                  }
+                }
+              }
+            }
+          }
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+          for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t pd_u0 = pd_c0;
+                    const int64_t pd_u1 = pd_g0;
+                    const int64_t pd_u2 = pd_c11;
+                    const int64_t pd_u3 = pd_c12;
+                    Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      else
+      {
+        for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+        {
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t pd_u0 = pd_c0;
+                    const int64_t pd_u1 = pd_g0;
+                    const int64_t pd_u2 = pd_c11;
+                    const int64_t pd_u3 = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
+                  }
+                }
+              }
+            }
+          }
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t b = pd_c0;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
+                    const int64_t ox = pd_c12;
+                    pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+                  }
+                }
+              }
+            }
+          }
+          for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
+          {
+            for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
+            {
+              for (int64_t pd_c8 = 0; pd_c8 < KH; pd_c8 += 1)
+              {
+                for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
+                {
+                  PD_UNROLL
+                  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+                  {
+                    const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+                    if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
+                    {
+                      PD_UNROLL
+                      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+                      {
+                        const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                        if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                        {
+                          {
+                            const int64_t b = pd_c0;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
+                            const int64_t ox = pd_c12;
+                            const int64_t c = pd_c7;
+                            const int64_t ky = pd_c8;
+                            const int64_t kx = pd_c9;
+                            pd_acc_Y[pd_ra][pd_rb] = (pd_acc_Y[pd_ra][pd_rb] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          PD_UNROLL
+          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
+          {
+            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
+            if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
+            {
+              PD_UNROLL
+              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
+              {
+                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
+                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
+                {
+                  {
+                    const int64_t pd_u0 = pd_c0;
+                    const int64_t pd_u1 = pd_g0;
+                    const int64_t pd_u2 = pd_c11;
+                    const int64_t pd_u3 = pd_c12;
+                    Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+                  }
                 }
               }
             }
@@ -1548,30 +1664,30 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_Y[2][2];
-  for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+  if (F >= ((32 * pd_g1) + 32))
   {
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
-      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
         {
-          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_u0 = pd_c0;
-            const int64_t pd_u1 = pd_g0;
-            const int64_t pd_u2 = pd_c11;
-            const int64_t pd_u3 = pd_c12;
-            pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
+            }
           }
         }
       }
-    }
-    if (H >= ((KH + (32 * pd_g1)) + 31))
-    {
       PD_UNROLL
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
@@ -1582,40 +1698,14 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
           {
             const int64_t b = pd_c0;
-            const int64_t f = pd_g0;
-            const int64_t oy = pd_c13;
+            const int64_t f = pd_c13;
+            const int64_t oy = pd_g0;
             const int64_t ox = pd_c14;
             pd_acc_Y[pd_ra][pd_rb] = 0.0f;
           }
         }
       }
-    }
-    else
-    {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-      {
-        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
-        {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t b = pd_c0;
-              const int64_t f = pd_g0;
-              const int64_t oy = pd_c11;
-              const int64_t ox = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
-            }
-          }
-        }
-      }
-    }
-    for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
-    {
-      if (H >= ((KH + (32 * pd_g1)) + 31))
+      for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
       {
         for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
         {
@@ -1633,8 +1723,8 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                   const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c13;
+                    const int64_t f = pd_c13;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c14;
                     const int64_t c = pd_c7;
                     const int64_t ky = pd_c8;
@@ -1647,7 +1737,73 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           }
         }
       }
-      else
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            }
+          }
+        }
+      }
+    }
+  }
+  else
+  {
+    for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
+    {
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (F - 16) && (pd_c11 < F))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
+            }
+          }
+        }
+      }
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
+      {
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (F - 16) && (pd_c11 < F))
+        {
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+          {
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t b = pd_c0;
+              const int64_t f = pd_c11;
+              const int64_t oy = pd_g0;
+              const int64_t ox = pd_c12;
+              pd_acc_Y[pd_ra][pd_rb] = 0.0f;
+            }
+          }
+        }
+      }
+      for (int64_t pd_c3 = 0; pd_c3 < (C - 15); pd_c3 += 16)
       {
         for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
         {
@@ -1659,7 +1815,7 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
               {
                 const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                if (pd_c11 >= (F - 16) && (pd_c11 < F))
                 {
                   PD_UNROLL
                   for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -1667,8 +1823,8 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                     const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
                     {
                       const int64_t b = pd_c0;
-                      const int64_t f = pd_g0;
-                      const int64_t oy = pd_c11;
+                      const int64_t f = pd_c11;
+                      const int64_t oy = pd_g0;
                       const int64_t ox = pd_c12;
                       const int64_t c = pd_c7;
                       const int64_t ky = pd_c8;
@@ -1682,23 +1838,23 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           }
         }
       }
-    }
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-    {
-      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      PD_UNROLL
+      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
+        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
+        if (pd_c11 >= (F - 16) && (pd_c11 < F))
         {
-          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+          PD_UNROLL
+          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
-            const int64_t pd_u0 = pd_c0;
-            const int64_t pd_u1 = pd_g0;
-            const int64_t pd_u2 = pd_c11;
-            const int64_t pd_u3 = pd_c12;
-            Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
+            {
+              const int64_t pd_u0 = pd_c0;
+              const int64_t pd_u1 = pd_g0;
+              const int64_t pd_u2 = pd_c11;
+              const int64_t pd_u3 = pd_c12;
+              Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+            }
           }
         }
       }
@@ -1717,7 +1873,7 @@ void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 1));
   const int64_t pd_loc_X_n3 = pd_max(1, (KW + 15));
   int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
   const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
@@ -1731,15 +1887,15 @@ void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_u0 = pd_c0;
         const int64_t pd_u1 = pd_c1;
         barrier(CLK_LOCAL_MEM_FENCE);
-        pd_loc_Wt_lo0 = (2 * pd_g0);
-        const int64_t pd_n0 = ((2 * pd_g0) + 1) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo0 = (8 * pd_g1);
+        const int64_t pd_n0 = ((8 * pd_g1) + 7) - pd_loc_Wt_lo0 + 1;
         pd_loc_Wt_lo1 = pd_u1;
         const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_Wt_lo1 + 1;
         pd_loc_Wt_lo2 = 0;
         const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
         pd_loc_Wt_lo3 = 0;
         const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        for (int64_t pd_e = pd_lid; pd_e < 8 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
         {
           const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
           const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
@@ -1758,8 +1914,8 @@ void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
         pd_loc_X_lo1 = pd_u1;
         const int64_t pd_n1 = (pd_u1 + 15) - pd_loc_X_lo1 + 1;
-        pd_loc_X_lo2 = (8 * pd_g1);
-        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo2 = (2 * pd_g0);
+        const int64_t pd_n2 = (((KH + (2 * pd_g0)) == H) ? (H - 1) : (KH + (2 * pd_g0))) - pd_loc_X_lo2 + 1;
         pd_loc_X_lo3 = (16 * pd_g2);
         const int64_t pd_n3 = ((KW + (16 * pd_g2)) + 14) - pd_loc_X_lo3 + 1;
         for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
@@ -1775,11 +1931,11 @@ void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
       }
       {
         const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
-        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= ((2 * pd_g0) + 1)))
+        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((H - KH), ((2 * pd_g0) + 1))))
         {
           {
             const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
-            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= ((8 * pd_g1) + 7)))
             {
               {
                 const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
@@ -1789,8 +1945,8 @@ void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t f = pd_c2;
-                      const int64_t oy = pd_c3;
+                      const int64_t f = pd_c3;
+                      const int64_t oy = pd_c2;
                       const int64_t ox = pd_c4;
                       Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
                     }
@@ -1803,8 +1959,8 @@ void conv2d_v1_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_c2;
-                          const int64_t oy = pd_c3;
+                          const int64_t f = pd_c3;
+                          const int64_t oy = pd_c2;
                           const int64_t ox = pd_c4;
                           const int64_t c = (pd_c1 + pd_c5);
                           const int64_t ky = pd_c6;
@@ -1834,14 +1990,14 @@ void conv2d_v1_k0_1_plain(long B, long C, long H, long W, long F, long KH, long 
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
-  if (H >= ((KH + (8 * pd_g1)) + pd_l1))
+  if (H >= ((KH + (2 * pd_g0)) + pd_l0))
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       {
         const int64_t b = pd_c0;
-        const int64_t f = ((2 * pd_g0) + pd_l0);
-        const int64_t oy = ((8 * pd_g1) + pd_l1);
+        const int64_t f = ((8 * pd_g1) + pd_l1);
+        const int64_t oy = ((2 * pd_g0) + pd_l0);
         const int64_t ox = ((16 * pd_g2) + pd_l2);
         Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
       }
@@ -1853,8 +2009,8 @@ void conv2d_v1_k0_1_plain(long B, long C, long H, long W, long F, long KH, long 
           {
             {
               const int64_t b = pd_c0;
-              const int64_t f = ((2 * pd_g0) + pd_l0);
-              const int64_t oy = ((8 * pd_g1) + pd_l1);
+              const int64_t f = ((8 * pd_g1) + pd_l1);
+              const int64_t oy = ((2 * pd_g0) + pd_l0);
               const int64_t ox = ((16 * pd_g2) + pd_l2);
               const int64_t c = pd_c4;
               const int64_t ky = pd_c5;
@@ -1886,7 +2042,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -1899,19 +2055,19 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
             }
           }
         }
       }
     }
-    if (((KH + (64 * pd_g1)) + 62) >= H)
+    if (((64 * pd_g1) + 63) >= F)
     {
       PD_UNROLL
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+        if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
         {
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -1921,8 +2077,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t f = pd_g0;
-                const int64_t oy = pd_c11;
+                const int64_t f = pd_c11;
+                const int64_t oy = pd_g0;
                 const int64_t ox = pd_c12;
                 pd_acc_Y[pd_ra][pd_rb] = 0.0f;
               }
@@ -1945,8 +2101,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
             {
               const int64_t b = pd_c0;
-              const int64_t f = pd_g0;
-              const int64_t oy = pd_c13;
+              const int64_t f = pd_c13;
+              const int64_t oy = pd_g0;
               const int64_t ox = pd_c14;
               pd_acc_Y[pd_ra][pd_rb] = 0.0f;
             }
@@ -1969,8 +2125,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -1984,7 +2140,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     {
       if (C >= (pd_c3 + 16))
       {
-        if (((KH + (64 * pd_g1)) + 62) >= H)
+        if (((64 * pd_g1) + 63) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
           {
@@ -1996,7 +2152,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -2006,8 +2162,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -2042,8 +2198,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                       const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_g0;
-                        const int64_t oy = pd_c13;
+                        const int64_t f = pd_c13;
+                        const int64_t oy = pd_g0;
                         const int64_t ox = pd_c14;
                         const int64_t c = pd_c7;
                         const int64_t ky = pd_c8;
@@ -2078,8 +2234,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -2098,7 +2254,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       }
       else
       {
-        if (((KH + (64 * pd_g1)) + 62) >= H)
+        if (((64 * pd_g1) + 63) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
           {
@@ -2110,7 +2266,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -2120,8 +2276,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -2160,8 +2316,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -2198,8 +2354,8 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -2221,7 +2377,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -2234,7 +2390,7 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+              Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
             }
           }
         }
@@ -2260,7 +2416,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -2273,19 +2429,19 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
             }
           }
         }
       }
     }
-    if (((KH + (32 * pd_g1)) + 30) >= H)
+    if (((32 * pd_g1) + 31) >= F)
     {
       PD_UNROLL
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+        if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
         {
           PD_UNROLL
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -2295,8 +2451,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t f = pd_g0;
-                const int64_t oy = pd_c11;
+                const int64_t f = pd_c11;
+                const int64_t oy = pd_g0;
                 const int64_t ox = pd_c12;
                 pd_acc_Y[pd_ra][pd_rb] = 0.0f;
               }
@@ -2319,8 +2475,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
             const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
             {
               const int64_t b = pd_c0;
-              const int64_t f = pd_g0;
-              const int64_t oy = pd_c13;
+              const int64_t f = pd_c13;
+              const int64_t oy = pd_g0;
               const int64_t ox = pd_c14;
               pd_acc_Y[pd_ra][pd_rb] = 0.0f;
             }
@@ -2343,8 +2499,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -2358,7 +2514,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     {
       if (C >= (pd_c3 + 16))
       {
-        if (((KH + (32 * pd_g1)) + 30) >= H)
+        if (((32 * pd_g1) + 31) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
           {
@@ -2370,7 +2526,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -2380,8 +2536,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -2416,8 +2572,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                       const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_g0;
-                        const int64_t oy = pd_c13;
+                        const int64_t f = pd_c13;
+                        const int64_t oy = pd_g0;
                         const int64_t ox = pd_c14;
                         const int64_t c = pd_c7;
                         const int64_t ky = pd_c8;
@@ -2452,8 +2608,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -2472,7 +2628,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
       }
       else
       {
-        if (((KH + (32 * pd_g1)) + 30) >= H)
+        if (((32 * pd_g1) + 31) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
           {
@@ -2484,7 +2640,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -2494,8 +2650,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -2534,8 +2690,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -2572,8 +2728,8 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -2595,7 +2751,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -2608,7 +2764,7 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+              Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
             }
           }
         }
@@ -2628,7 +2784,7 @@ void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 1));
   const int64_t pd_loc_X_n3 = pd_max(1, (KW + 15));
   int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
   const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
@@ -2642,15 +2798,15 @@ void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_u0 = pd_c0;
         const int64_t pd_u1 = pd_c1;
         barrier(CLK_LOCAL_MEM_FENCE);
-        pd_loc_Wt_lo0 = (2 * pd_g0);
-        const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo0 = (8 * pd_g1);
+        const int64_t pd_n0 = ((((8 * pd_g1) + 7) >= F) ? (F - 1) : ((8 * pd_g1) + 7)) - pd_loc_Wt_lo0 + 1;
         pd_loc_Wt_lo1 = pd_u1;
         const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_Wt_lo1 + 1;
         pd_loc_Wt_lo2 = 0;
         const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
         pd_loc_Wt_lo3 = 0;
         const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        for (int64_t pd_e = pd_lid; pd_e < 8 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
         {
           const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
           const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
@@ -2669,8 +2825,8 @@ void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
         pd_loc_X_lo1 = pd_u1;
         const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_X_lo1 + 1;
-        pd_loc_X_lo2 = (8 * pd_g1);
-        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo2 = (2 * pd_g0);
+        const int64_t pd_n2 = (((KH + (2 * pd_g0)) == H) ? (H - 1) : (KH + (2 * pd_g0))) - pd_loc_X_lo2 + 1;
         pd_loc_X_lo3 = (16 * pd_g2);
         const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
         for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
@@ -2686,11 +2842,11 @@ void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
       }
       {
         const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
-        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((H - KH), ((2 * pd_g0) + 1))))
         {
           {
             const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
-            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((F - 1), ((8 * pd_g1) + 7))))
             {
               {
                 const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
@@ -2700,8 +2856,8 @@ void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t f = pd_c2;
-                      const int64_t oy = pd_c3;
+                      const int64_t f = pd_c3;
+                      const int64_t oy = pd_c2;
                       const int64_t ox = pd_c4;
                       Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
                     }
@@ -2714,8 +2870,8 @@ void conv2d_v2_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_c2;
-                          const int64_t oy = pd_c3;
+                          const int64_t f = pd_c3;
+                          const int64_t oy = pd_c2;
                           const int64_t ox = pd_c4;
                           const int64_t c = (pd_c1 + pd_c5);
                           const int64_t ky = pd_c6;
@@ -2745,14 +2901,14 @@ void conv2d_v2_k0_1_plain(long B, long C, long H, long W, long F, long KH, long 
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
-  if (((F >= (((2 * pd_g0) + pd_l0) + 1)) && (H >= ((KH + (8 * pd_g1)) + pd_l1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
+  if (((H >= ((KH + (2 * pd_g0)) + pd_l0)) && (F >= (((8 * pd_g1) + pd_l1) + 1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       {
         const int64_t b = pd_c0;
-        const int64_t f = ((2 * pd_g0) + pd_l0);
-        const int64_t oy = ((8 * pd_g1) + pd_l1);
+        const int64_t f = ((8 * pd_g1) + pd_l1);
+        const int64_t oy = ((2 * pd_g0) + pd_l0);
         const int64_t ox = ((16 * pd_g2) + pd_l2);
         Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
       }
@@ -2764,8 +2920,8 @@ void conv2d_v2_k0_1_plain(long B, long C, long H, long W, long F, long KH, long 
           {
             {
               const int64_t b = pd_c0;
-              const int64_t f = ((2 * pd_g0) + pd_l0);
-              const int64_t oy = ((8 * pd_g1) + pd_l1);
+              const int64_t f = ((8 * pd_g1) + pd_l1);
+              const int64_t oy = ((2 * pd_g0) + pd_l0);
               const int64_t ox = ((16 * pd_g2) + pd_l2);
               const int64_t c = pd_c4;
               const int64_t ky = pd_c5;
@@ -2797,7 +2953,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -2810,7 +2966,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
             }
           }
         }
@@ -2818,13 +2974,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     }
     if (C >= 16)
     {
-      if (((KH + (64 * pd_g1)) + 62) >= H)
+      if (((64 * pd_g1) + 63) >= F)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -2834,8 +2990,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -2858,8 +3014,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
               {
                 const int64_t b = pd_c0;
-                const int64_t f = pd_g0;
-                const int64_t oy = pd_c13;
+                const int64_t f = pd_c13;
+                const int64_t oy = pd_g0;
                 const int64_t ox = pd_c14;
                 pd_acc_Y[pd_ra][pd_rb] = 0.0f;
               }
@@ -2882,8 +3038,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c11;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c12;
                     pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                   }
@@ -2896,13 +3052,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     }
     else
     {
-      if (((KH + (64 * pd_g1)) + 62) >= H)
+      if (((64 * pd_g1) + 63) >= F)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+          if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -2912,8 +3068,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -2940,8 +3096,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c11;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c12;
                     pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                   }
@@ -2966,8 +3122,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c11;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c12;
                     pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                   }
@@ -2982,7 +3138,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     {
       if (C >= (pd_c3 + 16))
       {
-        if (((KH + (64 * pd_g1)) + 62) >= H)
+        if (((64 * pd_g1) + 63) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
           {
@@ -2994,7 +3150,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -3004,8 +3160,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -3040,8 +3196,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                       const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_g0;
-                        const int64_t oy = pd_c13;
+                        const int64_t f = pd_c13;
+                        const int64_t oy = pd_g0;
                         const int64_t ox = pd_c14;
                         const int64_t c = pd_c7;
                         const int64_t ky = pd_c8;
@@ -3076,8 +3232,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -3096,7 +3252,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       }
       else
       {
-        if (((KH + (64 * pd_g1)) + 62) >= H)
+        if (((64 * pd_g1) + 63) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
           {
@@ -3108,7 +3264,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -3118,8 +3274,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -3158,8 +3314,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -3196,8 +3352,8 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -3219,7 +3375,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
+      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
@@ -3232,7 +3388,7 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+              Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
             }
           }
         }
@@ -3258,7 +3414,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -3271,7 +3427,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3];
+              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
             }
           }
         }
@@ -3279,13 +3435,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     }
     if (C >= 16)
     {
-      if (((KH + (32 * pd_g1)) + 30) >= H)
+      if (((32 * pd_g1) + 31) >= F)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+          if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -3295,8 +3451,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -3319,8 +3475,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
               {
                 const int64_t b = pd_c0;
-                const int64_t f = pd_g0;
-                const int64_t oy = pd_c13;
+                const int64_t f = pd_c13;
+                const int64_t oy = pd_g0;
                 const int64_t ox = pd_c14;
                 pd_acc_Y[pd_ra][pd_rb] = 0.0f;
               }
@@ -3343,8 +3499,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c11;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c12;
                     pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                   }
@@ -3357,13 +3513,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     }
     else
     {
-      if (((KH + (32 * pd_g1)) + 30) >= H)
+      if (((32 * pd_g1) + 31) >= F)
       {
         PD_UNROLL
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+          if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
           {
             PD_UNROLL
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -3373,8 +3529,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_g0;
-                  const int64_t oy = pd_c11;
+                  const int64_t f = pd_c11;
+                  const int64_t oy = pd_g0;
                   const int64_t ox = pd_c12;
                   pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                 }
@@ -3401,8 +3557,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c11;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c12;
                     pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                   }
@@ -3427,8 +3583,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t f = pd_g0;
-                    const int64_t oy = pd_c11;
+                    const int64_t f = pd_c11;
+                    const int64_t oy = pd_g0;
                     const int64_t ox = pd_c12;
                     pd_acc_Y[pd_ra][pd_rb] = 0.0f;
                   }
@@ -3443,7 +3599,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     {
       if (C >= (pd_c3 + 16))
       {
-        if (((KH + (32 * pd_g1)) + 30) >= H)
+        if (((32 * pd_g1) + 31) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 <= (pd_c3 + 15); pd_c7 += 1)
           {
@@ -3455,7 +3611,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -3465,8 +3621,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -3501,8 +3657,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                       const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_g0;
-                        const int64_t oy = pd_c13;
+                        const int64_t f = pd_c13;
+                        const int64_t oy = pd_g0;
                         const int64_t ox = pd_c14;
                         const int64_t c = pd_c7;
                         const int64_t ky = pd_c8;
@@ -3537,8 +3693,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -3557,7 +3713,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
       }
       else
       {
-        if (((KH + (32 * pd_g1)) + 30) >= H)
+        if (((32 * pd_g1) + 31) >= F)
         {
           for (int64_t pd_c7 = pd_c3; pd_c7 < C; pd_c7 += 1)
           {
@@ -3569,7 +3725,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= (H - KH)))
+                  if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
                     PD_UNROLL
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -3579,8 +3735,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_g0;
-                          const int64_t oy = pd_c11;
+                          const int64_t f = pd_c11;
+                          const int64_t oy = pd_g0;
                           const int64_t ox = pd_c12;
                           const int64_t c = pd_c7;
                           const int64_t ky = pd_c8;
@@ -3619,8 +3775,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -3657,8 +3813,8 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_g0;
-                            const int64_t oy = pd_c11;
+                            const int64_t f = pd_c11;
+                            const int64_t oy = pd_g0;
                             const int64_t ox = pd_c12;
                             const int64_t c = pd_c7;
                             const int64_t ky = pd_c8;
@@ -3680,7 +3836,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
+      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
       {
         PD_UNROLL
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
@@ -3693,7 +3849,7 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               const int64_t pd_u1 = pd_g0;
               const int64_t pd_u2 = pd_c11;
               const int64_t pd_u3 = pd_c12;
-              Y[(((pd_u0) * (F) + pd_u1) * (((H - KH) + 1)) + pd_u2) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
+              Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3] = pd_acc_Y[pd_ra][pd_rb];
             }
           }
         }
@@ -3713,7 +3869,7 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   const int64_t pd_lid = get_local_id(0) + get_local_size(0) * get_local_id(1) + get_local_size(0) * get_local_size(1) * get_local_id(2);
-  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 7));
+  const int64_t pd_loc_X_n2 = pd_max(1, (KH + 1));
   const int64_t pd_loc_X_n3 = pd_max(1, (((KW + 15) >= W) ? W : (KW + 15)));
   int64_t pd_loc_X_lo0, pd_loc_X_lo1, pd_loc_X_lo2, pd_loc_X_lo3;
   const int64_t pd_loc_Wt_n2 = pd_max(1, KH);
@@ -3727,15 +3883,15 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
       {
         const int64_t pd_u0 = pd_c0;
         const int64_t pd_u1 = 0;
-        pd_loc_Wt_lo0 = (2 * pd_g0);
-        const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo0 = (8 * pd_g1);
+        const int64_t pd_n0 = ((((8 * pd_g1) + 7) >= F) ? (F - 1) : ((8 * pd_g1) + 7)) - pd_loc_Wt_lo0 + 1;
         pd_loc_Wt_lo1 = pd_u1;
         const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_Wt_lo1 + 1;
         pd_loc_Wt_lo2 = 0;
         const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
         pd_loc_Wt_lo3 = 0;
         const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        for (int64_t pd_e = pd_lid; pd_e < 8 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
         {
           const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
           const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
@@ -3752,8 +3908,8 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
         pd_loc_X_lo1 = pd_u1;
         const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_X_lo1 + 1;
-        pd_loc_X_lo2 = (8 * pd_g1);
-        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo2 = (2 * pd_g0);
+        const int64_t pd_n2 = (((KH + (2 * pd_g0)) == H) ? (H - 1) : (KH + (2 * pd_g0))) - pd_loc_X_lo2 + 1;
         pd_loc_X_lo3 = (16 * pd_g2);
         const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
         for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
@@ -3770,11 +3926,11 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
     barrier(CLK_LOCAL_MEM_FENCE);
     {
       const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
-      if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+      if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((H - KH), ((2 * pd_g0) + 1))))
       {
         {
           const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
-          if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+          if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((F - 1), ((8 * pd_g1) + 7))))
           {
             {
               const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
@@ -3782,8 +3938,8 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
               {
                 {
                   const int64_t b = pd_c0;
-                  const int64_t f = pd_c2;
-                  const int64_t oy = pd_c3;
+                  const int64_t f = pd_c3;
+                  const int64_t oy = pd_c2;
                   const int64_t ox = pd_c4;
                   Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
                 }
@@ -3795,8 +3951,8 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_c2;
-                        const int64_t oy = pd_c3;
+                        const int64_t f = pd_c3;
+                        const int64_t oy = pd_c2;
                         const int64_t ox = pd_c4;
                         const int64_t c = pd_c5;
                         const int64_t ky = pd_c6;
@@ -3818,15 +3974,15 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_u0 = pd_c0;
         const int64_t pd_u1 = pd_c1;
         barrier(CLK_LOCAL_MEM_FENCE);
-        pd_loc_Wt_lo0 = (2 * pd_g0);
-        const int64_t pd_n0 = ((((2 * pd_g0) + 1) == F) ? (F - 1) : ((2 * pd_g0) + 1)) - pd_loc_Wt_lo0 + 1;
+        pd_loc_Wt_lo0 = (8 * pd_g1);
+        const int64_t pd_n0 = ((((8 * pd_g1) + 7) >= F) ? (F - 1) : ((8 * pd_g1) + 7)) - pd_loc_Wt_lo0 + 1;
         pd_loc_Wt_lo1 = pd_u1;
         const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_Wt_lo1 + 1;
         pd_loc_Wt_lo2 = 0;
         const int64_t pd_n2 = (KH - 1) - pd_loc_Wt_lo2 + 1;
         pd_loc_Wt_lo3 = 0;
         const int64_t pd_n3 = (KW - 1) - pd_loc_Wt_lo3 + 1;
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
+        for (int64_t pd_e = pd_lid; pd_e < 8 * 16 * pd_loc_Wt_n2 * pd_loc_Wt_n3; pd_e += 256)
         {
           const int64_t pd_e0 = (pd_e) / (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3);
           const int64_t pd_e1 = ((pd_e) % (16 * pd_loc_Wt_n2 * pd_loc_Wt_n3)) / (pd_loc_Wt_n2 * pd_loc_Wt_n3);
@@ -3845,8 +4001,8 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
         const int64_t pd_n0 = pd_u0 - pd_loc_X_lo0 + 1;
         pd_loc_X_lo1 = pd_u1;
         const int64_t pd_n1 = (((pd_u1 + 15) >= C) ? (C - 1) : (pd_u1 + 15)) - pd_loc_X_lo1 + 1;
-        pd_loc_X_lo2 = (8 * pd_g1);
-        const int64_t pd_n2 = ((((KH + (8 * pd_g1)) + 6) >= H) ? (H - 1) : ((KH + (8 * pd_g1)) + 6)) - pd_loc_X_lo2 + 1;
+        pd_loc_X_lo2 = (2 * pd_g0);
+        const int64_t pd_n2 = (((KH + (2 * pd_g0)) == H) ? (H - 1) : (KH + (2 * pd_g0))) - pd_loc_X_lo2 + 1;
         pd_loc_X_lo3 = (16 * pd_g2);
         const int64_t pd_n3 = ((((KW + (16 * pd_g2)) + 14) >= W) ? (W - 1) : ((KW + (16 * pd_g2)) + 14)) - pd_loc_X_lo3 + 1;
         for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * pd_loc_X_n2 * pd_loc_X_n3; pd_e += 256)
@@ -3862,11 +4018,11 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
       }
       {
         const int64_t pd_c2 = pd_o0 + 2 * pd_g0 + pd_l0;
-        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((F - 1), ((2 * pd_g0) + 1))))
+        if (pd_c2 >= (2 * pd_g0) && (pd_c2 <= pd_min((H - KH), ((2 * pd_g0) + 1))))
         {
           {
             const int64_t pd_c3 = pd_o1 + 8 * pd_g1 + pd_l1;
-            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((H - KH), ((8 * pd_g1) + 7))))
+            if (pd_c3 >= (8 * pd_g1) && (pd_c3 <= pd_min((F - 1), ((8 * pd_g1) + 7))))
             {
               {
                 const int64_t pd_c4 = pd_o2 + 16 * pd_g2 + pd_l2;
@@ -3880,8 +4036,8 @@ void conv2d_v3_k0_1(long B, long C, long H, long W, long F, long KH, long KW, lo
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_c2;
-                          const int64_t oy = pd_c3;
+                          const int64_t f = pd_c3;
+                          const int64_t oy = pd_c2;
                           const int64_t ox = pd_c4;
                           const int64_t c = (pd_c1 + pd_c5);
                           const int64_t ky = pd_c6;
@@ -3911,14 +4067,14 @@ void conv2d_v3_k0_1_plain(long B, long C, long H, long W, long F, long KH, long 
   const int64_t pd_l1 = get_local_id(1);
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
-  if (((F >= (((2 * pd_g0) + pd_l0) + 1)) && (H >= ((KH + (8 * pd_g1)) + pd_l1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
+  if (((H >= ((KH + (2 * pd_g0)) + pd_l0)) && (F >= (((8 * pd_g1) + pd_l1) + 1))) && (W >= ((KW + (16 * pd_g2)) + pd_l2)))
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
       {
         const int64_t b = pd_c0;
-        const int64_t f = ((2 * pd_g0) + pd_l0);
-        const int64_t oy = ((8 * pd_g1) + pd_l1);
+        const int64_t f = ((8 * pd_g1) + pd_l1);
+        const int64_t oy = ((2 * pd_g0) + pd_l0);
         const int64_t ox = ((16 * pd_g2) + pd_l2);
         Y[(((b) * F + f) * ((H - KH) + 1) + oy) * ((W - KW) + 1) + ox] = 0.0f;
       }
@@ -3930,8 +4086,8 @@ void conv2d_v3_k0_1_plain(long B, long C, long H, long W, long F, long KH, long 
           {
             {
               const int64_t b = pd_c0;
-              const int64_t f = ((2 * pd_g0) + pd_l0);
-              const int64_t oy = ((8 * pd_g1) + pd_l1);
+              const int64_t f = ((8 * pd_g1) + pd_l1);
+              const int64_t oy = ((2 * pd_g0) + pd_l0);
               const int64_t ox = ((16 * pd_g2) + pd_l2);
               const int64_t c = pd_c4;
               const int64_t ky = pd_c5;

@@ -175,30 +175,30 @@ static int pd_variant_1(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+    if (((((pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
-        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
         int pd_rc = pd_enqueue(pd_c, 4, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
-      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+      if (((((pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
-          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
           int pd_rc = pd_enqueue(pd_c, 5, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
-        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+        if (((((64 * pd_max(1, (pd_v_KH + 1))) * pd_max(1, (pd_v_KW + 15))) + ((512 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
           {
-            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
-            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 1))) * pd_max(1, (pd_v_KW + 15))), ((512 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
             int pd_rc = pd_enqueue(pd_c, 6, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
             if (pd_rc) return pd_rc;
           }
         } else {
           {
-            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
             int pd_rc = pd_enqueue(pd_c, 7, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
             if (pd_rc) return pd_rc;
           }
@@ -221,30 +221,30 @@ static int pd_variant_2(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+    if (((((pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
-        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
         int pd_rc = pd_enqueue(pd_c, 8, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
-      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+      if (((((pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
-          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
           int pd_rc = pd_enqueue(pd_c, 9, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
-        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+        if (((((64 * pd_max(1, (pd_v_KH + 1))) * pd_max(1, (pd_v_KW + 15))) + ((512 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
           {
-            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
-            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (pd_v_KW + 15))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 1))) * pd_max(1, (pd_v_KW + 15))), ((512 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
             int pd_rc = pd_enqueue(pd_c, 10, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
             if (pd_rc) return pd_rc;
           }
         } else {
           {
-            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
             int pd_rc = pd_enqueue(pd_c, 11, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
             if (pd_rc) return pd_rc;
           }
@@ -267,30 +267,30 @@ static int pd_variant_3(const pd_call *pd_c, const int64_t *pd_s) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     pd_v__o[2] = 0;
-    if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
+    if (((((pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 64) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)) >= pd_c->slot[PD_UNITS])) {
       {
-        const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
+        const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 64) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 64) + 1)};
         int pd_rc = pd_enqueue(pd_c, 12, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
         if (pd_rc) return pd_rc;
       }
     } else {
-      if (((((pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
+      if (((((pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1) * (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 32) + 1)) * (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)) >= pd_c->slot[PD_UNITS])) {
         {
-          const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
+          const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 1) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 32) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 32) + 1)};
           int pd_rc = pd_enqueue(pd_c, 13, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
           if (pd_rc) return pd_rc;
         }
       } else {
-        if (((((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))) + ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
+        if (((((64 * pd_max(1, (pd_v_KH + 1))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))) + ((512 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))) <= pd_c->slot[PD_LOCAL_LIMIT])) {
           {
-            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
-            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 7))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))), ((128 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_local[] = {((64 * pd_max(1, (pd_v_KH + 1))) * pd_max(1, (((pd_v_KW + 15) >= pd_v_W) ? pd_v_W : (pd_v_KW + 15)))), ((512 * pd_max(1, pd_v_KH)) * pd_max(1, pd_v_KW))};
             int pd_rc = pd_enqueue(pd_c, 14, NULL, 0, pd_v__o, 3, pd_groups, 3, pd_local, 2);
             if (pd_rc) return pd_rc;
           }
         } else {
           {
-            const int64_t pd_groups[] = {(pd_floord(((pd_v_F - 1) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
+            const int64_t pd_groups[] = {(pd_floord(((pd_v_H - pd_v_KH) - pd_v__o[0]), 2) + 1), (pd_floord(((pd_v_F - 1) - pd_v__o[1]), 8) + 1), (pd_floord(((pd_v_W - pd_v_KW) - pd_v__o[2]), 16) + 1)};
             int pd_rc = pd_enqueue(pd_c, 15, NULL, 0, pd_v__o, 3, pd_groups, 3, NULL, 0);
             if (pd_rc) return pd_rc;
           }
