@@ -9,7 +9,8 @@
 #    and stops if polydyn's default device is not a GPU;
 # 3. runs the OpenCL tests on it (tests.log);
 # 4. runs the OpenCL sweep against numpy and torch-cuda into bench/results-gpu/ (sweep.log);
-# 5. runs bench/gpu_probe.py (probe.log): matmul compiled for any size against fixed sizes,
+# 5. runs bench/gpu_probe.py (probe.log): matmul by recipe sizes (local buffers, vector
+#    copies), conv2d in either loop order, matmul compiled for any size against fixed sizes,
 #    the row reductions in 32- and 64-bit index builds;
 # 6. renders bench/RESULTS.md (its GPU section: shares of torch-cuda and of the roofline);
 # 7. with OUT set, leaves in $OUT: summary.txt, tests.log, sweep.log, probe.log, suite.md and
@@ -17,8 +18,8 @@
 #
 # Each phase has a time limit and prints its time; a failed phase is reported and the next
 # one runs. Settings (environment): PYTHON (default python3), OUT, GPU_CHECK_BUDGET_S (the
-# whole run, default 540), GPU_CHECK_TESTS_S (default 130), GPU_CHECK_SWEEP_S (default 310),
-# GPU_CHECK_PROBE_S (default 60; 0: no probe), GPU_CHECK_WORKERS (pytest-xdist workers,
+# whole run, default 540), GPU_CHECK_TESTS_S (default 110), GPU_CHECK_SWEEP_S (default 290),
+# GPU_CHECK_PROBE_S (default 100; 0: no probe), GPU_CHECK_WORKERS (pytest-xdist workers,
 # default half the cores, at most 8).
 #
 # Dry run without a GPU (PoCL's CPU device, the quick suite, everything under a temporary
@@ -32,9 +33,9 @@ ROOT=$PWD
 PYTHON=${PYTHON:-python3}
 DRY=${GPU_CHECK_ALLOW_CPU:-0}
 BUDGET=${GPU_CHECK_BUDGET_S:-540}
-TESTS_S=${GPU_CHECK_TESTS_S:-130}
-SWEEP_S=${GPU_CHECK_SWEEP_S:-310}
-PROBE_S=${GPU_CHECK_PROBE_S:-60}
+TESTS_S=${GPU_CHECK_TESTS_S:-110}
+SWEEP_S=${GPU_CHECK_SWEEP_S:-290}
+PROBE_S=${GPU_CHECK_PROBE_S:-100}
 RESERVE_S=40  # kept for rendering and packing after the sweep and the probe
 START=$SECONDS
 
@@ -274,7 +275,8 @@ if [ "$device_rc" = 0 ] && [ "$PROBE_S" -gt 0 ]; then
     env "${probe_env[@]}" PROBE_REV="$(git rev-parse --short HEAD 2>/dev/null)" \
       timeout -k 5 "$limit" "$PYTHON" bench/gpu_probe.py >"$PROBE_LOG" 2>&1
     rc=$?
-    grep -E '^(matmul|gemv|ragged|softmax|layernorm|ptxas info)' "$PROBE_LOG" | tee -a "$SUMMARY"
+    grep -E '^(matmul|conv2d|gemv|ragged|softmax|layernorm|ptxas info)' "$PROBE_LOG" |
+      tee -a "$SUMMARY"
     end_phase probe "$([ "$rc" = 0 ] && echo ok || echo "rc $rc") (probe.log)"
   fi
 fi
