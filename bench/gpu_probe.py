@@ -146,7 +146,7 @@ def run_conv(scale: int = 1) -> None:
                 err = float(np.abs(out.get() - want).max())
                 s = timed(lambda k=k, dev=dev, out=out: k(*dev, Y=out), k.queue.finish, 0.2)
                 line.append(f"{label} {flop / s / 1e12:.2f} (err {err:.0e}; "
-                            f"{k.variants[0].summary.split('kernel(s): ')[-1][:60]})")
+                            f"{k.variants[0].summary.split('kernel(s): ')[-1].split(' (else')[0]})")
             except Exception as exc:  # a probe reports and goes on
                 line.append(f"{label} failed: {type(exc).__name__}: {str(exc)[:120]}")
         print(f"conv2d {b}x{c}x{h}x{w} F={f} 3x3, TFLOP/s: " + "; ".join(line), flush=True)

@@ -303,7 +303,7 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
             kernels.append(self.kernel_function(x, sequences=True))
         text = "\n".join(kernels)
         index = INDEX_32_OR_64 if self.scop.narrow_indices else INDEX_64
-        prelude = index + PRELUDE + (PRELUDE_F64 if uses_double(self.scop, text) else "")
+        prelude = index + PRELUDE + (PRELUDE_F64 if uses_double(self.scop) else "")
         if any(k.regtiles for m in mappings for k in m.kernels):
             prelude += UNROLL_PRELUDE
         prelude += shuffle_prelude(self._shuffle_types)
@@ -334,10 +334,11 @@ def temporaries(scop: Scop) -> list[Array]:
     return [a for a in scop.arrays if a.kind == "temp"]
 
 
-def uses_double(scop: Scop, text: str) -> bool:
-    """Any f64 array or value, or any f64 arithmetic in a statement body (literals are typed
-    by their operands, so they do not count)."""
-    if "double" in text or any(a.dtype == "f64" for a in scop.arrays):
+def uses_double(scop: Scop) -> bool:
+    """Any f64 array, local scalar or temporary, or any f64 arithmetic in a statement body
+    (literals are typed by their operands, so they do not count): every double the kernels
+    declare or compute comes from one of these."""
+    if any(a.dtype == "f64" for a in scop.arrays):
         return True
     for stmt in scop.statements:
         for e in stmt.value.walk():
