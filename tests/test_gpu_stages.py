@@ -62,6 +62,21 @@ def test_buffers_and_vectors_agree_with_the_reference(op, stages, vector) -> Non
         check_kernel(k, {"N": n, "M": m, "K": kk}, seed=n * 10007 + m * 101 + kk)
 
 
+@pytest.mark.parametrize(("op", "cases"), [
+    (ph.linear_scalar_gelu, [{"N": n, "M": m, "K": kk} for n, m, kk in EDGES[:5]]),
+    (ph.scores_scaled, [{"H": 2, "L": 65, "D": 17}, {"H": 1, "L": 64, "D": 16},
+                        {"H": 1, "L": 63, "D": 33}, {"H": 3, "L": 1, "D": 1}])],
+    ids=lambda x: getattr(x, "name", ""))
+def test_buffers_around_a_scalar_sum(op, cases) -> None:
+    """The sum kept in a local scalar, set before the reduction and stored after it: the
+    band is one child of a sequence, its copies and barriers at the band's position."""
+    k = pd.compile(op, target=DEVICE)
+    assert any(spec.regtiles.stages == 2 for spec in _tiled(k))
+    k.compute_units = 1  # each launch runs its largest register tiles
+    for sizes in cases:
+        check_kernel(k, sizes)
+
+
 def test_two_buffers_fall_back_to_one_where_they_do_not_fit() -> None:
     """8x8 register tiles 32 deep on 16x16 work-items: A's 128 x 32 and B's 32 x 128 tiles
     fill the 32 KiB of local memory once; twice would not fit, so one buffer each."""
