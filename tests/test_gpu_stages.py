@@ -8,7 +8,7 @@ is not a multiple of the vector, blocks +- 1. Operators written as users write t
 import pytest
 
 import polydyn as pd
-from polydyn import f64, out
+from polydyn import f32, f64, out
 from polydyn.runtime.opencl import opencl_available
 from polydyn.target import GpuTarget
 from polydyn.testing import check_kernel
@@ -20,6 +20,7 @@ pytestmark = [
 ]
 
 N, M, K = pd.sym("N M K")
+B, H, L, D = pd.sym("B H L D")
 DEVICE = GpuTarget(max_group=256)
 # 4x4 register tiles on 16x16 work-items, 16-deep tiles: blocks of 64 x 64 x 16
 EDGES = [(1, 1, 1), (64, 64, 16), (65, 63, 17), (63, 68, 15), (64, 64, 32), (70, 129, 33),
@@ -34,6 +35,17 @@ def product_f64(A: f64[N, K], B: f64[K, M], C: out(f64[N, M])):
             for k in range(K):
                 acc += A[i, k] * B[k, j]
             C[i, j] = acc
+
+
+@pd.operator(assume="L >= 1 and D >= 1")
+def scores_by_batch(Q: f32[B, H, L, D], Kt: f32[B, H, L, D], S: out(f32[B, H, L, L])):
+    for b in range(B):
+        for h in range(H):
+            for i in range(L):
+                for j in range(L):
+                    S[b, h, i, j] = 0.0
+                    for d in range(D):
+                        S[b, h, i, j] += Q[b, h, i, d] * Kt[b, h, j, d]
 
 
 def _one(op, **gpu):
@@ -65,11 +77,14 @@ def test_buffers_and_vectors_agree_with_the_reference(op, stages, vector) -> Non
 @pytest.mark.parametrize(("op", "cases"), [
     (ph.linear_scalar_gelu, [{"N": n, "M": m, "K": kk} for n, m, kk in EDGES[:5]]),
     (ph.scores_scaled, [{"H": 2, "L": 65, "D": 17}, {"H": 1, "L": 64, "D": 16},
-                        {"H": 1, "L": 63, "D": 33}, {"H": 3, "L": 1, "D": 1}])],
+                        {"H": 1, "L": 63, "D": 33}, {"H": 3, "L": 1, "D": 1}]),
+    (scores_by_batch, [{"B": 2, "H": 3, "L": 65, "D": 17}, {"B": 3, "H": 1, "L": 64, "D": 16},
+                       {"B": 2, "H": 2, "L": 1, "D": 1}])],
     ids=lambda x: getattr(x, "name", ""))
-def test_buffers_around_a_scalar_sum(op, cases) -> None:
-    """The sum kept in a local scalar, set before the reduction and stored after it: the
-    band is one child of a sequence, its copies and barriers at the band's position."""
+def test_buffers_in_sequences_and_loops(op, cases) -> None:
+    """The sum kept in a local scalar, set before the reduction and stored after it (the band
+    one child of a sequence, its copies and barriers at the band's position), and a batch loop
+    inside each work-item around the reduction tiles (four parallel loops, three mapped)."""
     k = pd.compile(op, target=DEVICE)
     assert any(spec.regtiles.stages == 2 for spec in _tiled(k))
     k.compute_units = 1  # each launch runs its largest register tiles
