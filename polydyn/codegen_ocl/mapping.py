@@ -48,13 +48,12 @@ import islpy as isl
 from ..astgen import annotated_ast, atomic_where_strides_differ
 from ..codegen_c.astnodes import has_loop
 from ..parametric.variants import Variant
-from ..schedule.auto import original_order, schedule_constraints
 from ..schedule.gpu import GpuMapping
-from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, mark_loops, statement_names
+from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, statement_names
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from .lanes import grids_within_serial_loops, lane_body, reads_along, uses_cells
-from .order import outer_product_order
+from .order import gpu_schedule
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
 from .pyexpr import ast_build, pw_aff_to_py, set_to_py
@@ -67,30 +66,6 @@ _NT = isl.schedule_node_type
 
 # --------------------------------------------------------------------------------------------
 # Schedule choice
-
-
-def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool,
-                 computed: isl.Schedule | None = None, product_order: bool = True
-                 ) -> isl.Schedule:
-    """isl's own schedule for the variant's region (none of the CPU policy's edits), its
-    parallel members in outer-product order (``order.py``, with ``product_order``), marked;
-    with ``outer_coincidence`` isl looks for parallelism in the outermost band first (PPCG's
-    setting for GPUs). ``computed``: isl's schedule (default options) under the operator's
-    context, reused for a variant over that context without outer coincidence."""
-    ctx = variant.region.get_ctx()
-    if computed is not None and not outer_coincidence and \
-            not ctx.get_schedule_outer_coincidence() and variant.region.is_equal(scop.context):
-        schedule = computed
-    else:
-        old = ctx.get_schedule_outer_coincidence()
-        ctx.set_schedule_outer_coincidence(int(outer_coincidence))
-        try:
-            schedule = schedule_constraints(scop, deps, variant.region).compute_schedule()
-        except isl.Error:
-            schedule = original_order(scop, variant.region)
-        finally:
-            ctx.set_schedule_outer_coincidence(old)
-    return mark_loops(outer_product_order(schedule, scop) if product_order else schedule)
 
 
 def is_automatic(variant: Variant) -> bool:

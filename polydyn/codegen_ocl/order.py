@@ -1,4 +1,6 @@
-"""The GPU target's order of a band's parallel members: an outer product innermost.
+"""The GPU target's schedule of an automatic variant: isl's own for the variant's region
+(``gpu_schedule``; the CPU policy's tiling and threads do not apply), its parallel members
+ordered so that an outer product comes innermost, then marked.
 
 A work-item's register tile covers the two innermost mapped members (regtiles.py), and it
 pays where each operand of the reduction below is invariant along one of them: then a step
@@ -23,9 +25,36 @@ from __future__ import annotations
 
 import islpy as isl
 
+from ..parametric.variants import Variant
+from ..schedule.auto import original_order, schedule_constraints
 from ..schedule.bands import reorder_band
-from ..schedule.tree import is_band, map_bands
+from ..schedule.tree import is_band, map_bands, mark_loops
+from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
+
+
+def gpu_schedule(scop: Scop, deps: Deps, variant: Variant, outer_coincidence: bool,
+                 computed: isl.Schedule | None = None, product_order: bool = True
+                 ) -> isl.Schedule:
+    """isl's own schedule for the variant's region (none of the CPU policy's edits), its
+    parallel members in outer-product order (with ``product_order``), marked;
+    with ``outer_coincidence`` isl looks for parallelism in the outermost band first (PPCG's
+    setting for GPUs). ``computed``: isl's schedule (default options) under the operator's
+    context, reused for a variant over that context without outer coincidence."""
+    ctx = variant.region.get_ctx()
+    if computed is not None and not outer_coincidence and \
+            not ctx.get_schedule_outer_coincidence() and variant.region.is_equal(scop.context):
+        schedule = computed
+    else:
+        old = ctx.get_schedule_outer_coincidence()
+        ctx.set_schedule_outer_coincidence(int(outer_coincidence))
+        try:
+            schedule = schedule_constraints(scop, deps, variant.region).compute_schedule()
+        except isl.Error:
+            schedule = original_order(scop, variant.region)
+        finally:
+            ctx.set_schedule_outer_coincidence(old)
+    return mark_loops(outer_product_order(schedule, scop) if product_order else schedule)
 
 
 def outer_product_order(schedule: isl.Schedule, scop: Scop) -> isl.Schedule:
@@ -117,4 +146,4 @@ def _outer_product(roles: dict[str, list[str]], scop: Scop, p: int, q: int) -> b
     return True
 
 
-__all__ = ["outer_product_order"]
+__all__ = ["gpu_schedule", "outer_product_order"]
