@@ -57,10 +57,15 @@ def _tiled(k):
     return [spec for m in k.mappings for spec in m.kernels if spec.regtiles is not None]
 
 
-@pytest.mark.parametrize("vector", [True, False])
-@pytest.mark.parametrize("stages", [2, 1])
-@pytest.mark.parametrize("op", [ph.matmul_scalar, ph.matmul_bt, ph.linear_relu, product_f64],
-                         ids=lambda op: op.name)
+# every phrasing with the defaults (two buffers, vector copies); the other settings on two
+COMBOS = [(op, 2, True) for op in (ph.matmul_scalar, ph.matmul_bt, ph.linear_relu,
+                                   product_f64)] + \
+    [(op, stages, vector) for op in (ph.matmul_scalar, product_f64)
+     for stages, vector in ((2, False), (1, True), (1, False))]
+
+
+@pytest.mark.parametrize(("op", "stages", "vector"), COMBOS,
+                         ids=[f"{op.name}-{s}-{v}" for op, s, v in COMBOS])
 def test_buffers_and_vectors_agree_with_the_reference(op, stages, vector) -> None:
     k = _one(op, stages=stages, vector=vector)
     (spec,) = _tiled(k)[:1]
