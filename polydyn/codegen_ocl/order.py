@@ -27,7 +27,7 @@ import islpy as isl
 
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
-from ..schedule.bands import reorder_band
+from ..schedule.bands import member_dependence, reorder_band
 from ..schedule.tree import is_band, map_bands, mark_loops
 from ..scop.deps import Deps
 from ..scop.ir import Load, Scop
@@ -93,35 +93,16 @@ def _order(band: isl.ScheduleNode, scop: Scop) -> list[int] | None:
 def _member_iterators(band: isl.ScheduleNode, scop: Scop, lead: int
                       ) -> dict[str, list[str]] | None:
     """Per statement of the band with loops below it (a reduction), the iterator each of the
-    ``lead`` members takes (one iterator, coefficient +-1); None when some member of some
-    statement is anything else, or when no statement reduces below the band."""
-    mupa = band.band_get_partial_schedule()
+    ``lead`` members moves (``bands.member_dependence``); None when some member of some
+    statement moves other than one iterator, or when no statement reduces below the band."""
     out: dict[str, list[str]] = {}
-    for k in range(lead):
-        pieces: list[isl.PwAff] = []
-        mupa.get_union_pw_aff(k).foreach_pw_aff(pieces.append)
-        for pa in pieces:
-            name = pa.get_domain_space().get_tuple_name(isl.dim_type.set)
-            it = _single_iterator(pa, scop.statement(name).iters)
-            if it is None:
-                return None
-            out.setdefault(name, []).append(it)
+    for name, members in member_dependence(band, scop).items():
+        if any(len(moved) != 1 for moved in members[:lead]):
+            return None
+        out[name] = [next(iter(moved)) for moved in members[:lead]]
     reducing = {name: its for name, its in out.items()
                 if len(scop.statement(name).iters) > len(its)}
     return reducing or None
-
-
-def _single_iterator(pa: isl.PwAff, iters: tuple[str, ...]) -> str | None:
-    affs: list[isl.Aff] = []
-    pa.foreach_piece(lambda _set, aff: affs.append(aff))
-    if len(affs) != 1:
-        return None
-    aff = affs[0]
-    used = [d for d in range(aff.dim(isl.dim_type.in_))
-            if not aff.get_coefficient_val(isl.dim_type.in_, d).is_zero()]
-    if len(used) != 1 or aff.get_coefficient_val(isl.dim_type.in_, used[0]).abs().to_python() != 1:
-        return None
-    return iters[used[0]]
 
 
 def _outer_product(roles: dict[str, list[str]], scop: Scop, p: int, q: int) -> bool:

@@ -200,7 +200,7 @@ def _pick(n_dims: int, positions: list[int]) -> isl.UnionMap:
 def choose_copies(scop: Scop, group: isl.UnionSet, outer: isl.UnionMap, threads: isl.UnionMap,
             kctx: isl.Set, budget: int) -> tuple[list[LocalCopy], list[isl.Set]]:
     reads = scop.accesses("read").intersect_domain(group)
-    written = {m.get_tuple_name(isl.dim_type.out) for m in _maps(
+    written = {m.get_tuple_name(isl.dim_type.out) for m in maps(
         scop.accesses("write").intersect_domain(group))}
     copies: list[LocalCopy] = []
     footprints: list[isl.Set] = []
@@ -210,7 +210,7 @@ def choose_copies(scop: Scop, group: isl.UnionSet, outer: isl.UnionMap, threads:
             continue
         # a load under `a if c else b` may stand for elements outside the array (the
         # condition guards it): the copy loads the elements inside only
-        access = _reads_of(reads, a.name).intersect_range(
+        access = accesses_to(reads, a.name).intersect_range(
             isl.UnionSet.from_set(array_bounds(scop, a.name)))
         if access.is_empty() or not _shared(outer, threads, access):
             continue
@@ -388,9 +388,10 @@ def _statement_places(ast: isl.AstNode) -> list[tuple[str, frozenset[str], bool]
     return out
 
 
-def _reads_of(reads: isl.UnionMap, name: str) -> isl.UnionMap:
-    out = isl.UnionMap.empty(reads.get_space())
-    for m in _maps(reads):
+def accesses_to(accesses: isl.UnionMap, name: str) -> isl.UnionMap:
+    """The part of ``accesses`` to the array ``name``."""
+    out = isl.UnionMap.empty(accesses.get_space())
+    for m in maps(accesses):
         if m.get_tuple_name(isl.dim_type.out) == name:
             out = out.union(isl.UnionMap.from_map(m))
     return out
@@ -402,7 +403,8 @@ def _itemsize(dtype: str) -> int:
     return np.dtype(NUMPY_NAME[dtype]).itemsize
 
 
-def _maps(umap: isl.UnionMap) -> list[isl.Map]:
+def maps(umap: isl.UnionMap) -> list[isl.Map]:
+    """The maps of a union map, one per pair of spaces."""
     out: list[isl.Map] = []
     umap.foreach_map(out.append)
     return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from .promotion import SYNC
+from .promotion import SYNC, maps
 from .pyexpr import ast_build
 
 
@@ -159,10 +159,4 @@ class Layout:
         return isl.Map("{ " + SYNC + text + " }").intersect_domain(tiles.set_tuple_name(SYNC))
 
 
-def maps(umap: isl.UnionMap) -> list[isl.Map]:
-    out: list[isl.Map] = []
-    umap.foreach_map(out.append)
-    return out
-
-
-__all__ = ["Layout", "maps"]
+__all__ = ["Layout"]

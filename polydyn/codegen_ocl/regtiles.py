@@ -53,14 +53,16 @@ from ..scop.ir import Scop
 from .promotion import (
     LOCAL_BUDGET,
     LocalCopy,
+    accesses_to,
     choose_copies,
     copies_unconditional,
+    maps,
     pw_to_params,
     threads_enclose_statements,
     tile_set,
 )
 from .pyexpr import ITERATOR
-from .regflat import Layout, maps
+from .regflat import Layout
 
 TILE = 4  # outputs per work-item along each member (at most), when its extent allows
 BK = 16  # points of the reduction per local-memory tile
@@ -337,14 +339,14 @@ def _accumulators(scop: Scop, domain: isl.UnionSet, band_domain: isl.UnionSet,
     for name in arrays:
         if scop.array(name).kind == "local":
             continue
-        written = _to_array(scop.accesses("write").intersect_domain(domain), name)
+        written = accesses_to(scop.accesses("write").intersect_domain(domain), name)
         cells = pre.reverse().apply_range(written)  # { [p..] -> C[e] }
         if not cells.is_single_valued() or not cells.is_injective():
             return None
         cell_map = isl.Map.from_union_map(cells)
         for kind in ("read", "write"):
             touched = pre.reverse().apply_range(
-                _to_array(scop.accesses(kind).intersect_domain(domain), name))
+                accesses_to(scop.accesses(kind).intersect_domain(domain), name))
             if not touched.is_subset(cells):
                 return None
         out.append((name, cell_map))
@@ -440,14 +442,6 @@ def _params_of(s: isl.Set, names: list[str]) -> isl.Set:
     for j, name in enumerate(names):
         s = s.set_dim_name(isl.dim_type.param, n + j, name)
     return s.params()
-
-
-def _to_array(accesses: isl.UnionMap, name: str) -> isl.UnionMap:
-    out = isl.UnionMap.empty(accesses.get_space())
-    for m in maps(accesses):
-        if m.get_tuple_name(isl.dim_type.out) == name:
-            out = out.union(isl.UnionMap.from_map(m))
-    return out
 
 
 __all__ = ["Accumulator", "RegisterCode", "RegisterTiles", "choose_register_tiles",
