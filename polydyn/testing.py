@@ -50,7 +50,8 @@ def interpreted_outputs(op: Any, scop: Scop, sizes: Mapping[str, int],
             arrays[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), start[a.kind],
                                      np.dtype(NUMPY_NAME[a.dtype]))
     tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
-    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors)
+    values = [arrays[a.name] for a in scop.arrays if a.kind == "value"]
+    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors, *values)
     return [arrays[a.name] for a in _scop(op).arrays if a.kind in ("out", "inout")]
 
 

@@ -5,8 +5,10 @@ operator written with the cell (matmul's register tiles).
 Each operator, written several ways, is compiled for C and OpenCL and checked against the
 reference (which runs the operator as written) at sizes 0, 1, primes and around each
 variant's region edges; the rewritten Scop itself runs on the reference interpreter to the
-values of the original. Scalars that do not have the form (read again after the store, the
-cell read inside the loop, another dtype, final reads in later loops) keep their scalar.
+values of the original (to rounding where a sum added to its cell's old value is
+reassociated). Scalars that do not have the form (read again after the store, the cell read
+inside the loop, another dtype, final reads in later loops, a store that is not linear in
+the sum) keep their scalar.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from polydyn import f32, inout, out
 from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.forward import forward_accumulators
 from polydyn.scop.ir import Scalar
-from polydyn.testing import check_everywhere, check_kernel, interpreted_outputs, region_points
+from polydyn.testing import (
+    check_everywhere,
+    check_kernel,
+    interpreted_outputs,
+    region_points,
+    tolerance,
+)
 
 N, M, K, D = pd.sym("N M K D")
 
@@ -157,14 +165,49 @@ def cell_in_loop(A: f32[N, K], B: f32[K, M], C: inout(f32[N, M])):
 
 
 @pd.operator()
-def store_reads_cell(A: f32[N, K], B: f32[K, M], C: inout(f32[N, M])):
-    """gemm's ``C = C + acc``: the store reads the old value of its cell."""
+def store_scales_cell(A: f32[N, K], B: f32[K, M], C: inout(f32[N, M])):
+    """The old value of the cell multiplied by the sum: not a sum added to it."""
     for i in range(N):
         for j in range(M):
             acc = 0.0
             for k in range(K):
                 acc += A[i, k] * B[k, j]
-            C[i, j] = C[i, j] + acc
+            C[i, j] = C[i, j] * acc
+
+
+@pd.operator()
+def store_max_cell(A: f32[N, K], C: inout(f32[N, M])):
+    """A sum stored as the max with the old value (the sum is not a term of the store)."""
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k]
+            C[i, j] = max(C[i, j], acc + 1.0)
+
+
+@pd.operator(assume="K >= 1")
+def max_added_to_cell(A: f32[N, K], C: inout(f32[N, M])):
+    """A running max added to the old value: only sums spread over their terms."""
+    for i in range(N):
+        for j in range(M):
+            m = A[i, 0]
+            for k in range(K):
+                m = max(m, A[i, k] + j)
+            C[i, j] += m
+
+
+@pd.operator()
+def scale_written_between(A: f32[N, K], B: f32[K, M], s: inout(f32[N]),
+                          C: inout(f32[N, M])):
+    """The store's scale changes while the sum runs: the terms cannot take it."""
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * B[k, j]
+                s[i] = s[i] * 0.5
+            C[i, j] = C[i, j] + s[i] * acc
 
 
 @pd.operator()
@@ -190,6 +233,76 @@ def touched_between(A: f32[N, K], C: out(f32[N, M])):
             C[i, j] = acc
 
 
+# Sums added to the old value of their cell (gemm's phrasings): forwarded, reassociated
+
+
+@pd.operator()
+def store_reads_cell(A: f32[N, K], B: f32[K, M], C: inout(f32[N, M])):
+    """``C = C + acc``: the store reads the old value of its cell."""
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = C[i, j] + acc
+
+
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def plus_equals(A: f32[N, K], B: f32[K, M], C: inout(f32[N, M])):
+    """``C += s``, the sum spelled ``s = s + x``."""
+    for i in range(N):
+        for j in range(M):
+            s = 0.0
+            for k in range(K):
+                s = s + A[i, k] * B[k, j]
+            C[i, j] += s
+
+
+@pd.operator()
+def blas_gemm(A: f32[N, K], B: f32[K, M], C: inout(f32[N, M]), alpha: f32, beta: f32):
+    """BLAS's ``C = alpha * A @ B + beta * C``, the scale on the sum's left."""
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = alpha * acc + beta * C[i, j]
+
+
+@pd.operator()
+def minus_scaled(A: f32[N, K], B: f32[K, M], w: f32[M], C: inout(f32[N, M])):
+    """``C = C - s * w[j]``: a subtracted sum, scaled per column, from 1 (not 0)."""
+    for i in range(N):
+        for j in range(M):
+            acc = 1.0
+            for k in range(K):
+                acc -= A[i, k] * B[k, j]
+            C[i, j] = C[i, j] - acc * w[j]
+
+
+@pd.operator()
+def from_other_side(A: f32[N, K], C: inout(f32[N, M]), x: f32):
+    """``C = (2 * C + x) - 3 * s``: the sum subtracted from an expression of the cell."""
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * (k - j)
+            C[i, j] = (2.0 * C[i, j] + x) - 3.0 * acc
+
+
+LINEAR = {
+    store_reads_cell: "acc: the sum is kept in C[i, j], added to its value",
+    plus_equals: "s: the sum is kept in C[i, j], added to its value",
+    blas_gemm: "acc: the sum is kept in C[i, j], from (beta * C[i, j]), each term times "
+               "alpha",
+    minus_scaled: "acc: the sum is kept in C[i, j], from (C[i, j] - (w[j] * 1.0)), each "
+                  "term times w[j]",
+    from_other_side: "acc: the sum is kept in C[i, j], from ((2.0 * C[i, j]) + x), each "
+                     "term times 3.0",
+}
+
+
 FORWARDED = {
     matmul_acc: ("acc: the sum is kept in C[i, j]",),
     matmul_acc_assumed: ("acc: the sum is kept in C[i, j]",),
@@ -199,8 +312,9 @@ FORWARDED = {
     colmax: ("m: the max is kept in Y[j]",),
     two_sums: ("s: the sum is kept in S[j]", "p: the product is kept in P[j]"),
 }
-KEPT = [linear_acc, rowmax, read_after, cell_in_loop, store_reads_cell, other_dtype,
-        touched_between, load("softmax")[0], load("layernorm")[0], load("maxpool")[0]]
+KEPT = [linear_acc, rowmax, read_after, cell_in_loop, other_dtype, touched_between,
+        store_scales_cell, store_max_cell, max_added_to_cell, scale_written_between,
+        load("softmax")[0], load("layernorm")[0], load("maxpool")[0]]
 FORCED = [linear_acc, rowmax]  # forwarded with everywhere=True
 
 
@@ -252,6 +366,33 @@ def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
             np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("op", list(LINEAR), ids=lambda op: op.scop.name)
+def test_sum_added_to_its_cell_is_kept_there(op: pd.Operator) -> None:
+    """The scalar goes, the store goes, the updates add the scaled terms into the cell; on
+    the reference interpreter the rewritten Scop agrees with the original to rounding (the
+    sum is reassociated: the cell's old value is its first term)."""
+    scop, notes = forward_accumulators(op.scop)
+    assert notes == (LINEAR[op],)
+    assert not [a for a in scop.arrays if a.kind == "local"]
+    assert len(scop.statements) < len(op.scop.statements)
+    for values in ((0, 0, 0), (1, 1, 1), (2, 3, 0), (3, 5, 7), (7, 1, 11)):
+        sizes = _sizes(op, values[:len(op.scop.syms)])
+        want, got = (interpreted_outputs(op, s, sizes, {"out": np.nan, "temp": np.nan})
+                     for s in (op.scop, scop))
+        for w, g in zip(want, got, strict=True):
+            scale = float(np.max(np.abs(w), initial=1.0))
+            np.testing.assert_allclose(g, w, rtol=0, atol=tolerance(w.dtype, scale))
+
+
+def test_sum_added_to_its_cell_gets_register_tiles() -> None:
+    """``C += s`` runs the bundled matmul's variants (register tiles, packs, threads), not
+    the scalar's loops; the tiles start from the cells (the bundled ones from their init)."""
+    mine = pd.compile(plus_equals)
+    bundled = pd.compile(load("matmul")[0])
+    assert [(v.name, str(v.region), v.summary.split(";")[0]) for v in mine.variants] == \
+        [(v.name, str(v.region), v.summary.split(";")[0]) for v in bundled.variants]
+
+
 def test_matmul_with_a_scalar_gets_the_bundled_schedule() -> None:
     """The same variants, regions and schedules as kernels/matmul.py (the cell phrasing)."""
     mine = pd.compile(matmul_acc_assumed)
@@ -277,12 +418,13 @@ TARGETS = ["c", pytest.param("opencl", marks=[
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("op", [*FORWARDED, linear_acc, rowmax, read_after, cell_in_loop,
-                                store_reads_cell, other_dtype, touched_between],
+@pytest.mark.parametrize("op", [*FORWARDED, *LINEAR, linear_acc, rowmax, read_after,
+                                cell_in_loop, other_dtype, touched_between, store_scales_cell,
+                                scale_written_between],
                          ids=lambda op: op.scop.name)
 def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
-    want = FORWARDED.get(op, ())
+    want = (LINEAR[op],) if op in LINEAR else FORWARDED.get(op, ())
     if op is linear_acc and target == "c":  # register tiles over a repacked W, from b[o]
         want = ("acc: the sum is kept in Y[n, o], from b[o]",)
     forwarded = tuple(n for n in kernel.notes if "epilogue" not in n)  # scop/epilogue.py's
@@ -300,6 +442,21 @@ def test_big_tiles_against_numpy() -> None:
         got = kernel(a, b)
         want = a.astype(np.float64) @ b.astype(np.float64)
         assert np.max(np.abs(got - want)) < 1e-4 * k, (n, m, k)
+
+
+def test_gemm_tiles_against_numpy() -> None:
+    """BLAS's gemm phrasing in its register-tiled variants (full and partial tiles, the
+    skinny rows, one row) against NumPy: the scale rides on A's factor, the old cell is the
+    tiles' start."""
+    kernel = pd.compile(blas_gemm)
+    rng = np.random.default_rng(2)
+    for n, m, k in ((96, 256, 256), (97, 257, 255), (20, 300, 33), (1, 300, 77)):
+        a = rng.uniform(-1, 1, (n, k)).astype(np.float32)
+        b = rng.uniform(-1, 1, (k, m)).astype(np.float32)
+        c = rng.uniform(-1, 1, (n, m)).astype(np.float32)
+        want = 0.75 * (a.astype(np.float64) @ b.astype(np.float64)) - 1.5 * c
+        kernel(a, b, c, np.float32(0.75), np.float32(-1.5))
+        assert np.max(np.abs(c - want)) < 1e-4 * k, (n, m, k)
 
 
 @pytest.mark.parametrize("schedule", [

@@ -10,8 +10,14 @@ becomes the same reduction kept in the cell it is stored into
 so that it reaches the schedule of the same operator written with the cell (tiles, register
 tiles, threads): the scalar, private to one iteration, keeps its reduction loop innermost.
 
+A sum whose store adds it to the cell's old value, ``T[f(i)] = a + c * s`` with ``a`` reading
+the cell (gemm's ``C[i, j] += s`` or ``C = alpha * s + beta * C``), starts the cell from
+``a`` (the init dropped when that is the cell itself) and adds ``c * e`` in place of each
+``e``: the sum reassociated, as BLAS's reference gemm computes it.
+
 A scalar is forwarded when every statement that names it is part of such patterns: the
-init (``s = init``, not reading s) and the store (``T[f(i)] = g(s)``, ``g`` not reading T)
+init (``s = init``, not reading s) and the store (``T[f(i)] = g(s)``, ``g`` not reading T,
+or linear in ``s`` as above)
 are statements of one body, in that order; between them every statement that names s is an
 update (``s += e``, ``-=``, ``*=``, ``s = s + e``, ``s = s * e``, ``s = max(s, e)``, ``min``,
 with ``e`` not reading s) and no statement reads or writes T (so no other access sees the
@@ -30,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .exprs import Bin, Const, Expr, Load, Scalar, map_children, reads_array
+from .exprs import Bin, Const, Expr, Index, Load, Scalar, Un, binary, map_children, reads_array
 from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 from .printer import format_expr
 
@@ -45,6 +51,8 @@ class _Pattern:
     store: Statement
     cell: Load  # T[f(i)]: the store's target
     between: tuple[str, ...]  # the statements between the init and the store
+    # a store adding the sum to the cell, ``T = a + c * s`` (``_linear``): (a, c, negated)
+    linear: tuple[Expr, Expr | None, bool] | None = None
 
     def names(self) -> set[str]:
         return {self.init.name, self.store.name, *(old.name for old, _ in self.updates)}
@@ -61,7 +69,7 @@ def forward_accumulators(scop: Scop, *, everywhere: bool = False, repack: bool =
     patterns = [p for p in _patterns(scop, scop.tree) if everywhere or along_cells(
         p.cell, p.store.iters, [e for name in p.between
                                 for e in scop.statement(name).value.walk()
-                                if isinstance(e, Load)], repacked)]
+                                if isinstance(e, Load)] + _scale_loads(p), repacked)]
     users: dict[str, set[str]] = {}
     for s in scop.statements:
         for name in _scalars_named(s):
@@ -81,6 +89,10 @@ def _note(p: _Pattern, fold: bool) -> str:
     word = _WORDS[ops.pop()] if len(ops) == 1 else "value"
     cell = format_expr(p.cell)
     note = f"{p.scalar}: the {word} is kept in {cell}"
+    if p.linear is not None:
+        start, scale = _start(p), p.linear[1]
+        note += ", added to its value" if start == p.cell else f", from {format_expr(start)}"
+        return note + (f", each term times {format_expr(scale)}" if scale is not None else "")
     term = _folded_init(p) if fold else None
     if term is not None:
         note += f", from {format_expr(term)}"
@@ -133,24 +145,77 @@ def _match_store(scop: Scop, init: Statement, between: tuple[Node, ...],
                  store: Statement) -> _Pattern | None:
     s = init.target.name
     cell = store.target
-    if not (isinstance(cell, Load) and store.op == "=" and
+    if not (isinstance(cell, Load) and store.op in ("=", "+=", "-=") and
             scop.array(cell.array).kind in ("out", "inout", "temp") and
             scop.array(cell.array).dtype == scop.array(s).dtype and
-            not reads_array(store.value, cell.array) and
             all(aff.vars() <= set(store.iters) | set(scop.syms) for aff in cell.index)):
         return None
+    linear = None
+    if store.op != "=" or reads_array(store.value, cell.array):
+        linear = _linear(store.rhs(), s)
+        if linear is None or not _adds_to_cell(scop, linear, cell):
+            return None
     updates = []
     names = statements_under(between)
+    written = set()
     for name in names:
         stmt = scop.statement(name)
         if stmt.touches(cell.array):
             return None  # another access would see the partial values (or change them)
+        written.add(stmt.target.array if isinstance(stmt.target, Load) else stmt.target.name)
         if s in _scalars_named(stmt):
             forwarded = _forward_update(stmt, s, cell)
             if forwarded is None:
                 return None
             updates.append((stmt, forwarded))
-    return _Pattern(s, init, tuple(updates), store, cell, tuple(names))
+    if linear is not None and (
+            any(_update_op(new) not in ("+", "-") for _, new in updates) or
+            any(reads_array(x, name) or _reads_scalar(x, name)
+                for x in (linear[0], linear[1]) if x is not None for name in written)):
+        return None  # a product or max, or ``a``/``c`` would read values changed between
+    return _Pattern(s, init, tuple(updates), store, cell, tuple(names), linear)
+
+
+def _linear(e: Expr, s: str) -> tuple[Expr | None, Expr | None, bool] | None:
+    """``e`` as ``a + c * s`` or ``a - c * s`` with ``a`` and ``c`` not reading ``s``: (a, c,
+    whether s is subtracted), None standing for 0 (a) and 1 (c); None when ``e`` has no such
+    form (``s`` under a product with a term, a division, a call)."""
+    if isinstance(e, Scalar) and e.name == s:
+        return None, None, False
+    if not isinstance(e, Bin) or e.op not in ("+", "-", "*"):
+        return None
+    left, right = _reads_scalar(e.a, s), _reads_scalar(e.b, s)
+    if left == right:
+        return None
+    got = _linear(e.a if left else e.b, s)
+    if got is None:
+        return None
+    a, c, neg = got
+    other = e.b if left else e.a
+    if e.op == "*":
+        return (None, other if c is None else (binary("*", c, other) if left else
+                                               binary("*", other, c)), neg) if a is None \
+            else None
+    if e.op == "+":
+        return (other if a is None else binary("+", a, other) if left else
+                binary("+", other, a)), c, neg
+    if left:  # (a + c s) - other
+        return (Un(other.dtype, "neg", other) if a is None else binary("-", a, other)), c, neg
+    return (other if a is None else binary("-", other, a)), c, not neg  # other - (a + c s)
+
+
+def _adds_to_cell(scop: Scop, linear: tuple[Expr | None, Expr | None, bool],
+                  cell: Load) -> bool:
+    """Whether ``a`` reads the cell (and its array nowhere else) and ``c`` does not read the
+    cell's array, neither of them reading a local scalar (whose value could differ where the
+    updates run)."""
+    a, c, _ = linear
+    if a is None or cell not in a.walk() or (c is not None and reads_array(c, cell.array)):
+        return False
+    loads = [e for e in a.walk() if isinstance(e, Load) and e.array == cell.array]
+    return all(e == cell for e in loads) and not any(
+        isinstance(e, Scalar) and scop.array(e.name).kind == "local"
+        for x in (a, c) if x is not None for e in x.walk())
 
 
 def _forward_update(stmt: Statement, s: str, cell: Load) -> Statement | None:
@@ -277,9 +342,56 @@ def _forwarded(e: Expr, p: _Pattern) -> Expr:
     return _substitute(e, p.scalar, p.cell)
 
 
+def _start(p: _Pattern) -> Expr:
+    """A linear store's cell init: ``a + c * init`` (``a`` where the init is zero)."""
+    assert p.linear is not None
+    a, c, neg = p.linear
+    init = p.init.value
+    if isinstance(init, Const) and init.value == 0:
+        return a
+    return binary("-" if neg else "+", a, init if c is None else binary("*", c, init))
+
+
+def _scaled(p: _Pattern, update: Statement) -> Statement:
+    """A forwarded update of a linear store: ``T op= c * e``, op flipped where the sum is
+    subtracted. Where ``e`` is a product, ``c`` scales its factor that does not move with the
+    cell's last subscript (``(alpha * A[i, k]) * B[k, j]``): register tiles then multiply
+    once per row and term, and the multiply-adds stay fused."""
+    _, c, neg = p.linear
+    op = {"+=": "-=", "-=": "+="}[update.op] if neg else update.op
+    e = update.value
+    if c is None:
+        return update.replace(op=op)
+    inner = p.cell.index[-1].vars() if p.cell.index else set()
+    if isinstance(e, Bin) and e.op == "*":
+        if not _moves_with(e.a, inner):
+            return update.replace(op=op, value=binary("*", binary("*", c, e.a), e.b))
+        if not _moves_with(e.b, inner):
+            return update.replace(op=op, value=binary("*", e.a, binary("*", c, e.b)))
+    return update.replace(op=op, value=binary("*", c, e))
+
+
+def _moves_with(e: Expr, names: set[str]) -> bool:
+    """Whether ``e`` reads a subscript or an index value that depends on ``names``."""
+    return any((isinstance(x, Load) and any(aff.vars() & names for aff in x.index)) or
+               (isinstance(x, Index) and x.aff.vars() & names) for x in e.walk())
+
+
+def _scale_loads(p: _Pattern) -> list[Load]:
+    scale = p.linear[1] if p.linear is not None else None
+    return [] if scale is None else [e for e in scale.walk() if isinstance(e, Load)]
+
+
 def _rewrite(scop: Scop, patterns: list[_Pattern], fold: bool) -> Scop:
     changed: dict[str, Statement | None] = {}  # None: the statement goes
     for p in patterns:
+        if p.linear is not None:
+            start = _start(p)
+            changed[p.init.name] = None if start == p.cell else \
+                p.init.replace(target=p.cell, value=start)
+            changed.update((old.name, _scaled(p, new)) for old, new in p.updates)
+            changed[p.store.name] = None
+            continue
         term = _folded_init(p) if fold else None
         changed[p.init.name] = p.init.replace(target=p.cell) if term is None else \
             p.init.replace(target=p.cell, value=term)
