@@ -165,6 +165,19 @@ def linear_relu(X: f32[N, K], W: f32[M, K], b: f32[M], Y: out(f32[N, M])):
             Y[n, o] = Y[n, o] if Y[n, o] > 0.0 else 0.0
 
 
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def linear_bias_added(X: f32[N, K], W: f32[K, M], b: f32[M], Y: out(f32[N, M])):
+    """``X @ W + b``, the weight input-major: the bias stored first, the sum in a scalar
+    added to it (``Y += acc``)."""
+    for n in range(N):
+        for o in range(M):
+            Y[n, o] = b[o]
+            acc = 0.0
+            for k in range(K):
+                acc += X[n, k] * W[k, o]
+            Y[n, o] += acc
+
+
 @pd.operator(assume="B >= 1 and N >= 1 and M >= 1 and K >= 1")
 def batched_linear(X: f32[B, N, K], W: f32[K, M], b: f32[M], Y: out(f32[B, N, M])):
     """``X @ W + b`` on a [batch, rows, features] input, the weight input-major, the bias
@@ -301,6 +314,7 @@ NUMPY = {
     linear_scalar_gelu: lambda X, W, b: (lambda v: 0.5 * v * (1 + _erf(v / np.sqrt(2))))(
         X @ W.T + b),
     linear_relu: lambda X, W, b: np.maximum(X @ W.T + b, 0.0),
+    linear_bias_added: lambda X, W, b: X @ W + b,
     batched_linear: lambda X, W, b: X @ W + b,
     batched_linear_seq_first: lambda X, W: X @ W,
     causal_softmax: _causal,
@@ -335,6 +349,7 @@ BENCH_SIZES = {
                   {"N": 64, "M": 3072, "K": 768}],
     linear_scalar_gelu: [{"N": 16, "M": 3072, "K": 768}, {"N": 128, "M": 3072, "K": 768}],
     linear_relu: [{"N": 64, "M": 3072, "K": 768}],
+    linear_bias_added: [{"N": 16, "M": 768, "K": 768}, {"N": 128, "M": 768, "K": 768}],
     batched_linear: [{"B": 8, "N": 128, "M": 768, "K": 768},
                      {"B": 4, "N": 128, "M": 3072, "K": 768}],
     batched_linear_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
@@ -359,6 +374,7 @@ TORCH = {
     linear_scalar_gelu: lambda t, X, W, b: t.nn.functional.gelu(
         t.nn.functional.linear(X, W, b)),
     linear_relu: lambda t, X, W, b: t.relu(t.nn.functional.linear(X, W, b)),
+    linear_bias_added: lambda t, X, W, b: t.addmm(b, X, W),
     batched_linear: lambda t, X, W, b: t.addmm(b, X.reshape(-1, X.shape[-1]), W).view(
         *X.shape[:-1], W.shape[1]),
     batched_linear_seq_first: lambda t, X, W: X @ W,

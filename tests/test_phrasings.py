@@ -29,6 +29,7 @@ NOTES = {
     ph.attention: ("S[i, j]: the sum over d is kept in the local scalar",),
     ph.gelu_tanh: ("x: the value is kept in Y[i, j]",),
     ph.linear_relu: ("Y[n, o]: the sum over k is kept in the local scalar",),
+    ph.linear_bias_added: ("acc: the sum is kept in Y[n, o], added to its value",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
