@@ -354,9 +354,10 @@ def _start(p: _Pattern) -> Expr:
 
 def _scaled(p: _Pattern, update: Statement) -> Statement:
     """A forwarded update of a linear store: ``T op= c * e``, op flipped where the sum is
-    subtracted. Where ``e`` is a product, ``c`` scales its factor that does not move with the
-    cell's last subscript (``(alpha * A[i, k]) * B[k, j]``): register tiles then multiply
-    once per row and term, and the multiply-adds stay fused."""
+    subtracted. Where ``e`` is a product, ``c`` scales its factor that moves along the cell's
+    last subscript (``A[i, k] * (alpha * B[k, j])``): register tiles multiply each vector of
+    it once per term for all their rows, where a scaled row factor costs a multiply and a
+    broadcast per row."""
     _, c, neg = p.linear
     op = {"+=": "-=", "-=": "+="}[update.op] if neg else update.op
     e = update.value
@@ -364,10 +365,10 @@ def _scaled(p: _Pattern, update: Statement) -> Statement:
         return update.replace(op=op)
     inner = p.cell.index[-1].vars() if p.cell.index else set()
     if isinstance(e, Bin) and e.op == "*":
-        if not _moves_with(e.a, inner):
-            return update.replace(op=op, value=binary("*", binary("*", c, e.a), e.b))
-        if not _moves_with(e.b, inner):
+        if _moves_with(e.b, inner):
             return update.replace(op=op, value=binary("*", e.a, binary("*", c, e.b)))
+        if _moves_with(e.a, inner):
+            return update.replace(op=op, value=binary("*", binary("*", c, e.a), e.b))
     return update.replace(op=op, value=binary("*", c, e))
 
 
