@@ -1,7 +1,8 @@
 """Sums split among threads (rfactor: schedule/auto.strip_mine_vector, codegen_c/split.py).
 
-A row vector times a matrix (matmul's ``N = 1`` variant) and column sums run their outermost
-reduction shared out among the threads, each adding into a private copy of the target, the
+A row vector times a matrix (matmul's ``N = 1`` variant, or written with vectors, ``y[j] +=
+x[k] * A[k, j]``) and column sums run their outermost reduction shared out among the threads
+(such bands are not cache-tiled: each element is read once), each adding into a private copy of the target, the
 copies added into it at the end; the code falls back to strips for the threads where the
 sum is too short for that (fewer than 64 terms a cell per thread), where there is one
 thread, or where the reduction has no full step of 8. Each is checked against the reference
@@ -46,6 +47,16 @@ def planesum(X: f32[R, P, L], S: out(f32[L])):
         S[j] = 1.0
     for a, b, j in pd.grid(R, P, L):
         S[j] += X[a, b, j]
+
+
+@pd.operator(assume="R >= 1 and L >= 1")
+def vecmat(x: f32[R], A: f32[R, L], y: out(f32[L])):
+    """A vector times a matrix written with vectors, the sum in the output cell."""
+    for j in range(L):
+        y[j] = 0.0
+    for k in range(R):
+        for j in range(L):
+            y[j] += x[k] * A[k, j]
 
 
 @pd.operator(assume="R >= 1 and L >= 1")
@@ -104,16 +115,21 @@ def test_matmul_row_vector_against_float64(m, depth) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(depth))
 
 
-@pytest.mark.parametrize("op", [colsum, colsum_into, planesum])
+@pytest.mark.parametrize("op", [colsum, colsum_into, planesum, vecmat])
 @pytest.mark.parametrize("sizes", [
     {"R": 1, "L": 1}, {"R": 128, "L": 33}, {"R": 255, "L": 4097}, {"R": 129, "L": 4096},
-    {"R": 1031, "L": 7}, {"R": 9, "L": 5000}, {"R": 200, "L": 1}, {"R": 131, "L": 8193}])
+    {"R": 1031, "L": 7}, {"R": 9, "L": 5000}, {"R": 200, "L": 1}, {"R": 131, "L": 8193},
+    {"R": 300, "L": 300}, {"R": 1024, "L": 1024}])
 def test_column_sums_against_reference(op, sizes) -> None:
-    """The untiled variant (``small``: R < 256 or L < 48) splits its sums."""
+    """One untiled variant at every size (no cache tiles, ``L = 1`` apart) splits its
+    sums."""
     k = _kernel(op)
-    assert "omp for schedule(static) nowait" in _variant_source(k, "small")
+    assert [(v.name, v.summary) for v in k.variants] == [
+        ("L=1", "untiled, threads when the work pays"),
+        ("generic", "untiled, threads when the work pays")]
+    assert "omp for schedule(static) nowait" in _variant_source(k, "generic")
     sizes = {**sizes, "P": 3} if op is planesum else sizes
-    for variant in (None, "small"):
+    for variant in (None, "generic"):
         check_kernel(k, sizes, seed=sizes["R"], variant=variant)
 
 
@@ -121,5 +137,5 @@ def test_a_max_reduction_keeps_the_strips() -> None:
     k = _kernel(colmax)
     assert "pd_rf" not in k.source and "nowait" not in k.source
     for sizes in ({"R": 255, "L": 4097}, {"R": 1, "L": 5}):
-        check_kernel(k, sizes, variant="small")
+        check_kernel(k, sizes, variant="generic")
 

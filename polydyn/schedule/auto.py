@@ -260,6 +260,11 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
         reuse = len(live) >= 3 and has_reuse(scop, deps_of, live)
         if len(live) < 2 or not (reuse or has_transposed_access(scop, deps_of)):
             continue
+        if not reuse and sum(bool(node.band_member_get_coincident(k)) for k in live) == 1:
+            # one parallel member, the others reductions, each element read once (a vector
+            # times a matrix, ``y[j] += x[k] * A[k, j]``; column sums): tiles reuse nothing,
+            # and the untiled order streams the rows in strips (``strip_mine_vector``)
+            continue
         sizes = choose_sizes(node, scop, constant, target)
         if max_tile:
             sizes = tuple(min(s, max_tile) for s in sizes)
