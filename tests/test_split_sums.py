@@ -2,12 +2,13 @@
 
 A row vector times a matrix (matmul's ``N = 1`` variant, or written with vectors, ``y[j] +=
 x[k] * A[k, j]``) and column sums run their outermost reduction shared out among the threads
-(such bands are not cache-tiled: each element is read once), each adding into a private copy of the target, the
-copies added into it at the end; the code falls back to strips for the threads where the
-sum is too short for that (fewer than 64 terms a cell per thread), where there is one
-thread, or where the reduction has no full step of 8. Each is checked against the reference
-(float64 for matmul) on both sides of that threshold, at the strips' edges (4096 f32), with
-partial steps of the reduction (K % 8) and at 1; a max reduction keeps the strips."""
+(such bands are not cache-tiled: each element is read once), each adding into a private
+copy of the target, the copies added into it at the end; the code falls back to strips for
+the threads where the sum is too short for that (fewer than 64 terms a cell per thread),
+where there is one thread, or where the reduction has no full step of 8. Each is checked
+against the reference (float64 for matmul) on both sides of that threshold, at the strips'
+edges (4096 f32), with partial steps of the reduction (K % 8) and at 1; a max reduction keeps
+the strips."""
 
 from __future__ import annotations
 
