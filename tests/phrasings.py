@@ -198,6 +198,27 @@ def batched_linear_seq_first(X: f32[N, B, K], W: f32[K, M], Y: out(f32[N, B, M])
             Y[n, s, o] += X[n, s, k] * W[k, o]
 
 
+@pd.operator(assume="M >= 1 and K >= 1")
+def vecmat_vectors(x: f32[K], W: f32[K, M], y: out(f32[M])):
+    """``x @ W`` for one input vector (a batch-1 projection), written with vectors: the init
+    in a loop of its own, then the reduction outside the columns."""
+    for o in range(M):
+        y[o] = 0.0
+    for k in range(K):
+        for o in range(M):
+            y[o] += x[k] * W[k, o]
+
+
+@pd.operator(assume="N >= 1 and M >= 1")
+def column_sums(X: f32[N, M], s: out(f32[M])):
+    """``X.sum(axis=0)``, the sums in the output cells."""
+    for j in range(M):
+        s[j] = 0.0
+    for i in range(N):
+        for j in range(M):
+            s[j] += X[i, j]
+
+
 # --- masks and attention ----------------------------------------------------------------------
 
 
@@ -315,6 +336,8 @@ NUMPY = {
         X @ W.T + b),
     linear_relu: lambda X, W, b: np.maximum(X @ W.T + b, 0.0),
     linear_bias_added: lambda X, W, b: X @ W + b,
+    vecmat_vectors: lambda x, W: x @ W,
+    column_sums: lambda X: X.sum(axis=0),
     batched_linear: lambda X, W, b: X @ W + b,
     batched_linear_seq_first: lambda X, W: X @ W,
     causal_softmax: _causal,
@@ -350,6 +373,8 @@ BENCH_SIZES = {
     linear_scalar_gelu: [{"N": 16, "M": 3072, "K": 768}, {"N": 128, "M": 3072, "K": 768}],
     linear_relu: [{"N": 64, "M": 3072, "K": 768}],
     linear_bias_added: [{"N": 16, "M": 768, "K": 768}, {"N": 128, "M": 768, "K": 768}],
+    vecmat_vectors: [{"M": 3072, "K": 768}, {"M": 4096, "K": 4096}],
+    column_sums: [{"N": 2048, "M": 2048}],
     batched_linear: [{"B": 8, "N": 128, "M": 768, "K": 768},
                      {"B": 4, "N": 128, "M": 3072, "K": 768}],
     batched_linear_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
@@ -375,6 +400,8 @@ TORCH = {
         t.nn.functional.linear(X, W, b)),
     linear_relu: lambda t, X, W, b: t.relu(t.nn.functional.linear(X, W, b)),
     linear_bias_added: lambda t, X, W, b: t.addmm(b, X, W),
+    vecmat_vectors: lambda t, x, W: x @ W,
+    column_sums: lambda t, X: X.sum(0),
     batched_linear: lambda t, X, W, b: t.addmm(b, X.reshape(-1, X.shape[-1]), W).view(
         *X.shape[:-1], W.shape[1]),
     batched_linear_seq_first: lambda t, X, W: X @ W,
