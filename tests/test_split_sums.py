@@ -22,6 +22,7 @@ import polydyn as pd
 from kernels.matmul import matmul
 from polydyn import f32, i32, inout, out
 from polydyn.testing import check_kernel
+from tests.phrasings import vecmat_vectors
 
 R, L, P = pd.sym("R L P")
 
@@ -48,16 +49,6 @@ def planesum(X: f32[R, P, L], S: out(f32[L])):
         S[j] = 1.0
     for a, b, j in pd.grid(R, P, L):
         S[j] += X[a, b, j]
-
-
-@pd.operator(assume="R >= 1 and L >= 1")
-def vecmat(x: f32[R], A: f32[R, L], y: out(f32[L])):
-    """A vector times a matrix written with vectors, the sum in the output cell."""
-    for j in range(L):
-        y[j] = 0.0
-    for k in range(R):
-        for j in range(L):
-            y[j] += x[k] * A[k, j]
 
 
 @pd.operator(assume="R >= 1 and L >= 1")
@@ -116,7 +107,7 @@ def test_matmul_row_vector_against_float64(m, depth) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(depth))
 
 
-@pytest.mark.parametrize("op", [colsum, colsum_into, planesum, vecmat])
+@pytest.mark.parametrize("op", [colsum, colsum_into, planesum, vecmat_vectors])
 @pytest.mark.parametrize("sizes", [
     {"R": 1, "L": 1}, {"R": 128, "L": 33}, {"R": 255, "L": 4097}, {"R": 129, "L": 4096},
     {"R": 1031, "L": 7}, {"R": 9, "L": 5000}, {"R": 200, "L": 1}, {"R": 131, "L": 8193},
@@ -126,12 +117,15 @@ def test_column_sums_against_reference(op, sizes) -> None:
     sums."""
     k = _kernel(op)
     assert [(v.name, v.summary) for v in k.variants] == [
-        ("L=1", "untiled, threads when the work pays"),
+        ("M=1" if op is vecmat_vectors else "L=1", "untiled, threads when the work pays"),
         ("generic", "untiled, threads when the work pays")]
     assert "omp for schedule(static) nowait" in _variant_source(k, "generic")
+    seed = sizes["R"]
     sizes = {**sizes, "P": 3} if op is planesum else sizes
+    if op is vecmat_vectors:  # x[K] @ W[K, M]: K the reduction, M the columns
+        sizes = {"K": sizes["R"], "M": sizes["L"]}
     for variant in (None, "generic"):
-        check_kernel(k, sizes, seed=sizes["R"], variant=variant)
+        check_kernel(k, sizes, seed=seed, variant=variant)
 
 
 def test_a_max_reduction_keeps_the_strips() -> None:
