@@ -128,6 +128,23 @@ def test_column_sums_against_reference(op, sizes) -> None:
         check_kernel(k, sizes, seed=seed, variant=variant)
 
 
+@pd.operator(assume="R >= 2 and L >= 1")
+def transposed_scan(X: f32[R, L], S: inout(f32[L, R])):
+    """One parallel member and a serial one that is not a reduction (the cells move along
+    it, transposed): cache tiles still pay for the transposed cells."""
+    for i in range(1, R):
+        for j in range(L):
+            S[j, i] = S[j, i - 1] + X[i, j]
+
+
+def test_a_recurrence_with_transposed_cells_keeps_its_tiles() -> None:
+    k = _kernel(transposed_scan)
+    assert "tiled" in [v.name for v in k.variants]
+    for sizes in ({"R": 2, "L": 1}, {"R": 49, "L": 257}, {"R": 300, "L": 97}):
+        for variant in (None, "generic"):
+            check_kernel(k, sizes, seed=sizes["R"], variant=variant)
+
+
 def test_a_max_reduction_keeps_the_strips() -> None:
     k = _kernel(colmax)
     assert "pd_rf" not in k.source and "nowait" not in k.source

@@ -260,10 +260,13 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
         reuse = len(live) >= 3 and has_reuse(scop, deps_of, live)
         if len(live) < 2 or not (reuse or has_transposed_access(scop, deps_of)):
             continue
-        if not reuse and sum(bool(node.band_member_get_coincident(k)) for k in live) == 1:
-            # one parallel member, the others reductions, each element read once (a vector
-            # times a matrix, ``y[j] += x[k] * A[k, j]``; column sums): tiles reuse nothing,
-            # and the untiled order streams the rows in strips (``strip_mine_vector``)
+        serial = [k for k in live if not node.band_member_get_coincident(k)]
+        if not reuse and len(serial) == len(live) - 1 and \
+                not targets_move(scop, deps_of, serial):
+            # one parallel member, the others reductions (no target moves along them), each
+            # element read once (a vector times a matrix, ``y[j] += x[k] * A[k, j]``; column
+            # sums): tiles reuse nothing, and the untiled order streams the rows in strips
+            # (``strip_mine_vector``)
             continue
         sizes = choose_sizes(node, scop, constant, target)
         if max_tile:
@@ -271,6 +274,18 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
         plan.append(BandTiling(node_path(node), sizes, tiled_members(node, scop, constant)[1],
                                _min_extents(node, scop, sizes, target)))
     return plan
+
+
+def targets_move(scop: Scop, deps_of: dict[str, list[set[str]]], members: list[int]) -> bool:
+    """Whether some statement of the band writes a cell whose subscripts move along one of
+    ``members`` (``member_dependence``'s iterators per member): they are not reductions."""
+    for name, iters in deps_of.items():
+        target = scop.statement(name).target
+        used = set().union(*(aff.vars() for aff in target.index)) \
+            if isinstance(target, Load) else set()
+        if any(used & iters[k] for k in members):
+            return True
+    return False
 
 
 def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
