@@ -134,6 +134,20 @@ products run in bands of their own around the softmax (`schedule/auto.repacked_p
 
 """
 
+PHRASINGS_ADDED_SECTION = """
+### Phrasings added since that run
+
+From `bench/phrasings.py --only ...` (file `bench/results/phrasings_added.md`), on a later day
+when the same machine ran about half as fast (the bundled product's phrasing, `matmul_scalar`,
+is timed again in the same run as a yardstick; the ratios are the figures to compare):
+`linear_bias_added` stores the bias first and adds a sum kept in a scalar (`Y += acc`), which
+`scop/forward.py` now keeps in the cell; `vecmat_vectors` (x @ W for one vector) and
+`column_sums` are bands with one parallel member, the other a reduction, that are no longer
+cache-tiled (`schedule/auto.tiling_plan`). The second table is the tree before both changes,
+run right after the first.
+
+"""
+
 FIXED_SECTION = """
 ## Fixed sizes against dynamic ones (issue 31, point 7)
 
@@ -277,6 +291,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                                                                        "results-gpu"):
             text += _other_machine(other.parent, results_md, render)
     for name, section in (("products", PRODUCTS_SECTION), ("phrasings", PHRASINGS_SECTION),
+                          ("phrasings_added", PHRASINGS_ADDED_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):
         table = HERE / "results" / f"{name}.md"
