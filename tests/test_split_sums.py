@@ -131,7 +131,7 @@ def test_column_sums_against_reference(op, sizes) -> None:
 @pd.operator(assume="R >= 2 and L >= 1")
 def transposed_scan(X: f32[R, L], S: inout(f32[L, R])):
     """One parallel member and a serial one that is not a reduction (the cells move along
-    it, transposed): cache tiles still pay for the transposed cells."""
+    it, transposed): the band keeps its cache tiles, which serve the transposed cells."""
     for i in range(1, R):
         for j in range(L):
             S[j, i] = S[j, i - 1] + X[i, j]
