@@ -37,7 +37,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..scop.deps import Deps
-from ..scop.epilogue import is_epilogue
+from ..scop.epilogue import element_wise, is_epilogue
 from ..scop.exprs import Load
 from ..scop.forward import read_only, reads_across
 from ..scop.ir import Loop, Scop, StmtRef
@@ -80,7 +80,9 @@ def schedule_constraints(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedul
     proximity = deps.flow.union(deps.locals_order)
     for name in transposing_copies(scop):  # no reuse to gain from fusing with the readers
         proximity = proximity.subtract_domain(isl.UnionSet.from_set(scop.statement(name).domain))
-    for name in epilogues(scop):  # kept out of the product's band (scop/epilogue.py)
+    # kept out of the product's band: epilogues split off (scop/epilogue.py), and element-wise
+    # nests that read a product's cells (C = relu(T) after T += A * B)
+    for name in epilogues(scop) + product_readers(scop):
         proximity = proximity.subtract_range(isl.UnionSet.from_set(scop.statement(name).domain))
     for name in repacked_products(scop):  # their own bands: register tiles over a repacked copy
         own = isl.UnionSet.from_set(scop.statement(name).domain)
@@ -121,6 +123,19 @@ def epilogues(scop: Scop) -> list[str]:
     loops: proximity to the product would fuse them back into its band."""
     return [s.name for s in scop.statements if len(s.iters) and is_epilogue(scop, s.name)
             and any(s.name in n for n in _lone_nests(scop))]
+
+
+def product_readers(scop: Scop) -> list[str]:
+    """The element-wise statements of a nest of their own (``epilogue.element_wise``) that
+    read the cells a product sums into (``C[i, j] = max(T[i, j], 0)`` after ``T[i, j] +=
+    A[i, k] * B[k, j]``): fused into the product's band they keep it from carrying register
+    tiles (its statements no longer all accumulate), and they gain nothing there."""
+    sums = {s.target.array for s in scop.statements
+            if s.op != "=" and isinstance(s.target, Load) and
+            set(s.iters) - set().union(*(aff.vars() for aff in s.target.index))}
+    lone = set().union(*_lone_nests(scop))
+    return [s.name for s in scop.statements if s.name in lone and element_wise(s) and
+            any(isinstance(e, Load) and e.array in sums for e in s.value.walk())]
 
 
 def _lone_nests(scop: Scop) -> list[set[str]]:

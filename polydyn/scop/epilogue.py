@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .exprs import MATH_FUNCS, Call, Load
-from .ir import Guard, Loop, Node, Scop, StmtRef, statements_under
+from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
 def split_epilogues(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
@@ -58,15 +58,22 @@ def is_epilogue(scop: Scop, name: str) -> bool:
     ``P = P * 0.125``, after a sum kept in a scalar that ``scop.forward`` moved into P)."""
     stmt = scop.statement(name)
     target = stmt.target
-    if not isinstance(target, Load) or stmt.op != "=":
-        return False
-    subs = [next(iter(a.vars())) if len(a.vars()) == 1 and a.linear() == ({v: 1}, 0) else None
-            for a in target.index for v in a.vars()]
-    if None in subs or sorted(subs) != sorted(set(subs)) or set(subs) != set(stmt.iters):
+    if not element_wise(stmt):
         return False
     return any((isinstance(e, Call) and e.fn in MATH_FUNCS) or
                (isinstance(e, Load) and e.array == target.array and e.index == target.index)
                for e in stmt.value.walk())
+
+
+def element_wise(stmt: Statement) -> bool:
+    """``T[i...] = ...`` with the subscripts the statement's own loop variables, one each."""
+    target = stmt.target
+    if not isinstance(target, Load) or stmt.op != "=":
+        return False
+    subs = [next(iter(a.vars())) if len(a.vars()) == 1 and a.linear() == ({v: 1}, 0) else None
+            for a in target.index for v in a.vars()]
+    return None not in subs and sorted(subs) == sorted(set(subs)) and \
+        set(subs) == set(stmt.iters)
 
 
 def _move(tree: tuple[Node, ...], name: str) -> tuple[Node, ...]:
