@@ -144,7 +144,11 @@ is timed again in the same run as a yardstick; the ratios are the figures to com
 `scop/forward.py` now keeps in the cell; `vecmat_vectors` (x @ W for one vector) and
 `column_sums` are bands with one parallel member, the other a reduction, that are no longer
 cache-tiled (`schedule/auto.tiling_plan`). The second table is the tree before both changes,
-run right after the first.
+run right after the first. `linear_temp_relu`'s product into a temporary had the activation's
+nest fused into its band by isl (no register tiles); it now runs on its own
+(`schedule/auto.product_readers`), still below torch and not diagnosed further (the
+temporary, allocated and written at each call, is the first suspect; a rewrite into the
+output would give it `linear_relu`'s form).
 
 """
 
