@@ -67,23 +67,10 @@ def scaled_scores(Q: f32[N, K], Kt: f32[M, K], P: out(f32[N, M])):
 
 
 @pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
-def temp_then_relu(X: f32[N, K], W: f32[K, M], b: f32[M], Y: out(f32[N, M])):
-    """The product into a temporary, then an element-wise nest of the user's own (nothing to
-    move): the scheduler keeps the two apart, so the product keeps its register tiles."""
-    T = pd.temp(f32[N, M])
-    for n in range(N):
-        for o in range(M):
-            T[n, o] = b[o]
-            for k in range(K):
-                T[n, o] += X[n, k] * W[k, o]
-    for n in range(N):
-        for o in range(M):
-            Y[n, o] = max(T[n, o], 0.0)
-
-
-@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
 def temp_then_copy(A: f32[N, K], B: f32[K, M], C: out(f32[N, M])):
-    """The same with a plain copy out of the temporary."""
+    """A product into a temporary, then a plain copy out of it in a nest of the user's own
+    (nothing to move): the scheduler keeps the two apart, so the product keeps its register
+    tiles (tests/phrasings.py's linear_temp_relu: the same with a ReLU)."""
     T = pd.temp(f32[N, M])
     for i in range(N):
         for j in range(M):
@@ -98,7 +85,7 @@ def temp_then_copy(A: f32[N, K], B: f32[K, M], C: out(f32[N, M])):
 # epilogues moved when compiled (linear_scalar_gelu's and scaled_scores' appear once their
 # scalar is forwarded)
 MOVED = {linear_gelu: 1, read_after: 0, no_math: 1, ph.linear_scalar_gelu: 1, scaled_scores: 1,
-         temp_then_relu: 0, temp_then_copy: 0}
+         ph.linear_temp_relu: 0, temp_then_copy: 0}
 # OpenCL has no repacked copies: scaled_scores' sum stays a dot product in its scalar
 MOVED_OPENCL = {**MOVED, scaled_scores: 0}
 
@@ -120,7 +107,7 @@ SHAPES = [(0, 0, 0), (1, 1, 1), (1, 7, 0), (3, 1, 2), (7, 13, 5), (17, 31, 33), 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op", [linear_gelu, read_after, no_math, ph.linear_scalar_gelu,
-                                scaled_scores, temp_then_relu, temp_then_copy],
+                                scaled_scores, ph.linear_temp_relu, temp_then_copy],
                          ids=lambda op: op.scop.name)
 def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
@@ -134,7 +121,7 @@ def test_the_product_keeps_its_register_tiles() -> None:
     from polydyn.pipeline import generate
 
     for op, name in ((linear_gelu, "tiled"), (no_math, "tiled"), (scaled_scores, "small"),
-                     (temp_then_relu, "tiled"), (temp_then_copy, "tiled"),
+                     (ph.linear_temp_relu, "tiled"), (temp_then_copy, "tiled"),
                      (temp_then_copy, "skinny")):
         gen = generate(op, "c")
         variant = next(v for v in gen.scheduled if v.name == name)
@@ -142,11 +129,11 @@ def test_the_product_keeps_its_register_tiles() -> None:
 
 
 def test_product_into_a_temporary_against_numpy() -> None:
-    """The register-tiled variants of ``temp_then_relu`` (full and partial tiles, a skinny
+    """The register-tiled variants of ``ph.linear_temp_relu`` (full and partial tiles, a skinny
     product) against NumPy, beyond the reference's reach."""
     import numpy as np
 
-    kernel = pd.compile(temp_then_relu)
+    kernel = pd.compile(ph.linear_temp_relu)
     rng = np.random.default_rng(3)
     for n, m, k in ((96, 256, 256), (97, 257, 255), (20, 300, 33)):
         x = rng.uniform(-1, 1, (n, k)).astype(np.float32)
