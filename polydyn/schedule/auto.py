@@ -111,7 +111,7 @@ def repacked_products(scop: Scop) -> list[str]:
                 len(cell.index[-1].vars()) != 1:
             continue
         reads = [e for e in s.value.walk() if isinstance(e, Load)]
-        reduced = set(s.iters) - set().union(*(aff.vars() for aff in cell.index))
+        reduced = set(s.iters) - subscript_vars(cell)
         if reads_across(s, only) or (len(cell.index) >= 2 and reduced and len(reads) == 2 and
                                      any(e.array in temps for e in reads)):
             out.append(s.name)
@@ -132,7 +132,7 @@ def product_readers(scop: Scop) -> list[str]:
     tiles (its statements no longer all accumulate), and they gain nothing there."""
     sums = {s.target.array for s in scop.statements
             if s.op != "=" and isinstance(s.target, Load) and
-            set(s.iters) - set().union(*(aff.vars() for aff in s.target.index))}
+            set(s.iters) - subscript_vars(s.target)}
     lone = set().union(*_lone_nests(scop))
     return [s.name for s in scop.statements if s.name in lone and element_wise(s) and
             any(isinstance(e, Load) and e.array in sums for e in s.value.walk())]
@@ -296,11 +296,15 @@ def targets_move(scop: Scop, deps_of: dict[str, list[set[str]]], members: list[i
     ``members`` (``member_dependence``'s iterators per member): they are not reductions."""
     for name, iters in deps_of.items():
         target = scop.statement(name).target
-        used = set().union(*(aff.vars() for aff in target.index)) \
-            if isinstance(target, Load) else set()
+        used = subscript_vars(target) if isinstance(target, Load) else set()
         if any(used & iters[k] for k in members):
             return True
     return False
+
+
+def subscript_vars(ref: Load) -> set[str]:
+    """The loop variables and syms that ``ref``'s subscripts use."""
+    return set().union(*(aff.vars() for aff in ref.index))
 
 
 def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,

@@ -192,13 +192,14 @@ def _linear(e: Expr, s: str) -> tuple[Expr | None, Expr | None, bool] | None:
         return None
     a, c, neg = got
     other = e.b if left else e.a
-    if e.op == "*":
-        return (None, other if c is None else (binary("*", c, other) if left else
-                                               binary("*", other, c)), neg) if a is None \
-            else None
-    if e.op == "+":
-        return (other if a is None else binary("+", a, other) if left else
-                binary("+", other, a)), c, neg
+
+    def join(op: str, x: Expr | None, y: Expr) -> Expr:  # x op y, or y where x is absent
+        return y if x is None else binary(op, x, y) if left else binary(op, y, x)
+
+    if e.op == "*":  # (c s) * other: only a pure multiple of s stays linear in one term
+        return None if a is not None else (None, join("*", c, other), neg)
+    if e.op == "+":  # (a + c s) + other
+        return join("+", a, other), c, neg
     if left:  # (a + c s) - other
         return (Un(other.dtype, "neg", other) if a is None else binary("-", a, other)), c, neg
     return (other if a is None else binary("-", other, a)), c, not neg  # other - (a + c s)
