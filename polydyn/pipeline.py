@@ -170,10 +170,12 @@ class _Side:
         from .scop.epilogue import split_epilogues
         from .scop.forward import forward_accumulators
         from .scop.hold import hold_cells
+        from .scop.padding import pad_guarded_reads
         from .scop.reuse import reuse_values
         from .scop.selects import canonical_selects
 
         scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
+        scop, padded = pad_guarded_reads(scop)  # sums cut at an array's edges: a padded copy
         scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
         scop, reused = reuse_values(scop)  # a function's value in two loops: computed once
         scop, held = hold_cells(scop, repack)  # dot products in scalars, not in their cells
@@ -189,7 +191,8 @@ class _Side:
         # the automatic CPU schedule: a temporary copied back each time step becomes the other
         # half of a double buffer
         scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-        notes = selects + contracted + reused + held + forwarded + epilogues + buffers
+        notes = (selects + padded + contracted + reused + held + forwarded + epilogues +
+                 buffers)
         return scop, notes, bool(buffers)
 
     @classmethod

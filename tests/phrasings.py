@@ -14,6 +14,7 @@ import polydyn as pd
 from polydyn import f32, out, temp
 
 B, N, M, K, D, L, H = pd.sym("B N M K D L H")
+C, F, W = pd.sym("C F W")
 
 # --- softmax ----------------------------------------------------------------------------------
 
@@ -302,6 +303,32 @@ def gelu_tanh(X: f32[N, M], Y: out(f32[N, M])):
             Y[i, j] = 0.5 * x * (1.0 + pd.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
 
+# --- convolutions with zero padding -----------------------------------------------------------
+
+
+@pd.operator(assume="H >= 1 and W >= 1")
+def conv_same_if(X: f32[B, C, H, W], Wt: f32[F, C, 3, 3], bias: f32[F],
+                 Y: out(f32[B, F, H, W])):
+    """A 3 x 3 convolution with padding 1 (nn.Conv2d(padding=1)): the image's edges as an
+    ``if`` around the sum's term, the sum in a scalar from the bias."""
+    for b, f, y, x in pd.grid(B, F, H, W):
+        s = bias[f]
+        for c, ky, kx in pd.grid(C, 3, 3):
+            if 0 <= y + ky - 1 < H and 0 <= x + kx - 1 < W:
+                s += X[b, c, y + ky - 1, x + kx - 1] * Wt[f, c, ky, kx]
+        Y[b, f, y, x] = s
+
+
+@pd.operator(assume="L >= 1")
+def conv1d_select(X: f32[B, C, L], Wt: f32[F, C, 5], Y: out(f32[B, F, L])):
+    """nn.Conv1d(kernel_size=5, padding=2), the padding as a conditional expression that
+    reads 0 outside the sequence, the sum in the cell."""
+    for b, f, t in pd.grid(B, F, L):
+        Y[b, f, t] = 0.0
+        for c, k in pd.grid(C, 5):
+            Y[b, f, t] += Wt[f, c, k] * (X[b, c, t + k - 2] if 0 <= t + k - 2 < L else 0.0)
+
+
 # --- oracles ----------------------------------------------------------------------------------
 
 
@@ -333,6 +360,16 @@ def _attention(Q, Kt, V):
     return _softmax(Q @ Kt.T * 0.125) @ V
 
 
+def _conv(X, Wt, pad):
+    """Cross-correlation over the trailing axes of X (N-d), zero-padded by ``pad``."""
+    nd = Wt.ndim - 2
+    Xp = np.pad(X, [(0, 0), (0, 0)] + [(pad, pad)] * nd)
+    windows = np.lib.stride_tricks.sliding_window_view(Xp, Wt.shape[2:], axis=tuple(
+        range(2, 2 + nd)))
+    letters, kernel = "yx"[2 - nd:], "ij"[:nd]
+    return np.einsum(f"bc{letters}{kernel},fc{kernel}->bf{letters}", windows, Wt)
+
+
 def _gelu(X):
     return 0.5 * X * (1.0 + np.tanh(0.7978845608 * (X + 0.044715 * X ** 3)))
 
@@ -360,6 +397,8 @@ NUMPY = {
     attention: _attention,
     scores_scaled: lambda Q, Kh: Q @ Kh.transpose(0, 2, 1) * 0.125,
     gelu_tanh: _gelu,
+    conv_same_if: lambda X, Wt, b: _conv(X, Wt, 1) + b[:, None, None],
+    conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
 }
 
 # the bundled kernel each is a phrasing of, and how to call it with the phrasing's inputs
@@ -400,6 +439,9 @@ BENCH_SIZES = {
     attention: [{"L": 512, "D": 64}],
     scores_scaled: [{"H": 12, "L": 64, "D": 64}, {"H": 12, "L": 384, "D": 64}],
     gelu_tanh: [{"N": 1024, "M": 4096}],
+    conv_same_if: [{"B": 1, "C": 64, "F": 64, "H": 56, "W": 56},
+                   {"B": 1, "C": 256, "F": 256, "H": 14, "W": 14}],
+    conv1d_select: [{"B": 8, "C": 256, "F": 256, "L": 512}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
@@ -428,6 +470,8 @@ TORCH = {
         S.shape[-1], S.shape[-1], dtype=t.bool), 1), float("-inf")), -1),
     attention: lambda t, Q, Kt, V: t.softmax(Q @ Kt.T * 0.125, -1) @ V,
     gelu_tanh: lambda t, X: t.nn.functional.gelu(X, approximate="tanh"),
+    conv_same_if: lambda t, X, Wt, b: t.nn.functional.conv2d(X, Wt, b, padding=1),
+    conv1d_select: lambda t, X, Wt: t.nn.functional.conv1d(X, Wt, padding=2),
 }
 
 ALL = list(NUMPY)

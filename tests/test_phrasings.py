@@ -30,6 +30,9 @@ NOTES = {
     ph.gelu_tanh: ("x: the value is kept in Y[i, j]",),
     ph.linear_relu: ("Y[n, o]: the sum over k is kept in the local scalar",),
     ph.linear_bias_added: ("acc: the sum is kept in Y[n, o], added to its value",),
+    ph.conv_same_if: ("X[b, c, ((y + ky) - 1), ((x + kx) - 1)]: read from X_pad",
+                      "s: the sum is kept in Y[b, f, y, x]"),
+    ph.conv1d_select: ("X[b, c, ((t + k) - 2)]: read from X_pad",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
@@ -69,6 +72,15 @@ SIZES = {
                {"M": 4096, "K": 136}],
     "column": [{"N": 1, "M": 1}, {"N": 129, "M": 4097}, {"N": 1031, "M": 7},
                {"N": 256, "M": 8193}],
+    # 1 x 1 images, 0 channels, primes; the register tiles' 14 and 32 (+-1) output columns
+    # and channels
+    "conv_same": [{"B": 1, "C": 1, "F": 1, "H": 1, "W": 1},
+                  {"B": 2, "C": 3, "F": 17, "H": 5, "W": 13},
+                  {"B": 1, "C": 0, "F": 2, "H": 2, "W": 3},
+                  {"B": 1, "C": 33, "F": 33, "H": 3, "W": 15},
+                  {"B": 1, "C": 64, "F": 31, "H": 7, "W": 14}],
+    "conv1d": [{"B": 1, "C": 1, "F": 1, "L": 1}, {"B": 2, "C": 3, "F": 17, "L": 31},
+               {"B": 1, "C": 0, "F": 2, "L": 2}, {"B": 3, "C": 33, "F": 33, "L": 129}],
     "scores": [{"H": 1, "L": 1, "D": 1}, {"H": 2, "L": 67, "D": 64}, {"H": 3, "L": 23, "D": 17},
                {"H": 1, "L": 6, "D": 9}, {"H": 2, "L": 257, "D": 33}],
 }

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArtifactError, InternalError
+from ..scop.ir import Array
 from . import bundle
 
 
@@ -72,7 +73,9 @@ def write_opencl(kernel: Any, out: Path, extra: dict[str, Any] | None = None) ->
         "spilled": [{"name": sc.name, "dtype": sc.dtype} for sc in kernel._spilled],
         "spills": [sorted(s) for s in kernel._spills],
         # the temporaries the launches take (the rewrites may have contracted some)
-        "temps": [a.name for a in kernel._temps],
+        "temps": [{"name": a.name, "dtype": a.dtype,
+                   "shape_aff": [bundle.aff_to_json(d) for d in a.shape]}
+                  for a in kernel._temps],
     }
     return bundle._finish(out, meta, files)
 
@@ -94,7 +97,11 @@ def load_opencl(path: Path, meta: dict[str, Any], scop: Any, variants: list[Any]
         mappings = [LoadedMapping(v, p) for v, p in zip(variants, plans, strict=True)]
         spilled = [LoadedScalar(s["name"], s["dtype"]) for s in ocl["spilled"]]
         spills = [frozenset(s) for s in ocl["spills"]]
-        temps = [scop.array(t) for t in ocl["temps"]]
+        # each temporary with its shape (a rewrite may add one: scop.padding); a name
+        # alone is an operator's own
+        temps = [scop.array(t) if isinstance(t, str) else Array(
+            t["name"], t["dtype"], tuple(bundle.aff_from_json(d) for d in t["shape_aff"]),
+            "temp") for t in ocl["temps"]]
         source = (path / files["source"]).read_text()
         host = (path / files["host"]).read_text()
         host_c = (path / files["host_c"]).read_text() if "host_c" in files else ""

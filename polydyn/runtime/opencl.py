@@ -81,10 +81,12 @@ class OpenCLKernel(KernelBase):
         self.header = ""
         self.library = None
         self.host_source = host_source
-        self._np = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in scop.arrays
-                    if a.kind != "local"}
-        # the program's temporaries: the operator's, less those the rewrites contracted
+        # the program's temporaries: the operator's, less those the rewrites contracted,
+        # and those they added (a padded copy: scop.padding)
         self._temps = list(temps)
+        self._arrays = {a.name: a for a in (*scop.arrays, *self._temps)}
+        self._np = {a.name: np.dtype(NUMPY_NAME[a.dtype]) for a in self._arrays.values()
+                    if a.kind != "local"}
         self._spilled = list(spilled)  # local scalars in global memory (SpilledScalar)
         self._np_spilled = {sc.name: np.dtype(NUMPY_NAME[sc.dtype]) for sc in spilled}
         # the spilled scalars each variant uses (the others get no buffer; default: all)
@@ -369,7 +371,7 @@ class _Call:
 
     def _fresh(self, name: str) -> Any:
         cla = _cl().array
-        a = self.k.scop.array(name)
+        a = self.k._arrays[name]
         shape = self.k._binder.output_shape(a, self.bound.syms)
         dev = cla.empty(self.queue, shape, self.k._np[name], allocator=self.pool)
         if name in self.k._zero_init and dev.size:
