@@ -169,6 +169,7 @@ class _Side:
         from .scop.contract import contract_temporaries
         from .scop.epilogue import split_epilogues
         from .scop.forward import forward_accumulators
+        from .scop.fuse import fuse_through_temporaries
         from .scop.hold import hold_cells
         from .scop.padding import pad_guarded_reads
         from .scop.reuse import reuse_values
@@ -176,6 +177,9 @@ class _Side:
 
         scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
         scop, padded = pad_guarded_reads(scop)  # sums cut at an array's edges: a padded copy
+        # a temporary's writing and reading nests as one (not under loop recipes: they name
+        # the loops as written)
+        scop, fused = (scop, ()) if _loop_recipes(variants) else fuse_through_temporaries(scop)
         scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
         scop, reused = reuse_values(scop)  # a function's value in two loops: computed once
         scop, held = hold_cells(scop, repack)  # dot products in scalars, not in their cells
@@ -191,7 +195,7 @@ class _Side:
         # the automatic CPU schedule: a temporary copied back each time step becomes the other
         # half of a double buffer
         scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-        notes = (selects + padded + contracted + reused + held + forwarded + epilogues +
+        notes = (selects + padded + fused + contracted + reused + held + forwarded + epilogues +
                  buffers)
         return scop, notes, bool(buffers)
 
@@ -282,6 +286,14 @@ def _sides(own_scop: Scop, variants: list[tuple[str, Any]] | None, options: Opti
                                           ).is_empty()]
     return [tiles.scheduled(tiled, plan), dots.scheduled(dotted, plan),
             tiles.scheduled([generic], plan)]
+
+
+def _loop_recipes(variants: list[tuple[str, Any]] | None) -> bool:
+    """Whether a given variant's recipe is a loop recipe (``pd.Schedule()``, then loop
+    directives), not the policy's or a policy recipe."""
+    return any(isinstance(item, tuple | list) and len(item) == 2 and
+               hasattr(item[1], "is_policy") and not (item[1].is_policy or item[1].is_auto)
+               for item in variants or ())
 
 
 def _recipe_has(item: Any, directive: str) -> bool:

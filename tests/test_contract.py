@@ -198,5 +198,6 @@ SHAPES = [(0, 1, 1), (1, 1, 1), (1, 7, 3), (3, 1, 2), (7, 13, 5), (17, 31, 4), (
 def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
     contracted = {n.split(":")[0] for n in kernel.notes if "temporary" in n}
-    assert contracted == CONTRACTED.get(op, set()), kernel.notes
+    # read_later's two nests fuse through s first (scop/fuse.py), which makes it contract
+    assert contracted == {**CONTRACTED, read_later: {"s"}}.get(op, set()), kernel.notes
     check_everywhere(kernel, SHAPES, hi=40 if target == "c" else 20)

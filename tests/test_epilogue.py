@@ -69,8 +69,9 @@ def scaled_scores(Q: f32[N, K], Kt: f32[M, K], P: out(f32[N, M])):
 @pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
 def temp_then_copy(A: f32[N, K], B: f32[K, M], C: out(f32[N, M])):
     """A product into a temporary, then a plain copy out of it in a nest of the user's own
-    (nothing to move): the scheduler keeps the two apart, so the product keeps its register
-    tiles (tests/phrasings.py's linear_temp_relu: the same with a ReLU)."""
+    (nothing to move): the two nests fuse through the temporary (scop/fuse.py) and the sum
+    goes to C's cell, so the product keeps its register tiles (tests/phrasings.py's
+    linear_temp_relu: the same with a ReLU, which then moves after the product)."""
     T = pd.temp(f32[N, M])
     for i in range(N):
         for j in range(M):
@@ -85,7 +86,7 @@ def temp_then_copy(A: f32[N, K], B: f32[K, M], C: out(f32[N, M])):
 # epilogues moved when compiled (linear_scalar_gelu's and scaled_scores' appear once their
 # scalar is forwarded)
 MOVED = {linear_gelu: 1, read_after: 0, no_math: 1, ph.linear_scalar_gelu: 1, scaled_scores: 1,
-         ph.linear_temp_relu: 0, temp_then_copy: 0}
+         ph.linear_temp_relu: 1, temp_then_copy: 0}
 # OpenCL has no repacked copies: scaled_scores' sum stays a dot product in its scalar
 MOVED_OPENCL = {**MOVED, scaled_scores: 0}
 

@@ -30,7 +30,7 @@ from .ir import Array, Loop, Node, Scop, Statement, StmtRef, statements_under
 def contract_temporaries(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
     """``scop`` with every temporary of that form held in a local scalar, and a sentence for
     each (``scop`` itself and none when there is no such temporary)."""
-    chosen = [a for a in scop.arrays if a.kind == "temp" and _contractible(scop, a.name)]
+    chosen = [a for a in scop.arrays if a.kind == "temp" and contractible(scop, a.name)]
     if not chosen:
         return scop, ()
     notes = []
@@ -49,7 +49,9 @@ def contract_temporaries(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays)), tuple(notes)
 
 
-def _contractible(scop: Scop, array: str) -> bool:
+def contractible(scop: Scop, array: str) -> bool:
+    """Whether the temporary ``array`` has the form above (its cell lives within one
+    iteration of the loop around its accesses)."""
     touching = [s for s in scop.statements if s.touches(array)]
     if not touching:
         return False
@@ -85,10 +87,6 @@ def _innermost_common(body: tuple[Node, ...], names: set[str]) -> tuple[Node, ..
             _names(holders[0]) >= names:
         return _innermost_common(holders[0].body, names)
     return body
-
-
-
-
 
 
 def _names(node: Node) -> set[str]:

@@ -91,6 +91,19 @@ def compute_deps(scop: Scop) -> Deps:
                 locals_order=locals_order)
 
 
+def keeps_dependences(before: Scop, after: Scop) -> bool:
+    """Every dependence of ``before``'s program order holds in ``after``'s (a rewrite that
+    reorders statements: scop.epilogue, scop.fuse)."""
+    validity = compute_deps(before).validity
+    sched = after.original_schedule()
+    times = validity.apply_domain(sched).apply_range(sched)
+    for m in _maps(times):
+        lex_ge = isl.Map.lex_ge(m.get_space().domain()).align_params(m.get_space())
+        if not m.intersect(lex_ge).is_empty():
+            return False
+    return True
+
+
 def _locals_order(scop: Scop, sched: isl.UnionMap) -> isl.UnionMap:
     """All dependences through unexpanded local scalars: ``{ S2[i] -> S4[i', j] : ... }``."""
     local_cells = isl.UnionSet.empty(scop.context.get_space())

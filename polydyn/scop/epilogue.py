@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .deps import keeps_dependences
 from .exprs import MATH_FUNCS, Call, Load
 from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 
@@ -33,7 +34,7 @@ def split_epilogues(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
     notes = []
     for name in _candidates(scop, scop.tree, ()):
         moved = replace(scop, tree=_move(scop.tree, name))
-        if _keeps_dependences(scop, moved):
+        if keeps_dependences(scop, moved):
             scop = moved
             notes.append(f"{name}: the element-wise epilogue runs after the product's loops")
     return scop, tuple(notes)
@@ -105,22 +106,3 @@ def _chain(loop: Loop, name: str) -> Loop:
         if isinstance(n, Loop) and name in statements_under(n):
             return replace(loop, body=(_chain(n, name),))
     raise ValueError(name)
-
-
-
-def _keeps_dependences(before: Scop, after: Scop) -> bool:
-    """Every dependence of ``before``'s program order holds in ``after``'s."""
-    import islpy as isl
-
-    from .deps import compute_deps
-
-    validity = compute_deps(before).validity
-    sched = after.original_schedule()
-    times = validity.apply_domain(sched).apply_range(sched)
-    maps: list[isl.Map] = []
-    times.foreach_map(maps.append)
-    for m in maps:
-        lex_ge = isl.Map.lex_ge(m.get_space().domain()).align_params(m.get_space())
-        if not m.intersect(lex_ge).is_empty():
-            return False
-    return True
