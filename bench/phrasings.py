@@ -27,7 +27,8 @@ from tests import phrasings as ph
 def _rate(op: pd.Operator, sizes: dict[str, int], seconds: float) -> tuple[float, str]:
     """GFLOP/s for products, else GB/s of the minimal traffic (isl's counts)."""
     w = work(op.scop, sizes)
-    if op.scop.name.startswith(("matmul", "linear", "batched_linear", "attention", "scores")):
+    if op.scop.name.startswith(("matmul", "linear", "batched_linear", "attention", "scores",
+                                "conv")):
         return w.flops / seconds / 1e9, "GFLOP/s"
     return w.bytes / seconds / 1e9, "GB/s"
 

@@ -152,6 +152,25 @@ output would give it `linear_relu`'s form).
 
 """
 
+PHRASINGS_PADDING_SECTION = """
+### Padded convolutions and temporaries between nests
+
+From `bench/phrasings.py --only matmul_scalar,conv_same_if,conv1d_select,linear_temp_relu,
+bias_gelu_temp` (file `bench/results/phrasings_padding.md`), the tree with `scop/padding.py`
+and `scop/fuse.py`, then the tree before them (`matmul_scalar` again the yardstick).
+`conv_same_if` is a 3 x 3 convolution with padding 1 written with the image's edges as an
+`if` around the term: its windows, cut at the edges, gave no tile of outputs a rectangular
+reduction, so no register tile formed; it now reads a copy of X with a border of zeros and
+runs the valid convolution's `channels` register tiles (an operator with one conv band and
+element-wise bands besides, the copy here, now gets the `channels` and `vectorW` variants:
+`schedule/auto.lone_band`). `conv1d_select` writes the padding as `X[...] if ... else 0.0`.
+`bias_gelu_temp` (GELU of `X + b` through a temporary) and `linear_temp_relu` (a product into
+a temporary, then a ReLU nest) run their two nests as one, the temporary in a register (the
+product's sum then in the output's cell, the ReLU a pass of its own). The machine was
+shared: the two runs' yardsticks differ by 5 %.
+
+"""
+
 FIXED_SECTION = """
 ## Fixed sizes against dynamic ones (issue 31, point 7)
 
@@ -296,6 +315,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
             text += _other_machine(other.parent, results_md, render)
     for name, section in (("products", PRODUCTS_SECTION), ("phrasings", PHRASINGS_SECTION),
                           ("phrasings_added", PHRASINGS_ADDED_SECTION),
+                          ("phrasings_padding", PHRASINGS_PADDING_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):
         table = HERE / "results" / f"{name}.md"

@@ -8,7 +8,7 @@ from typing import Any
 import islpy as isl
 
 from ..errors import CompileError, ScheduleError
-from ..schedule.auto import channels_region, narrow_tiers, tiling_plan
+from ..schedule.auto import channels_region, lone_band, narrow_tiers, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
 from ..schedule.gpu import GpuMapping
 from ..schedule.point_bands import packed_members
@@ -240,7 +240,8 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     ctx = scop.context
     plans: list[VariantPlan] = []
     rest = ctx  # what the variants so far leave
-    channels = channels_region(base, scop, plan[0], target) if cpu and len(plan) == 1 else None
+    main = lone_band(base, scop, plan)
+    channels = channels_region(base, scop, main, target) if cpu and main is not None else None
     if channels is not None and _nonempty(channels.intersect(ctx)):
         plans.append(VariantPlan("channels", channels.intersect(ctx).coalesce(),
                                  AutoRecipe(registers=target.channels)))
@@ -436,12 +437,14 @@ def _untiled_pays(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
 def _narrow_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
                   target: CpuTarget, deep: bool, within: isl.Set | None = None
                   ) -> list[VariantPlan]:
-    """The ``vectorW`` variants of ``partition``: an operator with one band, deep (conv)
-    or packed (matmul) as ``deep`` says; within the given region (default: the context)."""
-    if len(plan) != 1 or plan[0].deep != deep:
+    """The ``vectorW`` variants of ``partition``: an operator with one band
+    (``auto.lone_band``), deep (conv) or packed (matmul) as ``deep`` says; within the given
+    region (default: the context)."""
+    main = lone_band(base, scop, plan)
+    if main is None or main.deep != deep:
         return []
     plans = []
-    for sizes, shape in narrow_tiers(base, scop, plan[0], target):
+    for sizes, shape in narrow_tiers(base, scop, main, target):
         region = (within or scop.context).intersect(sizes).coalesce()
         if _nonempty(region):
             plans.append(VariantPlan(f"vector{shape.vector_bytes}", region,

@@ -343,6 +343,19 @@ def _deep_members(schedule: isl.Schedule, scop: Scop, tiling: BandTiling
     return tiled_members(node, scop, constant)[0]
 
 
+def lone_band(schedule: isl.Schedule, scop: Scop, plan: list[BandTiling] | tuple[BandTiling, ...]
+              ) -> BandTiling | None:
+    """The band of an operator with one (its only band, or the only one whose statements
+    are not all element-wise: a conv or a product after a padded copy of its input, or
+    before an epilogue's nest); None for operators with several."""
+    if len(plan) == 1:
+        return plan[0]
+    found = [t for t in plan if not all(
+        element_wise(scop.statement(n))
+        for n in statement_names(node_at(schedule, t.path).get_domain()))]
+    return found[0] if len(found) == 1 else None
+
+
 def channels_region(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,
                     target: CpuTarget = AVX512) -> isl.Set | None:
     """For a deep band's tiling: the sizes where its rows' member (conv's output channels)
