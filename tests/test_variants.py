@@ -727,3 +727,35 @@ def test_other_plans_agree_at_region_edges(isa, name) -> None:
         for sizes in region_points(k.scop, variant.region, hi=HI.get(name, 16),
                                    limit=LIMIT.get(name, 3), seed=index):
             check_kernel(k, sizes, seed=len(sizes), variant=index)
+
+
+Bn, Cn, Hn, Wn = pd.sym("Bn Cn Hn Wn")
+
+
+@pd.operator()
+def _channel_scale(X: pd.f32[Bn, Cn, Hn, Wn], g: pd.f32[Cn], b: pd.f32[Cn],
+                   Y: pd.out(pd.f32[Bn, Cn, Hn, Wn])):
+    """Batch norm at inference: a scale and a shift per channel, read along no loop but c."""
+    for i, c, h, w in pd.grid(Bn, Cn, Hn, Wn):
+        Y[i, c, h, w] = X[i, c, h, w] * g[c] + b[c]
+
+
+@pd.operator()
+def _transposed(X: pd.f32[Hn, Wn], Y: pd.out(pd.f32[Wn, Hn])):
+    for h, w in pd.grid(Hn, Wn):
+        Y[w, h] = X[h, w] * 2.0
+
+
+def test_cache_tiles_only_where_an_access_is_transposed() -> None:
+    """A value per channel is not a transposed access (it does not move along the inner
+    loop): the nest streams untiled. A transpose's read is, and gets cache tiles."""
+    from polydyn.pipeline import generate
+
+    def tiled(op: pd.Operator) -> bool:
+        return any(v.summary.startswith("tiled") for v in generate(op, "c").scheduled)
+
+    assert not tiled(_channel_scale)
+    assert tiled(_transposed)
+    k = pd.compile(_channel_scale)
+    for sizes in ({"Bn": 0, "Cn": 3, "Hn": 2, "Wn": 2}, {"Bn": 2, "Cn": 5, "Hn": 7, "Wn": 33}):
+        check_kernel(k, sizes)

@@ -108,12 +108,16 @@ def has_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], live: list[int]) -
 
 
 def has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bool:
+    """Some access moves along the band's innermost member in a subscript other than its
+    last (a transpose's read): tiles keep both layouts' lines in cache. An access that does
+    not move along it (a scale per channel, ``g[c]``) is a value the loop keeps."""
     for name, members in deps_of.items():
         stmt = scop.statement(name)
         inner = members[-1]
         for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
             if isinstance(ref, Load) and ref.index and inner and \
-                    not (ref.index[-1].vars() & inner):
+                    not (ref.index[-1].vars() & inner) and \
+                    any(sub.vars() & inner for sub in ref.index[:-1]):
                 return True
     return False
 
