@@ -1,6 +1,7 @@
 """Cells held in local scalars (scop/hold.py): a dot product accumulated in its output cell,
 whose operands run along the reduction (nn.Linear's ``X[n, k] * W[o, k]``, a product with B
-transposed, a row's max), is kept in a local scalar and stored once.
+transposed, a row's max, a sum over a nest of loops), is kept in a local scalar and stored
+once.
 
 Each operator is compiled for C and OpenCL and checked against the reference (which runs it
 as written) at sizes 0, 1, primes and around every variant's region edges; the rewritten Scop
@@ -62,7 +63,25 @@ def bt_then_read(A: f32[N, K], B: f32[M, K], C: out(f32[N, M]), R: out(f32[N, M]
             R[i, j] = C[i, j] * 2.0
 
 
-HELD = {linear: 1, linear_relu: 1, rowmax: 1, bt_then_read: 1}
+@pd.operator()
+def total_squares(X: f32[N, M], y: out(f32[1])):
+    """A whole array's sum of squares in one cell: the sum runs over a nest of two loops."""
+    y[0] = 0.0
+    for i, j in pd.grid(N, M):
+        y[0] += X[i, j] * X[i, j]
+
+
+@pd.operator()
+def channel_sums(X: f32[N, M, K], y: out(f32[M])):
+    """Sums over the first and last axes (batch norm's statistics): a nest per channel."""
+    for m in range(M):
+        y[m] = 0.0
+        for n, k in pd.grid(N, K):
+            y[m] += X[n, m, k]
+
+
+HELD = {linear: 1, linear_relu: 1, rowmax: 1, bt_then_read: 1, total_squares: 1,
+        channel_sums: 1}
 
 
 @pd.operator()

@@ -7,7 +7,8 @@ becomes the same reduction kept in a local scalar, stored once
     s = init;  for k ...: s op= e;  T[f(i)] = g(s)       (g the identity without a store)
 
 where ``e`` reads its arrays along ``k`` with stride 1 (``X[n, k] * W[o, k]``: nn.Linear's
-weight layout, a product with B transposed) and the cell's own loops cannot carry register
+weight layout, a product with B transposed; ``k`` may be the innermost loop of a perfect
+nest, a whole array's sum in ``y[0]``) and the cell's own loops cannot carry register
 tiles (some read moves along the cell's last subscript other than with stride 1 there). The
 scalar's loop is then a vectorized reduction over contiguous rows, held in registers; the
 cell updated through memory in that loop is neither (the C compiler cannot prove the cell
@@ -52,7 +53,7 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
         s = Scalar(dtype, name)
         arrays.append(Array(name, dtype, (), "local", init.iters))
         changed = {init.name: init.replace(target=s)}
-        for ref in loop.body:
+        for ref in _innermost(loop).body:
             upd = scop.statement(ref.name)
             changed[upd.name] = upd.replace(target=s, value=replace_subexpr(upd.value, cell, s))
         if store is not None:
@@ -62,10 +63,11 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
             new_name = fresh_name(f"{init.name}_h", taken)
             new = init.replace(name=new_name, op="=", value=s,
                                domain=init.domain.set_tuple_name(new_name))
-            last = max(statements.index(changed[r.name]) for r in loop.body)
+            last = max(statements.index(changed[r.name]) for r in _innermost(loop).body)
             statements.insert(last + 1, new)
             tree = _insert_after(tree, set(statements_under(loop.body)), StmtRef(new.name))
-        notes.append(f"{_text(cell)}: the sum over {loop.var} is kept in the local scalar "
+        over = ", ".join(_nest_vars(loop))
+        notes.append(f"{_text(cell)}: the sum over {over} is kept in the local scalar "
                      f"{name}, stored once")
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
         tuple(notes)
@@ -132,20 +134,29 @@ def _match(scop: Scop, body: tuple[Node, ...], pos: int, repacked: frozenset[str
             not reads_array(init.value, cell.array) and
             all(aff.vars() <= set(init.iters) | set(scop.syms) for aff in cell.index)):
         return None
-    if not loop.body or not all(isinstance(n, StmtRef) and _is_update(
-            scop.statement(n.name), cell) for n in loop.body):
+    inner = _innermost(loop)
+    if not inner.body or not all(isinstance(n, StmtRef) and _is_update(
+            scop.statement(n.name), cell) for n in inner.body):
         return None
     store = None
     if pos + 2 < len(body) and isinstance(body[pos + 2], StmtRef):
         after = scop.statement(body[pos + 2].name)
         if after.target == cell and after.op == "=" and _only_cell(after.value, cell):
             store = after
-    updates = [scop.statement(n.name) for n in loop.body]
+    updates = [scop.statement(n.name) for n in inner.body]
     reads = [e for u in updates for e in u.value.walk() if isinstance(e, Load) and
              e.array != cell.array]
-    if not _along_reduction(reads, loop.var) or along_cells(cell, init.iters, reads, repacked):
+    if not _along_reduction(reads, inner.var) or along_cells(cell, init.iters, reads, repacked):
         return None
     return init, loop, store
+
+
+def _innermost(loop: Loop) -> Loop:
+    """The innermost loop of the perfect nest ``loop`` starts (``loop`` itself without one):
+    a sum over several loops (``y[0] += X[i, j] ** 2`` over i and j) is held the same way."""
+    while len(loop.body) == 1 and isinstance(loop.body[0], Loop):
+        loop = loop.body[0]
+    return loop
 
 
 def _is_update(stmt: Statement, cell: Load) -> bool:
@@ -161,6 +172,14 @@ def _is_update(stmt: Statement, cell: Load) -> bool:
     mine = [x == cell for x in (value.a, value.b)]
     other = value.b if mine[0] else value.a
     return mine.count(True) == 1 and not reads_array(other, cell.array)
+
+
+def _nest_vars(loop: Loop) -> list[str]:
+    out = [loop.var]
+    while len(loop.body) == 1 and isinstance(loop.body[0], Loop):
+        loop = loop.body[0]
+        out.append(loop.var)
+    return out
 
 
 def _along_reduction(reads: list[Load], var: str) -> bool:
@@ -181,9 +200,6 @@ def _along_reduction(reads: list[Load], var: str) -> bool:
 def _only_cell(e: Expr, cell: Load) -> bool:
     """Every read of the cell's array in ``e`` is of the cell itself."""
     return all(x == cell for x in e.walk() if isinstance(x, Load) and x.array == cell.array)
-
-
-
 
 
 def _insert_after(nodes: tuple[Node, ...], body: set[str], new: StmtRef) -> tuple[Node, ...]:
