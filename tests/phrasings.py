@@ -314,6 +314,26 @@ def gelu_tanh(X: f32[N, M], Y: out(f32[N, M])):
             Y[i, j] = 0.5 * x * (1.0 + pd.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 
 
+# --- per-channel scales and whole-array sums ----------------------------------------------------
+
+
+@pd.operator()
+def batchnorm_infer(X: f32[B, C, H, W], mean: f32[C], var: f32[C], g: f32[C], beta: f32[C],
+                    Y: out(f32[B, C, H, W])):
+    """Batch norm at inference over NCHW, written as its formula: the per-channel values are
+    read in the innermost loop."""
+    for b, c, y, x in pd.grid(B, C, H, W):
+        Y[b, c, y, x] = (X[b, c, y, x] - mean[c]) / pd.sqrt(var[c] + 1e-5) * g[c] + beta[c]
+
+
+@pd.operator()
+def sum_squares_cell(X: f32[N, M], y: out(f32[1])):
+    """``(X ** 2).sum()`` into the output's one cell."""
+    y[0] = 0.0
+    for i, j in pd.grid(N, M):
+        y[0] += X[i, j] * X[i, j]
+
+
 # --- convolutions with zero padding -----------------------------------------------------------
 
 
@@ -410,6 +430,9 @@ NUMPY = {
     gelu_tanh: _gelu,
     bias_gelu_temp: lambda X, b: (lambda v: 0.5 * v * (1 + _erf(v / np.sqrt(2))))(X + b),
     conv_same_if: lambda X, Wt, b: _conv(X, Wt, 1) + b[:, None, None],
+    batchnorm_infer: lambda X, m, v, g, b: (X - m[:, None, None]) / np.sqrt(
+        v[:, None, None] + 1e-5) * g[:, None, None] + b[:, None, None],
+    sum_squares_cell: lambda X: np.array([(X * X).sum()]),
     conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
 }
 
@@ -455,6 +478,8 @@ BENCH_SIZES = {
     conv_same_if: [{"B": 1, "C": 64, "F": 64, "H": 56, "W": 56},
                    {"B": 1, "C": 256, "F": 256, "H": 14, "W": 14}],
     conv1d_select: [{"B": 8, "C": 256, "F": 256, "L": 512}],
+    batchnorm_infer: [{"B": 8, "C": 64, "H": 56, "W": 56}],
+    sum_squares_cell: [{"N": 4096, "M": 1024}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
@@ -486,6 +511,9 @@ TORCH = {
     bias_gelu_temp: lambda t, X, b: t.nn.functional.gelu(X + b),
     conv_same_if: lambda t, X, Wt, b: t.nn.functional.conv2d(X, Wt, b, padding=1),
     conv1d_select: lambda t, X, Wt: t.nn.functional.conv1d(X, Wt, padding=2),
+    batchnorm_infer: lambda t, X, m, v, g, b: t.nn.functional.batch_norm(X, m, v, g, b,
+                                                                          eps=1e-5),
+    sum_squares_cell: lambda t, X: (X * X).sum().reshape(1),
 }
 
 ALL = list(NUMPY)
