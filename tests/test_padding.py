@@ -197,3 +197,38 @@ def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
         for sizes in region_points(kernel.scop, v.region, hi=20 if target == "c" else 9,
                                    limit=3):
             check_kernel(kernel, sizes, variant=index)
+
+
+Bs, D, O = pd.sym("Bs D O")  # noqa: E741
+Ls = pd.ragged("Ls", Bs)
+
+
+@pd.operator(assume="D >= 1 and O >= 1")
+def seq_conv(X: f32[Bs, Ls, D], Wt: f32[3, D, O], Y: out(f32[Bs, Ls, O])):
+    """A 3-tap convolution along each sequence of a ragged batch, padded by 1 at both of its
+    ends: the copy is per sequence."""
+    for b in range(Bs):
+        for s in range(Ls[b]):
+            for o in range(O):
+                acc = 0.0
+                for t in range(3):
+                    for k in range(D):
+                        if 0 <= s + t - 1 < Ls[b]:
+                            acc += X[b, s + t - 1, k] * Wt[t, k, o]
+                Y[b, s, o] = acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_ragged_sequences(target: str) -> None:
+    kernel = pd.compile(seq_conv, target=target)
+    rng = np.random.default_rng(0)
+    lengths = [0, 1, 2, 5, 17, 33]
+    x = pd.Jagged(rng.standard_normal((sum(lengths), 6)).astype(np.float32), lengths)
+    w = rng.standard_normal((3, 6, 9)).astype(np.float32)
+    y = kernel(x, w)
+    for xb, yb in zip(x.blocks(), y.blocks(), strict=True):
+        xp = np.pad(xb, [(1, 1), (0, 0)])
+        want = sum(xp[t:t + len(xb)] @ w[t] for t in range(3))
+        np.testing.assert_allclose(yb, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y.values, seq_conv.reference(x, w).values, rtol=1e-4,
+                               atol=1e-4)

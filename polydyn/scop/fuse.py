@@ -68,8 +68,7 @@ def _try(scop: Scop, path: tuple[int, ...], k: int) -> tuple[Scop, str] | None:
     written = {_target(scop, n) for n in statements_under(first)} - {None}
     read = {a.name for a in scop.arrays if a.kind == "temp" and
             any(scop.statement(n).touches(a.name) for n in statements_under(second))}
-    temps = sorted(t for t in written & read if scop.array(t).kind == "temp" and
-                   not contractible(scop, t))
+    temps = sorted(t for t in written & read if not contractible(scop, t))
     if not temps:
         return None
     renames: dict[str, str] = {}
