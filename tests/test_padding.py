@@ -44,6 +44,16 @@ def sym_padding(X: f32[C, L], Wt: f32[F, C, K], P: pd.index, Y: out(f32[F, L])):
 
 
 @pd.operator(assume="L >= 1")
+def bounded(X: f32[C, L], Wt: f32[F, C, 3], Y: out(f32[F, L])):
+    """The padding as the taps' loop bounds, no ``if``: the loop runs its whole range."""
+    for f, t in pd.grid(F, L):
+        Y[f, t] = 0.0
+        for c in range(C):
+            for k in range(max(0, 1 - t), min(3, L + 1 - t)):
+                Y[f, t] += X[c, t + k - 1] * Wt[f, c, k]
+
+
+@pd.operator(assume="L >= 1")
 def even_channels(X: f32[C, L], Wt: f32[F, C, 3], Y: out(f32[F, L])):
     """The guard also keeps odd output channels at zero: that condition stays."""
     for f, t in pd.grid(F, L):
@@ -124,6 +134,10 @@ def test_padded_copy_shapes_and_notes() -> None:
     assert notes and [str(d) for d in scop.array("X_pad").shape] == ["C", "(L + 2)"]
     scop, notes = _rewritten(sym_padding)
     assert notes and [str(d) for d in scop.array("X_pad").shape] == ["C", "((L + K) - 1)"]
+    scop, notes = _rewritten(bounded)
+    assert notes and notes[0].endswith("runs its loops over their whole ranges")
+    k_loop = scop.tree[-1].body[0].body[1].body[0]  # for f: for t: [Y = 0, for c: for k]
+    assert (k_loop.var, str(k_loop.lo), str(k_loop.hi)) == ("k", "0", "3")
     box = "0 <= f < F and 0 <= t < L and 0 <= c < C and 0 <= k <= 2"
     for op, kept in ((even_channels, "f mod 2 = 0"), (stricter, "t + k >= 2")):
         scop, notes = _rewritten(op)
@@ -148,14 +162,14 @@ def test_no_copy(op: pd.Operator) -> None:
     assert notes == [] and all(a.kind != "temp" for a in scop.arrays)
 
 
-OPS = [strided, sym_padding, even_channels, stricter, new_cells]
+OPS = [strided, sym_padding, bounded, even_channels, stricter, new_cells]
 SIZES = [{"C": 1, "F": 1, "L": 1, "K": 1, "P": 0}, {"C": 3, "F": 5, "L": 2, "K": 3, "P": 1},
          {"C": 2, "F": 4, "L": 7, "K": 5, "P": 4}, {"C": 0, "F": 3, "L": 6, "K": 2, "P": 7},
          {"C": 17, "F": 33, "L": 31, "K": 3, "P": 2}]
 
 
-@pytest.mark.parametrize("op", [strided, sym_padding, even_channels, stricter, ph.conv_same_if,
-                                ph.conv1d_select], ids=lambda op: op.scop.name)
+@pytest.mark.parametrize("op", [strided, sym_padding, bounded, even_channels, stricter,
+                                ph.conv_same_if, ph.conv1d_select], ids=lambda op: op.scop.name)
 def test_rewritten_operator_on_the_interpreter(op: pd.Operator) -> None:
     scop, _ = _rewritten(op)
     for sizes in SIZES if op in OPS else [{"B": 2, "C": 3, "F": 2, "H": 4, "W": 5, "L": 6}]:

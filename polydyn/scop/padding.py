@@ -17,7 +17,9 @@ has a rectangular reduction and no register tile forms; without it the sum is th
 convolution the CPU policy tiles. The copy costs one pass over the padded ``X``; it is made
 only where the sum reads each element of ``X`` many times (a loop of the statement, ``f``
 here, is absent from the subscripts of ``X``). A term written as a conditional expression,
-``(X[...] if <X's bounds> else 0) * Wt[...]``, reads the copy the same way.
+``(X[...] if <X's bounds> else 0) * Wt[...]``, reads the copy the same way; so do taps whose
+loops stop at the edges (``for ky in range(max(0, 1 - y), min(3, H + 1 - y))``), which then
+run their whole range.
 
 The instances the condition removed read zeros: each adds ``0 * Wt[...]`` to its cell, which
 leaves the cell as it was for finite values of the other factors (as a convolution library's
@@ -28,7 +30,8 @@ the loops' domain, less the conditions the bounds imply, cut by those bounds is 
 written), the term is a product with ``X``'s element as a factor, ``X`` is read once by the
 statement and written by none, the other accesses stay in bounds, and no cell gets written
 that no statement wrote before. The loop tree loses the condition where nothing else was in
-it (the reference interpreter then runs the added instances too).
+it, and the taps' loops their edges where they hold the statement alone (the reference
+interpreter then runs the added instances too).
 """
 
 from __future__ import annotations
@@ -75,13 +78,17 @@ def pad_guarded_reads(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
         stmt = scop.statement(stmt.name)
         scop = _replace_statement(scop, stmt.replace(
             value=_swap(stmt.value, read, moved), domain=domain))
+        loops = _loop_domain(scop, stmt)
         if read is not load:
             how = "reads it without a conditional expression"
-        elif domain.is_equal(_loop_domain(scop, stmt)):  # the guard said nothing else
+        elif domain.is_equal(loops):  # the guard said nothing else
             scop = scop.replace(tree=_unguarded(scop.tree, stmt.name))
             how = "runs without its condition"
-        else:
+        elif domain.is_subset(loops):
             how = f"keeps only the part of its condition that is not {load.array}'s bounds"
+        else:
+            scop = _widened(scop, stmt.name, domain)
+            how = "runs its loops over their whole ranges"
         notes.append(f"{format_expr(load)}: read from {copy}, a copy of {load.array} with "
                      f"a border of zeros, so {stmt.name} {how}")
     return scop, tuple(notes)
@@ -156,6 +163,10 @@ def _domain_without_guard(scop: Scop, stmt: Statement, read: Expr, load: Load,
     guard = isl.Set(f"{head} : " + " and ".join(
         f"0 <= {load.index[d].to_isl()} < {array.shape[d].to_isl()}" for d in coupled) + " }")
     domain = stmt.domain.gist(guard.intersect(ranges)).intersect(ranges).coalesce()
+    if domain.is_equal(stmt.domain):  # the bounds are the loops' (``range(max(0, 1 - y),
+        # min(3, H + 1 - y))``): what the domain says beyond them
+        domain = stmt.domain.gist(guard.intersect_params(scop.context)) \
+            .intersect_params(scop.context).coalesce()
     if domain.is_equal(stmt.domain) or not domain.is_bounded() or \
             not domain.intersect(inside).is_equal(stmt.domain) or \
             not _writes_nothing_new(scop, stmt, domain):
@@ -170,6 +181,45 @@ def _loop_domain(scop: Scop, stmt: Statement) -> isl.Set | None:
         return None
     return make_domain(scop.param_space_text(), stmt.name, stmt.iters,
                        [loop_constraints(lp) for lp in loops], scop.context)
+
+
+def _widened(scop: Scop, name: str, domain: isl.Set) -> Scop:
+    """``scop`` with the loops that hold statement ``name`` alone running over ``domain``'s
+    range of their variable, where that range is a constant one and the loops then give the
+    domain exactly (``range(max(0, 1 - y), min(3, H + 1 - y))`` becomes ``range(0, 3)``);
+    ``scop`` itself otherwise (the loop tree then still says which instances do work)."""
+    loops = _loops_around(scop.tree, name, ())
+    stmt = scop.statement(name)
+    wide: dict[str, tuple[Aff, Aff]] = {}
+    for lp in loops or ():
+        if statements_under(lp.body) != [name]:
+            continue
+        pos = stmt.iters.index(lp.var)
+        lo, hi = _single_aff(domain.dim_min(pos)), _single_aff(domain.dim_max(pos))
+        if lo is not None and hi is not None and lp.step == 1:
+            wide[lp.var] = (lo, _shifted(hi, Aff.const(-1)))
+    if not wide:
+        return scop
+    after = scop.replace(tree=_with_bounds(scop.tree, name, wide))
+    return after if domain.is_equal(_loop_domain(after, stmt)) else scop
+
+
+def _with_bounds(nodes: tuple[Node, ...], name: str, wide: dict[str, tuple[Aff, Aff]]
+                 ) -> tuple[Node, ...]:
+    """The loop tree with the loops that hold statement ``name`` alone given the bounds in
+    ``wide``, by variable."""
+    out: list[Node] = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            lo, hi = wide.get(n.var, (n.lo, n.hi)) if statements_under(n.body) == [name] \
+                else (n.lo, n.hi)
+            out.append(Loop(n.var, lo, hi, n.step, _with_bounds(n.body, name, wide)))
+        elif isinstance(n, Guard):
+            out.append(Guard(n.cond, _with_bounds(n.then, name, wide),
+                             _with_bounds(n.orelse, name, wide)))
+        else:
+            out.append(n)
+    return tuple(out)
 
 
 def _unguarded(nodes: tuple[Node, ...], name: str) -> tuple[Node, ...]:
