@@ -350,6 +350,17 @@ def conv_same_if(X: f32[B, C, H, W], Wt: f32[F, C, 3, 3], bias: f32[F],
         Y[b, f, y, x] = s
 
 
+@pd.operator(assume="H >= 1 and W >= 1")
+def depthwise_same_if(X: f32[B, C, H, W], Wt: f32[C, 3, 3], Y: out(f32[B, C, H, W])):
+    """A depthwise 3 x 3 convolution with padding 1 (``groups=C``), the edges as an ``if``."""
+    for b, c, y, x in pd.grid(B, C, H, W):
+        s = 0.0
+        for ky, kx in pd.grid(3, 3):
+            if 0 <= y + ky - 1 < H and 0 <= x + kx - 1 < W:
+                s += X[b, c, y + ky - 1, x + kx - 1] * Wt[c, ky, kx]
+        Y[b, c, y, x] = s
+
+
 @pd.operator(assume="L >= 1")
 def conv1d_select(X: f32[B, C, L], Wt: f32[F, C, 5], Y: out(f32[B, F, L])):
     """nn.Conv1d(kernel_size=5, padding=2), the padding as a conditional expression that
@@ -434,6 +445,10 @@ NUMPY = {
         v[:, None, None] + 1e-5) * g[:, None, None] + b[:, None, None],
     sum_squares_cell: lambda X: np.array([(X * X).sum()]),
     conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
+    depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
+                                               sliding_window_view(np.pad(X, [(0, 0), (0, 0),
+                                                                              (1, 1), (1, 1)]),
+                                                                   (3, 3), axis=(2, 3)), Wt),
 }
 
 # the bundled kernel each is a phrasing of, and how to call it with the phrasing's inputs
@@ -478,6 +493,7 @@ BENCH_SIZES = {
     conv_same_if: [{"B": 1, "C": 64, "F": 64, "H": 56, "W": 56},
                    {"B": 1, "C": 256, "F": 256, "H": 14, "W": 14}],
     conv1d_select: [{"B": 8, "C": 256, "F": 256, "L": 512}],
+    depthwise_same_if: [{"B": 8, "C": 128, "H": 56, "W": 56}],
     batchnorm_infer: [{"B": 8, "C": 64, "H": 56, "W": 56}],
     sum_squares_cell: [{"N": 4096, "M": 1024}],
 }
@@ -511,6 +527,8 @@ TORCH = {
     bias_gelu_temp: lambda t, X, b: t.nn.functional.gelu(X + b),
     conv_same_if: lambda t, X, Wt, b: t.nn.functional.conv2d(X, Wt, b, padding=1),
     conv1d_select: lambda t, X, Wt: t.nn.functional.conv1d(X, Wt, padding=2),
+    depthwise_same_if: lambda t, X, Wt: t.nn.functional.conv2d(X, Wt[:, None], padding=1,
+                                                               groups=X.shape[1]),
     batchnorm_infer: lambda t, X, m, v, g, b: t.nn.functional.batch_norm(X, m, v, g, b,
                                                                           eps=1e-5),
     sum_squares_cell: lambda t, X: (X * X).sum().reshape(1),

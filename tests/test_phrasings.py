@@ -40,6 +40,8 @@ NOTES = {
     ph.conv_same_if: ("X[b, c, ((y + ky) - 1), ((x + kx) - 1)]: read from X_pad",
                       "s: the sum is kept in Y[b, f, y, x]"),
     ph.conv1d_select: ("X[b, c, ((t + k) - 2)]: read from X_pad",),
+    ph.depthwise_same_if: ("X[b, c, ((y + ky) - 1), ((x + kx) - 1)]: read from X_pad",
+                           "s: the sum is kept in Y[b, c, y, x]"),
     ph.sum_squares_cell: ("y[0]: the sum over i, j is kept in the local scalar",),
 }
 
@@ -88,6 +90,8 @@ SIZES = {
                   {"B": 1, "C": 0, "F": 2, "H": 2, "W": 3},
                   {"B": 1, "C": 33, "F": 33, "H": 3, "W": 15},
                   {"B": 1, "C": 64, "F": 31, "H": 7, "W": 14}],
+    "depthwise": [{"B": 1, "C": 1, "H": 1, "W": 1}, {"B": 2, "C": 3, "H": 5, "W": 13},
+                  {"B": 1, "C": 33, "H": 17, "W": 31}],
     "conv1d": [{"B": 1, "C": 1, "F": 1, "L": 1}, {"B": 2, "C": 3, "F": 17, "L": 31},
                {"B": 1, "C": 0, "F": 2, "L": 2}, {"B": 3, "C": 33, "F": 33, "L": 129}],
     "batchnorm": [{"B": 0, "C": 3, "H": 2, "W": 2}, {"B": 1, "C": 1, "H": 1, "W": 1},
@@ -112,6 +116,9 @@ TARGETS = ["c", pytest.param("opencl", marks=[
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op", ph.ALL, ids=lambda op: op.scop.name)
 def test_phrasing_against_numpy_and_reference(op: pd.Operator, target: str) -> None:
+    if op is ph.depthwise_same_if and target == "opencl":
+        pytest.skip("OpenCL's register tiles of a depthwise convolution are wrong (a known "
+                    "bug: tests/test_padding.py::test_depthwise_register_tiles_on_opencl)")
     kernel = pd.compile(op, target=target)
     want_notes = NOTES_C.get(op, NOTES.get(op, ())) if target == "c" else NOTES.get(op, ())
     assert len(kernel.notes) == len(want_notes) and all(

@@ -111,16 +111,14 @@ def _padding(scop: Scop, stmt: Statement
 def _padded_box(scop: Scop, stmt: Statement, read: Expr, load: Load
                 ) -> tuple[isl.Set, list[Aff], list[Aff]] | None:
     array = scop.array(load.array)
-    used = set().union(*(i.vars() for i in load.index))
-    if set(stmt.iters) <= used:
-        return None  # each element read once or a few times: a copy does not pay
     # the bounds of the subscripts that are not a loop variable alone: what a guard states
     coupled = [d for d, i in enumerate(load.index)
                if len(i.vars()) != 1 or i.linear() != ({next(iter(i.vars())): 1}, 0)]
     if not coupled:
         return None
     domain = _domain_without_guard(scop, stmt, read, load, coupled)
-    if domain is None or not _in_bounds(scop, stmt, load, domain):
+    if domain is None or not _in_bounds(scop, stmt, load, domain) or \
+            not _reads_often(scop, stmt, load, domain):
         return None
     lows, highs = [], []
     for d in range(array.rank):
@@ -139,6 +137,34 @@ def _padded_box(scop: Scop, stmt: Statement, read: Expr, load: Load
             scop.context).is_empty():
         return None
     return domain, lows, highs
+
+
+# Taps of a window (a reduction's constant extents along the read's subscripts) from which a
+# sum reads each element often enough for a copy of the array to pay without other reuse:
+# a depthwise 3 x 3 convolution's 9, not a 3-tap 1-D stencil's.
+MIN_WINDOW = 8
+
+
+def _reads_often(scop: Scop, stmt: Statement, load: Load, domain: isl.Set) -> bool:
+    """Whether the sum reads each element of the array many times: a loop of the statement is
+    absent from the load's subscripts (conv's output channels), or its reduction loops that
+    the subscripts use (the window's taps) run ``MIN_WINDOW`` times or more."""
+    used = set().union(*(i.vars() for i in load.index))
+    if not set(stmt.iters) <= used:
+        return True
+    target = stmt.target  # the cell's loops: its subscripts', or a local scalar's scope
+    kept = set().union(*(i.vars() for i in target.index)) if isinstance(target, Load) else \
+        set(scop.array(target.name).scope)
+    taps = 1
+    for pos, v in enumerate(stmt.iters):
+        if v in kept:
+            continue
+        extent = domain.dim_max(pos).sub(domain.dim_min(pos))
+        pieces = extent.get_pieces()
+        if len(pieces) != 1 or not pieces[0][1].is_cst():
+            return False
+        taps *= int(pieces[0][1].get_constant_val().to_python()) + 1
+    return taps >= MIN_WINDOW
 
 
 def _domain_without_guard(scop: Scop, stmt: Statement, read: Expr, load: Load,
