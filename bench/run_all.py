@@ -164,6 +164,8 @@ reduction, so no register tile formed; it now reads a copy of X with a border of
 runs the valid convolution's `channels` register tiles (an operator with one conv band and
 element-wise bands besides, the copy here, now gets the `channels` and `vectorW` variants:
 `schedule/auto.lone_band`). `conv1d_select` writes the padding as `X[...] if ... else 0.0`.
+`depthwise_same_if` reads each input element through 9 taps and no other loop: it gets the
+copy too (`padding.MIN_WINDOW`); its rate is in GB/s (a memory-bound operator).
 `bias_gelu_temp` (GELU of `X + b` through a temporary) and `linear_temp_relu` (a product into
 a temporary, then a ReLU nest) run their two nests as one, the temporary in a register (the
 product's sum then in the output's cell, the ReLU a pass of its own). The machine was
