@@ -53,7 +53,8 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
         s = Scalar(dtype, name)
         arrays.append(Array(name, dtype, (), "local", init.iters))
         changed = {init.name: init.replace(target=s)}
-        for ref in _innermost(loop).body:
+        nest = _nest(loop)
+        for ref in nest[-1].body:
             upd = scop.statement(ref.name)
             changed[upd.name] = upd.replace(target=s, value=replace_subexpr(upd.value, cell, s))
         if store is not None:
@@ -63,10 +64,10 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
             new_name = fresh_name(f"{init.name}_h", taken)
             new = init.replace(name=new_name, op="=", value=s,
                                domain=init.domain.set_tuple_name(new_name))
-            last = max(statements.index(changed[r.name]) for r in _innermost(loop).body)
+            last = max(statements.index(changed[r.name]) for r in nest[-1].body)
             statements.insert(last + 1, new)
             tree = _insert_after(tree, set(statements_under(loop.body)), StmtRef(new.name))
-        over = ", ".join(_nest_vars(loop))
+        over = ", ".join(x.var for x in nest)
         notes.append(f"{_text(cell)}: the sum over {over} is kept in the local scalar "
                      f"{name}, stored once")
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
@@ -134,7 +135,7 @@ def _match(scop: Scop, body: tuple[Node, ...], pos: int, repacked: frozenset[str
             not reads_array(init.value, cell.array) and
             all(aff.vars() <= set(init.iters) | set(scop.syms) for aff in cell.index)):
         return None
-    inner = _innermost(loop)
+    inner = _nest(loop)[-1]
     if not inner.body or not all(isinstance(n, StmtRef) and _is_update(
             scop.statement(n.name), cell) for n in inner.body):
         return None
@@ -151,12 +152,14 @@ def _match(scop: Scop, body: tuple[Node, ...], pos: int, repacked: frozenset[str
     return init, loop, store
 
 
-def _innermost(loop: Loop) -> Loop:
-    """The innermost loop of the perfect nest ``loop`` starts (``loop`` itself without one):
-    a sum over several loops (``y[0] += X[i, j] ** 2`` over i and j) is held the same way."""
-    while len(loop.body) == 1 and isinstance(loop.body[0], Loop):
-        loop = loop.body[0]
-    return loop
+def _nest(loop: Loop) -> list[Loop]:
+    """The loops of the perfect nest ``loop`` starts, outermost first (``loop`` alone without
+    one): a sum over several loops (``y[0] += X[i, j] ** 2`` over i and j) is held the same
+    way as over one."""
+    nest = [loop]
+    while len(nest[-1].body) == 1 and isinstance(nest[-1].body[0], Loop):
+        nest.append(nest[-1].body[0])
+    return nest
 
 
 def _is_update(stmt: Statement, cell: Load) -> bool:
@@ -172,14 +175,6 @@ def _is_update(stmt: Statement, cell: Load) -> bool:
     mine = [x == cell for x in (value.a, value.b)]
     other = value.b if mine[0] else value.a
     return mine.count(True) == 1 and not reads_array(other, cell.array)
-
-
-def _nest_vars(loop: Loop) -> list[str]:
-    out = [loop.var]
-    while len(loop.body) == 1 and isinstance(loop.body[0], Loop):
-        loop = loop.body[0]
-        out.append(loop.var)
-    return out
 
 
 def _along_reduction(reads: list[Load], var: str) -> bool:

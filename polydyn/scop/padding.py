@@ -110,6 +110,8 @@ def _padding(scop: Scop, stmt: Statement
 
 def _padded_box(scop: Scop, stmt: Statement, read: Expr, load: Load
                 ) -> tuple[isl.Set, list[Aff], list[Aff]] | None:
+    """For one candidate read: the statement's domain without the guard and the padded box,
+    where the rewrite applies and pays; None otherwise."""
     array = scop.array(load.array)
     # the bounds of the subscripts that are not a loop variable alone: what a guard states
     coupled = [d for d, i in enumerate(load.index)
@@ -442,8 +444,7 @@ def _add_copy(scop: Scop, name: str, lows: list[Aff], highs: list[Aff], user: St
     iters = tuple(fresh_name(f"{name.lower()}{d}", taken) for d in range(array.rank))
     extents = tuple(_shifted(hi, _shifted(lo, Aff.const(1))) for lo, hi in
                     zip(lows, highs, strict=True))
-    cell = tuple(_shifted(Aff.var(v), Aff.const(0) - lo) for v, lo in
-                 zip(iters, lows, strict=True))
+    cell = tuple(_shifted(Aff.var(v), -lo) for v, lo in zip(iters, lows, strict=True))
     inside: Expr | None = None
     for d, (lo, hi, sub) in enumerate(zip(lows, highs, cell, strict=True)):
         if lo.linear() == ({}, 0) and _shifted(hi, Aff.const(-1)).linear() == \
