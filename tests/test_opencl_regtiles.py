@@ -18,7 +18,7 @@ import islpy as isl
 import pytest
 
 import polydyn as pd
-from polydyn import f32, out
+from polydyn import f32, inout, out
 from polydyn.codegen_ocl.legality import check_launches, out_of_order
 from polydyn.codegen_ocl.regtiles import RegisterTiles, parse_override
 from polydyn.errors import InternalError, UnsupportedError
@@ -45,6 +45,13 @@ def mm_update(A: f32[N, K], Bm: f32[K, M], C: out(f32[N, M])):
         for j in range(M):
             for k in range(K):
                 C[i, j] += A[i, k] * Bm[k, j]
+
+
+@pd.operator()
+def mm_accumulate(A: f32[N, K], Bm: f32[K, M], C: inout(f32[N, M])):
+    """``C += A @ B``: the cells start from C's values."""
+    for i, j, k in pd.grid(N, M, K):
+        C[i, j] += A[i, k] * Bm[k, j]
 
 
 @pd.operator()
@@ -102,6 +109,15 @@ def conv_loops(X: f32[B, C_, H, W], Wt: f32[F, C_, KH, KW],
                                 Y[n, co, y, x] += X[n, ci, y + ky, x + kx] * Wt[co, ci, ky, kx]
 
 
+@pd.operator(assume="H >= 3 and W >= 3")
+def depthwise(X: f32[B, C_, H, W], Wt: f32[C_, 3, 3], Y: inout(f32[B, C_, H - 2, W - 2])):
+    """A depthwise 3 x 3 convolution added to Y: a channel per work-group, the batch a loop
+    in the kernel around its copies (the weights' copy, 9 elements, is one per work-item)."""
+    for b, c, y, x in pd.grid(B, C_, H - 2, W - 2):
+        for ky, kx in pd.grid(3, 3):
+            Y[b, c, y, x] += X[b, c, y + ky, x + kx] * Wt[c, ky, kx]
+
+
 # sizes: 0, 1, primes, 63/64/65 (the block), 3/4/5 (the register tile), 15/16/17 (BK)
 MM_SHAPES = [(1, 1, 1), (0, 5, 3), (3, 0, 5), (5, 7, 0), (7, 13, 31), (63, 64, 65),
              (64, 64, 16), (65, 63, 17), (17, 65, 15), (3, 5, 4), (1, 129, 2), (130, 1, 33),
@@ -109,6 +125,7 @@ MM_SHAPES = [(1, 1, 1), (0, 5, 3), (3, 0, 5), (5, 7, 0), (7, 13, 31), (63, 64, 6
 SHAPES = {
     mm_update: ("N M K", MM_SHAPES),
     mm_then_scale: ("N M K", MM_SHAPES),
+    mm_accumulate: ("N M K", [(1, 1, 1), (0, 5, 3), (65, 63, 17), (129, 130, 33)]),
     tri_mm: ("N M", [(1, 1), (0, 3), (5, 3), (65, 70), (70, 65), (129, 33), (128, 64)]),
     mm_scalar: ("N M K", MM_SHAPES),
     linear: ("N O K", MM_SHAPES),
@@ -117,6 +134,7 @@ SHAPES = {
     conv_loops: ("B C F H W KH KW", [(1, 1, 1, 1, 1, 1, 1), (1, 2, 3, 7, 13, 3, 3),
                                      (2, 1, 2, 16, 17, 1, 1), (1, 3, 2, 15, 16, 5, 3),
                                      (1, 2, 1, 67, 70, 3, 3), (1, 17, 2, 5, 66, 2, 3)]),
+    depthwise: ("B C H W", [(2, 3, 7, 15), (1, 1, 3, 3), (3, 2, 66, 67), (2, 1, 70, 5)]),
 }
 OPS = list(SHAPES)
 
@@ -192,8 +210,9 @@ def test_generic_variant_is_register_tiled(op) -> None:
     generic = k.mappings[-1]
     tiled = [spec for spec in generic.kernels if spec.regtiles is not None]
     assert tiled, f"{op.name}: {generic.variant.summary}"
-    # two buffers per copy (conv reads its window in place: no copy, one stage)
-    stages = 2 if tiled[0].local else 1
+    # two buffers per copy (conv reads its window in place: no copy, one stage; the
+    # depthwise convolution's 3 taps are one reduction tile, no barrier under a loop)
+    stages = 2 if tiled[0].local and op is not depthwise else 1
     assert tiled[0].regtiles == RegisterTiles(4, 4, 16, 16, 16, stages)
     assert tiled[0].local_size[:2] == (16, 16)
     assert "register tiles 4x4 per work-item, 64x64x16 blocks" + \
@@ -204,7 +223,7 @@ def test_kernel_text_has_private_accumulators_and_unrolled_fmas() -> None:
     src = compiled(mm_update).source
     generic = src.split("---- variant")[-1]
     assert "float pd_acc_C[4][4];" in generic
-    assert "PD_UNROLL\n" in generic and "#define PD_UNROLL _Pragma(\"unroll\")" in src
+    assert "#pragma unroll\n" in generic
     assert "for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)" in generic
     assert "for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)" in generic
     # the work-item's points are strided by the 16 work-items along each member
@@ -253,7 +272,7 @@ def test_partial_blocks_run_every_point_where_reads_stay_in_local_memory() -> No
     local values go to registers that are never stored); the cells' loads and stores keep
     theirs. A triangle, a kernel that writes global memory beside its cells and one that
     reads it in place keep their guards (the reference checks above cover all four)."""
-    generic = compiled(mm_update).source.split("---- variant")[-1]
+    generic = compiled(mm_accumulate).source.split("---- variant")[-1]
     assert _guarded_statements(generic, "C") == {"load", "store"}
     triangle = compiled(tri_mm).source.split("---- variant")[-1]
     assert "compute" in _guarded_statements(triangle, "C")
@@ -262,6 +281,24 @@ def test_partial_blocks_run_every_point_where_reads_stay_in_local_memory() -> No
     # conv reads its input in place (its window's box grows with the syms): guarded
     conv = compiled(conv_loops).source.split("---- variant")[-1]
     assert "compute" in _guarded_statements(conv, "Y")
+
+
+def test_cells_load_only_values_read_before_written() -> None:
+    """The accumulators start from the output where a statement reads a cell before any
+    writes it (``C += ...``); after ``C = 0`` they load nothing."""
+    loads = "pd_acc_C[pd_ra][pd_rb] = C["
+    assert loads in compiled(mm_accumulate).source
+    zeroed = compiled(mm_update)
+    assert tiled_specs(zeroed) and loads not in zeroed.source
+
+
+def test_copies_within_one_pass_of_the_group_are_an_if() -> None:
+    """A copy with no more elements than the work-group has work-items (the depthwise
+    weights' 9) is an ``if``, not a loop that runs once: PoCL's vectorized work-group loops
+    lost such a loop's copy in the 32-bit build while the register loops were rolled."""
+    generic = compiled(depthwise).source.split("---- variant")[-1]
+    assert "if (pd_lid < 1 * 3 * 3)" in generic and "pd_e < 1 * 3 * 3;" not in generic
+    assert "pd_e < 1 * 1 * 66 * 66; pd_e += 256)" in generic  # X's box: a loop
 
 
 def test_explain_names_the_register_tiles() -> None:

@@ -116,9 +116,6 @@ TARGETS = ["c", pytest.param("opencl", marks=[
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op", ph.ALL, ids=lambda op: op.scop.name)
 def test_phrasing_against_numpy_and_reference(op: pd.Operator, target: str) -> None:
-    if op is ph.depthwise_same_if and target == "opencl":
-        pytest.skip("OpenCL's register tiles of a depthwise convolution are wrong (a known "
-                    "bug: tests/test_padding.py::test_depthwise_register_tiles_on_opencl)")
     kernel = pd.compile(op, target=target)
     want_notes = NOTES_C.get(op, NOTES.get(op, ())) if target == "c" else NOTES.get(op, ())
     assert len(kernel.notes) == len(want_notes) and all(

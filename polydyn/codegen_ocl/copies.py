@@ -145,9 +145,15 @@ class LocalCopies:
             load = (f"*(__local {vtype} *)({copy.buffer} + {dest}) = "
                     f"*(__global const {vtype} *)({a.name} + {flat})")
             it, count = "pd_v", f"{total} / {width}"
-        body = cgen.Block([*(cgen.Statement(x) for x in index),
-                           cgen.If(inside, cgen.Statement(load))])
-        return cgen.For(f"int64_t {it} = pd_lid", f"{it} < {count}", f"{it} += {group}", body)
+        body = [*(cgen.Statement(x) for x in index), cgen.If(inside, cgen.Statement(load))]
+        if None not in copy.sizes and math.prod(copy.sizes) // width <= group:
+            # one element per work-item at most: no loop that runs once (PoCL's vectorized
+            # work-group loops lost the copy of such a loop in a 32-bit build)
+            once = cgen.Block([cgen.Statement(f"const int64_t {it} = pd_lid"), *body])
+            return once if math.prod(copy.sizes) // width == group else \
+                cgen.If(f"pd_lid < {count}", once)
+        return cgen.For(f"int64_t {it} = pd_lid", f"{it} < {count}", f"{it} += {group}",
+                        cgen.Block(body))
 
     def local_declarations(self, spec: KernelSpec) -> list[cgen.Generable]:
         """``pd_lid`` (the work-item's flat id), the buffers (16-byte aligned: vectors are

@@ -20,11 +20,8 @@ from .regtiles import ACC_LOAD, ACC_STORE
 # the register tile's row and column in a work-item (loops fully unrolled)
 REG_VARS = ("pd_ra", "pd_rb")
 CELL = f"[{REG_VARS[0]}][{REG_VARS[1]}]"
-# the register loops are unrolled (the cells then live in registers), except where the
-# program is built with PD_ROLLED_REGISTERS (runtime/opencl.py: PoCL)
-UNROLL = "PD_UNROLL"
-UNROLL_PRELUDE = ("#ifdef PD_ROLLED_REGISTERS\n#define PD_UNROLL\n#else\n"
-                  "#define PD_UNROLL _Pragma(\"unroll\")\n#endif\n")
+# the register loops are unrolled: the cells then live in registers
+UNROLL = "#pragma unroll"
 # the buffer a double-buffered kernel's statements read (0 or 1); copies fill the other
 STAGE = "pd_db"
 
@@ -117,4 +114,4 @@ class RegisterLoops:
         return f"[{spec.regtiles.tm}][{spec.regtiles.tn}]"
 
 
-__all__ = ["REG_VARS", "STAGE", "UNROLL_PRELUDE", "RegisterLoops"]
+__all__ = ["REG_VARS", "STAGE", "RegisterLoops"]

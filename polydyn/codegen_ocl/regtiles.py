@@ -20,7 +20,8 @@ promotion.py), from the flat schedule
     [outer, 1, seq, kt, 1, r, below r .., m_r, m_c] the statements (kt = BK floor(r / BK))
     [outer, 2, .., m_r, m_c]                        PDACCSTORE_<C>: cells to the output
 
-with the statements of a sequence around the band at their positions (``seq``), then widened
+with the statements of a sequence around the band at their positions (``seq``); the cells'
+loads only where a statement reads a cell before writing it (``_read_first``). It is then widened
 (``regflat.Layout.widen``) so that whole reduction tiles and whole blocks get loops of their own,
 with constant trip counts and no guards. ``m_r`` and ``m_c`` come innermost: that is legal
 because they are coincident (every dependence inside the launch keeps them), and the race
@@ -237,7 +238,9 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
         points = pre.intersect_domain(group).range()  # { [p..] } of the group
         cell_set = isl.Set.from_union_set(isl.UnionSet.from_set(cells.domain()).intersect(
             points))
-        for prefix, phase in ((ACC_LOAD, 0), (ACC_STORE, 2)):
+        transfers = ((ACC_LOAD, 0), (ACC_STORE, 2)) if _read_first(scop, flat, array) else \
+            ((ACC_STORE, 2),)
+        for prefix, phase in transfers:
             parts = parts.union(isl.UnionMap.from_map(lay.cell_statement(
                 cell_set.set_tuple_name(prefix + array), phase)))
         acc_exprs.append(Accumulator(array, _cell_index(cells, kctx)))
@@ -351,6 +354,19 @@ def _accumulators(scop: Scop, domain: isl.UnionSet, band_domain: isl.UnionSet,
                 return None
         out.append((name, cell_map))
     return out
+
+
+def _read_first(scop: Scop, flat: isl.UnionMap, name: str) -> bool:
+    """Whether some statement of the kernel (``flat``: its schedule) reads a cell of ``name``
+    before every write to it: only then do the accumulators start from the array's values
+    (a product's ``C = 0`` first leaves nothing to load)."""
+    statements = flat.domain()
+    reads = accesses_to(scop.accesses("read").intersect_domain(statements), name)
+    if reads.is_empty():
+        return False
+    writes = accesses_to(scop.accesses("write").intersect_domain(statements), name)
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    return not info.set_schedule_map(flat).compute_flow().get_may_no_source().is_empty()
 
 
 def _cell_index(cells: isl.Map, kctx: isl.Set) -> tuple[Any, ...]:

@@ -14,12 +14,6 @@ from ..errors import CompileError, UnsupportedError
 from .ocl_log import build_log, only_benign
 
 BUILD_OPTIONS = ("-cl-std=CL1.2",)
-# PoCL's CPU compiler gave wrong results for unrolled register tiles (codegen_ocl/regemit.py)
-# when work-item 0 of a group lies outside a partial block and the work-items run reversed
-# (POLYDYN_OCL_PERMUTE=reverse: the rows of the last block that work-item 0 does not own
-# were never computed, as if its guard were taken for the whole group); the same kernel
-# with the register loops rolled gave the right ones. On PoCL the loops stay rolled.
-POCL_OPTIONS = ("-DPD_ROLLED_REGISTERS",)
 # NVIDIA's compiler takes inline PTX: lane kernels combine within a warp by shuffles
 # (codegen_ocl/combine.py); POLYDYN_OCL_SHUFFLE=local runs them through local memory (tests)
 NVIDIA_OPTIONS = ("-DPD_NV_SHUFFLE",)
@@ -150,7 +144,6 @@ def build_program(context: Any, source: str, name: str, defines: tuple[str, ...]
     cl = _cl()
     platforms = [d.platform.name for d in context.devices]
     options = BUILD_OPTIONS + defines + \
-        (POCL_OPTIONS if any("Portable Computing Language" in p for p in platforms) else ()) + \
         (NVIDIA_OPTIONS if platforms and all("NVIDIA" in p for p in platforms) else ()) + \
         (("-DPD_NV_SHUFFLE", "-DPD_SHUFFLE_LOCAL") if os.environ.get(
             "POLYDYN_OCL_SHUFFLE") == "local" else ())

@@ -33,11 +33,6 @@ static inline float pd_fmod_f32(float a, float b) {
   float r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-#ifdef PD_ROLLED_REGISTERS
-#define PD_UNROLL
-#else
-#define PD_UNROLL _Pragma("unroll")
-#endif
 
 /* ---- variant B=1: [B, N, K, M] -> {  : B = 1 and N > 0 and K > 0 and M > 0 } */
 /* batched_matmul_v0_k0: 2-D grid of 64x64 work-groups over schedule dims pd_c0, pd_c1; register tiles 4x4 per work-item, 64x64x16 blocks, two buffers; statements S0, S1 */
@@ -57,27 +52,6 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
   __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[((0) * (N) + pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -92,8 +66,8 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
         const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64 * 16);
             const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
@@ -124,8 +98,8 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
         const int64_t pd_n2 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 64);
             const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
@@ -151,11 +125,11 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -170,11 +144,11 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -194,11 +168,11 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -217,11 +191,11 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -246,13 +220,13 @@ void batched_matmul_v0_k0(long pd_arg_B, long N, long K, long M, long pd_o0, lon
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -286,27 +260,6 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
   __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[((0) * (N) + pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -321,8 +274,9 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
         const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 1 * 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32 * 16);
             const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
@@ -353,8 +307,9 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
         const int64_t pd_n2 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 1 * 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 32);
             const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
@@ -380,11 +335,11 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -399,11 +354,11 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -423,11 +378,11 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -446,11 +401,11 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -475,13 +430,13 @@ void batched_matmul_v0_k0_2x2(long pd_arg_B, long N, long K, long M, long pd_o0,
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -526,8 +481,9 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
       const int64_t pd_n2 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_Bm_lo2 + 1;
       if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 1 * 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
@@ -538,8 +494,8 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
           const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
@@ -560,8 +516,9 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
       if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 1 * 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
@@ -572,8 +529,8 @@ void batched_matmul_v0_k0_1(long pd_arg_B, long N, long K, long M, long pd_o0, l
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 1 * 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
           const int64_t pd_e2 = ((pd_e) % (16 * 16)) % (16);
@@ -635,25 +592,6 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        {
-          const int64_t pd_u0 = pd_g0;
-          const int64_t pd_u1 = pd_c8;
-          const int64_t pd_u2 = pd_c9;
-          pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 32))
@@ -669,8 +607,8 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64 * 16);
             const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
@@ -702,8 +640,8 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = ((64 * pd_g2) + 63) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 64);
             const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
@@ -726,11 +664,11 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       if (pd_c2 == 0)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -750,11 +688,11 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         if (pd_c6 >= 0)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -779,13 +717,13 @@ void batched_matmul_v1_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -817,25 +755,6 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-        {
-          const int64_t pd_u0 = pd_g0;
-          const int64_t pd_u1 = pd_c8;
-          const int64_t pd_u2 = pd_c9;
-          pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 32))
@@ -851,8 +770,9 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = (pd_u1 + 15) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 1 * 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32 * 16);
             const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
@@ -884,8 +804,9 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = ((32 * pd_g2) + 31) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 1 * 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 32);
             const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
@@ -908,11 +829,11 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
       if (pd_c2 == 0)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -932,11 +853,11 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         if (pd_c6 >= 0)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -961,13 +882,13 @@ void batched_matmul_v1_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1010,8 +931,9 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = ((16 * pd_g2) + 15) - pd_loc_Bm_lo2 + 1;
       if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
@@ -1044,8 +966,9 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = (pd_u0 + 15) - pd_loc_A_lo2 + 1;
       if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 8 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
@@ -1056,8 +979,8 @@ void batched_matmul_v1_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
           const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
@@ -1125,28 +1048,6 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
-            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 17))
@@ -1162,8 +1063,8 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64 * 16);
             const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
@@ -1195,8 +1096,8 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 64);
             const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
@@ -1222,11 +1123,11 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1241,11 +1142,11 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1265,11 +1166,11 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1288,11 +1189,11 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1317,13 +1218,13 @@ void batched_matmul_v2_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1358,28 +1259,6 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
-            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 17))
@@ -1395,8 +1274,9 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 1 * 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32 * 16);
             const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
@@ -1428,8 +1308,9 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 1 * 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 32);
             const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
@@ -1455,11 +1336,11 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1474,11 +1355,11 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1498,11 +1379,11 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1521,11 +1402,11 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1550,13 +1431,13 @@ void batched_matmul_v2_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1602,8 +1483,9 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
       if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
@@ -1636,8 +1518,9 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
       if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 8 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
@@ -1648,8 +1531,8 @@ void batched_matmul_v2_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
           const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
@@ -1717,28 +1600,6 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
-            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 17))
@@ -1754,8 +1615,8 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64 * 16);
             const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
@@ -1787,8 +1648,8 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = (((M >= 64) && (pd_g2 == 0)) ? 63 : (M - 1)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 64);
             const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
@@ -1814,11 +1675,11 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1833,11 +1694,11 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1857,11 +1718,11 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1880,11 +1741,11 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1909,13 +1770,13 @@ void batched_matmul_v3_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1950,28 +1811,6 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
-            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 17))
@@ -1987,8 +1826,9 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 1 * 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32 * 16);
             const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
@@ -2020,8 +1860,9 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 1 * 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 32);
             const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
@@ -2047,11 +1888,11 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2066,11 +1907,11 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2090,11 +1931,11 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2113,11 +1954,11 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2142,13 +1983,13 @@ void batched_matmul_v3_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2194,8 +2035,9 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
       if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
@@ -2228,8 +2070,9 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
       if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 8 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
@@ -2240,8 +2083,8 @@ void batched_matmul_v3_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
           const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);
@@ -2309,28 +2152,6 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
   __local float pd_loc_Bm[2048] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (64 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((64 * pd_g2) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
-            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 17))
@@ -2346,8 +2167,8 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64 * 16);
             const int64_t pd_e1 = ((pd_e) % (64 * 16)) / (16);
@@ -2379,8 +2200,8 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
         const int64_t pd_n2 = ((((64 * pd_g2) + 63) >= M) ? (M - 1) : ((64 * pd_g2) + 63)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 64);
             const int64_t pd_e1 = ((pd_e) % (16 * 64)) / (64);
@@ -2406,11 +2227,11 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2425,11 +2246,11 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2449,11 +2270,11 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2472,11 +2293,11 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2501,13 +2322,13 @@ void batched_matmul_v4_k0(long B, long N, long K, long M, long pd_o0, long pd_o1
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((64 * pd_g1) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2542,28 +2363,6 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
   __local float pd_loc_Bm[1024] __attribute__((aligned(16)));
   int64_t pd_loc_Bm_lo0, pd_loc_Bm_lo1, pd_loc_Bm_lo2, pd_loc_Bm_nlo0, pd_loc_Bm_nlo1, pd_loc_Bm_nlo2;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c9 >= (32 * pd_g2) && (pd_c9 <= pd_min((M - 1), ((32 * pd_g2) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c8;
-            const int64_t pd_u2 = pd_c9;
-            pd_acc_C[pd_ra][pd_rb] = C[((pd_u0) * (N) + pd_u1) * (M) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c2 = -16; pd_c2 < K; pd_c2 += 16)
   {
     if (K >= (pd_c2 + 17))
@@ -2579,8 +2378,9 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = (((pd_u1 + 15) >= K) ? (K - 1) : (pd_u1 + 15)) - pd_loc_A_nlo2 + 1;
         if (((pd_loc_A_nlo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 1 * 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32 * 16);
             const int64_t pd_e1 = ((pd_e) % (32 * 16)) / (16);
@@ -2612,8 +2412,9 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
         const int64_t pd_n2 = ((((32 * pd_g2) + 31) >= M) ? (M - 1) : ((32 * pd_g2) + 31)) - pd_loc_Bm_nlo2 + 1;
         if (((pd_loc_Bm_nlo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 1 * 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 1 * 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16 * 32);
             const int64_t pd_e1 = ((pd_e) % (16 * 32)) / (32);
@@ -2639,11 +2440,11 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2658,11 +2459,11 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2682,11 +2483,11 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 < K; pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2705,11 +2506,11 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
       {
         for (int64_t pd_c6 = pd_c2; pd_c6 <= (pd_c2 + 15); pd_c6 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2734,13 +2535,13 @@ void batched_matmul_v4_k0_2x2(long B, long N, long K, long M, long pd_o0, long p
     pd_loc_Bm_lo1 = pd_loc_Bm_nlo1;
     pd_loc_Bm_lo2 = pd_loc_Bm_nlo2;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((N - 1), ((32 * pd_g1) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c9 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2786,8 +2587,9 @@ void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = ((((16 * pd_g2) + 15) >= M) ? (M - 1) : ((16 * pd_g2) + 15)) - pd_loc_Bm_lo2 + 1;
       if (((pd_loc_Bm_lo2 | (M) | pd_n2) & 3) == 0 && ((ulong)Bm & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16 * 16);
           const int64_t pd_e1 = ((pd_e) % (16 * 16)) / (16);
@@ -2820,8 +2622,9 @@ void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       const int64_t pd_n2 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo2 + 1;
       if (((pd_loc_A_lo2 | (K) | pd_n2) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 2 * 8 * 16 / 4; pd_v += 256)
+        if (pd_lid < 2 * 8 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
@@ -2832,8 +2635,8 @@ void batched_matmul_v4_k0_1(long B, long N, long K, long M, long pd_o0, long pd_
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 2 * 8 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (8 * 16);
           const int64_t pd_e1 = ((pd_e) % (8 * 16)) / (16);
           const int64_t pd_e2 = ((pd_e) % (8 * 16)) % (16);

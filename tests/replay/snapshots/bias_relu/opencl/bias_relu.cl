@@ -71,8 +71,9 @@ void bias_relu_v1_k0(long N, long M, long pd_o0, long pd_o1, __global const floa
     const int64_t pd_n0 = ((((16 * pd_g1) + 16) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_b_lo0 + 1;
     if (((pd_loc_b_lo0 | pd_n0) & 3) == 0 && ((ulong)b & 15) == 0)
     {
-      for (int64_t pd_v = pd_lid; pd_v < 16 / 4; pd_v += 256)
+      if (pd_lid < 16 / 4)
       {
+        const int64_t pd_v = pd_lid;
         const int64_t pd_e = pd_v * 4;
         const int64_t pd_e0 = pd_e;
         if (pd_e0 < pd_n0)
@@ -81,8 +82,9 @@ void bias_relu_v1_k0(long N, long M, long pd_o0, long pd_o1, __global const floa
     }
     else
     {
-      for (int64_t pd_e = pd_lid; pd_e < 16; pd_e += 256)
+      if (pd_lid < 16)
       {
+        const int64_t pd_e = pd_lid;
         const int64_t pd_e0 = pd_e;
         if (pd_e0 < pd_n0)
           pd_loc_b[pd_e] = b[pd_loc_b_lo0 + pd_e0];

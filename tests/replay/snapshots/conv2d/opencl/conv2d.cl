@@ -33,11 +33,6 @@ static inline float pd_fmod_f32(float a, float b) {
   float r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-#ifdef PD_ROLLED_REGISTERS
-#define PD_UNROLL
-#else
-#define PD_UNROLL _Pragma("unroll")
-#endif
 
 /* ---- variant B=1: [B, C, H, W, F, KH, KW] -> {  : B = 1 and C >= 0 and F >= 0 and 0 < KH <= H and 0 < KW <= W } */
 /* conv2d_v0_k0: 3-D grid of 1x64x64 work-groups over schedule dims pd_c0, pd_c1, pd_c2; register tiles 4x4 per work-item, 64x64x16 blocks; statements S0, S1 */
@@ -53,39 +48,17 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_Y[4][4];
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c11 >= (64 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c10;
-            const int64_t pd_u2 = pd_c11;
-            pd_acc_Y[pd_ra][pd_rb] = Y[(((0) * (F) + pd_u0) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   if (C >= 16)
   {
     if (((KH + (64 * pd_g1)) + 62) >= H)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -107,11 +80,11 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
     {
       if (W >= ((KW + (64 * pd_g2)) + 63))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c12 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c13 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -127,13 +100,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -157,13 +130,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
   {
     if (((KH + (64 * pd_g1)) + 62) >= H)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -185,13 +158,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
     {
       if (W >= ((KW + (64 * pd_g2)) + 63))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -211,13 +184,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -249,13 +222,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
           {
             for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
               {
                 const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                 if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                   {
                     const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -289,11 +262,11 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c12 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                   {
                     const int64_t pd_c13 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -321,13 +294,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -363,13 +336,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
           {
             for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
               {
                 const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                 if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= (H - KH)))
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                   {
                     const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -403,13 +376,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -441,13 +414,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= ((64 * pd_g1) + 63)))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -474,13 +447,13 @@ void conv2d_v0_k0(long pd_arg_B, long C, long H, long W, long F, long KH, long K
       }
     }
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c10 >= (64 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((64 * pd_g1) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c11 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -511,39 +484,17 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
   const int64_t pd_g2 = get_group_id(0);
   const int64_t pd_l2 = get_local_id(0);
   float pd_acc_Y[2][2];
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-    if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-        if (pd_c11 >= (32 * pd_g2) && (pd_c11 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_g0;
-            const int64_t pd_u1 = pd_c10;
-            const int64_t pd_u2 = pd_c11;
-            pd_acc_Y[pd_ra][pd_rb] = Y[(((0) * (F) + pd_u0) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u2];
-          }
-        }
-      }
-    }
-  }
   if (C >= 16)
   {
     if (((KH + (32 * pd_g1)) + 30) >= H)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -565,11 +516,11 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
     {
       if (W >= ((KW + (32 * pd_g2)) + 31))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c12 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c13 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -585,13 +536,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -615,13 +566,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
   {
     if (((KH + (32 * pd_g1)) + 30) >= H)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -643,13 +594,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
     {
       if (W >= ((KW + (32 * pd_g2)) + 31))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -669,13 +620,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -707,13 +658,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
           {
             for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
               {
                 const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                 if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                   {
                     const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -747,11 +698,11 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c12 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                   {
                     const int64_t pd_c13 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -779,13 +730,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -821,13 +772,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
           {
             for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
               {
                 const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                 if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= (H - KH)))
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                   {
                     const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -861,13 +812,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -899,13 +850,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
             {
               for (int64_t pd_c8 = 0; pd_c8 < KW; pd_c8 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= ((32 * pd_g1) + 31)))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -932,13 +883,13 @@ void conv2d_v0_k0_2x2(long pd_arg_B, long C, long H, long W, long F, long KH, lo
       }
     }
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
     if (pd_c10 >= (32 * pd_g1) && (pd_c10 <= pd_min((H - KH), ((32 * pd_g1) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c11 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1209,34 +1160,11 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-      {
-        const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
-        {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-          {
-            const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-            if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
-            {
-              {
-                const int64_t pd_u0 = pd_c0;
-                const int64_t pd_u1 = pd_g0;
-                const int64_t pd_u2 = pd_c11;
-                const int64_t pd_u3 = pd_c12;
-                pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-              }
-            }
-          }
-        }
-      }
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-        PD_UNROLL
+        #pragma unroll
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
           const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1257,11 +1185,11 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
           {
             for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
               {
                 const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                 {
                   const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1281,13 +1209,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
           }
         }
       }
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1312,36 +1240,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     {
       for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
-            PD_UNROLL
-            for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-            {
-              const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-              if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= ((64 * pd_g2) + 63)))
-              {
-                {
-                  const int64_t pd_u0 = pd_c0;
-                  const int64_t pd_u1 = pd_g0;
-                  const int64_t pd_u2 = pd_c11;
-                  const int64_t pd_u3 = pd_c12;
-                  pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-                }
-              }
-            }
-          }
-        }
-        PD_UNROLL
-        for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-        {
-          const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
-          {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1366,13 +1271,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1396,13 +1301,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             }
           }
         }
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1427,36 +1332,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       {
         for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
-                {
-                  {
-                    const int64_t pd_u0 = pd_c0;
-                    const int64_t pd_u1 = pd_g0;
-                    const int64_t pd_u2 = pd_c11;
-                    const int64_t pd_u3 = pd_c12;
-                    pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-                  }
-                }
-              }
-            }
-          }
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
-            {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1481,13 +1363,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1511,13 +1393,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               }
             }
           }
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1540,36 +1422,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       {
         for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
             {
-              PD_UNROLL
-              for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-              {
-                const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-                if (pd_c12 >= ((W - KW) - 31) && (pd_c12 <= (W - KW)))
-                {
-                  {
-                    const int64_t pd_u0 = pd_c0;
-                    const int64_t pd_u1 = pd_g0;
-                    const int64_t pd_u2 = pd_c11;
-                    const int64_t pd_u3 = pd_c12;
-                    pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-                  }
-                }
-              }
-            }
-          }
-          PD_UNROLL
-          for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-          {
-            const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
-            {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1594,13 +1453,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1624,13 +1483,13 @@ void conv2d_v1_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               }
             }
           }
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1668,31 +1527,11 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-      {
-        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
-        {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c11;
-              const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        PD_UNROLL
+        #pragma unroll
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
         {
           const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1713,11 +1552,11 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           {
             for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
               {
                 const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                 {
                   const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1737,13 +1576,13 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           }
         }
       }
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1763,33 +1602,13 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
   {
     for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c11 >= (F - 16) && (pd_c11 < F))
         {
-          PD_UNROLL
-          for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-          {
-            const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-            {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c11;
-              const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-      PD_UNROLL
-      for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-      {
-        const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-        if (pd_c11 >= (F - 16) && (pd_c11 < F))
-        {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1811,13 +1630,13 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           {
             for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
               {
                 const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                 if (pd_c11 >= (F - 16) && (pd_c11 < F))
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                   {
                     const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -1838,13 +1657,13 @@ void conv2d_v1_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
           }
         }
       }
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c11 >= (F - 16) && (pd_c11 < F))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2038,38 +1857,15 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   float pd_acc_Y[4][4];
   for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-    {
-      const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
-      {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-        {
-          const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
-          {
-            {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c11;
-              const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-    }
     if (((64 * pd_g1) + 63) >= F)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2091,11 +1887,11 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     {
       if (W >= ((KW + (64 * pd_g2)) + 63))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2111,13 +1907,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2148,13 +1944,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2188,11 +1984,11 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2220,13 +2016,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2262,13 +2058,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2302,13 +2098,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2340,13 +2136,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2373,13 +2169,13 @@ void conv2d_v2_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         }
       }
     }
-    PD_UNROLL
+    #pragma unroll
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
       if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
           const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2412,38 +2208,15 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
   float pd_acc_Y[2][2];
   for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-    {
-      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
-      {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-        {
-          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
-          {
-            {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c11;
-              const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-    }
     if (((32 * pd_g1) + 31) >= F)
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
       {
         const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
         if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2465,11 +2238,11 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     {
       if (W >= ((KW + (32 * pd_g2)) + 31))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2485,13 +2258,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2522,13 +2295,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2562,11 +2335,11 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2594,13 +2367,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2636,13 +2409,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2676,13 +2449,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2714,13 +2487,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2747,13 +2520,13 @@ void conv2d_v2_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
         }
       }
     }
-    PD_UNROLL
+    #pragma unroll
     for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
       if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
         {
           const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -2949,40 +2722,17 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
   float pd_acc_Y[4][4];
   for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-    {
-      const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
-      {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-        {
-          const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c12 >= (64 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((64 * pd_g2) + 63))))
-          {
-            {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c11;
-              const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-    }
     if (C >= 16)
     {
       if (((64 * pd_g1) + 63) >= F)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3004,11 +2754,11 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       {
         if (W >= ((KW + (64 * pd_g2)) + 63))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3024,13 +2774,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         }
         else
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3054,13 +2804,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
     {
       if (((64 * pd_g1) + 63) >= F)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3082,13 +2832,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
       {
         if (W >= ((KW + (64 * pd_g2)) + 63))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3108,13 +2858,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         }
         else
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3146,13 +2896,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3186,11 +2936,11 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c13 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c14 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3218,13 +2968,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3260,13 +3010,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (64 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3300,13 +3050,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3338,13 +3088,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= ((64 * pd_g1) + 63)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3371,13 +3121,13 @@ void conv2d_v3_k0(long B, long C, long H, long W, long F, long KH, long KW, long
         }
       }
     }
-    PD_UNROLL
+    #pragma unroll
     for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 64 * pd_g1 + 16 * pd_ra + pd_l1;
       if (pd_c11 >= (64 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((64 * pd_g1) + 63))))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
         {
           const int64_t pd_c12 = pd_o2 + 64 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3410,40 +3160,17 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
   float pd_acc_Y[2][2];
   for (int64_t pd_c0 = 0; pd_c0 < B; pd_c0 += 1)
   {
-    PD_UNROLL
-    for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-    {
-      const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-      if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
-      {
-        PD_UNROLL
-        for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-        {
-          const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
-          if (pd_c12 >= (32 * pd_g2) && (pd_c12 <= pd_min((W - KW), ((32 * pd_g2) + 31))))
-          {
-            {
-              const int64_t pd_u0 = pd_c0;
-              const int64_t pd_u1 = pd_g0;
-              const int64_t pd_u2 = pd_c11;
-              const int64_t pd_u3 = pd_c12;
-              pd_acc_Y[pd_ra][pd_rb] = Y[(((pd_u0) * (F) + pd_u2) * (((H - KH) + 1)) + pd_u1) * (((W - KW) + 1)) + pd_u3];
-            }
-          }
-        }
-      }
-    }
     if (C >= 16)
     {
       if (((32 * pd_g1) + 31) >= F)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3465,11 +3192,11 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
       {
         if (W >= ((KW + (32 * pd_g2)) + 31))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3485,13 +3212,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
         }
         else
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3515,13 +3242,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
     {
       if (((32 * pd_g1) + 31) >= F)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
           if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
           {
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3543,13 +3270,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
       {
         if (W >= ((KW + (32 * pd_g2)) + 31))
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3569,13 +3296,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
         }
         else
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
             if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
             {
-              PD_UNROLL
+              #pragma unroll
               for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
               {
                 const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3607,13 +3334,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3647,11 +3374,11 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c13 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c14 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3679,13 +3406,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3721,13 +3448,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
             {
               for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
               {
-                PD_UNROLL
+                #pragma unroll
                 for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                 {
                   const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                   if (pd_c11 >= (32 * pd_g1) && (pd_c11 < F))
                   {
-                    PD_UNROLL
+                    #pragma unroll
                     for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                     {
                       const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3761,13 +3488,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3799,13 +3526,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
               {
                 for (int64_t pd_c9 = 0; pd_c9 < KW; pd_c9 += 1)
                 {
-                  PD_UNROLL
+                  #pragma unroll
                   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
                   {
                     const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
                     if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= ((32 * pd_g1) + 31)))
                     {
-                      PD_UNROLL
+                      #pragma unroll
                       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
                       {
                         const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;
@@ -3832,13 +3559,13 @@ void conv2d_v3_k0_2x2(long B, long C, long H, long W, long F, long KH, long KW, 
         }
       }
     }
-    PD_UNROLL
+    #pragma unroll
     for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
     {
       const int64_t pd_c11 = pd_o1 + 32 * pd_g1 + 16 * pd_ra + pd_l1;
       if (pd_c11 >= (32 * pd_g1) && (pd_c11 <= pd_min((F - 1), ((32 * pd_g1) + 31))))
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
         {
           const int64_t pd_c12 = pd_o2 + 32 * pd_g2 + 16 * pd_rb + pd_l2;

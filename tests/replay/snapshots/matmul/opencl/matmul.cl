@@ -33,11 +33,6 @@ static inline float pd_fmod_f32(float a, float b) {
   float r = fmod(a, b);
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-#ifdef PD_ROLLED_REGISTERS
-#define PD_UNROLL
-#else
-#define PD_UNROLL _Pragma("unroll")
-#endif
 
 /* ---- variant N=1: [N, K, M] -> {  : N = 1 and K > 0 and M > 0 } */
 /* matmul_v0_k0: 1-D grid of 256 work-groups over schedule dims pd_c0; statements S0, S1 */
@@ -62,8 +57,9 @@ void matmul_v0_k0(long pd_arg_N, long K, long M, long pd_o0, __global const floa
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
       if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 1 * 16 / 4; pd_v += 256)
+        if (pd_lid < 1 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -73,8 +69,9 @@ void matmul_v0_k0(long pd_arg_N, long K, long M, long pd_o0, __global const floa
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 1 * 16; pd_e += 256)
+        if (pd_lid < 1 * 16)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -273,24 +270,6 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   __local float pd_loc_B[2048] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        {
-          const int64_t pd_u0 = pd_c7;
-          const int64_t pd_u1 = pd_c8;
-          pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 32))
@@ -303,8 +282,8 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -331,8 +310,8 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = ((64 * pd_g1) + 63) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64);
             const int64_t pd_e1 = (pd_e) % (64);
@@ -353,11 +332,11 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       if (pd_c1 == 0)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -376,11 +355,11 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         if (pd_c5 >= 0)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -402,13 +381,13 @@ void matmul_v1_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -437,24 +416,6 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   __local float pd_loc_B[1024] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-        {
-          const int64_t pd_u0 = pd_c7;
-          const int64_t pd_u1 = pd_c8;
-          pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 32))
@@ -467,8 +428,9 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -495,8 +457,9 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = ((32 * pd_g1) + 31) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32);
             const int64_t pd_e1 = (pd_e) % (32);
@@ -517,11 +480,11 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
       if (pd_c1 == 0)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -540,11 +503,11 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         if (pd_c5 >= 0)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -566,13 +529,13 @@ void matmul_v1_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -610,8 +573,9 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = ((16 * pd_g1) + 15) - pd_loc_B_lo1 + 1;
       if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -621,8 +585,8 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -640,8 +604,9 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = (pd_u0 + 15) - pd_loc_A_lo1 + 1;
       if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -651,8 +616,8 @@ void matmul_v1_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -709,27 +674,6 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   __local float pd_loc_B[2048] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -742,8 +686,8 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -770,8 +714,8 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64);
             const int64_t pd_e1 = (pd_e) % (64);
@@ -795,11 +739,11 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -813,11 +757,11 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -836,11 +780,11 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -858,11 +802,11 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -884,13 +828,13 @@ void matmul_v2_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -922,27 +866,6 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   __local float pd_loc_B[1024] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -955,8 +878,9 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -983,8 +907,9 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32);
             const int64_t pd_e1 = (pd_e) % (32);
@@ -1008,11 +933,11 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1026,11 +951,11 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1049,11 +974,11 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1071,11 +996,11 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1097,13 +1022,13 @@ void matmul_v2_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1144,8 +1069,9 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
       if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -1155,8 +1081,8 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -1174,8 +1100,9 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
       if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -1185,8 +1112,8 @@ void matmul_v2_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -1243,27 +1170,6 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   __local float pd_loc_B[2048] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -1276,8 +1182,8 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -1304,8 +1210,8 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = (((M >= 64) && (pd_g1 == 0)) ? 63 : (M - 1)) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64);
             const int64_t pd_e1 = (pd_e) % (64);
@@ -1329,11 +1235,11 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1347,11 +1253,11 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1370,11 +1276,11 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1392,11 +1298,11 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1418,13 +1324,13 @@ void matmul_v3_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1456,27 +1362,6 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   __local float pd_loc_B[1024] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -1489,8 +1374,9 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -1517,8 +1403,9 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32);
             const int64_t pd_e1 = (pd_e) % (32);
@@ -1542,11 +1429,11 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1560,11 +1447,11 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1583,11 +1470,11 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1605,11 +1492,11 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1631,13 +1518,13 @@ void matmul_v3_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1678,8 +1565,9 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
       if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -1689,8 +1577,8 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -1708,8 +1596,9 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
       if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -1719,8 +1608,8 @@ void matmul_v3_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -1777,27 +1666,6 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
   __local float pd_loc_B[2048] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (64 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((64 * pd_g1) + 63))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -1810,8 +1678,8 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 64 * 16 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -1838,8 +1706,8 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
         const int64_t pd_n1 = ((((64 * pd_g1) + 63) >= M) ? (M - 1) : ((64 * pd_g1) + 63)) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 64 / 4; pd_v += 256)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (64);
             const int64_t pd_e1 = (pd_e) % (64);
@@ -1863,11 +1731,11 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1881,11 +1749,11 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1904,11 +1772,11 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1926,11 +1794,11 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1952,13 +1820,13 @@ void matmul_v4_k0(long N, long K, long M, long pd_o0, long pd_o1, __global const
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 4; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 64 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (64 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((64 * pd_g0) + 63))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 4; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 64 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -1990,27 +1858,6 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
   __local float pd_loc_B[1024] __attribute__((aligned(16)));
   int64_t pd_loc_B_lo0, pd_loc_B_lo1, pd_loc_B_nlo0, pd_loc_B_nlo1;
   int pd_db = 0;
-  PD_UNROLL
-  for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
-  {
-    const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-    if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
-    {
-      PD_UNROLL
-      for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
-      {
-        const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
-        if (pd_c8 >= (32 * pd_g1) && (pd_c8 <= pd_min((M - 1), ((32 * pd_g1) + 31))))
-        {
-          {
-            const int64_t pd_u0 = pd_c7;
-            const int64_t pd_u1 = pd_c8;
-            pd_acc_C[pd_ra][pd_rb] = C[(pd_u0) * (M) + pd_u1];
-          }
-        }
-      }
-    }
-  }
   for (int64_t pd_c1 = -16; pd_c1 < K; pd_c1 += 16)
   {
     if (K >= (pd_c1 + 17))
@@ -2023,8 +1870,9 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_nlo1 + 1;
         if (((pd_loc_A_nlo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 32 * 16 / 4; pd_v += 256)
+          if (pd_lid < 32 * 16 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (16);
             const int64_t pd_e1 = (pd_e) % (16);
@@ -2051,8 +1899,9 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
         const int64_t pd_n1 = ((((32 * pd_g1) + 31) >= M) ? (M - 1) : ((32 * pd_g1) + 31)) - pd_loc_B_nlo1 + 1;
         if (((pd_loc_B_nlo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
         {
-          for (int64_t pd_v = pd_lid; pd_v < 16 * 32 / 4; pd_v += 256)
+          if (pd_lid < 16 * 32 / 4)
           {
+            const int64_t pd_v = pd_lid;
             const int64_t pd_e = pd_v * 4;
             const int64_t pd_e0 = (pd_e) / (32);
             const int64_t pd_e1 = (pd_e) % (32);
@@ -2076,11 +1925,11 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     {
       if (K >= 16)
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -2094,11 +1943,11 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       }
       else
       {
-        PD_UNROLL
+        #pragma unroll
         for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
         {
           const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-          PD_UNROLL
+          #pragma unroll
           for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
           {
             const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -2117,11 +1966,11 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 < K; pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -2139,11 +1988,11 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
       {
         for (int64_t pd_c5 = pd_c1; pd_c5 <= (pd_c1 + 15); pd_c5 += 1)
         {
-          PD_UNROLL
+          #pragma unroll
           for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
           {
             const int64_t pd_c9 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
-            PD_UNROLL
+            #pragma unroll
             for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
             {
               const int64_t pd_c10 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -2165,13 +2014,13 @@ void matmul_v4_k0_2x2(long N, long K, long M, long pd_o0, long pd_o1, __global c
     pd_loc_B_lo0 = pd_loc_B_nlo0;
     pd_loc_B_lo1 = pd_loc_B_nlo1;
   }
-  PD_UNROLL
+  #pragma unroll
   for (int pd_ra = 0; pd_ra < 2; pd_ra += 1)
   {
     const int64_t pd_c7 = pd_o0 + 32 * pd_g0 + 16 * pd_ra + pd_l0;
     if (pd_c7 >= (32 * pd_g0) && (pd_c7 <= pd_min((N - 1), ((32 * pd_g0) + 31))))
     {
-      PD_UNROLL
+      #pragma unroll
       for (int pd_rb = 0; pd_rb < 2; pd_rb += 1)
       {
         const int64_t pd_c8 = pd_o1 + 32 * pd_g1 + 16 * pd_rb + pd_l1;
@@ -2212,8 +2061,9 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = ((((16 * pd_g1) + 15) >= M) ? (M - 1) : ((16 * pd_g1) + 15)) - pd_loc_B_lo1 + 1;
       if (((pd_loc_B_lo1 | (M) | pd_n1) & 3) == 0 && ((ulong)B & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -2223,8 +2073,8 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
@@ -2242,8 +2092,9 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       const int64_t pd_n1 = (((pd_u0 + 15) >= K) ? (K - 1) : (pd_u0 + 15)) - pd_loc_A_lo1 + 1;
       if (((pd_loc_A_lo1 | (K) | pd_n1) & 3) == 0 && ((ulong)A & 15) == 0)
       {
-        for (int64_t pd_v = pd_lid; pd_v < 16 * 16 / 4; pd_v += 256)
+        if (pd_lid < 16 * 16 / 4)
         {
+          const int64_t pd_v = pd_lid;
           const int64_t pd_e = pd_v * 4;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
@@ -2253,8 +2104,8 @@ void matmul_v4_k0_1(long N, long K, long M, long pd_o0, long pd_o1, __global con
       }
       else
       {
-        for (int64_t pd_e = pd_lid; pd_e < 16 * 16; pd_e += 256)
         {
+          const int64_t pd_e = pd_lid;
           const int64_t pd_e0 = (pd_e) / (16);
           const int64_t pd_e1 = (pd_e) % (16);
           if (pd_e0 < pd_n0 && pd_e1 < pd_n1)
