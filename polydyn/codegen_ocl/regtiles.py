@@ -283,7 +283,11 @@ def _group_ast(lay: Layout, kctx: isl.Set, parts: isl.UnionMap,
     if ahead:
         parts = parts.union(isl.UnionMap.from_map(lay.sync_statement(
             [fp for _, fp in copies], statements, ahead)))
-    return lay.build(kctx).node_from_schedule_map(parts.apply_range(widen))
+    # read back from its text: isl's coalescing inside the build failed an internal check
+    # ("original tableau does not correspond to original basic map") on some maps in the
+    # form the operations above leave them (tests/fuzz/regressions/opencl_regtile_coalesce.py)
+    schedule = isl.UnionMap(str(parts.apply_range(widen)))
+    return lay.build(kctx).node_from_schedule_map(schedule)
 
 
 def _stages(scop: Scop, tiles: RegisterTiles, copies: list[tuple[LocalCopy, isl.Set]],

@@ -44,14 +44,9 @@ KNOWN: tuple[Known, ...] = (
     # regression file; `python -m tests.fuzz --one <digits>` reproduces each
     Known("isl-scheduler-slow", "timeout", r"while compiling",
           "(not shrunk) python -m tests.fuzz --one 30200082", ops=("fz30200082",)),
-    # isl's coalescing fails an internal check inside the AST build of a register-tiled
-    # OpenCL kernel (seeds 9141 and 9: fz914100151, fz914100196, fz900055); catching it
-    # leaves isl's objects in a state in which a later build crashes
-    Known("isl-coalesce-regtile", "error",
-          r"original tableau does not correspond to original basic map",
-          "opencl_regtile_coalesce.py", target="opencl"),
 )
 # Fixed since they were listed (their regressions stay in tests/fuzz/regressions/):
+# isl-coalesce-regtile (opencl_regtile_coalesce.py),
 # isl-compute-flow-factor (islflow_mod_guard.py, islflow_scalar.py), tiling-path-no-children
 # (tiling_path.py), schedule-path-out-of-bounds (distribute_path.py), empty-domains
 # (empty_domain.py), tile-twice-anchored (recipe_tile_nested_twice.py),

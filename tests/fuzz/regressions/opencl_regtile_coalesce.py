@@ -6,9 +6,10 @@ kernel's layout as it came with redundant constraints; fz914100196 of the same s
 the same way. Catching the error is no way round: isl was left in a state in which a later
 build segfaulted.
 
-Open (KNOWN_BUG): removing the redundant constraints of the layout's schedule map before the
-build avoided it but made isl fail on unknown divs elsewhere (test_epilogue), and detecting
-equalities changed conv2d's loops; isl's input has to take another form here.
+Fixed: the schedule map is read back from its text before the build (a fresh internal
+form; the same relation), which builds. Removing its redundant constraints had avoided it
+too but made isl fail on unknown divs elsewhere (test_epilogue), and detecting equalities
+changed conv2d's loops. fz3100021 (seed 31) failed the same way.
 
 Found by `python -m tests.fuzz --seed 9141 --targets opencl` (fz914100151), not shrunk.
 """
@@ -41,6 +42,4 @@ def opencl_regtile_coalesce(A: inout(i64[M + 3, M + 3, 2]), B: f32[M, (M + 2) //
 MAX_TILE = 8
 POINTS = [{"M": 1}, {"M": 5}, {"M": 12}]
 STATUS = "error"
-KNOWN_BUG = ("isl's coalescing fails on an internal check inside the AST build of this "
-             "register-tiled kernel")
 TARGET = "opencl"
