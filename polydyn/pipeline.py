@@ -168,6 +168,7 @@ class _Side:
         from .scop.buffers import double_buffer
         from .scop.contract import contract_temporaries
         from .scop.epilogue import split_epilogues
+        from .scop.expand import expand_row_scalars
         from .scop.forward import forward_accumulators
         from .scop.fuse import fuse_through_temporaries
         from .scop.hold import hold_cells
@@ -191,12 +192,15 @@ class _Side:
             if not more:
                 break
             forwarded += more
+        # scalars of an iteration whose loop runs along the rows: temporaries, so that the
+        # schedule can run that loop innermost (the CPU's vectors; a GPU keeps them private)
+        scop, expanded = expand_row_scalars(scop) if cpu else (scop, ())
         scop, epilogues = split_epilogues(scop)  # math after a product: a vector pass of its own
         # the automatic CPU schedule: a temporary copied back each time step becomes the other
         # half of a double buffer
         scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-        notes = (selects + padded + fused + contracted + reused + held + forwarded + epilogues +
-                 buffers)
+        notes = (selects + padded + fused + contracted + reused + held + forwarded + expanded +
+                 epilogues + buffers)
         return scop, notes, bool(buffers)
 
     @classmethod
@@ -217,7 +221,7 @@ class _Side:
         options.dump(scop.name, "2-deps.txt", deps)
         stage("isl scheduler")
         own = scheduler_schedule(scop, deps, scop.context)
-        base = isl_schedule(scop, deps, scop.context, own)
+        base = isl_schedule(scop, deps, scop.context, own, cpu=cpu)
         options.dump(scop.name, "3-base-schedule.txt", base)
         stage("regions")
         wave = wavefront_plan(scop, own, options.max_tile) if cpu and not variants else None

@@ -334,6 +334,42 @@ def sum_squares_cell(X: f32[N, M], y: out(f32[1])):
         y[0] += X[i, j] * X[i, j]
 
 
+# --- reductions over an axis that is not the last ---------------------------------------------
+
+
+@pd.operator(assume="L >= 1")
+def middle_softmax(X: f32[B, L, D], Y: out(f32[B, L, D])):
+    """``softmax(X, dim=1)``: the max and the sum in local scalars of each ``(b, d)``, the
+    loops over the sequence reading X down its columns."""
+    for b, d in pd.grid(B, D):
+        m = X[b, 0, d]
+        for s in range(L):
+            m = max(m, X[b, s, d])
+        t = 0.0
+        for s in range(L):
+            t += pd.exp(X[b, s, d] - m)
+        for s in range(L):
+            Y[b, s, d] = pd.exp(X[b, s, d] - m) / t
+
+
+@pd.operator(assume="C >= 1")
+def channels_first_layernorm(X: f32[B, C, H, W], g: f32[C], beta: f32[C],
+                             Y: out(f32[B, C, H, W])):
+    """ConvNeXt's LayerNorm over the channels of NCHW: the statistics of each pixel in
+    local scalars, over loops that read X along the channels."""
+    for b, y, x in pd.grid(B, H, W):
+        mu = 0.0
+        for c in range(C):
+            mu += X[b, c, y, x]
+        mu = mu / C
+        var = 0.0
+        for c in range(C):
+            var += (X[b, c, y, x] - mu) * (X[b, c, y, x] - mu)
+        r = 1.0 / pd.sqrt(var / C + 1e-6)
+        for c in range(C):
+            Y[b, c, y, x] = (X[b, c, y, x] - mu) * r * g[c] + beta[c]
+
+
 # --- convolutions with zero padding -----------------------------------------------------------
 
 
@@ -412,6 +448,12 @@ def _conv(X, Wt, pad):
     return np.einsum(f"bc{letters}{kernel},fc{kernel}->bf{letters}", windows, Wt)
 
 
+def _channels_layernorm(X, g, b):
+    mu = X.mean(axis=1, keepdims=True)
+    var = ((X - mu) ** 2).mean(axis=1, keepdims=True)
+    return (X - mu) / np.sqrt(var + 1e-6) * g[:, None, None] + b[:, None, None]
+
+
 def _gelu(X):
     return 0.5 * X * (1.0 + np.tanh(0.7978845608 * (X + 0.044715 * X ** 3)))
 
@@ -444,6 +486,9 @@ NUMPY = {
     batchnorm_infer: lambda X, m, v, g, b: (X - m[:, None, None]) / np.sqrt(
         v[:, None, None] + 1e-5) * g[:, None, None] + b[:, None, None],
     sum_squares_cell: lambda X: np.array([(X * X).sum()]),
+    middle_softmax: lambda X: np.exp(X - X.max(axis=1, keepdims=True)) / np.exp(
+        X - X.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True),
+    channels_first_layernorm: _channels_layernorm,
     conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
     depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
                                                sliding_window_view(np.pad(X, [(0, 0), (0, 0),
@@ -496,6 +541,8 @@ BENCH_SIZES = {
     depthwise_same_if: [{"B": 8, "C": 128, "H": 56, "W": 56}],
     batchnorm_infer: [{"B": 8, "C": 64, "H": 56, "W": 56}],
     sum_squares_cell: [{"N": 4096, "M": 1024}],
+    middle_softmax: [{"B": 16, "L": 128, "D": 512}],
+    channels_first_layernorm: [{"B": 8, "C": 96, "H": 56, "W": 56}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
@@ -532,6 +579,9 @@ TORCH = {
     batchnorm_infer: lambda t, X, m, v, g, b: t.nn.functional.batch_norm(X, m, v, g, b,
                                                                           eps=1e-5),
     sum_squares_cell: lambda t, X: (X * X).sum().reshape(1),
+    middle_softmax: lambda t, X: t.softmax(X, 1),
+    channels_first_layernorm: lambda t, X, g, b: t.nn.functional.layer_norm(
+        X.permute(0, 2, 3, 1), X.shape[1:2], g, b, eps=1e-6).permute(0, 3, 1, 2),
 }
 
 ALL = list(NUMPY)

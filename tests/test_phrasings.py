@@ -43,6 +43,7 @@ NOTES = {
     ph.depthwise_same_if: ("X[b, c, ((y + ky) - 1), ((x + kx) - 1)]: read from X_pad",
                            "s: the sum is kept in Y[b, c, y, x]"),
     ph.sum_squares_cell: ("y[0]: the sum over i, j is kept in the local scalar",),
+    ph.middle_softmax: ("exp((X[b, s, d] - m)): computed once, in Y[b, s, d]",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
@@ -54,6 +55,13 @@ NOTES_C = {
                      "Y[n, o]: the sum over k is kept in the local scalar"),
     ph.scores_scaled: ("acc: the sum is kept in S[h, i, j]",
                        "S2: the element-wise epilogue runs after the product's loops"),
+    # the scalars of a (b, d) or a pixel in temporaries, the row loop then innermost
+    ph.middle_softmax: ("exp((X[b, s, d] - m)): computed once, in Y[b, s, d]",
+                        "m: the scalar is kept in m[b, d] (the loop over d then runs along",
+                        "t: the scalar is kept in t[b, d]"),
+    ph.channels_first_layernorm: ("mu: the scalar is kept in mu[b, y, x]",
+                                  "var: the scalar is kept in var[b, y, x]",
+                                  "r: the scalar is kept in r[b, y, x]"),
 }
 
 # per phrasing, sizes against NumPy: 1, primes, tile edges (48, 256 for products)
@@ -96,6 +104,11 @@ SIZES = {
                {"B": 1, "C": 0, "F": 2, "L": 2}, {"B": 3, "C": 33, "F": 33, "L": 129}],
     "batchnorm": [{"B": 0, "C": 3, "H": 2, "W": 2}, {"B": 1, "C": 1, "H": 1, "W": 1},
                   {"B": 2, "C": 5, "H": 7, "W": 33}, {"B": 1, "C": 49, "H": 33, "W": 31}],
+    # one row, 1 x 1 pixels, primes; the vector loop's 16 and 32 lanes +-1 along the rows
+    "middle_softmax": [{"B": 1, "L": 1, "D": 1}, {"B": 2, "L": 7, "D": 33},
+                       {"B": 3, "L": 17, "D": 15}, {"B": 1, "L": 2, "D": 257}],
+    "channels_first": [{"B": 0, "C": 3, "H": 2, "W": 2}, {"B": 1, "C": 1, "H": 1, "W": 1},
+                       {"B": 2, "C": 5, "H": 3, "W": 17}, {"B": 1, "C": 31, "H": 2, "W": 33}],
     "sum_squares": [{"N": 0, "M": 4}, {"N": 1, "M": 1}, {"N": 7, "M": 1031},
                     {"N": 129, "M": 33}],
     "scores": [{"H": 1, "L": 1, "D": 1}, {"H": 2, "L": 67, "D": 64}, {"H": 3, "L": 23, "D": 17},

@@ -283,10 +283,13 @@ def _group_ast(lay: Layout, kctx: isl.Set, parts: isl.UnionMap,
     if ahead:
         parts = parts.union(isl.UnionMap.from_map(lay.sync_statement(
             [fp for _, fp in copies], statements, ahead)))
-    # read back from its text: isl's coalescing inside the build failed an internal check
-    # ("original tableau does not correspond to original basic map") on some maps in the
-    # form the operations above leave them (tests/fuzz/regressions/opencl_regtile_coalesce.py)
-    schedule = isl.UnionMap(str(parts.apply_range(widen)))
+    # read back from its text, equalities detected: isl's coalescing inside the build failed
+    # an internal check ("original tableau does not correspond to original basic map") on
+    # some maps in the form the operations above leave them (tests/fuzz/regressions/
+    # opencl_regtile_coalesce.py); read back alone, some held divisions isl could not name
+    # ("unknown divs", test_epilogue's read_after). Catching the error is no way round: isl
+    # is left in a state in which the next build crashes.
+    schedule = isl.UnionMap(str(parts.apply_range(widen))).detect_equalities()
     return lay.build(kctx).node_from_schedule_map(schedule)
 
 

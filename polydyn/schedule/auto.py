@@ -3,7 +3,8 @@ tiling (with full tiles isolated) and of the point-loop order.
 
 Policy (documented in ARCHITECTURE.md):
 - the base schedule is isl's, under the operator's context (validity = all dependences,
-  proximity = flow, coincidence = expanded dependences);
+  proximity = flow, coincidence = expanded dependences), with a band's last member sunk
+  below the bands under it where it runs along their accesses' rows (``sink_row_members``);
 - an outermost permutable band is tiled when it has reuse to exploit: three or more members
   (matmul, conv, time-iterated stencils) or a transposed access (transpose);
 - tile sizes: the innermost member (the vector loop) gets a long tile, the others short ones,
@@ -38,6 +39,7 @@ import islpy as isl
 
 from ..scop.deps import Deps
 from ..scop.epilogue import element_wise, is_epilogue
+from ..scop.expand import rows_along
 from ..scop.exprs import Load
 from ..scop.forward import read_only, reads_across
 from ..scop.ir import Loop, Scop, StmtRef
@@ -176,9 +178,10 @@ def scheduler_schedule(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule 
 
 
 def isl_schedule(scop: Scop, deps: Deps, region: isl.Set,
-                 computed: isl.Schedule | None = None) -> isl.Schedule:
+                 computed: isl.Schedule | None = None, cpu: bool = True) -> isl.Schedule:
     """The base schedule: isl's (``computed``, when the caller has it already), the
-    original order if the scheduler gives up."""
+    original order if the scheduler gives up; on the CPU (``cpu``) with its row members
+    sunk (``sink_row_members``)."""
     schedule = computed if computed is not None else scheduler_schedule(scop, deps, region)
     if schedule is None:
         return original_order(scop, region)
@@ -193,7 +196,48 @@ def isl_schedule(scop: Scop, deps: Deps, region: isl.Set,
         ours = _parallel_statements(mine.get_root())
         if stuck & ours and theirs <= ours:
             return mine
-    return distribute_low_dims(schedule, scop, deps)
+    schedule = distribute_low_dims(schedule, scop, deps)
+    return sink_row_members(schedule, scop, deps) if cpu else schedule
+
+
+def sink_row_members(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.Schedule:
+    """An outermost band's last member, coincident, that every access in the bands below it
+    takes as its last subscript (stride 1) while they move the accesses in other subscripts
+    (``b, d`` around the loops over ``s`` of a softmax over the middle axis, reading ``X[b,
+    s, d]``, once scop/expand.py holds its scalars in temporaries), sunk below those bands
+    (isl's band sink) when that is legal: it then runs along the rows, innermost, where it
+    vectorizes."""
+    for node in outermost_bands(schedule):
+        path = node_path(node)
+        try:
+            node = node_at(schedule, path)
+        except isl.Error:  # an earlier sink moved this band
+            continue
+        k = node.band_n_member() - 1
+        if not is_band(node) or not node.band_member_get_coincident(k) or \
+                not _rows_below(scop, member_dependence(node, scop), k):
+            continue
+        if k:
+            node = node.band_split(k).child(0)
+        candidate = node.band_sink().get_schedule()
+        if is_legal(candidate, deps):
+            schedule = candidate
+    return schedule
+
+
+def _rows_below(scop: Scop, deps_of: dict[str, list[set[str]]], k: int) -> bool:
+    """The statements with loops below the band run along member ``k``'s iterator in their
+    arrays' rows (``scop.expand.rows_along``)."""
+    verdicts = []
+    for name, members in deps_of.items():
+        stmt = scop.statement(name)
+        below = set(stmt.iters) - set().union(*members)
+        if not below:
+            continue
+        if len(members[k]) != 1:
+            return False
+        verdicts.append(rows_along(scop, stmt, next(iter(members[k])), below))
+    return bool(verdicts) and None not in verdicts and any(verdicts)
 
 
 def _stuck_statements(schedule: isl.Schedule) -> set[str]:

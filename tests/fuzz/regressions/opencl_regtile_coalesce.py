@@ -6,10 +6,11 @@ kernel's layout as it came with redundant constraints; fz914100196 of the same s
 the same way. Catching the error is no way round: isl was left in a state in which a later
 build segfaulted.
 
-Fixed: the schedule map is read back from its text before the build (a fresh internal
-form; the same relation), which builds. Removing its redundant constraints had avoided it
-too but made isl fail on unknown divs elsewhere (test_epilogue), and detecting equalities
-changed conv2d's loops. fz3100021 (seed 31) failed the same way.
+Fixed: the schedule map is read back from its text, then its equalities detected, before
+the build (the same relation in a fresh internal form), which builds. Read back alone, or
+with its redundant constraints removed, it made isl fail on unknown divs elsewhere
+(test_epilogue's read_after); detecting equalities on the map as it came changed conv2d's
+loops. fz3100021 (seed 31) failed the same way.
 
 Found by `python -m tests.fuzz --seed 9141 --targets opencl` (fz914100151), not shrunk.
 """
