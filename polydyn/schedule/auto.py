@@ -35,6 +35,8 @@ Policy (documented in ARCHITECTURE.md):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import islpy as isl
 
 from ..scop.deps import Deps
@@ -207,20 +209,33 @@ def sink_row_members(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.Sche
     s, d]``, once scop/expand.py holds its scalars in temporaries), sunk below those bands
     (isl's band sink) when that is legal: it then runs along the rows, innermost, where it
     vectorizes."""
-    for node in outermost_bands(schedule):
-        path = node_path(node)
-        try:
-            node = node_at(schedule, path)
-        except isl.Error:  # an earlier sink moved this band
-            continue
+    def sunk(node: isl.ScheduleNode) -> isl.Schedule | None:
         k = node.band_n_member() - 1
-        if not is_band(node) or not node.band_member_get_coincident(k) or \
+        if not node.band_member_get_coincident(k) or \
                 not _rows_below(scop, member_dependence(node, scop), k):
-            continue
+            return None
         if k:
             node = node.band_split(k).child(0)
-        candidate = node.band_sink().get_schedule()
-        if is_legal(candidate, deps):
+        return node.band_sink().get_schedule()
+
+    return _each_outermost_band(schedule, deps, sunk)
+
+
+def _each_outermost_band(schedule: isl.Schedule, deps: Deps,
+                         change: Callable[[isl.ScheduleNode], isl.Schedule | None]
+                         ) -> isl.Schedule:
+    """``schedule`` with ``change(band)`` (a schedule, or None for no change) taken for each
+    outermost band in turn where it keeps every dependence; a band an earlier change moved
+    is left alone."""
+    for node in outermost_bands(schedule):
+        try:
+            node = node_at(schedule, node_path(node))
+        except isl.Error:  # an earlier change moved this band
+            continue
+        if not is_band(node):
+            continue
+        candidate = change(node)
+        if candidate is not None and is_legal(candidate, deps):
             schedule = candidate
     return schedule
 
@@ -471,14 +486,7 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
     or when a member that moves other statements keeps it at one value (with sizes fixed,
     isl drops the members of loops of one iteration, ``b`` of a batch of 1, and the count
     alone no longer tells)."""
-    for node in outermost_bands(schedule):
-        path = node_path(node)
-        try:
-            node = node_at(schedule, path)
-        except isl.Error:  # an earlier distribution moved this band
-            continue
-        if not is_band(node):
-            continue
+    def distributed(node: isl.ScheduleNode) -> isl.Schedule | None:
         depth = node.band_n_member()
         deps_of = member_dependence(node, scop)
         moves = [any(m[k] for m in deps_of.values()) for k in range(depth)]
@@ -486,14 +494,13 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
             len(s.iters) < depth or any(moves[k] and not deps_of[s.name][k]
                                         for k in range(depth)))]
         if not low or len(low) == len(scop.statements):
-            continue
+            return None
         names = "; ".join(f"{s.name}[{', '.join(s.iters)}]" for s in low)
         low_filter = isl.UnionSet(f"{scop.param_space_text()} -> {{ {names} }}")
         reaching = node.get_domain()
         picked = reaching.intersect(low_filter)
         if picked.is_empty() or picked.is_equal(reaching):
-            continue
-        candidate = node.order_before(picked).get_schedule()
-        if is_legal(candidate, deps):
-            schedule = candidate
-    return schedule
+            return None
+        return node.order_before(picked).get_schedule()
+
+    return _each_outermost_band(schedule, deps, distributed)
