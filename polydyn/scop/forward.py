@@ -34,10 +34,10 @@ reduction is vectorized, is the faster code until cells updated in place get the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .exprs import Bin, Const, Expr, Index, Load, Scalar, Un, binary, map_children, reads_array
-from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
+from .ir import Loop, Node, Scop, Statement, StmtRef, rewrite_tree, statements_under
 from .printer import format_expr
 
 _WORDS = {"+": "sum", "-": "sum", "*": "product", "max": "max", "min": "min"}
@@ -411,16 +411,8 @@ def _rewrite(scop: Scop, patterns: list[_Pattern], fold: bool) -> Scop:
 
 def _without(nodes: tuple[Node, ...], gone: set[str]) -> tuple[Node, ...]:
     """The loop tree less the statements named in ``gone``."""
-    out: list[Node] = []
-    for n in nodes:
-        if isinstance(n, StmtRef):
-            if n.name not in gone:
-                out.append(n)
-        elif isinstance(n, Loop):
-            out.append(replace(n, body=_without(n.body, gone)))
-        elif isinstance(n, Guard):
-            out.append(replace(n, then=_without(n.then, gone), orelse=_without(n.orelse, gone)))
-    return tuple(out)
+    return rewrite_tree(nodes, lambda n: () if isinstance(n, StmtRef) and n.name in gone
+                        else None)
 
 
 def _substitute(e: Expr, s: str, cell: Load) -> Expr:

@@ -23,11 +23,20 @@ holds nothing else), every one names the same cell, and the updates' values do n
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 from .exprs import Bin, Expr, Load, Scalar, reads_array, replace_subexpr
 from .forward import along_cells, read_only, reads_across
-from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
+from .ir import (
+    Array,
+    Guard,
+    Loop,
+    Node,
+    Scop,
+    Statement,
+    StmtRef,
+    rewrite_tree,
+    statements_under,
+)
 from .names import fresh_name
 
 
@@ -199,18 +208,8 @@ def _only_cell(e: Expr, cell: Load) -> bool:
 
 def _insert_after(nodes: tuple[Node, ...], body: set[str], new: StmtRef) -> tuple[Node, ...]:
     """The loop tree with ``new`` after the loop whose body holds the statements ``body``."""
-    out: list[Node] = []
-    for n in nodes:
-        if isinstance(n, Loop) and set(statements_under(n.body)) == body:
-            out += [n, new]
-        elif isinstance(n, Loop):
-            out.append(replace(n, body=_insert_after(n.body, body, new)))
-        elif isinstance(n, Guard):
-            out.append(replace(n, then=_insert_after(n.then, body, new),
-                               orelse=_insert_after(n.orelse, body, new)))
-        else:
-            out.append(n)
-    return tuple(out)
+    return rewrite_tree(nodes, lambda n: (n, new) if isinstance(n, Loop) and
+                        set(statements_under(n.body)) == body else None)
 
 
 def _text(cell: Load) -> str:

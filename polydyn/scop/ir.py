@@ -3,7 +3,7 @@ views every later stage starts from (domains, access relations, program order)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -113,18 +113,30 @@ def statements_under(nodes: Node | tuple[Node, ...]) -> list[str]:
     return out
 
 
-def rename_statements(nodes: tuple[Node, ...], rename: Mapping[str, str]) -> tuple[Node, ...]:
-    """The loop tree with the statements named in ``rename`` renamed."""
+def rewrite_tree(nodes: tuple[Node, ...], change: Callable[[Node], tuple[Node, ...] | None]
+                 ) -> tuple[Node, ...]:
+    """The loop tree with each node for which ``change`` gives nodes replaced by them (its
+    subtree is then ``change``'s to rewrite); the other loops and guards hold their bodies
+    rewritten the same way."""
     out: list[Node] = []
     for n in nodes:
-        if isinstance(n, Loop):
-            out.append(replace(n, body=rename_statements(n.body, rename)))
+        new = change(n)
+        if new is not None:
+            out += new
+        elif isinstance(n, Loop):
+            out.append(replace(n, body=rewrite_tree(n.body, change)))
         elif isinstance(n, Guard):
-            out.append(replace(n, then=rename_statements(n.then, rename),
-                               orelse=rename_statements(n.orelse, rename)))
+            out.append(replace(n, then=rewrite_tree(n.then, change),
+                               orelse=rewrite_tree(n.orelse, change)))
         else:
-            out.append(StmtRef(rename.get(n.name, n.name)))
+            out.append(n)
     return tuple(out)
+
+
+def rename_statements(nodes: tuple[Node, ...], rename: Mapping[str, str]) -> tuple[Node, ...]:
+    """The loop tree with the statements named in ``rename`` renamed."""
+    return rewrite_tree(nodes, lambda n: (StmtRef(rename.get(n.name, n.name)),)
+                        if isinstance(n, StmtRef) else None)
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,6 @@ interpreter then runs the added instances too).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import islpy as isl
 
 from .affine import Aff
@@ -52,6 +50,7 @@ from .ir import (
     Scop,
     Statement,
     StmtRef,
+    rewrite_tree,
     statement_accesses,
     statements_under,
 )
@@ -236,33 +235,22 @@ def _with_bounds(nodes: tuple[Node, ...], name: str, wide: dict[str, tuple[Aff, 
                  ) -> tuple[Node, ...]:
     """The loop tree with the loops that hold statement ``name`` alone given the bounds in
     ``wide``, by variable."""
-    out: list[Node] = []
-    for n in nodes:
-        if isinstance(n, Loop):
-            lo, hi = wide.get(n.var, (n.lo, n.hi)) if statements_under(n.body) == [name] \
-                else (n.lo, n.hi)
-            out.append(Loop(n.var, lo, hi, n.step, _with_bounds(n.body, name, wide)))
-        elif isinstance(n, Guard):
-            out.append(Guard(n.cond, _with_bounds(n.then, name, wide),
-                             _with_bounds(n.orelse, name, wide)))
-        else:
-            out.append(n)
-    return tuple(out)
+    def widened(n: Node) -> tuple[Node, ...] | None:
+        if not (isinstance(n, Loop) and n.var in wide and statements_under(n.body) == [name]):
+            return None
+        lo, hi = wide[n.var]
+        return (Loop(n.var, lo, hi, n.step, rewrite_tree(n.body, widened)),)
+
+    return rewrite_tree(nodes, widened)
 
 
 def _unguarded(nodes: tuple[Node, ...], name: str) -> tuple[Node, ...]:
     """The loop tree with the guards that hold statement ``name`` alone taken away."""
-    out: list[Node] = []
-    for n in nodes:
-        if isinstance(n, Guard) and not n.orelse and statements_under(n.then) == [name]:
-            out += _unguarded(n.then, name)
-        elif isinstance(n, Guard):
-            out.append(Guard(n.cond, _unguarded(n.then, name), _unguarded(n.orelse, name)))
-        elif isinstance(n, Loop):
-            out.append(replace(n, body=_unguarded(n.body, name)))
-        else:
-            out.append(n)
-    return tuple(out)
+    def opened(n: Node) -> tuple[Node, ...] | None:
+        return rewrite_tree(n.then, opened) if isinstance(n, Guard) and not n.orelse and \
+            statements_under(n.then) == [name] else None
+
+    return rewrite_tree(nodes, opened)
 
 
 def _loops_around(nodes: tuple[Node, ...], name: str, outer: tuple[Loop, ...]

@@ -20,7 +20,7 @@ computed before.
 from __future__ import annotations
 
 from .exprs import Call, Expr, Load, Scalar, replace_subexpr
-from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
+from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, rewrite_tree, statements_under
 from .names import fresh_name, rename_expr
 from .printer import format_expr
 
@@ -124,15 +124,5 @@ def _rewrite(scop: Scop, first: Loop, second: Loop, value: Expr) -> tuple[Scop, 
 
 
 def _insert_before(nodes: tuple[Node, ...], name: str, new: StmtRef) -> tuple[Node, ...]:
-    out: list[Node] = []
-    for n in nodes:
-        if isinstance(n, StmtRef) and n.name == name:
-            out += [new, n]
-        elif isinstance(n, Loop):
-            out.append(Loop(n.var, n.lo, n.hi, n.step, _insert_before(n.body, name, new)))
-        elif isinstance(n, Guard):
-            out.append(Guard(n.cond, _insert_before(n.then, name, new),
-                             _insert_before(n.orelse, name, new)))
-        else:
-            out.append(n)
-    return tuple(out)
+    return rewrite_tree(nodes, lambda n: (new, n) if isinstance(n, StmtRef) and n.name == name
+                        else None)
