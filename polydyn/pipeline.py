@@ -171,6 +171,7 @@ class _Side:
         from .scop.expand import expand_row_scalars
         from .scop.forward import forward_accumulators
         from .scop.fuse import fuse_through_temporaries
+        from .scop.hoist import hoist_invariants
         from .scop.hold import hold_cells
         from .scop.padding import pad_guarded_reads
         from .scop.reuse import reuse_values
@@ -183,6 +184,10 @@ class _Side:
         scop, fused = (scop, ()) if _loop_recipes(variants) else fuse_through_temporaries(scop)
         scop, contracted = contract_temporaries(scop)  # per-iteration temporaries: scalars
         scop, reused = reuse_values(scop)  # a function's value in two loops: computed once
+        # invariant math of element-wise nests in scalars of the loops it depends on (the
+        # CPU's vector loops; not under loop recipes: they name the statements as written)
+        scop, hoisted = hoist_invariants(scop) if cpu and not _loop_recipes(variants) \
+            else (scop, ())
         scop, held = hold_cells(scop, repack)  # dot products in scalars, not in their cells
         # sums kept in their cells, not scalars (again while one moves: ``v = s + b[o]``
         # then ``Y[n, o] = f(v)`` takes v into the cell first, s after)
@@ -199,8 +204,8 @@ class _Side:
         # the automatic CPU schedule: a temporary copied back each time step becomes the other
         # half of a double buffer
         scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-        notes = (selects + padded + fused + contracted + reused + held + forwarded + expanded +
-                 epilogues + buffers)
+        notes = (selects + padded + fused + contracted + reused + hoisted + held + forwarded +
+                 expanded + epilogues + buffers)
         return scop, notes, bool(buffers)
 
     @classmethod

@@ -62,6 +62,14 @@ NOTES_C = {
     ph.channels_first_layernorm: ("mu: the scalar is kept in mu[b, y, x]",
                                   "var: the scalar is kept in var[b, y, x]",
                                   "r: the scalar is kept in r[b, y, x]"),
+    # invariant math of an element-wise nest, once per row or channel
+    ph.layernorm_temps: ("mu: the temporary", "var: the temporary",
+                         "pd_inv: sqrt((var + 1e-05)) is computed once per iteration of the "
+                         "loop over i"),
+    ph.rmsnorm_temp: ("ss: the temporary",
+                      "pd_inv: sqrt(((ss / D) + 1e-06)) is computed once per iteration"),
+    ph.batchnorm_infer: ("pd_inv: sqrt((var[c] + 1e-05)) is computed once per iteration of "
+                         "the loop over c",),
 }
 
 # per phrasing, sizes against NumPy: 1, primes, tile edges (48, 256 for products)
