@@ -201,6 +201,21 @@ same code, their times within the run-to-run noise).
 
 """
 
+PHRASINGS_POOLS_SECTION = """
+### Reductions over the pixels of NCHW
+
+From `bench/phrasings.py --only matmul_scalar,global_avgpool,instance_norm,batchnorm_infer`
+(file `bench/results/phrasings_pools.md`), then the tree before this session. A global
+average pool's sum (`s += X[b, c, y, x]` over each plane) was forwarded into register tiles
+over `(b, c)`, whose vectors ran across channels, one plane apart (a gather per element);
+such a read is used by one cell only, so no copy of it pays and the sum now stays a scalar
+(`scop.forward.reused_across`). A plane's loops over `y` and `x` walk one contiguous run of
+`H * W` elements, and the C printer runs them as one loop (`codegen_c/collapse.py`): a 7 x 7
+plane is one vector loop of 49, not 7 loops of 7 with a reduction's tail each. The same
+holds for InstanceNorm's three loops over each plane and batch norm's element-wise one.
+
+"""
+
 PHRASINGS_ROWS_SECTION = """
 ### Reductions over an axis that is not the last
 
@@ -362,6 +377,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("phrasings_padding", PHRASINGS_PADDING_SECTION),
                           ("phrasings_sums", PHRASINGS_SUMS_SECTION),
                           ("phrasings_invariants", PHRASINGS_INVARIANTS_SECTION),
+                          ("phrasings_pools", PHRASINGS_POOLS_SECTION),
                           ("phrasings_rows", PHRASINGS_ROWS_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):

@@ -453,6 +453,36 @@ def _channels_layernorm(X, g, b):
     var = ((X - mu) ** 2).mean(axis=1, keepdims=True)
     return (X - mu) / np.sqrt(var + 1e-6) * g[:, None, None] + b[:, None, None]
 
+# --- reductions over the pixels of NCHW ----------------------------------------------------
+
+
+@pd.operator(assume="H >= 1 and W >= 1")
+def global_avgpool(X: f32[B, C, H, W], Y: out(f32[B, C])):
+    """A CNN's head, ``X.mean((2, 3))``: the sum of each channel's plane in a local scalar,
+    over loops along its rows and columns."""
+    for b, c in pd.grid(B, C):
+        s = 0.0
+        for y, x in pd.grid(H, W):
+            s += X[b, c, y, x]
+        Y[b, c] = s / (H * W)
+
+
+@pd.operator(assume="H >= 1 and W >= 1")
+def instance_norm(X: f32[B, C, H, W], g: f32[C], beta: f32[C], Y: out(f32[B, C, H, W])):
+    """InstanceNorm2d (GroupNorm with a group per channel): the statistics of each plane in
+    local scalars."""
+    for b, c in pd.grid(B, C):
+        mu = 0.0
+        for y, x in pd.grid(H, W):
+            mu += X[b, c, y, x]
+        mu = mu / (H * W)
+        var = 0.0
+        for y, x in pd.grid(H, W):
+            var += (X[b, c, y, x] - mu) * (X[b, c, y, x] - mu)
+        r = 1.0 / pd.sqrt(var / (H * W) + 1e-5)
+        for y, x in pd.grid(H, W):
+            Y[b, c, y, x] = (X[b, c, y, x] - mu) * r * g[c] + beta[c]
+
 
 def _gelu(X):
     return 0.5 * X * (1.0 + np.tanh(0.7978845608 * (X + 0.044715 * X ** 3)))
@@ -489,6 +519,9 @@ NUMPY = {
     middle_softmax: lambda X: np.exp(X - X.max(axis=1, keepdims=True)) / np.exp(
         X - X.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True),
     channels_first_layernorm: _channels_layernorm,
+    global_avgpool: lambda X: X.mean(axis=(2, 3)),
+    instance_norm: lambda X, g, b: (X - X.mean(axis=(2, 3), keepdims=True)) / np.sqrt(
+        X.var(axis=(2, 3), keepdims=True) + 1e-5) * g[:, None, None] + b[:, None, None],
     conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
     depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
                                                sliding_window_view(np.pad(X, [(0, 0), (0, 0),
@@ -543,6 +576,9 @@ BENCH_SIZES = {
     sum_squares_cell: [{"N": 4096, "M": 1024}],
     middle_softmax: [{"B": 16, "L": 128, "D": 512}],
     channels_first_layernorm: [{"B": 8, "C": 96, "H": 56, "W": 56}],
+    global_avgpool: [{"B": 8, "C": 512, "H": 7, "W": 7}, {"B": 32, "C": 256, "H": 14, "W": 14},
+                     {"B": 8, "C": 64, "H": 56, "W": 56}],
+    instance_norm: [{"B": 8, "C": 64, "H": 56, "W": 56}, {"B": 8, "C": 256, "H": 14, "W": 14}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
@@ -582,6 +618,9 @@ TORCH = {
     middle_softmax: lambda t, X: t.softmax(X, 1),
     channels_first_layernorm: lambda t, X, g, b: t.nn.functional.layer_norm(
         X.permute(0, 2, 3, 1), X.shape[1:2], g, b, eps=1e-6).permute(0, 3, 1, 2),
+    global_avgpool: lambda t, X: X.mean((2, 3)),
+    instance_norm: lambda t, X, g, b: t.nn.functional.instance_norm(X, weight=g, bias=b,
+                                                                    eps=1e-5),
 }
 
 ALL = list(NUMPY)

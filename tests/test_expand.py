@@ -135,7 +135,7 @@ def test_a_gpu_keeps_its_scalars() -> None:
     assert _notes(ph.middle_softmax, cpu=False) == []
 
 
-def _enclosing_loops(source: str, needle: str) -> list[str]:
+def enclosing_loops(source: str, needle: str) -> list[str]:
     """The headers of the loops around the first line of ``source`` holding ``needle``,
     innermost first (by indentation)."""
     lines = source.splitlines()
@@ -154,7 +154,7 @@ def test_the_row_loop_runs_innermost() -> None:
     """In the generic variant the loop over ``d`` (``< D``) runs inside the loop over the
     sequence (``< L``), the max vectorized along the rows."""
     source = pd.compile(ph.middle_softmax).source.split("variant generic")[-1]
-    loops = _enclosing_loops(source, "m[(b) * D + d] = pd_max_f32(")
+    loops = enclosing_loops(source, "m[(b) * D + d] = pd_max_f32(")
     assert "< D;" in loops[0] and "< L;" in loops[1], loops
 
 

@@ -12,6 +12,7 @@ from polydyn import f32, f64, i32, out
 from polydyn.pipeline import _Side
 from polydyn.testing import check_kernel, region_points
 from tests import phrasings as ph
+from tests.test_expand import enclosing_loops
 
 C, H, W, N, M, K = pd.sym("C H W N M K")
 
@@ -132,11 +133,11 @@ def test_the_plane_loops_hold_only_the_division() -> None:
     """In batch norm's generic variant the square root stands outside the loops over the
     plane."""
     source = pd.compile(ph.batchnorm_infer).source.split("variant generic")[-1]
-    lines = source.splitlines()
-    root = next(k for k, line in enumerate(lines) if "pd_inv = sqrtf(" in line)
-    first_loop = next(k for k, line in enumerate(lines) if "pd_c2 < H" in line)
-    assert root < first_loop
-    assert sum("sqrtf(" in line for line in lines) == 1
+    root = enclosing_loops(source, "pd_inv = sqrtf(")
+    assert [loop for loop in root if "H" in loop or "W" in loop] == [], root
+    assert "< C;" in root[0], root
+    assert sum("sqrtf(" in line for line in source.splitlines()) == 1
+
 
 
 @pytest.mark.parametrize("op", [two_depths, shared, of_a_scalar, triangle, transposed,

@@ -79,6 +79,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
     restrict = "restrict"
     parallel_pragma = "omp parallel for schedule(static)"
     simd_pragma = "omp simd"
+    collapse_loops = True  # a pair of loops along rows printed as one (collapse.py)
 
     def __init__(self, scop: Scop, zero_init: frozenset[str] = frozenset(),
                  planned_for: str = ""):

@@ -27,6 +27,7 @@ from .astnodes import (
     role_loops,
     strip_parens,
 )
+from .collapse import Collapse, collapsible
 
 _T = isl.ast_expr_op_type
 
@@ -35,15 +36,21 @@ class LoopEmitter:
     """The loop methods of ``emit.CEmitter``."""
 
     def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
-             role: str = "") -> list[cgen.Generable]:
+             role: str = "", bound: str | None = None) -> list[cgen.Generable]:
+        """``bound``: the loop runs to it instead (the inner loop of a collapsed pair)."""
         it = n.for_get_iterator().get_id().get_name()
         init = self.ast_expr(n.for_get_init())
         if n.for_is_degenerate():
             body = self.node(n.for_get_body(), st)
             return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
-        cond = strip_parens(self.ast_expr(n.for_get_cond()))  # OpenMP's canonical loop form
+        if bound is None and (pair := self._collapsed(n, st, parallel, role)) is not None:
+            return [cgen.Block([cgen.Statement(f"const int64_t {it} = 0"),
+                                *self.loop(pair.inner, st, pair.parallel, bound=pair.bound)])]
         inc = self.ast_expr(n.for_get_inc())
-        trips = _trip_count(n, init, inc, self)
+        # OpenMP's canonical loop form
+        cond, trips = (strip_parens(self.ast_expr(n.for_get_cond())),
+                       _trip_count(n, init, inc, self)) if bound is None else \
+            (f"{it} < {bound}", f"({bound})")
         if st.team is not None:  # a loop of a team region's outer loop body
             shared = parallel and loop_annotation(n).parallel and has_loop(n.for_get_body())
             return (self.team_member if shared else self.team_passage)(n, st, it, init, cond,
@@ -95,6 +102,18 @@ class LoopEmitter:
                 not inner.used_locals and self._team_body(n.for_get_body()):
             return self.team_loop(n, st, it, init, inc, trips)
         return [cgen.Pragma(pragma), loop]
+
+    def _collapsed(self, n: isl.AstNode, st: LoopState, parallel: bool, role: str
+                   ) -> Collapse | None:
+        """A plain sequential loop and its body loop as one (``collapse.py``), where they
+        walk rows: C only, not a loop that may share its iterations among threads, outside
+        teams, regions, register tiles and packs."""
+        if not self.collapse_loops or (parallel and not st.in_parallel) or role or \
+                st.team is not None or \
+                st.region or self.promoted or self.packed or self.padded is not None or \
+                self.held is not None or self.init is not None:
+            return None
+        return collapsible(n, self)
 
     def _team_body(self, n: isl.AstNode, parallel: bool | None = None) -> bool:
         """Whether every statement under ``n`` (a parallel loop's body) lies inside a

@@ -54,6 +54,7 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
 
     restrict = "restrict"
     address_space = "__global"
+    collapse_loops = False
 
     def __init__(self, scop: Scop, spilled: tuple[SpilledScalar, ...] = (),
                  permute: str = ""):

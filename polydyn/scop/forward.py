@@ -251,8 +251,9 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
     and every read is independent of ``v`` or runs along it with stride 1 in its last
     subscript only: the cell's loops can carry register tiles with their vector along v.
     A read of an array in ``repacked`` (read-only ones) may also run along ``v`` in another
-    subscript when every subscript is a single iterator or a constant (``repackable``): the
-    tiles read it from a copy with that dimension innermost (``codegen_c.repack``)."""
+    subscript when every subscript is a single iterator or a constant (``repackable``) and
+    the cells reuse it (``reused_across``): the tiles read it from a copy with that dimension
+    innermost (``codegen_c.repack``)."""
     last = cell.index[-1].linear() if cell.index else None
     if last is None or len(last[0]) != 1 or next(iter(last[0].values())) != 1:
         return False
@@ -261,7 +262,7 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
         return False
     for load in reads:
         if any(v in aff.vars() for aff in load.index[:-1]):
-            if load.array in repacked and repackable(load):
+            if load.array in repacked and repackable(load) and reused_across(load, cell):
                 continue
             return False
         inner = load.index[-1].linear() if load.index else ({}, 0)
@@ -282,6 +283,15 @@ def repackable(load: Load) -> bool:
                                             set(lin[0].values()) == {1})) for lin in lins)
 
 
+def reused_across(load: Load, cell: Load) -> bool:
+    """Some loop of ``cell``'s subscripts is absent from ``load``'s: the cells along it read
+    the same elements (nn.Linear's ``W[o, k]`` for every row ``n`` of ``Y[n, o]``), so a
+    copy made once serves them all. A global average pool's ``X[b, c, h, w]`` for ``Y[b, c]``
+    is read once per cell: its sums run along X's rows instead."""
+    used = {v for aff in load.index for v in aff.vars()}
+    return not {v for aff in cell.index for v in aff.vars()} <= used
+
+
 def read_only(scop: Scop) -> frozenset[str]:
     """The arrays no statement writes."""
     written = {s.target.array for s in scop.statements if isinstance(s.target, Load)}
@@ -290,15 +300,17 @@ def read_only(scop: Scop) -> frozenset[str]:
 
 def reads_across(stmt: Statement, only: frozenset[str]) -> bool:
     """``stmt`` writes a cell whose last subscript is one iterator ``v`` and reads an array
-    of ``only`` (read-only ones, ``read_only``) that moves along ``v`` in another subscript
-    and can be repacked (nn.Linear's ``W[o, k]`` for ``Y[n, o]``): register tiles over the
-    cell's loops read that operand from a copy with ``v``'s dimension innermost."""
+    of ``only`` (read-only ones, ``read_only``) that moves along ``v`` in another subscript,
+    can be repacked and is reused across the cells (nn.Linear's ``W[o, k]`` for ``Y[n, o]``):
+    register tiles over the cell's loops read that operand from a copy with ``v``'s
+    dimension innermost."""
     cell = stmt.target
     if not isinstance(cell, Load) or not cell.index or len(cell.index[-1].vars()) != 1:
         return False
     (v,) = cell.index[-1].vars()
     return any(isinstance(e, Load) and e.array in only and repackable(e) and
-               any(v in aff.vars() for aff in e.index[:-1]) for e in stmt.value.walk())
+               reused_across(e, cell) and any(v in aff.vars() for aff in e.index[:-1])
+               for e in stmt.value.walk())
 
 
 def _scalars_named(stmt: Statement) -> set[str]:
