@@ -41,28 +41,17 @@ class Collapse:
 def collapsible(n: isl.AstNode, em: Any) -> Collapse | None:
     """The collapse of the for node ``n`` with the loop that is its body, or None."""
     outer = _plain_loop(n, em)
-    if outer is None:
-        return None
-    inner_node, parallel = n.for_get_body(), False
-    if inner_node.get_type() == isl.ast_node_type.mark:  # a plain loop mark
-        mark = loop_mark(inner_node)
-        if mark is None or mark.role:
-            return None
-        inner_node, parallel = inner_node.mark_get_node(), mark.parallel
-    if inner_node.get_type() != isl.ast_node_type.for_:
+    inner_node, parallel = _body_loop(n)
+    if outer is None or inner_node is None:
         return None
     inner = _plain_loop(inner_node, em)
-    if inner is None or not _statements_only(inner_node.for_get_body()):
+    if inner is None:
         return None
     extent = inner_node.for_get_cond().get_op_arg(1)
-    if extent.get_type() == isl.ast_expr_type.id:
-        width = ({extent.get_id().get_name(): 1}, 0)
-    elif extent.get_type() == isl.ast_expr_type.int:
-        width = ({}, int(extent.get_val().to_python()))
-    else:
-        return None
+    width = _width(extent)
     a, b = loop_annotation(n), loop_annotation(inner_node)
-    if not a.kind or (a.kind, a.reductions) != (b.kind, b.reductions):
+    if width is None or not _statements_only(inner_node.for_get_body()) or \
+            not a.kind or (a.kind, a.reductions) != (b.kind, b.reductions):
         return None
     for user in ast_users(inner_node, em):
         stmt = em.scop.statement(user.name)
@@ -72,12 +61,31 @@ def collapsible(n: isl.AstNode, em: Any) -> Collapse | None:
         others = set(stmt.iters) - set(rows) - set(cols)
         if len(rows) != 1 or len(cols) != 1 or any(
                 {outer, inner} & used for v, used in zip(stmt.iters, user.uses, strict=True)
-                if v in others):
-            return None
-        if not _adjacent(em.scop, stmt, rows[0], cols[0], width):
+                if v in others) or not _adjacent(em.scop, stmt, rows[0], cols[0], width):
             return None
     return Collapse(inner_node, f"({em.ast_expr(n.for_get_cond().get_op_arg(1))}) * "
                                 f"({em.ast_expr(extent)})", parallel)
+
+
+def _body_loop(n: isl.AstNode) -> tuple[isl.AstNode | None, bool]:
+    """The for node that is ``n``'s body (through a plain loop mark), and whether that mark
+    says it is parallel."""
+    body, parallel = n.for_get_body(), False
+    if body.get_type() == isl.ast_node_type.mark:
+        mark = loop_mark(body)
+        if mark is None or mark.role:
+            return None, False
+        body, parallel = body.mark_get_node(), mark.parallel
+    return (body, parallel) if body.get_type() == isl.ast_node_type.for_ else (None, False)
+
+
+def _width(extent: isl.AstExpr) -> tuple[dict[str, int], int] | None:
+    """An inner loop's extent as ``Aff.linear`` gives it: a size or a constant, else None."""
+    if extent.get_type() == isl.ast_expr_type.id:
+        return {extent.get_id().get_name(): 1}, 0
+    if extent.get_type() == isl.ast_expr_type.int:
+        return {}, int(extent.get_val().to_python())
+    return None
 
 
 def _plain_loop(n: isl.AstNode, em: Any) -> str | None:
