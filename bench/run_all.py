@@ -216,6 +216,21 @@ holds for InstanceNorm's three loops over each plane and batch norm's element-wi
 
 """
 
+PHRASINGS_STRIDED_SECTION = """
+### Convolutions with stride 2
+
+From `bench/phrasings.py --only matmul_scalar,conv_stride2,conv_stride2_same_if` (file
+`bench/results/phrasings_strided.md`), then the tree before this session. ResNet's
+downsampling convolution reads `X[b, c, 2 * y + ky, 2 * x + kx]`: two elements apart per
+output column, which kept its sum in a scalar (a dot product over `c, ky, kx`, 3 elements
+contiguous at a time). A read of stride 2 beside an operand that every cell of a row shares
+(the weights) now lets the sum move into its cell (`scop.forward.along_cells`), so the
+output's loops carry the register tiles of a stride-1 convolution; the C compiler loads
+each vector of X with two loads and a permute. A max pool's window (stride 2, no shared
+operand) keeps its scalar.
+
+"""
+
 PHRASINGS_ROWS_SECTION = """
 ### Reductions over an axis that is not the last
 
@@ -378,6 +393,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("phrasings_sums", PHRASINGS_SUMS_SECTION),
                           ("phrasings_invariants", PHRASINGS_INVARIANTS_SECTION),
                           ("phrasings_pools", PHRASINGS_POOLS_SECTION),
+                          ("phrasings_strided", PHRASINGS_STRIDED_SECTION),
                           ("phrasings_rows", PHRASINGS_ROWS_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):

@@ -14,7 +14,7 @@ import polydyn as pd
 from polydyn import f32, out, temp
 
 B, N, M, K, D, L, H = pd.sym("B N M K D L H")
-C, F, W = pd.sym("C F W")
+C, F, W, P, Q = pd.sym("C F W P Q")
 
 # --- softmax ----------------------------------------------------------------------------------
 
@@ -386,6 +386,31 @@ def conv_same_if(X: f32[B, C, H, W], Wt: f32[F, C, 3, 3], bias: f32[F],
         Y[b, f, y, x] = s
 
 
+@pd.operator()
+def conv_stride2(X: f32[B, C, 2 * P + 1, 2 * Q + 1], Wt: f32[F, C, 3, 3],
+                 Y: out(f32[B, F, P, Q])):
+    """A 3 x 3 convolution with stride 2 (nn.Conv2d(stride=2)): the window's reads step two
+    elements per output column."""
+    for b, f, y, x in pd.grid(B, F, P, Q):
+        s = 0.0
+        for c, ky, kx in pd.grid(C, 3, 3):
+            s += X[b, c, 2 * y + ky, 2 * x + kx] * Wt[f, c, ky, kx]
+        Y[b, f, y, x] = s
+
+
+@pd.operator()
+def conv_stride2_same_if(X: f32[B, C, 2 * P, 2 * Q], Wt: f32[F, C, 3, 3],
+                         Y: out(f32[B, F, P, Q])):
+    """ResNet's downsampling 3 x 3 convolution (stride 2, padding 1), the edges as an
+    ``if``."""
+    for b, f, y, x in pd.grid(B, F, P, Q):
+        s = 0.0
+        for c, ky, kx in pd.grid(C, 3, 3):
+            if 0 <= 2 * y + ky - 1 < 2 * P and 0 <= 2 * x + kx - 1 < 2 * Q:
+                s += X[b, c, 2 * y + ky - 1, 2 * x + kx - 1] * Wt[f, c, ky, kx]
+        Y[b, f, y, x] = s
+
+
 @pd.operator(assume="H >= 1 and W >= 1")
 def depthwise_same_if(X: f32[B, C, H, W], Wt: f32[C, 3, 3], Y: out(f32[B, C, H, W])):
     """A depthwise 3 x 3 convolution with padding 1 (``groups=C``), the edges as an ``if``."""
@@ -523,6 +548,8 @@ NUMPY = {
     instance_norm: lambda X, g, b: (X - X.mean(axis=(2, 3), keepdims=True)) / np.sqrt(
         X.var(axis=(2, 3), keepdims=True) + 1e-5) * g[:, None, None] + b[:, None, None],
     conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
+    conv_stride2: lambda X, Wt: _conv(X, Wt, 0)[:, :, ::2, ::2],
+    conv_stride2_same_if: lambda X, Wt: _conv(X, Wt, 1)[:, :, ::2, ::2],
     depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
                                                sliding_window_view(np.pad(X, [(0, 0), (0, 0),
                                                                               (1, 1), (1, 1)]),
@@ -571,6 +598,9 @@ BENCH_SIZES = {
     conv_same_if: [{"B": 1, "C": 64, "F": 64, "H": 56, "W": 56},
                    {"B": 1, "C": 256, "F": 256, "H": 14, "W": 14}],
     conv1d_select: [{"B": 8, "C": 256, "F": 256, "L": 512}],
+    conv_stride2: [{"B": 8, "C": 64, "F": 128, "P": 28, "Q": 28}],
+    conv_stride2_same_if: [{"B": 8, "C": 64, "F": 128, "P": 28, "Q": 28},
+                           {"B": 1, "C": 128, "F": 256, "P": 14, "Q": 14}],
     depthwise_same_if: [{"B": 8, "C": 128, "H": 56, "W": 56}],
     batchnorm_infer: [{"B": 8, "C": 64, "H": 56, "W": 56}],
     sum_squares_cell: [{"N": 4096, "M": 1024}],
@@ -610,6 +640,8 @@ TORCH = {
     bias_gelu_temp: lambda t, X, b: t.nn.functional.gelu(X + b),
     conv_same_if: lambda t, X, Wt, b: t.nn.functional.conv2d(X, Wt, b, padding=1),
     conv1d_select: lambda t, X, Wt: t.nn.functional.conv1d(X, Wt, padding=2),
+    conv_stride2: lambda t, X, Wt: t.nn.functional.conv2d(X, Wt, stride=2),
+    conv_stride2_same_if: lambda t, X, Wt: t.nn.functional.conv2d(X, Wt, stride=2, padding=1),
     depthwise_same_if: lambda t, X, Wt: t.nn.functional.conv2d(X, Wt[:, None], padding=1,
                                                                groups=X.shape[1]),
     batchnorm_infer: lambda t, X, m, v, g, b: t.nn.functional.batch_norm(X, m, v, g, b,

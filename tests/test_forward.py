@@ -291,6 +291,27 @@ def from_other_side(A: f32[N, K], C: inout(f32[N, M]), x: f32):
             C[i, j] = (2.0 * C[i, j] + x) - 3.0 * acc
 
 
+@pd.operator()
+def strided_conv1d(X: f32[N, 2 * M + 1], w: f32[3], Y: out(f32[N, M])):
+    """A filter with stride 2: X's reads step two elements per cell, beside weights every
+    cell of a row shares (register tiles pay)."""
+    for i, j in pd.grid(N, M):
+        s = 0.0
+        for k in range(3):
+            s += X[i, 2 * j + k] * w[k]
+        Y[i, j] = s
+
+
+@pd.operator()
+def strided_window_sum(X: f32[N, 2 * M + 1], Y: out(f32[N, M])):
+    """The same reads with nothing shared (a pooling window): the scalar stays."""
+    for i, j in pd.grid(N, M):
+        s = 0.0
+        for k in range(3):
+            s += X[i, 2 * j + k]
+        Y[i, j] = s
+
+
 LINEAR = {
     store_reads_cell: "acc: the sum is kept in C[i, j], added to its value",
     plus_equals: "s: the sum is kept in C[i, j], added to its value",
@@ -311,10 +332,11 @@ FORWARDED = {
     linear_bias: ("acc: the sum is kept in Y[n, o]",),
     colmax: ("m: the max is kept in Y[j]",),
     two_sums: ("s: the sum is kept in S[j]", "p: the product is kept in P[j]"),
+    strided_conv1d: ("s: the sum is kept in Y[i, j]",),
 }
 KEPT = [linear_acc, rowmax, read_after, cell_in_loop, other_dtype, touched_between,
         store_scales_cell, store_max_cell, max_added_to_cell, scale_written_between,
-        load("softmax")[0], load("layernorm")[0], load("maxpool")[0]]
+        strided_window_sum, load("softmax")[0], load("layernorm")[0], load("maxpool")[0]]
 FORCED = [linear_acc, rowmax]  # forwarded with everywhere=True
 
 

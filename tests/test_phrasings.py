@@ -42,6 +42,9 @@ NOTES = {
     ph.conv1d_select: ("X[b, c, ((t + k) - 2)]: read from X_pad",),
     ph.depthwise_same_if: ("X[b, c, ((y + ky) - 1), ((x + kx) - 1)]: read from X_pad",
                            "s: the sum is kept in Y[b, c, y, x]"),
+    ph.conv_stride2: ("s: the sum is kept in Y[b, f, y, x]",),
+    ph.conv_stride2_same_if: ("X[b, c, (((2 * y) + ky) - 1), (((2 * x) + kx) - 1)]: read from "
+                              "X_pad", "s: the sum is kept in Y[b, f, y, x]"),
     ph.sum_squares_cell: ("y[0]: the sum over i, j is kept in the local scalar",),
     ph.middle_softmax: ("exp((X[b, s, d] - m)): computed once, in Y[b, s, d]",),
 }
@@ -108,6 +111,14 @@ SIZES = {
                   {"B": 1, "C": 64, "F": 31, "H": 7, "W": 14}],
     "depthwise": [{"B": 1, "C": 1, "H": 1, "W": 1}, {"B": 2, "C": 3, "H": 5, "W": 13},
                   {"B": 1, "C": 33, "H": 17, "W": 31}],
+    # one output pixel and channel, primes, an output row of 16 lanes +-1 (its reads span
+    # twice that), a tile's 14 channel rows +-1
+    "conv_stride2": [{"B": 1, "C": 1, "F": 1, "P": 1, "Q": 1},
+                     {"B": 2, "C": 3, "F": 17, "P": 5, "Q": 13},
+                     {"B": 1, "C": 0, "F": 2, "P": 2, "Q": 3},
+                     {"B": 1, "C": 5, "F": 15, "P": 3, "Q": 17},
+                     {"B": 1, "C": 7, "F": 13, "P": 2, "Q": 15},
+                     {"B": 2, "C": 33, "F": 29, "P": 7, "Q": 31}],
     "conv1d": [{"B": 1, "C": 1, "F": 1, "L": 1}, {"B": 2, "C": 3, "F": 17, "L": 31},
                {"B": 1, "C": 0, "F": 2, "L": 2}, {"B": 3, "C": 33, "F": 33, "L": 129}],
     "batchnorm": [{"B": 0, "C": 3, "H": 2, "W": 2}, {"B": 1, "C": 1, "H": 1, "W": 1},

@@ -83,6 +83,26 @@ SCRIPT_DEFAULT_TILES = textwrap.dedent('''
 ''')
 
 
+# Phrasings whose register tiles read their input two elements apart (convolutions with
+# stride 2, one with its edges padded), every variant at sizes that leave partial tiles.
+SCRIPT_STRIDED = textwrap.dedent('''
+    import sys
+    import polydyn as pd
+    from tests import phrasings as ph
+    from tests.fuzz.runner import check_operator
+
+    POINTS = [{"B": 1, "C": 5, "F": 15, "P": 3, "Q": 17},
+              {"B": 1, "C": 7, "F": 13, "P": 2, "Q": 15},
+              {"B": 2, "C": 9, "F": 29, "P": 4, "Q": 33},
+              {"B": 1, "C": 3, "F": 14, "P": 1, "Q": 16}]
+    for name in sys.argv[1:]:
+        op = getattr(ph, name)
+        stats = check_operator(op, kernel=pd.compile(op), hi=20, limit=3, seed=1,
+                               extra_points=POINTS)
+        print(f"OK {name} {stats['variants']} variants {stats['runs']} runs", flush=True)
+''')
+
+
 def _libasan() -> str | None:
     try:
         out = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
@@ -156,6 +176,11 @@ def test_kernels_under_address_sanitizer(libasan, tmp_path):
 def test_default_register_tiles_under_address_sanitizer(libasan, tmp_path):
     _run_sanitized(libasan, tmp_path, SCRIPT_DEFAULT_TILES,
                    ("matmul", "batched_matmul", "conv2d"))
+
+
+@pytest.mark.slow
+def test_strided_register_tiles_under_address_sanitizer(libasan, tmp_path):
+    _run_sanitized(libasan, tmp_path, SCRIPT_STRIDED, ("conv_stride2", "conv_stride2_same_if"))
 
 
 def test_sanitizer_catches_an_out_of_bounds_access(libasan, tmp_path):

@@ -27,7 +27,8 @@ statements keep their names, places and source lines; only their targets and val
 It is done where it pays today: where the register tiles can take their vector along the
 cell's last subscript ``v`` (a loop variable, stride 1), which every array read between the
 init and the store either does not depend on or runs along with stride 1 (matmul's
-``B[k, j]``). Elsewhere (``X[n, k] * W[o, k]``, a row's max) the scalar's own loop, whose
+``B[k, j]``), or 2 beside a read that does not depend on it (a convolution with stride 2
+and its weights). Elsewhere (``X[n, k] * W[o, k]``, a row's max) the scalar's own loop, whose
 reduction is vectorized, is the faster code until cells updated in place get the same.
 """
 
@@ -249,7 +250,9 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
                 repacked: frozenset[str] = frozenset()) -> bool:
     """Whether the cell's last subscript is a loop variable ``v`` of ``iters`` (stride 1)
     and every read is independent of ``v`` or runs along it with stride 1 in its last
-    subscript only: the cell's loops can carry register tiles with their vector along v.
+    subscript only (or stride 2, beside a read independent of ``v``: a convolution with
+    stride 2 and its weights): the cell's loops can carry register tiles with their vector
+    along v.
     A read of an array in ``repacked`` (read-only ones) may also run along ``v`` in another
     subscript when every subscript is a single iterator or a constant (``repackable``) and
     the cells reuse it (``reused_across``): the tiles read it from a copy with that dimension
@@ -260,16 +263,20 @@ def along_cells(cell: Load, iters: tuple[str, ...], reads: list[Load],
     v = next(iter(last[0]))
     if v not in iters:
         return False
+    strided = False
     for load in reads:
         if any(v in aff.vars() for aff in load.index[:-1]):
             if load.array in repacked and repackable(load) and reused_across(load, cell):
                 continue
             return False
         inner = load.index[-1].linear() if load.index else ({}, 0)
-        if (inner is None and v in load.index[-1].vars()) or \
-                (inner is not None and inner[0].get(v, 1) != 1):
+        step = inner[0].get(v, 0) if inner is not None else None
+        if (step is None and v in load.index[-1].vars()) or step not in (None, 0, 1, 2):
             return False
-    return True
+        strided |= step == 2
+    # a read two elements apart per cell (a convolution with stride 2) pays in register
+    # tiles only beside an operand every cell of a row shares (the weights)
+    return not strided or any(not any(v in aff.vars() for aff in load.index) for load in reads)
 
 
 
