@@ -54,8 +54,10 @@ UNSEEN = {
 }
 
 
-@pytest.mark.parametrize("max_tile", [None, 8])
-@pytest.mark.parametrize("name", list(UNSEEN))
+@pytest.mark.parametrize(("name", "max_tile"), [
+    # the depthwise convolution's sweep with tiles of 8 takes half a minute: the slow set
+    pytest.param(n, t, marks=pytest.mark.slow) if (n, t) == ("depthwise", 8) else (n, t)
+    for t in (None, 8) for n in UNSEEN])
 def test_unseen_operators_agree_with_the_reference(name, max_tile, tmp_path):
     """The dispatched call at each shape, then each variant forced at points of its region
     (with tiles capped at 8, the tiled variants' regions start at checkable sizes)."""

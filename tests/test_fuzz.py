@@ -194,6 +194,7 @@ def test_recipes_are_reproducible_and_name_existing_loops(tmp_path: Path) -> Non
     assert kinds == {*DIRECTIVE_KINDS, "gpu"}  # gpu: the OpenCL mapping, in some recipes
 
 
+@pytest.mark.slow  # half a minute of recipe draws
 def test_draw_recipes_prefers_legal_ones(tmp_path: Path) -> None:
     """``draw_recipes`` (the fuzzer's) is reproducible and mostly draws recipes that polydyn
     accepts."""

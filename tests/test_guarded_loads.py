@@ -229,7 +229,7 @@ FENCED = textwrap.dedent('''
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect'ed pages")
 @pytest.mark.parametrize(("name", "max_tile"), [
     ("mm_shifted_rows", 4), ("mm_short_operand", 4), ("mm_column_guard", 0),
-    ("conv_row_guard", 0)])
+    pytest.param("conv_row_guard", 0, marks=pytest.mark.slow)])  # 24 s: the slow set
 def test_copies_and_tiles_read_only_the_inputs(name, max_tile, tmp_path):
     """A packed copy of `B[k - 1, j] if k >= 1` read B's row -1, one of `B[k - 2, j]` the
     box of an empty B (K = 2); a register tile's columns past its box read `A[i, -1]` under
