@@ -22,7 +22,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .affine import Aff
-from .exprs import Expr, Load, Scalar, map_children
+from .exprs import Load, Scalar, reads_scalar, substitute_scalar
 from .ir import Array, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
@@ -111,25 +111,15 @@ def _first_write(scop: Scop, body: tuple[Node, ...], name: str, node: StmtRef) -
     inside = [n for n in statements_under(body) if n in users]
     stmt = scop.statement(node.name)
     return set(inside) == users and inside[0] == node.name and stmt.op == "=" and \
-        not _reads_scalar(stmt.value, name)
+        not reads_scalar(stmt.value, name)
 
 
 def _names_scalar(stmt: Statement, name: str) -> bool:
     return (isinstance(stmt.target, Scalar) and stmt.target.name == name) or \
-        _reads_scalar(stmt.value, name)
-
-
-def _reads_scalar(e: Expr, name: str) -> bool:
-    return any(isinstance(x, Scalar) and x.name == name for x in e.walk())
+        reads_scalar(stmt.value, name)
 
 
 def _expanded(stmt: Statement, name: str, cell: Load) -> Statement:
     target = cell if isinstance(stmt.target, Scalar) and stmt.target.name == name \
         else stmt.target
-    return stmt.replace(target=target, value=_substitute(stmt.value, name, cell))
-
-
-def _substitute(e: Expr, name: str, cell: Load) -> Expr:
-    if isinstance(e, Scalar) and e.name == name:
-        return cell
-    return map_children(e, lambda x: _substitute(x, name, cell))
+    return stmt.replace(target=target, value=substitute_scalar(stmt.value, name, cell))

@@ -158,6 +158,18 @@ def reads_array(e: Expr, array: str) -> bool:
     return any(isinstance(x, Load) and x.array == array for x in e.walk())
 
 
+def reads_scalar(e: Expr, name: str) -> bool:
+    """Whether ``e`` reads the scalar ``name``."""
+    return any(isinstance(x, Scalar) and x.name == name for x in e.walk())
+
+
+def substitute_scalar(e: Expr, name: str, by: Expr) -> Expr:
+    """``e`` with every read of the scalar ``name`` replaced by ``by`` (a cell, say)."""
+    if isinstance(e, Scalar) and e.name == name:
+        return by
+    return map_children(e, lambda x: substitute_scalar(x, name, by))
+
+
 def binary(op: str, a: Expr, b: Expr) -> Bin:
     """A typed binary node: arithmetic joins types, ``/`` of integers is f64 (Python)."""
     if op in CMP_OPS or op in ("and", "or"):

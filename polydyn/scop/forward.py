@@ -37,7 +37,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .exprs import Bin, Const, Expr, Index, Load, Scalar, Un, binary, map_children, reads_array
+from .exprs import (
+    Bin,
+    Const,
+    Expr,
+    Index,
+    Load,
+    Scalar,
+    Un,
+    binary,
+    reads_array,
+    reads_scalar,
+    substitute_scalar,
+)
 from .ir import Loop, Node, Scop, Statement, StmtRef, rewrite_tree, statements_under
 from .printer import format_expr
 
@@ -130,14 +142,14 @@ def _match(scop: Scop, body: tuple[Node, ...], pos: int) -> _Pattern | None:
     init = scop.statement(body[pos].name)
     target = init.target
     if not (isinstance(target, Scalar) and scop.array(target.name).kind == "local" and
-            init.op == "=" and not _reads_scalar(init.value, target.name)):
+            init.op == "=" and not reads_scalar(init.value, target.name)):
         return None
     s = target.name
     for end in range(pos + 1, len(body)):
         node = body[end]
         if isinstance(node, StmtRef):
             stmt = scop.statement(node.name)
-            if _reads_scalar(stmt.value, s) and stmt.target != target:
+            if reads_scalar(stmt.value, s) and stmt.target != target:
                 return _match_store(scop, init, body[pos + 1:end], stmt)
     return None
 
@@ -171,7 +183,7 @@ def _match_store(scop: Scop, init: Statement, between: tuple[Node, ...],
             updates.append((stmt, forwarded))
     if linear is not None and (
             any(_update_op(new) not in ("+", "-") for _, new in updates) or
-            any(reads_array(x, name) or _reads_scalar(x, name)
+            any(reads_array(x, name) or reads_scalar(x, name)
                 for x in (linear[0], linear[1]) if x is not None for name in written)):
         return None  # a product or max, or ``a``/``c`` would read values changed between
     return _Pattern(s, init, tuple(updates), store, cell, tuple(names), linear)
@@ -185,7 +197,7 @@ def _linear(e: Expr, s: str) -> tuple[Expr | None, Expr | None, bool] | None:
         return None, None, False
     if not isinstance(e, Bin) or e.op not in ("+", "-", "*"):
         return None
-    left, right = _reads_scalar(e.a, s), _reads_scalar(e.b, s)
+    left, right = reads_scalar(e.a, s), reads_scalar(e.b, s)
     if left == right:
         return None
     got = _linear(e.a if left else e.b, s)
@@ -228,7 +240,7 @@ def _forward_update(stmt: Statement, s: str, cell: Load) -> Statement | None:
         return None
     value = stmt.value
     if stmt.op in ("+=", "-=", "*="):
-        if _reads_scalar(value, s):
+        if reads_scalar(value, s):
             return None
         return stmt.replace(target=cell)
     if stmt.op != "=" or not isinstance(value, Bin):
@@ -237,10 +249,10 @@ def _forward_update(stmt: Statement, s: str, cell: Load) -> Statement | None:
     if mine.count(True) != 1:
         return None
     other = value.b if mine[0] else value.a
-    if _reads_scalar(other, s):
+    if reads_scalar(other, s):
         return None
     if value.op in ("max", "min"):  # the operands' order as written (NaNs)
-        return stmt.replace(target=cell, value=_substitute(value, s, cell))
+        return stmt.replace(target=cell, value=substitute_scalar(value, s, cell))
     if value.op in ("+", "*") or (value.op == "-" and mine[0]):
         return stmt.replace(target=cell, op=value.op + "=", value=other)
     return None
@@ -324,10 +336,6 @@ def _scalars_named(stmt: Statement) -> set[str]:
     return {e.name for e in (stmt.target, *stmt.value.walk()) if isinstance(e, Scalar)}
 
 
-def _reads_scalar(e: Expr, s: str) -> bool:
-    return any(isinstance(x, Scalar) and x.name == s for x in e.walk())
-
-
 
 
 # --- the rewrite ------------------------------------------------------------------------------
@@ -352,14 +360,14 @@ def _folded_init(p: _Pattern) -> Expr | None:
     if mine.count(True) != 1:
         return None
     term = value.b if mine[0] else value.a
-    if _reads_scalar(term, p.scalar) or reads_array(term, p.cell.array) or \
+    if reads_scalar(term, p.scalar) or reads_array(term, p.cell.array) or \
             any(isinstance(e, Scalar) for e in term.walk()):
         return None
     return term
 
 
 def _forwarded(e: Expr, p: _Pattern) -> Expr:
-    return _substitute(e, p.scalar, p.cell)
+    return substitute_scalar(e, p.scalar, p.cell)
 
 
 def _start(p: _Pattern) -> Expr:
@@ -434,8 +442,3 @@ def _without(nodes: tuple[Node, ...], gone: set[str]) -> tuple[Node, ...]:
                         else None)
 
 
-def _substitute(e: Expr, s: str, cell: Load) -> Expr:
-    """``e`` with every read of the scalar ``s`` a read of ``cell``."""
-    if isinstance(e, Scalar) and e.name == s:
-        return cell
-    return map_children(e, lambda x: _substitute(x, s, cell))

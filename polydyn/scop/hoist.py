@@ -25,14 +25,24 @@ move with it, as ``expand.rows_along`` says), so no transposition loses its tile
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import islpy as isl
 
 from .expand import rows_along
 from .exprs import Bin, Call, Expr, Index, Load, Scalar, Select, is_float, map_children
-from .ir import Array, Guard, Loop, Node, Scop, Statement, StmtRef, rewrite_tree, statements_under
+from .ir import (
+    Array,
+    Guard,
+    Loop,
+    Node,
+    Scop,
+    Statement,
+    StmtRef,
+    rewrite_tree,
+    statement_paths,
+    statements_under,
+)
 from .names import fresh_name
 from .printer import format_expr
 
@@ -58,7 +68,7 @@ def hoist_invariants(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
     none when nothing moves)."""
     taken = {a.name for a in scop.arrays} | set(scop.syms) | \
         {s.name for s in scop.statements} | {v for s in scop.statements for v in s.iters}
-    paths = dict(_paths(scop.tree, ()))
+    paths = dict(statement_paths(scop.tree))
     found: dict[tuple[int, Expr], _Hoisted] = {}  # (id of the loop body, value) -> scalar
     changed: dict[str, Statement] = {}
     for name in statements_under(scop.tree):
@@ -178,17 +188,5 @@ def _written_under(scop: Scop, node: Node, e: Expr) -> bool:
         if (target.array if isinstance(target, Load) else target.name) in read:
             return True
     return False
-
-
-def _paths(body: tuple[Node, ...], above: tuple[Node, ...]
-           ) -> Iterator[tuple[str, tuple[Node, ...]]]:
-    """Each statement with the loops and guards around it, outermost first."""
-    for node in body:
-        if isinstance(node, StmtRef):
-            yield node.name, above
-        elif isinstance(node, Loop):
-            yield from _paths(node.body, (*above, node))
-        else:
-            yield from _paths((*node.then, *node.orelse), (*above, node))
 
 

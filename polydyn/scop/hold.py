@@ -22,8 +22,6 @@ holds nothing else), every one names the same cell, and the updates' values do n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from .exprs import Bin, Expr, Load, Scalar, reads_array, replace_subexpr
 from .forward import along_cells, read_only, reads_across
 from .ir import (
@@ -35,6 +33,7 @@ from .ir import (
     Statement,
     StmtRef,
     rewrite_tree,
+    statement_paths,
     statements_under,
 )
 from .names import fresh_name
@@ -92,7 +91,8 @@ def repacked_rows(scop: Scop, rows: int) -> str | None:
     the sizes alone."""
     only = read_only(scop)
     conds: list[str] = []
-    for stmt, loops in _with_loops(scop.tree, ()):
+    for stmt, path in statement_paths(scop.tree):
+        loops = [x for x in path if isinstance(x, Loop)]
         statement = scop.statement(stmt)
         cell = statement.target
         if not reads_across(statement, only) or len(cell.index) < 2:
@@ -106,18 +106,6 @@ def repacked_rows(scop: Scop, rows: int) -> str | None:
     if not conds:
         return None
     return f"[{', '.join(scop.syms)}] -> {{ : {' and '.join(sorted(set(conds)))} }}"
-
-
-def _with_loops(body: tuple[Node, ...], loops: tuple[Loop, ...]
-                ) -> Iterator[tuple[str, tuple[Loop, ...]]]:
-    """Each statement of the loop tree ``body`` with the loops around it."""
-    for node in body:
-        if isinstance(node, Loop):
-            yield from _with_loops(node.body, (*loops, node))
-        elif isinstance(node, Guard):
-            yield from _with_loops(node.then + node.orelse, loops)
-        else:
-            yield node.name, loops
 
 
 def _find(scop: Scop, body: tuple[Node, ...],

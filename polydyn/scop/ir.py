@@ -3,7 +3,7 @@ views every later stage starts from (domains, access relations, program order)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +111,19 @@ def statements_under(nodes: Node | tuple[Node, ...]) -> list[str]:
         else:
             out += statements_under((*n.then, *n.orelse))
     return out
+
+
+def statement_paths(nodes: tuple[Node, ...], above: tuple[Node, ...] = ()
+                    ) -> Iterator[tuple[str, tuple[Node, ...]]]:
+    """Each statement under loop-tree nodes, in program order, with the loops and guards
+    around it, outermost first."""
+    for n in nodes:
+        if isinstance(n, StmtRef):
+            yield n.name, above
+        elif isinstance(n, Loop):
+            yield from statement_paths(n.body, (*above, n))
+        else:
+            yield from statement_paths((*n.then, *n.orelse), (*above, n))
 
 
 def rewrite_tree(nodes: tuple[Node, ...], change: Callable[[Node], tuple[Node, ...] | None]
