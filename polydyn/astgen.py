@@ -11,6 +11,7 @@ from typing import Any
 import islpy as isl
 
 from .errors import InternalError
+from .lowering.tree import Node, from_isl
 from .schedule.reductions import SEQUENTIAL_CARRY, loop_kind
 from .schedule.tree import PROMOTE, LoopMark, PackMark, mark_of
 from .scop.checks import array_bounds
@@ -85,6 +86,8 @@ MAX_DEPTH = 64
 
 
 def new_build(region: isl.Set) -> isl.AstBuild:
+    """An AST build over ``region`` whose loop iterators are ``pd_c0``, ``pd_c1``... (by
+    schedule depth), for the C variants and the OpenCL kernels alike."""
     iterators = isl.IdList.alloc(region.get_ctx(), MAX_DEPTH)
     for k in range(MAX_DEPTH):
         iterators = iterators.add(isl.Id(f"{ITERATOR}{k}"))
@@ -92,7 +95,7 @@ def new_build(region: isl.Set) -> isl.AstBuild:
 
 
 def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
-              deps: Deps | None = None) -> isl.AstNode:
+              deps: Deps | None = None) -> Node:
     """The AST of ``schedule`` under ``region``. With the Scop and its dependences, every
     for node is annotated (as PPCG does) with what its loop carries, given the loops around
     it: ``parallel`` (nothing), ``reduce(op:scalar ...)`` (only reductions into local
@@ -100,7 +103,7 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
     build = new_build(region)
     schedule = atomic_where_strides_differ(schedule)
     if scop is None or deps is None:
-        return build.node_from_schedule(schedule)
+        return from_isl(build.node_from_schedule(schedule))
 
     reads: list[isl.UnionMap] = []  # the Scop's reads, computed at the first pack mark
 
@@ -130,7 +133,7 @@ def build_ast(schedule: isl.Schedule, region: isl.Set, scop: Scop | None = None,
 
     result = build.set_after_each_mark(after_each_mark)
     build = result[0] if isinstance(result, tuple) else result
-    ast = annotated_ast(build, schedule, scop, deps)
+    ast = annotated_ast(build, schedule, scop, deps, marks=True)
     del after_each_mark  # the callback lives until the AST is built
     return ast
 
@@ -151,14 +154,15 @@ def loop_annotator(scop: Scop, deps: Deps) -> Any:
 
 
 def annotated_ast(build: isl.AstBuild, schedule: isl.Schedule, scop: Scop,
-                  deps: Deps) -> isl.AstNode:
-    """``build``'s AST of ``schedule`` with every for node annotated (``loop_annotator``)."""
+                  deps: Deps, marks: bool = False) -> Node:
+    """``build``'s AST of ``schedule`` with every for node annotated (``loop_annotator``),
+    as a typed loop tree; ``marks``: ``build`` annotates promote and pack marks too."""
     before_each_for = loop_annotator(scop, deps)
     result = build.set_before_each_for(before_each_for)
     build = result[0] if isinstance(result, tuple) else result
     ast = build.node_from_schedule(schedule)
     del before_each_for  # the callback lives until the AST is built
-    return ast
+    return from_isl(ast, loops=True, marks=marks)
 
 
 def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:

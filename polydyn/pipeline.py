@@ -77,6 +77,8 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     # the stages, imported on first use: a cache hit needs none of them
     from .astgen import build_ast
     from .codegen_c.emit import CEmitter
+    from .lowering.collapse import collapse
+    from .lowering.tree import tree_text
     from .schedule.variant import code_region
 
     options = (options or Options()).replace(**option_kw)
@@ -118,14 +120,16 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
         for v in side.variants:
             k = len(functions)
             stage(f"AST build {k + 1}/{len(scheduled)} ({v.name})")
-            asts.append(build_ast(v.schedule, code_region(v.region), side.scop, side.deps))
+            # the lowering passes (C): two loops along contiguous rows as one
+            asts.append(collapse(build_ast(v.schedule, code_region(v.region), side.scop,
+                                           side.deps), side.scop))
             stage(f"C code {k + 1}/{len(scheduled)} ({v.name})")
             functions.append(own_emitter.variant_function(emitter.function_name(k), v,
                                                           asts[-1]))
             if on_unit is not None:
                 on_unit(unit_source(emitter.head(), functions[-1]))
     options.dump(name, "6-ast.txt",
-          "\n".join(f"// {v.name}\n{a.to_C_str()}" for v, a in zip(scheduled, asts)))
+          "\n".join(f"// {v.name}\n{tree_text(a)}" for v, a in zip(scheduled, asts)))
     source = emitter.module_of(scheduled, functions)
     options.dump(name, "7-source.c", source)
     sources = {f"{name}.c": source, f"{name}.h": emitter.header(scheduled)}

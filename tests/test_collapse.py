@@ -1,4 +1,4 @@
-"""Two loops along contiguous rows printed as one loop (codegen_c/collapse.py): which pairs
+"""Two loops along contiguous rows printed as one loop (lowering/collapse.py): which pairs
 collapse, the ones that must not, and compiled kernels against the reference at empty,
 single and prime sizes and every region's points. ``global_avgpool``, ``instance_norm`` and
 ``batchnorm_infer`` of tests/phrasings.py are checked with the other phrasings."""
@@ -116,3 +116,34 @@ def test_compiled_against_reference(op: pd.Operator) -> None:
     for index, v in enumerate(kernel.variants):
         for sizes in region_points(kernel.scop, v.region, hi=40, limit=3):
             check_kernel(kernel, sizes, variant=index)
+
+
+def test_the_pass_is_pure_and_keeps_every_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass returns a new tree and leaves its input as it was; walks over its output see
+    the same statement instances, in the same order, as over its input."""
+    from polydyn.lowering import collapse as pass_module
+    from polydyn.lowering.tree import Collapsed, children, instances, tree_text
+    from polydyn.pipeline import generate
+    from polydyn.target import CpuTarget
+
+    def nodes(n):  # every node, a Collapsed node's inner loop included
+        yield n
+        for c in (*children(n), *([n.inner] if isinstance(n, Collapsed) else [])):
+            yield from nodes(c)
+
+    seen = []
+    real = pass_module.collapse
+
+    def spy(tree, scop):
+        before = tree_text(tree)
+        lowered = real(tree, scop)
+        seen.append((tree, before, lowered))
+        return lowered
+
+    monkeypatch.setattr(pass_module, "collapse", spy)
+    generate(ph.global_avgpool, CpuTarget.of("avx512", 1 << 20))
+    assert seen and any(isinstance(x, Collapsed) for _, _, lowered in seen for x in nodes(lowered))
+    for tree, before, lowered in seen:
+        assert tree_text(tree) == before
+        assert not any(isinstance(x, Collapsed) for x in nodes(tree))
+        assert list(instances(lowered)) == list(instances(tree))

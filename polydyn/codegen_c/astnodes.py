@@ -1,16 +1,13 @@
-"""Walks over isl AST nodes shared by the C loop emitter, its register tiles (tiles.py) and
-the OpenCL mapping."""
+"""What the C emitter and its parts share: the state around the node printed, the thresholds
+for threads, and the statement instances under a node with their printed iterators."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-import islpy as isl
-
 from ..astgen import expr_ids
-from ..schedule.reductions import LoopCarry
-from ..schedule.tree import loop_mark
+from ..lowering.tree import Node, instances
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
 # more than they save (an OpenMP fork/join is about a microsecond here; each statement's
@@ -46,21 +43,6 @@ class UnsharedWorkError(Exception):
     it (RegisterTiles.pack then emits the copy and the body as before)."""
 
 
-def has_loop(n: isl.AstNode) -> bool:
-    t = n.get_type()
-    if t == isl.ast_node_type.for_:
-        return not n.for_is_degenerate() or has_loop(n.for_get_body())
-    if t == isl.ast_node_type.block:
-        ch = n.block_get_children()
-        return any(has_loop(ch.get_at(i)) for i in range(ch.n_ast_node()))
-    if t == isl.ast_node_type.if_:
-        return has_loop(n.if_get_then_node()) or (
-            n.if_has_else_node() and has_loop(n.if_get_else_node()))
-    if t == isl.ast_node_type.mark:
-        return has_loop(n.mark_get_node())
-    return False
-
-
 @dataclass(frozen=True)
 class UserCall:
     """A statement instance in the AST: the statement's name and, per statement iterator,
@@ -79,26 +61,10 @@ class UserCall:
         return {v for v, u in zip(iters, self.uses, strict=True) if loop in u}
 
 
-def ast_users(n: isl.AstNode, em: Any) -> list[UserCall]:
-    """Every statement instance (user node) under ``n``, in AST order."""
-    t = n.get_type()
-    if t == isl.ast_node_type.user:
-        call = n.user_get_expr()
-        exprs = [call.get_op_arg(i) for i in range(1, call.get_op_n_arg())]
-        return [UserCall(call.get_op_arg(0).get_id().get_name(),
-                         tuple(em.ast_expr(e) for e in exprs),
-                         tuple(expr_ids(e) for e in exprs))]
-    if t == isl.ast_node_type.for_:
-        return ast_users(n.for_get_body(), em)
-    if t == isl.ast_node_type.block:
-        ch = n.block_get_children()
-        return [u for i in range(ch.n_ast_node()) for u in ast_users(ch.get_at(i), em)]
-    if t == isl.ast_node_type.if_:
-        out = ast_users(n.if_get_then_node(), em)
-        return out + (ast_users(n.if_get_else_node(), em) if n.if_has_else_node() else [])
-    if t == isl.ast_node_type.mark:
-        return ast_users(n.mark_get_node(), em)
-    return []
+def ast_users(n: Node, em: Any) -> list[UserCall]:
+    """Every statement instance under ``n``, in AST order."""
+    return [UserCall(c.name, tuple(em.ast_expr(e) for e in c.args),
+                     tuple(expr_ids(e) for e in c.args)) for c in instances(n)]
 
 
 def strip_parens(text: str) -> str:
@@ -112,81 +78,3 @@ def strip_parens(text: str) -> str:
         if depth == 0 and k < len(text) - 1:
             return text
     return text[1:-1]
-
-
-def mark_box(n: isl.AstNode) -> Any:
-    """What astgen annotated a promote or pack mark with (``LazyBox`` or None, a tuple
-    of ``PackBox``), or None when the AST has no annotation there."""
-    try:
-        ann = n.get_annotation()
-    except isl.Error:  # an AST built without annotations
-        return None
-    return ann.get_user() if ann is not None else None
-
-
-def loop_annotation(n: isl.AstNode) -> LoopCarry:
-    """What the loop carries (astgen's annotation); ``NO_CARRY`` when the AST has none."""
-    try:
-        ann = n.get_annotation()
-    except isl.Error:  # an AST built without annotations
-        return NO_CARRY
-    carry = ann.get_user() if ann is not None else None
-    return carry if isinstance(carry, LoopCarry) else NO_CARRY
-
-
-NO_CARRY = LoopCarry("")  # not known: neither parallel nor a reduction
-
-
-def role_loops(n: isl.AstNode, role: str, through_ifs: bool) -> list[isl.AstNode | None]:
-    """The nodes under marks with ``role`` in the subtree ``n`` (None where such a mark's
-    child is not a for node), looking into ifs only when ``through_ifs``."""
-    t = n.get_type()
-    if t == isl.ast_node_type.mark:
-        if getattr(loop_mark(n), "role", "") == role:
-            child = n.mark_get_node()
-            return [child if child.get_type() == isl.ast_node_type.for_ else None]
-        return role_loops(n.mark_get_node(), role, through_ifs)
-    if t == isl.ast_node_type.for_:
-        return role_loops(n.for_get_body(), role, through_ifs)
-    if t == isl.ast_node_type.block:
-        ch = n.block_get_children()
-        return [x for i in range(ch.n_ast_node())
-                for x in role_loops(ch.get_at(i), role, through_ifs)]
-    if t == isl.ast_node_type.if_ and through_ifs:
-        out = role_loops(n.if_get_then_node(), role, through_ifs)
-        if n.if_has_else_node():
-            out += role_loops(n.if_get_else_node(), role, through_ifs)
-        return out
-    return []
-
-
-def find_role_loop(n: isl.AstNode, role: str, through_ifs: bool = False
-                    ) -> isl.AstNode | None:
-    """The for node under the first mark with ``role`` in the subtree ``n``."""
-    found = role_loops(n, role, through_ifs)
-    return found[0] if found else None
-
-
-def count_role_loops(n: isl.AstNode, role: str) -> int:
-    return len(role_loops(n, role, through_ifs=True))
-
-
-def constant_trip(n: isl.AstNode) -> int | None:
-    """The trip count of ``for (c = 0; c <= K; c += 1)`` with constant K, else None."""
-    init, cond, inc = n.for_get_init(), n.for_get_cond(), n.for_get_inc()
-    if init.get_type() != isl.ast_expr_type.int or init.get_val().to_python() != 0:
-        return None
-    if inc.get_type() != isl.ast_expr_type.int or inc.get_val().to_python() != 1:
-        return None
-    if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2:
-        return None
-    bound = cond.get_op_arg(1)
-    if bound.get_type() != isl.ast_expr_type.int:
-        return None
-    k = bound.get_val().to_python()
-    op = cond.get_op_type()
-    if op == isl.ast_expr_op_type.le:
-        return k + 1
-    if op == isl.ast_expr_op_type.lt:
-        return k
-    return None

@@ -17,20 +17,17 @@ import islpy as isl
 
 from ..astgen import LazyBox, ast_expr_c, condition_expr
 from ..errors import InternalError
+from ..lowering.teams import local_writers
+from ..lowering.tree import Block, Collapsed, If, Instance, Loop, MarkNode, Node
 from ..parametric.variants import Variant
-from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, LoopMark, PackMark, mark_of
+from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, PackMark
 from ..scop.exprs import (
     C_TYPE,
     Load,
     Scalar,
 )
 from ..scop.ir import Array, Scop, Statement
-from .astnodes import (
-    LoopState,
-    UnsharedWorkError,
-    ast_users,
-    mark_box,
-)
+from .astnodes import LoopState, UnsharedWorkError, ast_users
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
@@ -79,7 +76,6 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
     restrict = "restrict"
     parallel_pragma = "omp parallel for schedule(static)"
     simd_pragma = "omp simd"
-    collapse_loops = True  # a pair of loops along rows printed as one (collapse.py)
 
     def __init__(self, scop: Scop, zero_init: frozenset[str] = frozenset(),
                  planned_for: str = ""):
@@ -87,6 +83,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.zero_init = zero_init
         self.planned_for = planned_for  # the CPU the schedule was planned for, in words
         self.stmt_locals = {s.name: _locals_of(scop, s) for s in scop.statements}
+        self.local_writers = local_writers(scop)  # statements with a non-empty stmt_locals
         # every statement that touches each local scalar (reads or writes it)
         self.local_users: dict[str, set[str]] = {}
         for s in scop.statements:
@@ -115,7 +112,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.padded: Padded | None = None
         # while emitting the register tile that an init statement's loops (this AST node,
         # under an INIT mark) precede: the tile starts from the init's values
-        self.init: isl.AstNode | None = None
+        self.init: Node | None = None
         # while emitting an unrolled loop whose statement updates one cell: the cell and the
         # local that holds it (RegisterTiles.held_cell)
         self.held: HeldCell | None = None
@@ -162,67 +159,67 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         return ast_expr_c(e)
 
     # --- AST nodes ----------------------------------------------------------------------------
-    def node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
-        t = n.get_type()
-        if t == isl.ast_node_type.block:
-            children = n.block_get_children()
-            kids = [children.get_at(i) for i in range(children.n_ast_node())]
-            out: list[cgen.Generable] = []
-            i = 0
-            while i < len(kids):
-                if i + 1 < len(kids) and mark_role(kids[i]) == INIT and \
-                        mark_role(kids[i + 1]) == PROMOTE and \
-                        loops_below(kids[i + 1].mark_get_node()) == 1:
-                    # an init fused before a register tile (one loop: the tile's cells are
-                    # the init's): the tile starts from its values, or the code that runs
-                    # instead runs the init first (marked, register_tile)
-                    self.init = kids[i].mark_get_node()
-                    try:
-                        out.extend(self.node(kids[i + 1], st))
-                    finally:
-                        self.init = None
-                    i += 2
-                    continue
-                out.extend(self.node(kids[i], st))
-                i += 1
-            return out
-        if t == isl.ast_node_type.for_:
+    def node(self, n: Node, st: LoopState) -> list[cgen.Generable]:
+        if isinstance(n, Block):
+            return self.block(n, st)
+        if isinstance(n, Loop):
             return self.loop(n, st, parallel=False)
-        if t == isl.ast_node_type.if_:
-            then = cgen.Block(self.node(n.if_get_then_node(), st))
-            orelse = cgen.Block(self.node(n.if_get_else_node(), st)) \
-                if n.if_has_else_node() else None
-            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
-        if t == isl.ast_node_type.user:
-            call = n.user_get_expr()
-            name = call.get_op_arg(0).get_id().get_name()
-            args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+        if isinstance(n, If):
+            then = cgen.Block(self.node(n.then, st))
+            orelse = cgen.Block(self.node(n.orelse, st)) \
+                if n.orelse is not None else None
+            return [cgen.If(self.ast_expr(n.cond), then, orelse)]
+        if isinstance(n, Instance):
+            name = n.name
+            args = [self.ast_expr(e) for e in n.args]
             if st.region:
                 raise UnsharedWorkError(name)
             stmt = self.scop.statement(name)
             st.used_locals |= self.stmt_locals[name]
             return [self.statement(stmt, args)]
-        if t == isl.ast_node_type.mark:
-            child = n.mark_get_node()
-            mark = mark_of(n)
-            if isinstance(mark, PackMark):
+        if isinstance(n, Collapsed):  # the outer loop at 0, the inner over both extents
+            bound = f"({self.ast_expr(n.rows)}) * ({self.ast_expr(n.inner.cond.get_op_arg(1))})"
+            return [cgen.Block([cgen.Statement(f"const int64_t {n.original.iterator} = 0"),
+                                *self.loop(n.inner, st, n.parallel, bound=bound)])]
+        if isinstance(n, MarkNode):
+            if isinstance(n.mark, PackMark):
                 return self.pack(n, st)
-            is_par, role = (mark.parallel, mark.role) if isinstance(mark, LoopMark) else \
+            is_par, role = (n.loop.parallel, n.loop.role) if n.loop is not None else \
                 (False, "")
-            return self.marked(child, st, is_par, role,
-                               mark_box(n) if role == PROMOTE else None)
-        raise InternalError(f"unexpected isl AST node type {t}")
+            return self.marked(n.node, st, is_par, role, n.box if role == PROMOTE else None)
+        raise InternalError(f"unexpected loop tree node {n!r}")
 
-    def marked(self, n: isl.AstNode, st: LoopState, is_par: bool, role: str,
+    def block(self, n: Block, st: LoopState) -> list[cgen.Generable]:
+        kids = n.children
+        out: list[cgen.Generable] = []
+        i = 0
+        while i < len(kids):
+            if i + 1 < len(kids) and mark_role(kids[i]) == INIT and \
+                    mark_role(kids[i + 1]) == PROMOTE and \
+                    loops_below(kids[i + 1].node) == 1:
+                # an init fused before a register tile (one loop: the tile's cells are the
+                # init's): the tile starts from its values, or the code that runs instead
+                # runs the init first (marked, register_tile)
+                self.init = kids[i].node
+                try:
+                    out.extend(self.node(kids[i + 1], st))
+                finally:
+                    self.init = None
+                i += 2
+                continue
+            out.extend(self.node(kids[i], st))
+            i += 1
+        return out
+
+    def marked(self, n: Node, st: LoopState, is_par: bool, role: str,
                box: LazyBox | None = None) -> list[cgen.Generable]:
         """The code of a loop mark's subtree: the mark applies to the loops of its band, the
         for nodes reached through blocks and ifs (an isolated band is one loop for its full
         tiles and others for the partial ones, side by side). ``box``: a promote mark's
         annotation (astgen), for the register tile's partial form."""
-        t = n.get_type()
         if st.region and role:
             raise UnsharedWorkError(role)
-        if t == isl.ast_node_type.for_:
+        if isinstance(n, Loop):
             if role == PROMOTE:
                 promoted = self.register_tile(n, st, box)
                 if promoted is not None:
@@ -232,15 +229,13 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             if role == RFACTOR:
                 return self.split_sum(n, st, is_par)
             return [*self.init_loops(st, role), *self.loop(n, st, parallel=is_par, role=role)]
-        if t == isl.ast_node_type.block:
-            children = n.block_get_children()
-            return [g for i in range(children.n_ast_node())
-                    for g in self.marked(children.get_at(i), st, is_par, role, box)]
-        if t == isl.ast_node_type.if_:
-            then = cgen.Block(self.marked(n.if_get_then_node(), st, is_par, role, box))
-            orelse = cgen.Block(self.marked(n.if_get_else_node(), st, is_par, role, box)) \
-                if n.if_has_else_node() else None
-            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
+        if isinstance(n, Block):
+            return [g for c in n.children for g in self.marked(c, st, is_par, role, box)]
+        if isinstance(n, If):
+            then = cgen.Block(self.marked(n.then, st, is_par, role, box))
+            orelse = cgen.Block(self.marked(n.orelse, st, is_par, role, box)) \
+                if n.orelse is not None else None
+            return [cgen.If(self.ast_expr(n.cond), then, orelse)]
         return [*self.init_loops(st, role), *self.node(n, st)]
 
     # --- functions ----------------------------------------------------------------------------
@@ -265,7 +260,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         prod = " * ".join(f"(size_t)({d.to_c()})" for d in a.shape) or "1"
         return f"sizeof({C_TYPE[a.dtype]}) * {prod}"
 
-    def variant_function(self, fname: str, variant: Variant, ast: isl.AstNode) -> str:
+    def variant_function(self, fname: str, variant: Variant, ast: Node) -> str:
         self.region = variant.region
         self.user_counts = Counter(u.name for u in ast_users(ast, self))
         st = LoopState()
@@ -368,7 +363,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             f"int {name}_run(int variant, {params});",
             f"#endif /* {guard} */", ""])
 
-    def module(self, variants: list[Variant], asts: list[isl.AstNode]) -> str:
+    def module(self, variants: list[Variant], asts: list[Node]) -> str:
         functions = [self.variant_function(self.function_name(k), v, ast)
                      for k, (v, ast) in enumerate(zip(variants, asts, strict=True))]
         return self.module_of(variants, functions)

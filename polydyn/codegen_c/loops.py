@@ -9,8 +9,10 @@ from collections import Counter
 import cgen
 import islpy as isl
 
+from ..lowering.teams import forms_team, team_body
+from ..lowering.tree import Loop, Node, has_loop, role_loops
 from ..schedule.reductions import SEQUENTIAL_LOOP
-from ..schedule.tree import PROMOTE, RROW, RVEC, PackMark, loop_mark, mark_of
+from ..schedule.tree import PROMOTE, RROW, RVEC
 from ..scop.exprs import (
     Load,
 )
@@ -22,12 +24,8 @@ from .astnodes import (
     UnsharedWorkError,
     UserCall,
     ast_users,
-    has_loop,
-    loop_annotation,
-    role_loops,
     strip_parens,
 )
-from .collapse import Collapse, collapsible
 
 _T = isl.ast_expr_op_type
 
@@ -35,24 +33,21 @@ _T = isl.ast_expr_op_type
 class LoopEmitter:
     """The loop methods of ``emit.CEmitter``."""
 
-    def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
+    def loop(self, n: Loop, st: LoopState, parallel: bool,
              role: str = "", bound: str | None = None) -> list[cgen.Generable]:
         """``bound``: the loop runs to it instead (the inner loop of a collapsed pair)."""
-        it = n.for_get_iterator().get_id().get_name()
-        init = self.ast_expr(n.for_get_init())
-        if n.for_is_degenerate():
-            body = self.node(n.for_get_body(), st)
+        it = n.iterator
+        init = self.ast_expr(n.init)
+        if n.degenerate:
+            body = self.node(n.body, st)
             return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
-        if bound is None and (pair := self._collapsed(n, st, parallel, role)) is not None:
-            return [cgen.Block([cgen.Statement(f"const int64_t {it} = 0"),
-                                *self.loop(pair.inner, st, pair.parallel, bound=pair.bound)])]
-        inc = self.ast_expr(n.for_get_inc())
+        inc = self.ast_expr(n.inc)
         # OpenMP's canonical loop form
-        cond, trips = (strip_parens(self.ast_expr(n.for_get_cond())),
+        cond, trips = (strip_parens(self.ast_expr(n.cond)),
                        _trip_count(n, init, inc, self)) if bound is None else \
             (f"{it} < {bound}", f"({bound})")
         if st.team is not None:  # a loop of a team region's outer loop body
-            shared = parallel and loop_annotation(n).parallel and has_loop(n.for_get_body())
+            shared = parallel and n.carry.parallel and has_loop(n.body)
             return (self.team_member if shared else self.team_passage)(n, st, it, init, cond,
                                                                       inc)
         if st.region:
@@ -60,7 +55,7 @@ class LoopEmitter:
         inner = LoopState(st.in_parallel or parallel)
         self.held = self.held_cell(n, it) if role.startswith("unroll") else None
         try:
-            body = self.node(n.for_get_body(), inner)
+            body = self.node(n.body, inner)
         finally:
             held, self.held = self.held, None
         st.used_locals |= inner.used_locals
@@ -74,11 +69,11 @@ class LoopEmitter:
         # instance of the statements touching them) is inside it. One also used outside
         # keeps a single value across the iterations: then the loop gets no pragma, unless
         # that local is a reduction of the loop (reduction clause).
-        carry = loop_annotation(n)
+        carry = n.carry
         if carry.kind == SEQUENTIAL_LOOP and role != "vector":  # a carried dependence the
             return [loop]  # band's coincidence misses: a local scalar's value crosses iterations
         reductions = {name for _, name in carry.reductions}
-        under = Counter(u.name for u in ast_users(n.for_get_body(), self))
+        under = Counter(u.name for u in ast_users(n.body, self))
         owned = {v for v in inner.used_locals
                  if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
         if inner.used_locals - owned - reductions:
@@ -89,7 +84,7 @@ class LoopEmitter:
             # a user's vectorize(): checked free of dependences; a register tile's vector
             # (coincident), with its accumulators and operands along it contiguous
             return [cgen.Pragma(self.simd_pragma + clause), loop]
-        innermost = not has_loop(n.for_get_body())
+        innermost = not has_loop(n.body)
         if not parallel and carry.parallel and innermost and self._unit_stride(n, it):
             return [cgen.Pragma(self.simd_pragma + clause), loop]
         if reductions and innermost and self._unit_stride(n, it):
@@ -99,72 +94,32 @@ class LoopEmitter:
         if pragma is None:
             return [loop]
         if trips is not None and pragma.startswith(self.parallel_pragma) and \
-                not inner.used_locals and self._team_body(n.for_get_body()):
+                not inner.used_locals and \
+                forms_team(n, parallel, st.in_parallel, self.local_writers):
             return self.team_loop(n, st, it, init, inc, trips)
         return [cgen.Pragma(pragma), loop]
 
-    def _collapsed(self, n: isl.AstNode, st: LoopState, parallel: bool, role: str
-                   ) -> Collapse | None:
-        """A plain sequential loop and its body loop as one (``collapse.py``), where they
-        walk rows: C only, not a loop that may share its iterations among threads, outside
-        teams, regions, register tiles and packs."""
-        if not self.collapse_loops or (parallel and not st.in_parallel) or role or \
-                st.team is not None or \
-                st.region or self.promoted or self.packed or self.padded is not None or \
-                self.held is not None or self.init is not None:
-            return None
-        return collapsible(n, self)
-
-    def _team_body(self, n: isl.AstNode, parallel: bool | None = None) -> bool:
-        """Whether every statement under ``n`` (a parallel loop's body) lies inside a
-        parallel loop (with loops inside) reached through blocks, ifs, plain loop marks,
-        sequential loops and packs only: the loops a team region shares out when the outer
-        loop has too few iterations (every thread runs the sequential loops and copies the
-        packed tiles for itself). ``parallel``: the loop mark above says the loop is
-        parallel (None: outside a loop mark)."""
-        t = n.get_type()
-        if t == isl.ast_node_type.block:
-            ch = n.block_get_children()
-            return all(self._team_body(ch.get_at(i), parallel)
-                       for i in range(ch.n_ast_node()))
-        if t == isl.ast_node_type.if_:
-            return self._team_body(n.if_get_then_node(), parallel) and (
-                not n.if_has_else_node() or self._team_body(n.if_get_else_node(), parallel))
-        if t == isl.ast_node_type.mark:
-            if isinstance(mark_of(n), PackMark):
-                return self._team_body(n.mark_get_node())
-            mark = loop_mark(n)
-            return mark is not None and mark.role == "" and \
-                self._team_body(n.mark_get_node(), mark.parallel)
-        if t == isl.ast_node_type.for_ and parallel is not None:
-            if n.for_is_degenerate():
-                return False
-            if parallel and loop_annotation(n).parallel and has_loop(n.for_get_body()):
-                return True
-            return not parallel and self._team_body(n.for_get_body())
-        return False
-
-    def region_loop(self, n: isl.AstNode, parallel: bool, it: str, init: str, cond: str,
+    def region_loop(self, n: Loop, parallel: bool, it: str, init: str, cond: str,
                     inc: str, trips: str | None) -> list[cgen.Generable]:
         """A parallel loop (with loops inside) that shares its iterations among the threads
         of the region around it: a team loop without a fork, or an ``omp for``; then a
         barrier, as the end of a region of its own had."""
-        if not (parallel and loop_annotation(n).parallel and has_loop(n.for_get_body())):
+        if not (parallel and n.carry.parallel and has_loop(n.body)):
             raise UnsharedWorkError(it)
         inner = LoopState()
-        if trips is not None and self._team_body(n.for_get_body()):
+        if trips is not None and team_body(n.body):
             out = self.team_loop(n, inner, it, init, inc, trips, fork=False)
             out.append(cgen.Pragma("omp barrier"))
         else:
             inner.in_parallel = True
-            body = self.node(n.for_get_body(), inner)
+            body = self.node(n.body, inner)
             out = [cgen.Pragma("omp for schedule(static)"),
                    cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
         if inner.used_locals:  # locals need private copies: not handled in a region
             raise UnsharedWorkError(it)
         return out
 
-    def team_loop(self, n: isl.AstNode, st: LoopState, it: str, init: str, inc: str,
+    def team_loop(self, n: Loop, st: LoopState, it: str, init: str, inc: str,
                   trips: str, fork: bool = True) -> list[cgen.Generable]:
         """One parallel region around a parallel loop whose trip count may be below the
         number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
@@ -181,7 +136,7 @@ class LoopEmitter:
         count, whole, end, step = (f"pd_{x}{self.team_count}" for x in ("n", "s", "e", "t"))
         region = f"omp parallel if({self._work_test(n)} && {trips} >= 1)"
         inner = LoopState(True, team=flag)
-        body = self.node(n.for_get_body(), inner)
+        body = self.node(n.body, inner)
         st.used_locals |= inner.used_locals
         # iteration t < whole: this thread's own (its block ends at ``end``, then it jumps to
         # the rest); t >= whole: every thread's
@@ -198,29 +153,29 @@ class LoopEmitter:
             cgen.Statement(f"const int64_t {end} = (pd_team_id() + 1) * {block}"),
             loop])]
 
-    def team_passage(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
+    def team_passage(self, n: Loop, st: LoopState, it: str, init: str, cond: str,
                      inc: str) -> list[cgen.Generable]:
-        """A sequential loop in a team region's outer loop body (``_team_body``): every
+        """A sequential loop in a team region's outer loop body (``team_body``): every
         thread runs all of it; the parallel loops inside share out theirs."""
         inner = LoopState(True, team=st.team)
-        body = self.node(n.for_get_body(), inner)
+        body = self.node(n.body, inner)
         st.used_locals |= inner.used_locals
         return [cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
 
-    def team_member(self, n: isl.AstNode, st: LoopState, it: str, init: str, cond: str,
+    def team_member(self, n: Loop, st: LoopState, it: str, init: str, cond: str,
                     inc: str) -> list[cgen.Generable]:
-        """A parallel loop in a team region's outer loop body (``_team_body``): its
+        """A parallel loop in a team region's outer loop body (``team_body``): its
         iterations shared out cyclically unless the outer loop shares out its own."""
         flag = st.team
         inner = LoopState(True)
-        body = self.node(n.for_get_body(), inner)
+        body = self.node(n.body, inner)
         st.used_locals |= inner.used_locals
         loop = cgen.For(f"int64_t {it} = {init} + ({flag} ? 0 : pd_team_id()) * {inc}", cond,
                         f"{it} += ({flag} ? 1 : pd_team_size()) * {inc}", cgen.Block(body))
         # the next part of the outer iteration may read what this loop wrote
         return [loop, cgen.If(f"!{flag}", cgen.Block([cgen.Pragma("omp barrier")]))]
 
-    def _work_test(self, n: isl.AstNode) -> str:
+    def _work_test(self, n: Node) -> str:
         """C: the statements under loop ``n`` are worth threads."""
         users = ast_users(n, self)
         minimum = PARALLEL_MIN_WORK
@@ -229,10 +184,10 @@ class LoopEmitter:
                 TILED_PARALLEL_MIN_WORK
         return f"{self.work_expr(u.name for u in users)} >= {minimum}"
 
-    def _shares_nothing(self, n: isl.AstNode, users: list[UserCall]) -> bool:
+    def _shares_nothing(self, n: Loop, users: list[UserCall]) -> bool:
         """Every access of the statements under loop ``n`` moves with its iterator (a batch
         loop: each iteration reads and writes arrays of its own)."""
-        loop = n.for_get_iterator().get_id().get_name()
+        loop = n.iterator
         for user in users:
             stmt = self.scop.statement(user.name)
             moving = user.moving(stmt.iters, loop)
@@ -243,7 +198,7 @@ class LoopEmitter:
                     return False
         return bool(users)
 
-    def loop_pragma(self, n: isl.AstNode, it: str, parallel: bool, st: LoopState,
+    def loop_pragma(self, n: Loop, it: str, parallel: bool, st: LoopState,
                     used_locals: set[str], trips: str | None = None) -> str | None:
         """Threads for the outermost parallel loop (with a run-time test of its work and,
         where the trip count is known, of having as many iterations as threads), SIMD for
@@ -253,21 +208,21 @@ class LoopEmitter:
         in_parallel = st.in_parallel
         private = f" private({', '.join(sorted(used_locals))})" if used_locals else ""
         when = [self._work_test(n)]
-        if trips is not None and has_loop(n.for_get_body()):
+        if trips is not None and has_loop(n.body):
             when.append(f"{trips} >= pd_threads()")
         threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
-        if has_loop(n.for_get_body()) and not in_parallel:
+        if has_loop(n.body) and not in_parallel:
             return threads
-        if not has_loop(n.for_get_body()):
+        if not has_loop(n.body):
             if self._unit_stride(n, it):
                 return self.simd_pragma + private
             if not in_parallel:
                 return threads
         return None
 
-    def _unit_stride(self, n: isl.AstNode, it: str) -> bool:
+    def _unit_stride(self, n: Loop, it: str) -> bool:
         """Every access of the loop's statements moves by 0 or 1 element per iteration."""
-        for user in ast_users(n.for_get_body(), self):
+        for user in ast_users(n.body, self):
             stmt = self.scop.statement(user.name)
             moving = user.moving(stmt.iters, it)
             refs = [stmt.target, *(x for x in stmt.value.walk() if isinstance(x, Load))]
@@ -285,10 +240,10 @@ class LoopEmitter:
         return True
 
 
-def _trip_count(n: isl.AstNode, init: str, inc: str, em: LoopEmitter) -> str | None:
+def _trip_count(n: Node, init: str, inc: str, em: LoopEmitter) -> str | None:
     """The iterations of ``for (c = init; c < ub or c <= ub; c += inc)`` as C (at most 0
     when there is none), else None."""
-    cond = n.for_get_cond()
+    cond = n.cond
     if cond.get_type() != isl.ast_expr_type.op or cond.get_op_n_arg() != 2 or \
             cond.get_op_type() not in (_T.lt, _T.le):
         return None

@@ -5,9 +5,9 @@ buffer with padded rows (shared by the threads of a parallel region where the co
 from __future__ import annotations
 
 import cgen
-import islpy as isl
 
 from ..astgen import PackBox
+from ..lowering.tree import Node
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE
@@ -17,7 +17,6 @@ from .astnodes import (
     LoopState,
     UnsharedWorkError,
     ast_users,
-    mark_box,
 )
 from .tiles import dtype_bytes
 
@@ -33,14 +32,14 @@ PackCopy = tuple[str, str, int, cgen.Generable, list[str]]
 class PackedTiles:
     """The packed-tile methods of ``emit.CEmitter``."""
 
-    def pack(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+    def pack(self, n: Node, st: LoopState) -> list[cgen.Generable]:
         """Under a pack mark whose footprint boxes astgen annotated: copy each box into a
         local buffer (of the box's largest size) whose rows are padded by 64 bytes, so that
         a power-of-two leading dimension does not map a tile's rows to a few cache sets,
         and read the array from the buffer below. Without boxes, the plain code."""
-        boxes: tuple[PackBox, ...] = mark_box(n) or ()
+        boxes: tuple[PackBox, ...] = n.box or ()
         if not boxes:  # no box of bounded size (untiled code)
-            return self.node(n.mark_get_node(), st)
+            return self.node(n.node, st)
         if st.region:  # a pack before the region's shared loops: its own region would nest
             raise UnsharedWorkError("pack")
         saved = dict(self.packed)
@@ -88,7 +87,7 @@ class PackedTiles:
                     return self._pack_region(n, copies)
                 except UnsharedWorkError:
                     pass
-            return [cgen.Block([*self._pack_copies(copies, st), *self.node(n.mark_get_node(), st)])]
+            return [cgen.Block([*self._pack_copies(copies, st), *self.node(n.node, st)])]
         finally:
             self.packed = saved
 
@@ -116,13 +115,13 @@ class PackedTiles:
             out.append(copy)
         return out
 
-    def _pack_region(self, n: isl.AstNode, copies: list[PackCopy]) -> list[cgen.Generable]:
+    def _pack_region(self, n: Node, copies: list[PackCopy]) -> list[cgen.Generable]:
         """One parallel region around a pack and its body, whose loops share out their
         iterations without forks of their own (``emit.CEmitter.region_loop``). Every thread
         copies the tile into a buffer of its own: reading a tile that another core copied
         cost 4-6% of a 2-thread 1024^3 matmul (its lines move between the cores' caches at
         every tile), more than copying it twice."""
-        child = n.mark_get_node()
+        child = n.node
         body = self.node(child, LoopState(region=True))
         work = self.work_expr(u.name for u in ast_users(child, self))
         own: list[cgen.Generable] = []  # each thread's buffers and copies

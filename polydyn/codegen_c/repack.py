@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import cgen
-import islpy as isl
 
 from ..astgen import iterator_depth
+from ..lowering.tree import Loop
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
@@ -63,7 +63,7 @@ class Panel:
 class Repacks:
     """The repacking methods of ``emit.CEmitter``."""
 
-    def panel_plan(self, stmt: Statement, uses: dict[str, frozenset[str]], n: isl.AstNode,
+    def panel_plan(self, stmt: Statement, uses: dict[str, frozenset[str]], n: Loop,
                    row_var: str, vec_var: str) -> str | None:
         """For a register tile around the reduction loop ``n`` whose one operand moving along
         the vector does so in a subscript other than its last (nn.Linear's ``W[o, i]``, the
@@ -83,7 +83,7 @@ class Repacks:
         moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
                   any(vec_var in sub.vars() for sub in ref.index)]
         written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
-        limit = iterator_depth(n.for_get_iterator().get_id().get_name())
+        limit = iterator_depth(n.iterator)
         if len(moving) != 1 or moving[0].array in written or not repackable(moving[0]) or \
                 limit is None:
             return None

@@ -18,8 +18,9 @@ import cgen
 import islpy as isl
 
 from ..errors import InternalError
+from ..lowering.tree import Block, If, Loop, MarkNode, Node
 from ..schedule.reductions import sum_targets
-from ..schedule.tree import SPLIT, loop_mark
+from ..schedule.tree import SPLIT
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
 from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
@@ -47,7 +48,7 @@ class Copies:
 class SplitSums:
     """The rfactor region (mixed into ``emit.CEmitter``)."""
 
-    def split_sum(self, n: isl.AstNode, st: LoopState, is_par: bool) -> list[cgen.Generable]:
+    def split_sum(self, n: Node, st: LoopState, is_par: bool) -> list[cgen.Generable]:
         """The ``rfactor`` loop ``n``: the split region, chosen at run time, else the loop as
         it is. The region's private copies cover the box of cells the loop's statements
         write, each thread's a whole number of cache lines (no line shared between two
@@ -127,7 +128,7 @@ class SplitSums:
         box = self.box_exprs(next(c for c in cells if c.get_tuple_name() == array))
         return [low for low, _ in box], [extent for _, extent in box]
 
-    def _split_region(self, n: isl.AstNode, copies: list[Copies]) -> list[cgen.Generable]:
+    def _split_region(self, n: Loop, copies: list[Copies]) -> list[cgen.Generable]:
         """The parallel region: each thread zeroes its copies, runs the loop ``n`` (its
         share of the split loop's iterations), then, after a barrier, the threads share out
         the cells, each adding every copy into the target."""
@@ -139,16 +140,16 @@ class SplitSums:
                     cgen.Pragma("omp simd"),
                     cgen.For("int64_t pd_q = 0", f"pd_q < {c.buf}_n", "pd_q++",
                              cgen.Block([cgen.Statement(f"{mine}[pd_q] = 0")]))]
-        it = n.for_get_iterator().get_id().get_name()
-        init = self.ast_expr(n.for_get_init())
+        it = n.iterator
+        init = self.ast_expr(n.init)
         self.split_shared = False
-        body = self._split_loop_body(n.for_get_body())
+        body = self._split_loop_body(n.body)
         if not self.split_shared:  # no loop to share (K < 8: the partial step alone)
             raise UnsharedWorkError("split loop")
         loop: cgen.Generable = cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"),
-                                           *body]) if n.for_is_degenerate() else \
-            cgen.For(f"int64_t {it} = {init}", strip_parens(self.ast_expr(n.for_get_cond())),
-                     f"{it} += {self.ast_expr(n.for_get_inc())}", cgen.Block(body))
+                                           *body]) if n.degenerate else \
+            cgen.For(f"int64_t {it} = {init}", strip_parens(self.ast_expr(n.cond)),
+                     f"{it} += {self.ast_expr(n.inc)}", cgen.Block(body))
         return [cgen.Pragma("omp parallel"), cgen.Block(
             [*own, loop, cgen.Pragma("omp barrier"), *(self._add_copies(c) for c in copies)])]
 
@@ -178,51 +179,46 @@ class SplitSums:
                 inner = cgen.Block([cgen.Pragma("omp simd"), inner])
         return inner
 
-    def _split_loop_body(self, n: isl.AstNode) -> list[cgen.Generable]:
+    def _split_loop_body(self, n: Node) -> list[cgen.Generable]:
         """The body of the ``rfactor`` loop, which every thread runs: through blocks, ifs,
         plain marks and loops of one iteration down to the ``split`` mark. Anything else
         there (work outside the split loop, which every thread would repeat) raises
         UnsharedWorkError: the plain code runs instead."""
-        t = n.get_type()
-        if t == isl.ast_node_type.block:
-            ch = n.block_get_children()
-            return [g for i in range(ch.n_ast_node())
-                    for g in self._split_loop_body(ch.get_at(i))]
-        if t == isl.ast_node_type.if_:
-            then = cgen.Block(self._split_loop_body(n.if_get_then_node()))
-            orelse = cgen.Block(self._split_loop_body(n.if_get_else_node())) \
-                if n.if_has_else_node() else None
-            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
-        if t == isl.ast_node_type.mark:
-            role = getattr(loop_mark(n), "role", "")
+        if isinstance(n, Block):
+            return [g for c in n.children for g in self._split_loop_body(c)]
+        if isinstance(n, If):
+            then = cgen.Block(self._split_loop_body(n.then))
+            orelse = cgen.Block(self._split_loop_body(n.orelse)) \
+                if n.orelse is not None else None
+            return [cgen.If(self.ast_expr(n.cond), then, orelse)]
+        if isinstance(n, MarkNode):
+            role = getattr(n.loop, "role", "")
             if role == SPLIT:
-                return self._shared(n.mark_get_node())
+                return self._shared(n.node)
             if role:
                 raise UnsharedWorkError(role)
-            return self._split_loop_body(n.mark_get_node())
-        if t == isl.ast_node_type.for_ and n.for_is_degenerate():
-            it = n.for_get_iterator().get_id().get_name()
+            return self._split_loop_body(n.node)
+        if isinstance(n, Loop) and n.degenerate:
+            it = n.iterator
             return [cgen.Block([
-                cgen.Statement(f"const int64_t {it} = {self.ast_expr(n.for_get_init())}"),
-                *self._split_loop_body(n.for_get_body())])]
+                cgen.Statement(f"const int64_t {it} = {self.ast_expr(n.init)}"),
+                *self._split_loop_body(n.body)])]
         raise UnsharedWorkError("work outside the split loop")
 
-    def _shared(self, n: isl.AstNode) -> list[cgen.Generable]:
+    def _shared(self, n: Node) -> list[cgen.Generable]:
         """Under the ``split`` mark: its loops share out their iterations (static blocks, no
         barrier: each thread adds into its own copies); what runs outside them (the last,
         partial step of an isolated band) runs in the last thread, whose block is the
         shortest."""
-        t = n.get_type()
-        if t == isl.ast_node_type.block:
-            ch = n.block_get_children()
-            return [g for i in range(ch.n_ast_node()) for g in self._shared(ch.get_at(i))]
-        if t == isl.ast_node_type.if_:
-            then = cgen.Block(self._shared(n.if_get_then_node()))
-            orelse = cgen.Block(self._shared(n.if_get_else_node())) \
-                if n.if_has_else_node() else None
-            return [cgen.If(self.ast_expr(n.if_get_cond()), then, orelse)]
+        if isinstance(n, Block):
+            return [g for c in n.children for g in self._shared(c)]
+        if isinstance(n, If):
+            then = cgen.Block(self._shared(n.then))
+            orelse = cgen.Block(self._shared(n.orelse)) \
+                if n.orelse is not None else None
+            return [cgen.If(self.ast_expr(n.cond), then, orelse)]
         inner = LoopState(in_parallel=True)
-        if t == isl.ast_node_type.for_ and not n.for_is_degenerate():
+        if isinstance(n, Loop) and not n.degenerate:
             code = self.loop(n, inner, parallel=False)
             if len(code) != 1 or not isinstance(code[0], cgen.For):
                 raise UnsharedWorkError("split loop")

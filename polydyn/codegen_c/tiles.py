@@ -9,23 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import cgen
-import islpy as isl
 
 from ..astgen import LazyBox, ast_expr_c, expr_ids, iterator_depth
-from ..schedule.registers import MAX_REG_VECTOR_BYTES
-from ..schedule.tree import INIT, PROMOTE, RROW, RVEC, InitMark, LoopMark, mark_of
-from ..scop.affine import Aff
-from ..scop.exprs import C_TYPE, Expr, Index, Load, Scalar, Select
-from ..scop.ir import Statement
-from .astnodes import (
-    LoopState,
-    UserCall,
-    ast_users,
+from ..lowering.tree import (
+    Block,
+    Collapsed,
+    If,
+    Instance,
+    Loop,
+    MarkNode,
+    Node,
     constant_trip,
     count_role_loops,
     find_role_loop,
-    strip_parens,
 )
+from ..schedule.registers import MAX_REG_VECTOR_BYTES
+from ..schedule.tree import PROMOTE, RROW, RVEC
+from ..scop.affine import Aff
+from ..scop.exprs import C_TYPE, Expr, Index, Load, Scalar, Select
+from ..scop.ir import Statement
+from .astnodes import LoopState, UserCall, ast_users, strip_parens
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Padded:
 class _Tile:
     """What ``RegisterTiles.register_tile`` found of a register tile around ``n``."""
 
-    n: isl.AstNode
+    n: Node
     stmts: list[Statement]
     args: dict[str, str]
     uses: dict[str, frozenset[str]]  # the identifiers each of ``args`` uses
@@ -81,7 +84,7 @@ class HeldCell:
 class RegisterTiles:
     """The register-tile and packing methods of ``emit.CEmitter``."""
 
-    def held_cell(self, n: isl.AstNode, it: str) -> HeldCell | None:
+    def held_cell(self, n: Loop, it: str) -> HeldCell | None:
         """Scalar replacement for an unrolled loop whose one statement updates a cell that
         does not move with the loop (the N = 1 matmul's steps of k: ``C[0, j] += A[0, k] *
         B[k, j]``) and reads no other cell of that array: the cell is loaded into a local
@@ -89,11 +92,10 @@ class RegisterTiles:
         outlines gcc no longer knows the arrays apart, restrict being lost: it stored the
         cell after every step and loaded A's values again, and the N = 1 matmul ran at half
         NumPy's speed. None where the loop is not of that form."""
-        body = n.for_get_body()
-        if body.get_type() != isl.ast_node_type.user:
+        body = n.body
+        if not isinstance(body, Instance):
             return None
-        call = body.user_get_expr()
-        stmt = self.scop.statement(call.get_op_arg(0).get_id().get_name())
+        stmt = self.scop.statement(body.name)
         target = stmt.target
         if not isinstance(target, Load) or target.array in self.promoted:
             return None
@@ -111,7 +113,7 @@ class RegisterTiles:
                         [cgen.Statement(f"const int64_t {v} = {a}") for v, a in decls],
                         self.load(target))
 
-    def held_loop(self, n: isl.AstNode, held: HeldCell, unrolled: list[cgen.Generable],
+    def held_loop(self, n: Node, held: HeldCell, unrolled: list[cgen.Generable],
                   it: str, init: str) -> list[cgen.Generable]:
         """The unrolled loop ``n`` with its cell loaded before and stored after; a loop
         that may have no iterations does both only where it runs (a thread whose share has
@@ -119,7 +121,7 @@ class RegisterTiles:
         code = [cgen.Statement(f"{held.ctype} {held.local} = {held.cell}"), *unrolled,
                 cgen.Statement(f"{held.cell} = {held.local}")]
         if not (constant_trip(n) or 0) > 0:  # the loop's condition at its first value
-            first = strip_parens(ast_expr_c(n.for_get_cond(), {it: f"({init})"}))
+            first = strip_parens(ast_expr_c(n.cond, {it: f"({init})"}))
             code = [cgen.If(first, cgen.Block(code))]
         return [cgen.Block([*held.decls, *code])]
 
@@ -131,13 +133,13 @@ class RegisterTiles:
         (vec,) = e.index[int(vec_dim)].vars()
         return acc, f"({row})", f"({vec})", base_row, base_vec
 
-    def register_tile(self, n: isl.AstNode, st: LoopState, box: LazyBox | None = None
+    def register_tile(self, n: Loop, st: LoopState, box: LazyBox | None = None
                       ) -> list[cgen.Generable] | None:
         """Around the reduction loop ``n`` of a register tile: copy the target's rows x
         vector footprint into a local array, accumulate there, copy it back. A partial tile
         runs as a full one over its instance box (``box``, see ``_padded_plan``) where that
         is safe; otherwise (None) the plain loops run."""
-        body_node = n.for_get_body()
+        body_node = n.body
         row = find_role_loop(body_node, RROW, through_ifs=True)
         vec = find_role_loop(body_node, RVEC, through_ifs=True)
         if row is None or vec is None:
@@ -148,7 +150,7 @@ class RegisterTiles:
         if not full and (box is None or box.value is None or
                          count_role_loops(body_node, RROW) != 1):
             return None
-        row_it, vec_it = (x.for_get_iterator().get_id().get_name() for x in (row, vec))
+        row_it, vec_it = (x.iterator for x in (row, vec))
         users = ast_users(body_node, self)
         stmts = [self.scop.statement(u.name) for u in users]
         target = stmts[0].target
@@ -196,7 +198,7 @@ class RegisterTiles:
         half = self._tile_version(tile, st, narrow, fallback=cgen.Block(wide))
         return half if half is not None else wide
 
-    def _vector_copies(self, n: isl.AstNode, stmts: list[Statement],
+    def _vector_copies(self, n: Node, stmts: list[Statement],
                        uses: dict[str, frozenset[str]], target: Load, vec_dim: int,
                        row_var: str, vec_var: str) -> tuple[bool, str | None] | None:
         """Whether the tile reads the operands that move along its vector from copies with
@@ -525,35 +527,28 @@ def _guarded_along(value: Expr, var: str) -> bool:
     return False
 
 
-def _mentions_inner(uses: frozenset[str], n: isl.AstNode, row_it: str, vec_it: str) -> bool:
+def _mentions_inner(uses: frozenset[str], n: Loop, row_it: str, vec_it: str) -> bool:
     """Whether an iterator's value (the identifiers it ``uses``) depends on loops inside the
     promoted loop other than the tile's rows and vector (then it has no single value at the
     copy-in point)."""
-    outer_limit = iterator_depth(n.for_get_iterator().get_id().get_name())
+    outer_limit = iterator_depth(n.iterator)
     return any((depth := iterator_depth(c)) is not None and depth >= outer_limit
                for c in uses - {row_it, vec_it})
 
 
-def mark_role(n: isl.AstNode) -> str | None:
+def mark_role(n: Node) -> str | None:
     """The role of a loop mark, "init" for an init's mark, None for other nodes."""
-    if n.get_type() != isl.ast_node_type.mark:
-        return None
-    mark = mark_of(n)
-    if isinstance(mark, InitMark):
-        return INIT
-    return mark.role if isinstance(mark, LoopMark) else ""
+    return n.role if isinstance(n, MarkNode) else None
 
 
-def loops_below(n: isl.AstNode) -> int:
+def loops_below(n: Node) -> int:
     """The for nodes that ``n`` reaches through blocks and ifs; 2 when it reaches anything
     else (a statement outside a loop)."""
-    t = n.get_type()
-    if t == isl.ast_node_type.for_:
+    if isinstance(n, Loop | Collapsed):
         return 1
-    if t == isl.ast_node_type.block:
-        children = n.block_get_children()
-        return sum(loops_below(children.get_at(i)) for i in range(children.n_ast_node()))
-    if t == isl.ast_node_type.if_:
-        return loops_below(n.if_get_then_node()) + \
-            (loops_below(n.if_get_else_node()) if n.if_has_else_node() else 0)
+    if isinstance(n, Block):
+        return sum(loops_below(c) for c in n.children)
+    if isinstance(n, If):
+        return loops_below(n.then) + \
+            (loops_below(n.orelse) if n.orelse is not None else 0)
     return 2

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 import cgen
-import islpy as isl
 
 from ..codegen_c.astnodes import LoopState, strip_parens
+from ..lowering.tree import Node
 from ..scop.exprs import C_TYPE
 from .plan import KernelSpec
 from .promotion import OUTER, LocalCopy
@@ -57,7 +57,7 @@ class LocalCopies:
             out = term if j == 0 else f"({out}) * {size} + {term}"
         return out or "0"
 
-    def conditional_copies(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+    def conditional_copies(self, n: Node, st: LoopState) -> list[cgen.Generable]:
         """``barrier; if (uniform condition) { copies }; barrier``: the same synchronization
         as barriers inside the ``if`` (every work-item of the group takes the same branch),
         but PoCL's CPU compiler, which runs a group's work-items as loops between barriers,
@@ -66,11 +66,11 @@ class LocalCopies:
         have no barriers of their own."""
         self._barriers_outside = True
         try:
-            then = self.node(n.if_get_then_node(), st)
+            then = self.node(n.then, st)
         finally:
             self._barriers_outside = False
         barrier = [] if self._staged() else [cgen.Statement(BARRIER)]
-        return [*barrier, cgen.If(strip_parens(self.ast_expr(n.if_get_cond())),
+        return [*barrier, cgen.If(strip_parens(self.ast_expr(n.cond)),
                                   cgen.Block(then)), *barrier]
 
     def copy_in(self, copy: LocalCopy, args: list[str]) -> cgen.Generable:

@@ -12,13 +12,13 @@ without libc. Expressions, statements and conditions print through the C emitter
 from __future__ import annotations
 
 import cgen
-import islpy as isl
 
+from ..astgen import ITERATOR
 from ..codegen_c.astnodes import LoopState, strip_parens
 from ..codegen_c.emit import CEmitter, fixed_param, fixed_sizes, size_constants
 from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..errors import UnsupportedError
-from ..schedule.tree import loop_mark
+from ..lowering.tree import If, Instance, Loop, MarkNode, Node
 from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
 from ..scop.ir import Array, Expr, Load, Scalar, Scop
 from .combine import shuffle_prelude, shuffles
@@ -26,7 +26,6 @@ from .copies import LocalCopies
 from .lanemit import LaneLoops
 from .plan import GROUP, HOST, LOCAL, OFFSET, KernelSpec, VariantMapping
 from .promotion import SYNC, only_copies
-from .pyexpr import ITERATOR
 from .regemit import RegisterLoops
 from .scalars import SpilledScalar
 from .sequences import group_var, prologue, twin_spec
@@ -54,7 +53,6 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
 
     restrict = "restrict"
     address_space = "__global"
-    collapse_loops = False
 
     def __init__(self, scop: Scop, spilled: tuple[SpilledScalar, ...] = (),
                  permute: str = ""):
@@ -91,33 +89,32 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
     # --- promoted kernels: work-item guards, copies, local accesses --------------------------
     _spec: KernelSpec | None = None
 
-    def node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
-        if n.get_type() == isl.ast_node_type.if_ and self._spec is not None and \
-                self._spec.local and not n.if_has_else_node() and \
-                only_copies(n.if_get_then_node()):
+    def node(self, n: Node, st: LoopState) -> list[cgen.Generable]:
+        if isinstance(n, If) and self._spec is not None and \
+                self._spec.local and n.orelse is None and \
+                only_copies(n.then):
             return self.conditional_copies(n, st)
-        if n.get_type() == isl.ast_node_type.if_:  # no doubled parentheses (clang warns)
-            then = cgen.Block(self.node(n.if_get_then_node(), st))
-            orelse = cgen.Block(self.node(n.if_get_else_node(), st)) \
-                if n.if_has_else_node() else None
-            return [cgen.If(strip_parens(self.ast_expr(n.if_get_cond())), then, orelse)]
-        if n.get_type() == isl.ast_node_type.for_:
+        if isinstance(n, If):  # no doubled parentheses (clang warns)
+            then = cgen.Block(self.node(n.then, st))
+            orelse = cgen.Block(self.node(n.orelse, st)) \
+                if n.orelse is not None else None
+            return [cgen.If(strip_parens(self.ast_expr(n.cond)), then, orelse)]
+        if isinstance(n, Loop):
             return self.loop(n, st, parallel=False)
-        if n.get_type() == isl.ast_node_type.mark:  # loop marks; the CPU's roles do not apply
-            child = n.mark_get_node()
-            if child.get_type() == isl.ast_node_type.for_:
-                mark = loop_mark(n)
+        if isinstance(n, MarkNode):  # loop marks; the CPU's roles do not apply
+            child = n.node
+            if isinstance(child, Loop):
+                mark = n.loop
                 return self.loop(child, st, parallel=mark is not None and mark.parallel)
             return self.node(child, st)
-        if n.get_type() == isl.ast_node_type.user and self._spec is not None:
+        if isinstance(n, Instance) and self._spec is not None:
             return self.user_node(n, st)
         return super().node(n, st)
 
-    def user_node(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+    def user_node(self, n: Instance, st: LoopState) -> list[cgen.Generable]:
         """A statement (a lane kernel's: ``lane_statement``), a copy into local memory, or a
         register tile's cell transfer."""
-        call = n.user_get_expr()
-        name = call.get_op_arg(0).get_id().get_name()
+        name = n.name
         if self._private_scalars():
             lane = self.lane_statement(n, st, name, lambda: super(OpenCLEmitter, self).node(
                 n, st))
@@ -125,54 +122,54 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
                 return lane
         for copy in self._spec.local:
             if copy.statement == name:
-                args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+                args = [self.ast_expr(e) for e in n.args]
                 return [self.copy_in(copy, args)]
         if name == SYNC:
             return self.swap_buffers()
-        transfer = self.cell_transfer(name, call) if self._registers() else None
+        transfer = self.cell_transfer(name, n) if self._registers() else None
         if transfer is not None:
             return [transfer]
         return super().node(n, st)
 
-    def loop(self, n: isl.AstNode, st: LoopState, parallel: bool,
+    def loop(self, n: Loop, st: LoopState, parallel: bool,
              **_cpu: object) -> list[cgen.Generable]:
         """A loop over a mapped member (promoted kernels) is the work-item's own point,
         guarded by the loop's bounds: ``{ const c1 = pd_o0 + 16 * pd_g0 + pd_l0; if (..) }``
         (register-tiled kernels: the points of its register tile, ``register_loop``)."""
         if self._lanes_free():  # a loop of one iteration stays a block around its body
-            return self.plain_loop(n, st) if n.for_is_degenerate() else self.lane_loop(n, st)
-        it = n.for_get_iterator().get_id().get_name()
+            return self.plain_loop(n, st) if n.degenerate else self.lane_loop(n, st)
+        it = n.iterator
         threads = dict(self._spec.threads) if self._spec is not None and \
             self._spec.grid is not None else {}
         if it not in threads:
             return self.plain_loop(n, st)
         k = threads[it]
         tile = self._spec.grid.tiles[k]
-        init = self.ast_expr(n.for_get_init())
-        if n.for_is_degenerate():
+        init = self.ast_expr(n.init)
+        if n.degenerate:
             guard = f"{it} == {init}"
         else:
-            guard = f"{it} >= {init} && {self.ast_expr(n.for_get_cond())}"
-            inc = self.ast_expr(n.for_get_inc())
+            guard = f"{it} >= {init} && {self.ast_expr(n.cond)}"
+            inc = self.ast_expr(n.inc)
             if inc != "1":
                 guard += f" && ({it} - {init}) % {inc} == 0"
         if self._registers():
             return self.register_loop(n, st, it, k, guard)
-        body = self.node(n.for_get_body(), st)
+        body = self.node(n.body, st)
         return [cgen.Block([
             cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {tile} * {GROUP}{k} + "
                            f"{LOCAL}{k}"),
             cgen.If(guard, cgen.Block(body))])]
 
-    def plain_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+    def plain_loop(self, n: Loop, st: LoopState) -> list[cgen.Generable]:
         """A loop inside a work-item: no pragma (parallel members are work-items already)."""
-        it = n.for_get_iterator().get_id().get_name()
-        init = self.ast_expr(n.for_get_init())
-        body = self.node(n.for_get_body(), st)
-        if n.for_is_degenerate():
+        it = n.iterator
+        init = self.ast_expr(n.init)
+        body = self.node(n.body, st)
+        if n.degenerate:
             return [cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"), *body])]
-        cond = strip_parens(self.ast_expr(n.for_get_cond()))
-        inc = self.ast_expr(n.for_get_inc())
+        cond = strip_parens(self.ast_expr(n.cond))
+        inc = self.ast_expr(n.inc)
         return [cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
 
     def expr(self, e: Expr) -> str:

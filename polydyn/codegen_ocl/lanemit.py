@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 import cgen
-import islpy as isl
 
-from ..codegen_c.astnodes import LoopState, loop_annotation, strip_parens
+from ..codegen_c.astnodes import LoopState, strip_parens
+from ..lowering.tree import Instance, Loop, Node
 from ..schedule.reductions import REDUCE_LOOP
 from ..scop.exprs import C_TYPE, replace_subexpr
 from ..scop.ir import Load, Scalar
@@ -59,7 +59,7 @@ class LaneLoops:
             return test
         return f"{test} && {LIVE}" if test else LIVE
 
-    def lane_statement(self, n: isl.AstNode, st: LoopState, name: str,
+    def lane_statement(self, n: Node, st: LoopState, name: str,
                        plain: Callable[[], list[cgen.Generable]]) -> list[cgen.Generable] | None:
         """A statement of a lane kernel (None: print it as usual). Outside the loops, one
         that does not assign a local scalar runs in lane 0, once per value, between
@@ -79,24 +79,25 @@ class LaneLoops:
             stmt = self.scop.statement(name)
             st.used_locals |= self.stmt_locals[name]
             value = replace_subexpr(stmt.rhs(), stmt.target, Scalar(stmt.target.dtype, acc))
-            return [self.at_cell(n.user_get_expr(), f"{acc} = "
+            return [self.at_cell(n, f"{acc} = "
                                  f"{self.cast_to(value, self.scop.array(cell.array).dtype)}",
                                  every=True)]
         if self._spec.columns and not self._assigns_local(name):
             return [cgen.If(LIVE, cgen.Block(plain()))]
         return None
 
-    def at_cell(self, call: isl.AstExpr, line: str, every: bool = False) -> cgen.Generable:
+    def at_cell(self, call: Instance, line: str, every: bool = False) -> cgen.Generable:
         """``{ const int64_t i = ..; ...; line }`` with the iterators of the target cell of
         the statement of ``call`` declared (``every``: all its iterators)."""
-        stmt = self.scop.statement(call.get_op_arg(0).get_id().get_name())
+        stmt = self.scop.statement(call.name)
         used = set().union(*(i.vars() for i in stmt.target.index)) \
             if isinstance(stmt.target, Load) else set()
-        decls = [cgen.Statement(f"const int64_t {it} = {self.ast_expr(call.get_op_arg(k + 1))}")
-                 for k, it in enumerate(stmt.iters) if every or it in used]
+        decls = [cgen.Statement(f"const int64_t {it} = {self.ast_expr(arg)}")
+                 for it, arg in zip(stmt.iters, call.args, strict=True)
+                 if every or it in used]
         return cgen.Block([*decls, cgen.Statement(line)])
 
-    def lane_loop(self, n: isl.AstNode, st: LoopState) -> list[cgen.Generable]:
+    def lane_loop(self, n: Loop, st: LoopState) -> list[cgen.Generable]:
         """``for (c = init + step * pd_lane; cond; c += lanes * step)``: lane ``pd_lane`` runs
         every ``lanes``-th iteration (neighbouring lanes, neighbouring elements). Each lane
         reduces its own iterations into its copy of the scalar (a ``+`` starts from 0 except
@@ -104,18 +105,18 @@ class LaneLoops:
         accumulator of the cell (from the cell's value the same way), the copies are
         combined, lane 0 stores the cells, and a barrier lets the next loop read what any
         lane wrote."""
-        carry = loop_annotation(n)
+        carry = n.carry
         reductions = [(op, name, self.scop.array(name).dtype) for op, name in carry.reductions]
         cells = [] if carry.parallel or carry.kind == REDUCE_LOOP else \
             cell_reductions(self.scop, n) or []
         names = {c.statement: (f"pd_cell{k}", c) for k, c in enumerate(cells)}
-        it = n.for_get_iterator().get_id().get_name()
-        init = self.ast_expr(n.for_get_init())
-        cond = strip_parens(self.ast_expr(n.for_get_cond()))
-        inc = self.ast_expr(n.for_get_inc())
+        it = n.iterator
+        init = self.ast_expr(n.init)
+        cond = strip_parens(self.ast_expr(n.cond))
+        inc = self.ast_expr(n.inc)
         self._in_lane_loop, self._cells = True, names
         try:
-            body = self.node(n.for_get_body(), st)
+            body = self.node(n.body, st)
         finally:
             self._in_lane_loop, self._cells = False, {}
         lanes = self._spec.lanes

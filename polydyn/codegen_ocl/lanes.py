@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..codegen_c.astnodes import has_loop, loop_annotation
+from ..lowering.tree import Block, If, Instance, Loop, MarkNode, Node, has_loop
 from ..schedule.reductions import REDUCE_LOOP, cell_reduction_of
 from ..scop.exprs import Load
 from ..scop.ir import Scop
@@ -19,10 +19,9 @@ if TYPE_CHECKING:
 
 # local scalar types a lane kernel combines (the prelude's pd_max_<type>/pd_min_<type>)
 LANE_TYPES = ("f32", "f64", "i32", "i64")
-_AT = isl.ast_node_type
 
 
-def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
+def lane_body(scop: Scop, ast: Node, statements: set[str]) -> bool:
     """Whether a kernel body can be dealt out to lanes: it has a loop, every loop outside
     all others (``top_loops``) is parallel or carried only by reductions (into local scalars
     of the types the combine knows, or into one cell per statement: ``cell_reductions``),
@@ -36,70 +35,67 @@ def lane_body(scop: Scop, ast: isl.AstNode, statements: set[str]) -> bool:
                for users in scalar_users(scop).values())
 
 
-def _conditional(ast: isl.AstNode) -> bool:
+def _conditional(ast: Node) -> bool:
     """Whether an if stands outside the loops of a kernel body: the barriers after its loops
     and around lane 0's statements would then stand under a condition, which PoCL runs
     wrongly (it corrupted memory with a uniform condition on the sizes)."""
     found = []
 
-    def at_for(n: isl.AstNode) -> bool:
-        return _walk(n.for_get_body(), at_for, at_if=at_if) if n.for_is_degenerate() else True
+    def at_for(n: Loop) -> bool:
+        return _walk(n.body, at_for, at_if=at_if) if n.degenerate else True
 
-    def at_if(n: isl.AstNode) -> None:
+    def at_if(n: Node) -> None:
         found.append(n)
 
     _walk(ast, at_for, at_if=at_if)
     return bool(found)
 
 
-def _shared(scop: Scop, loop: isl.AstNode) -> bool:
-    carry = loop_annotation(loop)
+def _shared(scop: Scop, loop: Node) -> bool:
+    carry = loop.carry
     return carry.parallel or (carry.kind == REDUCE_LOOP and all(
         scop.array(name).dtype in LANE_TYPES for _, name in carry.reductions)) or \
         cell_reductions(scop, loop) is not None
 
 
-def uses_cells(ast: isl.AstNode) -> bool:
+def uses_cells(ast: Node) -> bool:
     """Whether a lane kernel's body (``lane_body``) has a loop of cell reductions: its
     lanes then only pay where the one-point-per-work-item grid leaves the device idle."""
     return any(not (carry.parallel or carry.kind == REDUCE_LOOP)
-               for carry in map(loop_annotation, top_loops(ast) or ()))
+               for carry in (loop.carry for loop in top_loops(ast) or ()))
 
 
-def top_loops(ast: isl.AstNode) -> list[isl.AstNode] | None:
+def top_loops(ast: Node) -> list[Node] | None:
     """The loops of a kernel body outside all others (a loop of one value is a block around
     its body); None where the body holds a node other than blocks, ifs, marks, loops and
     statements."""
-    loops: list[isl.AstNode] = []
+    loops: list[Node] = []
 
-    def at_for(n: isl.AstNode) -> bool:
-        if n.for_is_degenerate():
-            return _walk(n.for_get_body(), at_for)
+    def at_for(n: Loop) -> bool:
+        if n.degenerate:
+            return _walk(n.body, at_for)
         loops.append(n)
         return True
 
     return loops if _walk(ast, at_for) else None
 
 
-def _walk(n: isl.AstNode, at_for: Callable[[isl.AstNode], bool],
-          at_user: Callable[[isl.AstNode], None] = lambda n: None,
-          at_if: Callable[[isl.AstNode], None] = lambda n: None) -> bool:
+def _walk(n: Node, at_for: Callable[[Loop], bool],
+          at_user: Callable[[Node], None] = lambda n: None,
+          at_if: Callable[[Node], None] = lambda n: None) -> bool:
     """Through blocks, ifs (``at_if`` hears of each) and marks to the for nodes (``at_for``:
     whether the walk goes on) and the statements (``at_user``); False at any other node."""
-    kind = n.get_type()
-    if kind == _AT.block:
-        children = n.block_get_children()
-        return all(_walk(children.get_at(k), at_for, at_user, at_if)
-                   for k in range(children.n_ast_node()))
-    if kind == _AT.if_:
+    if isinstance(n, Block):
+        return all(_walk(c, at_for, at_user, at_if) for c in n.children)
+    if isinstance(n, If):
         at_if(n)
-        return _walk(n.if_get_then_node(), at_for, at_user, at_if) and \
-            (not n.if_has_else_node() or _walk(n.if_get_else_node(), at_for, at_user, at_if))
-    if kind == _AT.mark:
-        return _walk(n.mark_get_node(), at_for, at_user, at_if)
-    if kind == _AT.for_:
+        return _walk(n.then, at_for, at_user, at_if) and \
+            (n.orelse is None or _walk(n.orelse, at_for, at_user, at_if))
+    if isinstance(n, MarkNode):
+        return _walk(n.node, at_for, at_user, at_if)
+    if isinstance(n, Loop):
         return at_for(n)
-    if kind == _AT.user:
+    if isinstance(n, Instance):
         at_user(n)
         return True
     return False
@@ -115,21 +111,21 @@ class CellReduction:
     statement: str
     array: str
     op: str
-    call: isl.AstExpr
+    call: Instance
 
 
-def cell_reductions(scop: Scop, loop: isl.AstNode) -> list[CellReduction] | None:
+def cell_reductions(scop: Scop, loop: Node) -> list[CellReduction] | None:
     """The reductions of a loop whose every statement reduces (``+``, ``max``, ``min``) into
     a cell that no loop of the nest moves, each statement into an array of its own that no
     statement of the nest reads (so the updates of a cell are the loop's only carried
     dependences); None for any other loop."""
-    nest = _calls_and_loops(loop) if loop.get_type() == _AT.for_ else None
+    nest = _calls_and_loops(loop) if isinstance(loop, Loop) else None
     if nest is None:
         return None
     calls, inner = nest
     found: dict[str, CellReduction] = {}
     for call in calls:
-        name = call.get_op_arg(0).get_id().get_name()
+        name = call.name
         stmt = scop.statement(name)
         red = cell_reduction_of(stmt)
         if red is None or scop.array(red[0]).dtype not in LANE_TYPES:
@@ -137,13 +133,13 @@ def cell_reductions(scop: Scop, loop: isl.AstNode) -> list[CellReduction] | None
         target = stmt.target
         assert isinstance(target, Load)
         used = set().union(*(i.vars() for i in target.index)) if target.index else set()
-        args = {it: call.get_op_arg(k + 1) for k, it in enumerate(stmt.iters)}
+        args = dict(zip(stmt.iters, call.args, strict=True))
         if any(_ids(args[it]) & inner for it in used if it in args):
             return None  # the cell moves with a loop of the nest
         cell = [args[it].to_C_str() for it in sorted(used) if it in args]
         if name in found:
             old = found[name]
-            first = {it: old.call.get_op_arg(k + 1) for k, it in enumerate(stmt.iters)}
+            first = dict(zip(stmt.iters, old.call.args, strict=True))
             if cell != [first[it].to_C_str() for it in sorted(used) if it in first]:
                 return None
             continue
@@ -159,18 +155,19 @@ def cell_reductions(scop: Scop, loop: isl.AstNode) -> list[CellReduction] | None
     return list(found.values())
 
 
-def _calls_and_loops(loop: isl.AstNode) -> tuple[list[isl.AstExpr], set[str]] | None:
+def _calls_and_loops(loop: Node) -> tuple[list[Instance], set[str]] | None:
     """The statement calls of a loop nest and the iterators of its loops; None where it
     holds another kind of node."""
-    calls: list[isl.AstExpr] = []
+    calls: list[Instance] = []
     iterators: set[str] = set()
 
-    def at_for(n: isl.AstNode) -> bool:
-        iterators.add(n.for_get_iterator().get_id().get_name())
-        return _walk(n.for_get_body(), at_for, at_user)
+    def at_for(n: Loop) -> bool:
+        iterators.add(n.iterator)
+        return _walk(n.body, at_for, at_user)
 
-    def at_user(n: isl.AstNode) -> None:
-        calls.append(n.user_get_expr())
+    def at_user(n: Node) -> None:
+        assert isinstance(n, Instance)
+        calls.append(n)
 
     return (calls, iterators) if _walk(loop, at_for, at_user) else None
 

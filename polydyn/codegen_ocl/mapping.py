@@ -45,8 +45,8 @@ from typing import Any
 
 import islpy as isl
 
-from ..astgen import annotated_ast, atomic_where_strides_differ
-from ..codegen_c.astnodes import has_loop
+from ..astgen import annotated_ast, atomic_where_strides_differ, new_build
+from ..lowering.tree import Node, from_isl, has_loop
 from ..parametric.variants import Variant
 from ..schedule.gpu import GpuMapping
 from ..schedule.tree import PARALLEL, SEQUENTIAL, is_band, loop_mark, statement_names
@@ -56,7 +56,7 @@ from .lanes import grids_within_serial_loops, lane_body, reads_along, uses_cells
 from .order import gpu_schedule
 from .plan import GROUP, HOST, LOCAL, OFFSET, Grid, HostLoop, KernelSpec, VariantMapping
 from .promotion import promote
-from .pyexpr import ast_build, pw_aff_to_py, set_to_py
+from .pyexpr import pw_aff_to_py, set_to_py
 from .regtiles import choose_register_tiles, register_kernel, smaller_tiles
 from .sizes import Sizes, power_of_two
 
@@ -302,8 +302,8 @@ class _Mapper:
         plain = None
         if promoted is None or any(c.dynamic for c in promoted.copies):
             plain = KernelSpec(one if promoted is None else f"{one}_plain", depth, grid,
-                               when_py, statements, ast_build(kctx).node_from_schedule(
-                                   self.schedule.intersect_domain(kdomain)),
+                               when_py, statements, from_isl(new_build(kctx).node_from_schedule(
+                                   self.schedule.intersect_domain(kdomain))),
                                placement=placement)
         if promoted is None:
             spec = plain
@@ -370,7 +370,7 @@ class _Mapper:
         if narrow < 2 or domain.is_empty():
             return None
         when = domain.params()
-        ast = annotated_ast(ast_build(self.region.intersect(when)), self.schedule, self.scop,
+        ast = annotated_ast(new_build(self.region.intersect(when)), self.schedule, self.scop,
                             self.deps)
         if not lane_body(self.scop, ast, statement_names(domain)):
             return None
@@ -399,7 +399,7 @@ class _Mapper:
 
     def lane_kernel(self, prefix: isl.UnionMap, ranges: list[isl.Set],
                     positions: tuple[int, ...], n_dims: int, when: isl.Set,
-                    ctx: isl.Set) -> tuple[Grid, isl.AstNode, isl.AstExpr | None] | None:
+                    ctx: isl.Set) -> tuple[Grid, Node, isl.AstExpr | None] | None:
         """The grid and body of the one-member kernel (no host loop around it) as a lane
         kernel, a group per value of the member, and the member's last value where a group
         should take ``COLUMNS`` values instead (``reads_along``); None when its body does not
@@ -410,7 +410,7 @@ class _Mapper:
         mapping = _mapping_set(params, n_dims, 0, positions, (1,))
         kdomain = prefix.intersect_range(isl.UnionSet.from_set(mapping)).domain()
         kctx = self.region.intersect(when).intersect(_grid_context(params, ranges, (1,)))
-        ast = annotated_ast(ast_build(kctx), self.schedule.intersect_domain(kdomain),
+        ast = annotated_ast(new_build(kctx), self.schedule.intersect_domain(kdomain),
                             self.scop, self.deps)
         if not lane_body(self.scop, ast, statement_names(kdomain)):
             return None

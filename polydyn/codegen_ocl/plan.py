@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codegen_c.astnodes import has_loop
+from ..astgen import ITERATOR
+from ..lowering.tree import has_loop
 from ..parametric.variants import Variant
 from .promotion import LocalCopy
-from .pyexpr import ITERATOR
 from .regtiles import Accumulator, RegisterTiles
 
 HOST, OFFSET, GROUP, LOCAL = "pd_h", "pd_o", "pd_g", "pd_l"
@@ -38,7 +38,7 @@ class KernelSpec:
     grid: Grid | None
     when: str
     statements: tuple[str, ...]
-    ast: Any = field(compare=False, repr=False)  # isl.AstNode
+    ast: Any = field(compare=False, repr=False)  # Node
     local: tuple[LocalCopy, ...] = ()
     # promoted kernels: the AST loops over mapped members, ``(iterator, k)``, that the
     # emitter prints as work-item guards

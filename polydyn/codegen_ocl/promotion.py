@@ -36,12 +36,14 @@ from typing import Any
 
 import islpy as isl
 
+from ..astgen import ITERATOR, new_build
+from ..lowering.tree import Block, If, Instance, Loop, MarkNode, Node, from_isl
 from ..schedule.tree import is_band, is_sequential_mark, node_at, node_path
 from ..scop.checks import array_bounds
 from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
 from .limits import LOCAL_BUDGET
-from .pyexpr import ITERATOR, ast_build, pw_aff_to_py
+from .pyexpr import pw_aff_to_py
 
 R_TILE = 16  # points of the sequential member per copy
 COPY = "PDCOPY_"
@@ -105,7 +107,7 @@ class Promotion:
     """A promoted kernel: its AST, its copies, and the iterators of the mapped members
     (``(name, k)``: the loop over mapped member k, printed as a work-item guard)."""
 
-    ast: Any  # isl.AstNode
+    ast: Any  # Node
     copies: tuple[LocalCopy, ...]
     threads: tuple[tuple[str, int], ...]
 
@@ -150,7 +152,7 @@ def promote(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, depth: int
             ident.set_tuple_name(isl.dim_type.out, copy.statement)))
     sched = graft_at.graft_before(isl.ScheduleNode.from_extension(extension)).get_schedule()
     sched = sched.intersect_domain(group)
-    ast = ast_build(kctx).node_from_schedule(sched)
+    ast = from_isl(new_build(kctx).node_from_schedule(sched))
     threads = tuple((f"{ITERATOR}{p + int(hoist)}", k) for k, p in enumerate(positions))
     if not threads_enclose_statements(ast, {name for name, k in threads if tiles[k] > 1}):
         return None
@@ -328,7 +330,7 @@ def pw_to_params(pa: isl.PwAff, names: list[str]) -> isl.PwAff:
     return pa.project_domain_on_params()
 
 
-def threads_enclose_statements(ast: isl.AstNode, threads: set[str], *more: set[str]) -> bool:
+def threads_enclose_statements(ast: Node, threads: set[str], *more: set[str]) -> bool:
     """Every statement of the kernel (not the copies) lies inside a loop over each mapped
     member of tile size > 1 (the iterators ``threads``, or those of one of ``more``): isl
     replaces a loop by its value when that value is fixed, and then the work-item guard
@@ -338,16 +340,14 @@ def threads_enclose_statements(ast: isl.AstNode, threads: set[str], *more: set[s
                for name, around, _ in _statement_places(ast))
 
 
-def only_copies(n: isl.AstNode) -> bool:
+def only_copies(n: Node) -> bool:
     """Whether ``n`` is one or more copy statements (blocks of them)."""
-    if n.get_type() == isl.ast_node_type.block:
-        ch = n.block_get_children()
-        return all(only_copies(ch.get_at(i)) for i in range(ch.n_ast_node()))
-    return n.get_type() == isl.ast_node_type.user and \
-        n.user_get_expr().get_op_arg(0).get_id().get_name().startswith(COPY)
+    if isinstance(n, Block):
+        return all(only_copies(c) for c in n.children)
+    return isinstance(n, Instance) and n.name.startswith(COPY)
 
 
-def copies_unconditional(ast: isl.AstNode, staged: bool = False) -> bool:
+def copies_unconditional(ast: Node, staged: bool = False) -> bool:
     """Every copy (and so every barrier) lies under loops only, or under an ``if`` with
     copies alone in it, which the emitter prints between barriers: PoCL's CPU compiler
     miscompiles barriers under a condition (work-items outside a later guard ran the code
@@ -358,30 +358,28 @@ def copies_unconditional(ast: isl.AstNode, staged: bool = False) -> bool:
                    for name, _, conditional in _statement_places(ast))
 
 
-def _statement_places(ast: isl.AstNode) -> list[tuple[str, frozenset[str], bool]]:
+def _statement_places(ast: Node) -> list[tuple[str, frozenset[str], bool]]:
     """``(statement, iterators of the loops around it, under a condition)`` for every
     statement of ``ast``; an ``if`` around copies alone does not count as a condition (the
     emitter prints it between barriers)."""
     out: list[tuple[str, frozenset[str], bool]] = []
 
-    def walk(n: isl.AstNode, around: frozenset[str], conditional: bool) -> None:
-        t = n.get_type()
-        if t == isl.ast_node_type.for_:
-            walk(n.for_get_body(), around | {n.for_get_iterator().get_id().get_name()},
+    def walk(n: Node, around: frozenset[str], conditional: bool) -> None:
+        if isinstance(n, Loop):
+            walk(n.body, around | {n.iterator},
                  conditional)
-        elif t == isl.ast_node_type.block:
-            ch = n.block_get_children()
-            for i in range(ch.n_ast_node()):
-                walk(ch.get_at(i), around, conditional)
-        elif t == isl.ast_node_type.if_:
-            hoisted = not n.if_has_else_node() and only_copies(n.if_get_then_node())
-            walk(n.if_get_then_node(), around, conditional or not hoisted)
-            if n.if_has_else_node():
-                walk(n.if_get_else_node(), around, True)
-        elif t == isl.ast_node_type.mark:
-            walk(n.mark_get_node(), around, conditional)
-        elif t == isl.ast_node_type.user:
-            out.append((n.user_get_expr().get_op_arg(0).get_id().get_name(), around,
+        elif isinstance(n, Block):
+            for c in n.children:
+                walk(c, around, conditional)
+        elif isinstance(n, If):
+            hoisted = n.orelse is None and only_copies(n.then)
+            walk(n.then, around, conditional or not hoisted)
+            if n.orelse is not None:
+                walk(n.orelse, around, True)
+        elif isinstance(n, MarkNode):
+            walk(n.node, around, conditional)
+        elif isinstance(n, Instance):
+            out.append((n.name, around,
                         conditional))
 
     walk(ast, frozenset(), False)

@@ -1,5 +1,5 @@
-"""isl helpers of the OpenCL backend: AST builds with polydyn's iterator names, and isl sets
-and piecewise affine functions printed as Python expressions, for the host side.
+"""isl helpers of the OpenCL backend: isl sets and piecewise affine functions printed as Python
+expressions, for the host side.
 
 The OpenCL host code is Python: region tests, host loop bounds, grid offsets and extents are
 isl objects over the syms (and host iterators), printed once at compile time through isl's own
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..astgen import ITERATOR, ast_expr_text
+from ..astgen import ast_expr_text
 
 _T = isl.ast_expr_op_type
 # isl AST operators as Python; every division isl emits has a positive constant divisor, and
@@ -51,11 +51,3 @@ def pw_aff_to_py(value: isl.PwAff, context: isl.Set) -> str:
     value = value.align_params(context.get_space())
     build = isl.AstBuild.from_context(context)
     return ast_to_py(build.expr_from_pw_aff(value.gist(context)))
-
-
-def ast_build(context: isl.Set) -> isl.AstBuild:
-    """An AST build over ``context`` whose loop iterators are ``pd_c0``, ``pd_c1``..."""
-    iterators = isl.IdList.alloc(context.get_ctx(), 64)
-    for k in range(64):
-        iterators = iterators.add(isl.Id(f"{ITERATOR}{k}"))
-    return isl.AstBuild.from_context(context).set_iterators(iterators)

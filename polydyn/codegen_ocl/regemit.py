@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import cgen
-import islpy as isl
 
 from ..codegen_c.astnodes import LoopState
+from ..lowering.tree import Instance, Loop
 from ..scop.exprs import C_TYPE
 from ..scop.ir import Expr, Load, Scalar
 from .plan import GROUP, LOCAL, OFFSET, KernelSpec
@@ -35,7 +35,7 @@ class RegisterLoops:
     def _registers(self) -> bool:
         return self._spec is not None and self._spec.regtiles is not None
 
-    def register_loop(self, n: isl.AstNode, st: LoopState, it: str, k: int,
+    def register_loop(self, n: Loop, st: LoopState, it: str, k: int,
                       guard: str) -> list[cgen.Generable]:
         """``#pragma unroll for (pd_ra < TM) { const c = o + BM g + (BM / TM) pd_ra + l;
         if (guard) body }``: the loop over mapped member ``k`` (rows or columns) of the
@@ -45,7 +45,7 @@ class RegisterLoops:
         per = spec.regtiles.per_item(n_mapped)[k]
         block = spec.grid.tiles[k]
         var = REG_VARS[k - (n_mapped - 2)]
-        body = self.node(n.for_get_body(), st)
+        body = self.node(n.body, st)
         point = cgen.Statement(f"const int64_t {it} = {OFFSET}{k} + {block} * {GROUP}{k} + "
                                f"{block // per} * {var} + {LOCAL}{k}")
         free = k in spec.full or it in spec.free
@@ -78,14 +78,14 @@ class RegisterLoops:
                     return f"{acc.buffer}{CELL}"
         return None
 
-    def cell_transfer(self, name: str, call: isl.AstExpr) -> cgen.Generable | None:
+    def cell_transfer(self, name: str, call: Instance) -> cgen.Generable | None:
         """``PDACCLOAD_C``/``PDACCSTORE_C``: the point's cell from or to the array; None
         for another statement."""
         for acc in self._spec.accumulators:
             load, store = name == ACC_LOAD + acc.array, name == ACC_STORE + acc.array
             if not (load or store):
                 continue
-            args = [self.ast_expr(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg())]
+            args = [self.ast_expr(e) for e in call.args]
             lines: list[cgen.Generable] = [cgen.Statement(f"const int64_t {OUTER}{j} = {arg}")
                                            for j, arg in enumerate(args)]
             a = self.scop.array(acc.array)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from ..astgen import new_build
 from .promotion import SYNC, maps
-from .pyexpr import ast_build
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Layout:
         stand under its condition)."""
         xs = [f"x{j}" for j in range(self.n_dims + 4)]
         tile = self.n_pre + self.d - 1
-        return ast_build(kctx).set_options(isl.UnionMap(
+        return new_build(kctx).set_options(isl.UnionMap(
             f"{{ [{', '.join(xs)}] -> atomic[{tile}] }}"))
 
     def widen(self, statements: isl.UnionMap, k_r: int, k_c: int, bm: int, bn: int,

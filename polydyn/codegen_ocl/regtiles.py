@@ -47,7 +47,9 @@ from typing import Any
 
 import islpy as isl
 
+from ..astgen import ITERATOR
 from ..errors import UnsupportedError
+from ..lowering.tree import Node, from_isl
 from ..schedule.gpu import parse_regtile
 from ..schedule.tree import is_band, is_sequential_mark
 from ..scop.ir import Scop
@@ -62,7 +64,6 @@ from .promotion import (
     threads_enclose_statements,
     tile_set,
 )
-from .pyexpr import ITERATOR
 from .regflat import Layout
 
 TILE = 4  # outputs per work-item along each member (at most), when its extent allows
@@ -127,7 +128,7 @@ class RegisterCode:
     ``(iterator, k)``, its accumulators, the mapped members whose blocks are always full (no
     guard) and the flat schedule of its statements (``order``)."""
 
-    ast: Any  # isl.AstNode
+    ast: Any  # Node
     tiles: RegisterTiles  # as built: ``stages`` 1 where two buffers would not fit
     copies: tuple[LocalCopy, ...]
     threads: tuple[tuple[str, int], ...]
@@ -273,7 +274,7 @@ def register_kernel(scop: Scop, schedule: isl.Schedule, domain: isl.UnionSet, de
 
 def _group_ast(lay: Layout, kctx: isl.Set, parts: isl.UnionMap,
                copies: list[tuple[LocalCopy, isl.Set]], statements: isl.UnionMap,
-               widen: isl.UnionMap, ahead: int) -> isl.AstNode:
+               widen: isl.UnionMap, ahead: int) -> Node:
     """isl's AST of the group: the statements and cells (``parts``), the copies first in
     their tile or (``ahead``: two buffers) in the tile before, and then a ``PDSYNC`` last in
     every tile."""
@@ -290,7 +291,7 @@ def _group_ast(lay: Layout, kctx: isl.Set, parts: isl.UnionMap,
     # ("unknown divs", test_epilogue's read_after). Catching the error is no way round: isl
     # is left in a state in which the next build crashes.
     schedule = isl.UnionMap(str(parts.apply_range(widen))).detect_equalities()
-    return lay.build(kctx).node_from_schedule_map(schedule)
+    return from_isl(lay.build(kctx).node_from_schedule_map(schedule))
 
 
 def _stages(scop: Scop, tiles: RegisterTiles, copies: list[tuple[LocalCopy, isl.Set]],

@@ -1,0 +1,1 @@
+"""Stage 4b: the typed loop tree between isl's AST and the printers (``tree.py``)."""
