@@ -39,8 +39,8 @@ class LoopState:
 
 
 class UnsharedWorkError(Exception):
-    """A pack's body has work that no loop shares out among the threads of a region around
-    it (RegisterTiles.pack then emits the copy and the body as before)."""
+    """A split sum's loop has work outside its split loop, or its split loop prints with a
+    pragma or with local scalars (``SplitSums.split_sum`` then prints the plain loop)."""
 
 
 @dataclass(frozen=True)

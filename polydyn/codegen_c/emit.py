@@ -27,7 +27,7 @@ from ..scop.exprs import (
     Scalar,
 )
 from ..scop.ir import Array, Scop, Statement
-from .astnodes import LoopState, UnsharedWorkError, ast_users
+from .astnodes import LoopState, ast_users
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
@@ -173,7 +173,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             name = n.name
             args = [self.ast_expr(e) for e in n.args]
             if st.region:
-                raise UnsharedWorkError(name)
+                raise InternalError(f"{name} outside the shared loops of a pack's region")
             stmt = self.scop.statement(name)
             st.used_locals |= self.stmt_locals[name]
             return [self.statement(stmt, args)]
@@ -218,7 +218,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         tiles and others for the partial ones, side by side). ``box``: a promote mark's
         annotation (astgen), for the register tile's partial form."""
         if st.region and role:
-            raise UnsharedWorkError(role)
+            raise InternalError(f"a {role} mark in a pack's region")
         if isinstance(n, Loop):
             if role == PROMOTE:
                 promoted = self.register_tile(n, st, box)

@@ -9,6 +9,7 @@ from collections import Counter
 import cgen
 import islpy as isl
 
+from ..errors import InternalError
 from ..lowering.teams import forms_team, team_body
 from ..lowering.tree import Loop, Node, has_loop, role_loops
 from ..schedule.reductions import SEQUENTIAL_LOOP
@@ -21,7 +22,6 @@ from .astnodes import (
     SEPARATE_PARALLEL_MIN_WORK,
     TILED_PARALLEL_MIN_WORK,
     LoopState,
-    UnsharedWorkError,
     UserCall,
     ast_users,
     strip_parens,
@@ -105,7 +105,7 @@ class LoopEmitter:
         of the region around it: a team loop without a fork, or an ``omp for``; then a
         barrier, as the end of a region of its own had."""
         if not (parallel and n.carry.parallel and has_loop(n.body)):
-            raise UnsharedWorkError(it)
+            raise InternalError(f"loop {it} of a pack's region shares nothing out")
         inner = LoopState()
         if trips is not None and team_body(n.body):
             out = self.team_loop(n, inner, it, init, inc, trips, fork=False)
@@ -116,7 +116,7 @@ class LoopEmitter:
             out = [cgen.Pragma("omp for schedule(static)"),
                    cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
         if inner.used_locals:  # locals need private copies: not handled in a region
-            raise UnsharedWorkError(it)
+            raise InternalError(f"local scalars under loop {it} of a pack's region")
         return out
 
     def team_loop(self, n: Loop, st: LoopState, it: str, init: str, inc: str,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import cgen
 
 from ..astgen import PackBox
+from ..lowering.teams import region_body
 from ..lowering.tree import Node
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
@@ -15,7 +16,6 @@ from .astnodes import (
     PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,
     LoopState,
-    UnsharedWorkError,
     ast_users,
 )
 from .tiles import dtype_bytes
@@ -40,8 +40,6 @@ class PackedTiles:
         boxes: tuple[PackBox, ...] = n.box or ()
         if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.node, st)
-        if st.region:  # a pack before the region's shared loops: its own region would nest
-            raise UnsharedWorkError("pack")
         saved = dict(self.packed)
         copies: list[PackCopy] = []
         for box in boxes:
@@ -82,11 +80,9 @@ class PackedTiles:
             copies.append((C_TYPE[arr.dtype], buf, total, copy, sizes))
             self.packed[array] = (buf, offsets, strides)
         try:
-            if not st.in_parallel and st.team is None and copies:
-                try:
-                    return self._pack_region(n, copies)
-                except UnsharedWorkError:
-                    pass
+            if not st.in_parallel and st.team is None and copies and \
+                    region_body(n.node, self.local_writers):
+                return self._pack_region(n, copies)
             return [cgen.Block([*self._pack_copies(copies, st), *self.node(n.node, st)])]
         finally:
             self.packed = saved

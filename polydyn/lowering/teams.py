@@ -1,8 +1,10 @@
-"""Which parallel loops the C printer turns into team regions (``LoopEmitter.team_loop``):
-an outermost parallel loop with loops inside, whose trip count may be below the number of
-threads, and whose every statement lies inside loops the region can share out. The printer
-decides with these; the collapse pass asks them too, since a team region's loops print in
-their own forms."""
+"""Where the C printer opens its two kinds of parallel regions of many loops: team regions
+(``LoopEmitter.team_loop``: an outermost parallel loop with loops inside, whose trip count
+may be below the number of threads, and whose every statement lies inside loops the region
+can share out) and pack regions (``PackedTiles.pack``: one region around a packed tile's
+copies and the loops below, every statement inside a loop the region shares out). The
+printer decides with these predicates, before it prints; the collapse pass asks them too,
+since a team region's loops print in their own forms."""
 
 from __future__ import annotations
 
@@ -63,3 +65,29 @@ def forms_team(n: Loop, parallel: bool, in_parallel: bool, writers: Set[str]) ->
         cond.get_type() == isl.ast_expr_type.op and cond.get_op_n_arg() == 2 and \
         cond.get_op_type() in (isl.ast_expr_op_type.lt, isl.ast_expr_op_type.le) and \
         not any(i.name in writers for i in instances(n.body)) and team_body(n.body)
+
+
+def region_body(n: Node, writers: Set[str], parallel: bool | None = None) -> bool:
+    """Whether a pack's region can hold ``n`` (the pack mark's child): every statement under
+    it lies in a parallel loop with loops inside (its mark parallel and nothing carried),
+    reached through blocks, ifs, plain loop and init marks, loops of one iteration and packs
+    without boxes; no other pack or mark with a role on the way; no statement under a shared
+    loop assigns a local scalar (``writers``). ``parallel``: the loop mark above says the
+    loop is parallel (None: no loop mark applies here)."""
+    if isinstance(n, Block):
+        return all(region_body(c, writers, parallel) for c in n.children)
+    if isinstance(n, If):
+        return region_body(n.then, writers, parallel) and (
+            n.orelse is None or region_body(n.orelse, writers, parallel))
+    if isinstance(n, MarkNode):
+        if isinstance(n.mark, PackMark):
+            return not n.box and region_body(n.node, writers)
+        if n.loop is None:  # an init's mark: its loops as under a sequential one
+            return region_body(n.node, writers, False)
+        return not n.loop.role and region_body(n.node, writers, n.loop.parallel)
+    if isinstance(n, Loop):
+        if n.degenerate:
+            return region_body(n.body, writers)
+        return bool(parallel) and n.carry.parallel and has_loop(n.body) and \
+            not any(i.name in writers for i in instances(n.body))
+    return False
