@@ -38,11 +38,6 @@ class LoopState:
     region: bool = False
 
 
-class UnsharedWorkError(Exception):
-    """A split sum's loop has work outside its split loop, or its split loop prints with a
-    pragma or with local scalars (``SplitSums.split_sum`` then prints the plain loop)."""
-
-
 @dataclass(frozen=True)
 class UserCall:
     """A statement instance in the AST: the statement's name and, per statement iterator,

@@ -107,7 +107,6 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.tile_count = 0
         self.team_count = 0
         self.split_count = 0
-        self.split_shared = False  # while emitting a split region: a loop was shared out
         # while emitting a partial register tile as a full one
         self.padded: Padded | None = None
         # while emitting the register tile that an init statement's loops (this AST node,

@@ -11,7 +11,7 @@ import islpy as isl
 
 from ..errors import InternalError
 from ..lowering.teams import forms_team, team_body
-from ..lowering.tree import Loop, Node, has_loop, role_loops
+from ..lowering.tree import Loop, Node, has_loop, instances, role_loops
 from ..schedule.reductions import SEQUENTIAL_LOOP
 from ..schedule.tree import PROMOTE, RROW, RVEC
 from ..scop.exprs import (
@@ -69,27 +69,14 @@ class LoopEmitter:
         # instance of the statements touching them) is inside it. One also used outside
         # keeps a single value across the iterations: then the loop gets no pragma, unless
         # that local is a reduction of the loop (reduction clause).
-        carry = n.carry
-        if carry.kind == SEQUENTIAL_LOOP and role != "vector":  # a carried dependence the
+        if n.carry.kind == SEQUENTIAL_LOOP and role != "vector":  # a carried dependence the
             return [loop]  # band's coincidence misses: a local scalar's value crosses iterations
-        reductions = {name for _, name in carry.reductions}
-        under = Counter(u.name for u in ast_users(n.body, self))
-        owned = {v for v in inner.used_locals
-                 if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
-        if inner.used_locals - owned - reductions:
+        owned = self._private_locals(n, inner.used_locals)
+        if owned is None:
             return [loop]
-        clause = f" private({', '.join(sorted(owned - reductions))})" \
-            if owned - reductions else ""
-        if role == "vector" or (role == RVEC and self.promoted):
-            # a user's vectorize(): checked free of dependences; a register tile's vector
-            # (coincident), with its accumulators and operands along it contiguous
-            return [cgen.Pragma(self.simd_pragma + clause), loop]
-        innermost = not has_loop(n.body)
-        if not parallel and carry.parallel and innermost and self._unit_stride(n, it):
-            return [cgen.Pragma(self.simd_pragma + clause), loop]
-        if reductions and innermost and self._unit_stride(n, it):
-            clauses = " ".join(f"reduction({op}:{name})" for op, name in carry.reductions)
-            return [cgen.Pragma(f"{self.simd_pragma}{clause} {clauses}"), loop]
+        simd = self._simd_pragma(n, it, parallel, role, owned)
+        if simd is not None:
+            return [cgen.Pragma(simd), loop]
         pragma = self.loop_pragma(n, it, parallel, st, owned, trips)
         if pragma is None:
             return [loop]
@@ -98,6 +85,50 @@ class LoopEmitter:
                 forms_team(n, parallel, st.in_parallel, self.local_writers):
             return self.team_loop(n, st, it, init, inc, trips)
         return [cgen.Pragma(pragma), loop]
+
+    def _private_locals(self, n: Loop, used: set[str]) -> set[str] | None:
+        """The local scalars of ``used`` (those the statements under ``n`` assign) that are
+        private to ``n``: every use of them (every instance of the statements touching them)
+        is inside it. None where another one, not a reduction of the loop, keeps a single
+        value across the iterations: the loop then gets no pragma."""
+        reductions = {name for _, name in n.carry.reductions}
+        under = Counter(u.name for u in ast_users(n.body, self))
+        owned = {v for v in used
+                 if all(under[x] == self.user_counts[x] for x in self.local_users[v])}
+        return None if used - owned - reductions else owned
+
+    def _simd_pragma(self, n: Loop, it: str, parallel: bool, role: str,
+                     owned: set[str]) -> str | None:
+        """``omp simd`` (with its private and reduction clauses) for a user's
+        ``vectorize()`` (checked free of dependences), a register tile's vector (coincident,
+        its accumulators and operands along it contiguous), or an innermost stride-1 loop that
+        carries nothing or only reductions into local scalars; else None."""
+        reductions = {name for _, name in n.carry.reductions}
+        clause = f" private({', '.join(sorted(owned - reductions))})" \
+            if owned - reductions else ""
+        if role == "vector" or (role == RVEC and self.promoted):
+            return self.simd_pragma + clause
+        if has_loop(n.body) or not self._unit_stride(n, it):
+            return None
+        if not parallel and n.carry.parallel:
+            return self.simd_pragma + clause
+        if reductions:
+            clauses = " ".join(f"reduction({op}:{name})" for op, name in n.carry.reductions)
+            return f"{self.simd_pragma}{clause} {clauses}"
+        return None
+
+    def prints_plain(self, n: Loop) -> bool:
+        """Whether the loop ``n``, not parallel and with no role, prints with no pragma
+        inside a parallel loop or region: it carries a dependence, or a local scalar keeps
+        one value across it, or it is no ``omp simd`` loop."""
+        if n.carry.kind == SEQUENTIAL_LOOP:
+            return True
+        owned = self._private_locals(n, self.assigned_locals(n.body))
+        return owned is None or self._simd_pragma(n, n.iterator, False, "", owned) is None
+
+    def assigned_locals(self, n: Node) -> set[str]:
+        """The local scalars that the statements under ``n`` assign."""
+        return set().union(*(self.stmt_locals[i.name] for i in instances(n)))
 
     def region_loop(self, n: Loop, parallel: bool, it: str, init: str, cond: str,
                     inc: str, trips: str | None) -> list[cgen.Generable]:

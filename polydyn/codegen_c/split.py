@@ -18,12 +18,12 @@ import cgen
 import islpy as isl
 
 from ..errors import InternalError
-from ..lowering.tree import Block, If, Loop, MarkNode, Node
+from ..lowering.tree import Block, If, Loop, MarkNode, Node, children
 from ..schedule.reductions import sum_targets
 from ..schedule.tree import SPLIT
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
-from .astnodes import PARALLEL_MIN_WORK, LoopState, UnsharedWorkError, ast_users, strip_parens
+from .astnodes import PARALLEL_MIN_WORK, LoopState, ast_users, strip_parens
 from .tiles import dtype_bytes
 
 # Terms of each cell's sum that a thread adds, at least, for the split to run: the private
@@ -54,7 +54,8 @@ class SplitSums:
         write, each thread's a whole number of cache lines (no line shared between two
         threads' copies)."""
         plain = self.loop(n, st, parallel=is_par)
-        if st.in_parallel or st.team is not None or st.region:
+        if st.in_parallel or st.team is not None or st.region or \
+                not self._splittable(n.body):
             return plain
         names = {u.name for u in ast_users(n, self)}
         targets = sum_targets(self.scop, names)
@@ -71,8 +72,6 @@ class SplitSums:
                 copies.append(copy)
                 self.packed[array] = (f"{copy.buf}_t", offsets, _strides(extents))
             region = self._split_region(n, copies)
-        except UnsharedWorkError:
-            return plain
         finally:
             self.packed = saved
         work = self.work_expr(names)
@@ -142,10 +141,7 @@ class SplitSums:
                              cgen.Block([cgen.Statement(f"{mine}[pd_q] = 0")]))]
         it = n.iterator
         init = self.ast_expr(n.init)
-        self.split_shared = False
         body = self._split_loop_body(n.body)
-        if not self.split_shared:  # no loop to share (K < 8: the partial step alone)
-            raise UnsharedWorkError("split loop")
         loop: cgen.Generable = cgen.Block([cgen.Statement(f"const int64_t {it} = {init}"),
                                            *body]) if n.degenerate else \
             cgen.For(f"int64_t {it} = {init}", strip_parens(self.ast_expr(n.cond)),
@@ -179,11 +175,39 @@ class SplitSums:
                 inner = cgen.Block([cgen.Pragma("omp simd"), inner])
         return inner
 
+    def _splittable(self, n: Node, shared: bool = False) -> bool:
+        """Whether the split region can hold ``n``, the ``rfactor`` loop's body (``shared``:
+        below the ``split`` mark): every thread runs it through blocks, ifs, plain marks and
+        loops of one iteration down to the ``split`` mark (work elsewhere every thread
+        would repeat); below it, a loop that shares out its iterations prints as a plain
+        loop (``omp for`` goes on it) and no statement assigns a local scalar (it would need
+        private copies); at least one loop is shared out (with K < 8 only the partial step
+        is there)."""
+        return self._split_shape(n, shared) is True
+
+    def _split_shape(self, n: Node, shared: bool) -> bool | None:
+        """None where the region cannot hold ``n``, else whether a loop below it is shared."""
+        if isinstance(n, Block | If):
+            parts = [self._split_shape(c, shared) for c in children(n)]
+            return None if None in parts else any(parts)
+        if not shared:
+            if isinstance(n, MarkNode) and n.role == SPLIT:
+                return self._split_shape(n.node, True)
+            if isinstance(n, MarkNode) and not getattr(n.loop, "role", ""):
+                return self._split_shape(n.node, False)
+            if isinstance(n, Loop) and n.degenerate:
+                return self._split_shape(n.body, False)
+            return None
+        if self.assigned_locals(n):
+            return None
+        if isinstance(n, Loop) and not n.degenerate:
+            return True if self.prints_plain(n) else None
+        return False
+
     def _split_loop_body(self, n: Node) -> list[cgen.Generable]:
         """The body of the ``rfactor`` loop, which every thread runs: through blocks, ifs,
-        plain marks and loops of one iteration down to the ``split`` mark. Anything else
-        there (work outside the split loop, which every thread would repeat) raises
-        UnsharedWorkError: the plain code runs instead."""
+        plain marks and loops of one iteration down to the ``split`` mark
+        (``_splittable``)."""
         if isinstance(n, Block):
             return [g for c in n.children for g in self._split_loop_body(c)]
         if isinstance(n, If):
@@ -195,15 +219,13 @@ class SplitSums:
             role = getattr(n.loop, "role", "")
             if role == SPLIT:
                 return self._shared(n.node)
-            if role:
-                raise UnsharedWorkError(role)
             return self._split_loop_body(n.node)
         if isinstance(n, Loop) and n.degenerate:
             it = n.iterator
             return [cgen.Block([
                 cgen.Statement(f"const int64_t {it} = {self.ast_expr(n.init)}"),
                 *self._split_loop_body(n.body)])]
-        raise UnsharedWorkError("work outside the split loop")
+        raise InternalError("work outside the split loop")
 
     def _shared(self, n: Node) -> list[cgen.Generable]:
         """Under the ``split`` mark: its loops share out their iterations (static blocks, no
@@ -221,14 +243,11 @@ class SplitSums:
         if isinstance(n, Loop) and not n.degenerate:
             code = self.loop(n, inner, parallel=False)
             if len(code) != 1 or not isinstance(code[0], cgen.For):
-                raise UnsharedWorkError("split loop")
+                raise InternalError(f"the split loop {n.iterator} printed with a pragma")
             code = [cgen.Pragma("omp for schedule(static) nowait"), *code]
-            self.split_shared = True
         else:
             code = [cgen.If("pd_team_id() == pd_team_size() - 1",
                             cgen.Block(self.marked(n, inner, False, "")))]
-        if inner.used_locals:  # locals would need private copies
-            raise UnsharedWorkError("local scalars")
         return code
 
 
