@@ -155,14 +155,43 @@ def loop_annotator(scop: Scop, deps: Deps) -> Any:
 
 def annotated_ast(build: isl.AstBuild, schedule: isl.Schedule, scop: Scop,
                   deps: Deps, marks: bool = False) -> Node:
-    """``build``'s AST of ``schedule`` with every for node annotated (``loop_annotator``),
-    as a typed loop tree; ``marks``: ``build`` annotates promote and pack marks too."""
+    """``build``'s AST of ``schedule`` with every for node annotated (``loop_annotator``)
+    and every statement instance with its iterator map (``at_each_domain``), as a typed
+    loop tree; ``marks``: ``build`` annotates promote and pack marks too."""
     before_each_for = loop_annotator(scop, deps)
     result = build.set_before_each_for(before_each_for)
+    build = result[0] if isinstance(result, tuple) else result
+    result = build.set_at_each_domain(at_each_domain)
     build = result[0] if isinstance(result, tuple) else result
     ast = build.node_from_schedule(schedule)
     del before_each_for  # the callback lives until the AST is built
     return from_isl(ast, loops=True, marks=marks)
+
+
+def at_each_domain(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+    """Annotates a statement instance with its iterator map, as PPCG does: ``{ [loops] ->
+    S[i] }``, the loops named as the AST names their iterators (None where isl cannot give
+    it as a function of them)."""
+    try:
+        iterators = _iterator_map(build)
+    except isl.Error:  # an exception must not leave the callback (isl aborts)
+        iterators = None
+    return node.set_annotation(isl.Id("instance", user=iterators))
+
+
+def _iterator_map(build: isl.AstBuild) -> isl.PwMultiAff | None:
+    maps: list[isl.Map] = []
+    build.get_schedule().reverse().foreach_map(maps.append)
+    space = build.get_schedule_space()
+    outer = space.dim(isl.dim_type.set)
+    if len(maps) != 1:
+        return None
+    inst = maps[0].flatten_domain()  # { [loops] -> S[i] }
+    if inst.dim(isl.dim_type.in_) != outer:
+        return None
+    for d in range(outer):
+        inst = inst.set_dim_id(isl.dim_type.in_, d, space.get_dim_id(isl.dim_type.set, d))
+    return isl.PwMultiAff.from_map(inst)
 
 
 def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:

@@ -252,21 +252,27 @@ class LoopEmitter:
         return None
 
     def _unit_stride(self, n: Loop, it: str) -> bool:
-        """Every access of the loop's statements moves by 0 or 1 element per iteration."""
-        for user in ast_users(n.body, self):
-            stmt = self.scop.statement(user.name)
-            moving = user.moving(stmt.iters, it)
+        """Every access of the loop's statements moves by 0 or 1 element per step of its
+        iterator: only the last subscript moves, by -1 or 1. How far each statement iterator
+        moves comes from isl's iterator map of each instance (``Instance.steps``)."""
+        for inst in instances(n.body):
+            stmt = self.scop.statement(inst.name)
+            steps = inst.steps(it)
+            if steps is None:
+                return False
+            step_of = dict(zip(stmt.iters, steps, strict=True))
+            moving = {v for v, step in step_of.items() if step}
             refs = [stmt.target, *(x for x in stmt.value.walk() if isinstance(x, Load))]
             for ref in refs:
                 if not isinstance(ref, Load):
                     continue
                 for d, sub in enumerate(ref.index):
-                    hit = sub.vars() & moving
-                    if not hit:
+                    if not sub.vars() & moving:
                         continue
                     lin = sub.linear()
-                    if d != len(ref.index) - 1 or lin is None or \
-                            any(abs(lin[0].get(v, 0)) != 1 for v in hit) or len(hit) > 1:
+                    step = None if lin is None else \
+                        sum(c * step_of.get(v, 0) for v, c in lin[0].items())
+                    if d != len(ref.index) - 1 or step is None or abs(step) != 1:
                         return False
         return True
 

@@ -73,10 +73,34 @@ class MarkNode:
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """One instance of statement ``name``: its iterators' values, in order."""
+    """One instance of statement ``name``: its iterators' values, in order, as isl's AST
+    expressions and (in an annotated AST) as isl's iterator map ``{ [loops] -> S[i] }``."""
 
     name: str
     args: tuple[isl.AstExpr, ...]
+    iterators: isl.PwMultiAff | None = None
+
+    def steps(self, loop: str) -> tuple[int, ...] | None:
+        """How much each statement iterator moves when the AST iterator ``loop`` moves by
+        one, from the iterator map: None without one, or where an iterator is not one affine
+        expression of the loops or divides ``loop``."""
+        if self.iterators is None:
+            return None
+        pos = self.iterators.get_space().find_dim_by_name(isl.dim_type.in_, loop)
+        out = []
+        for k in range(self.iterators.dim(isl.dim_type.out)):
+            pieces = self.iterators.get_pw_aff(k).get_pieces()
+            if len(pieces) != 1:
+                return None
+            aff = pieces[0][1]
+            if pos >= 0 and any(aff.get_div(d).involves_dims(isl.dim_type.in_, pos, 1)
+                                for d in range(aff.dim(isl.dim_type.div))):
+                return None  # a division of the loop's iterator (its floor)
+            step = aff.get_coefficient_val(isl.dim_type.in_, pos) if pos >= 0 else None
+            if step is not None and not step.is_int():
+                return None
+            out.append(0 if step is None else int(step.to_python()))
+        return tuple(out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,8 +125,9 @@ Node = Loop | Block | If | MarkNode | Instance | Collapsed
 
 
 def from_isl(n: isl.AstNode, loops: bool = False, marks: bool = False) -> Node:
-    """The typed tree of isl's AST ``n``. ``loops``: every for node carries an annotation
-    (``astgen.annotated_ast``); ``marks``: every promote mark and non-empty pack mark does
+    """The typed tree of isl's AST ``n``. ``loops``: every for node and statement instance
+    carries an annotation (``astgen.annotated_ast``); ``marks``: every promote mark and
+    non-empty pack mark does
     (``astgen.build_ast``). Only those are read: asking a node without one raises inside
     islpy, which a sanitizer-preloaded process cannot unwind."""
     t = n.get_type()
@@ -133,8 +158,10 @@ def from_isl(n: isl.AstNode, loops: bool = False, marks: bool = False) -> Node:
         return MarkNode(mark, from_isl(n.mark_get_node(), loops, marks), box)
     if t == isl.ast_node_type.user:
         call = n.user_get_expr()
+        iterators = n.get_annotation().get_user() if loops else None
         return Instance(call.get_op_arg(0).get_id().get_name(),
-                    tuple(call.get_op_arg(i) for i in range(1, call.get_op_n_arg())))
+                        tuple(call.get_op_arg(i) for i in range(1, call.get_op_n_arg())),
+                        iterators)
     raise InternalError(f"unexpected isl AST node type {t}")
 
 

@@ -1,0 +1,60 @@
+"""The typed loop tree (lowering/tree.py): what it reads from isl's annotated AST."""
+
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+
+from polydyn.lowering import collapse as pass_module
+from polydyn.lowering.tree import Instance, Loop, Node, children
+from polydyn.pipeline import generate
+from polydyn.target import CpuTarget
+from tests import phrasings as ph
+
+
+def _trees(op, monkeypatch: pytest.MonkeyPatch) -> list[Node]:
+    """The loop trees of ``op``'s C variants, as the lowering passes receive them."""
+    seen: list[Node] = []
+    real = pass_module.collapse
+    monkeypatch.setattr(pass_module, "collapse",
+                        lambda tree, scop: seen.append(tree) or real(tree, scop))
+    generate(op, CpuTarget.of("avx512", 1 << 20))
+    return seen
+
+
+def _instances_with_loops(n: Node, around: tuple[Loop, ...] = ()):
+    if isinstance(n, Instance):
+        yield n, around
+    for c in children(n):
+        yield from _instances_with_loops(c, (*around, n) if isinstance(n, Loop) else around)
+
+
+@pytest.mark.parametrize("op", [ph.matmul_scalar, ph.softmax_if, ph.global_avgpool],
+                         ids=lambda op: op.scop.name)
+def test_every_instance_has_its_iterator_map(op, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each statement instance carries isl's ``{ [loops] -> S[i] }``, its loops named as the
+    AST names the iterators around it; along the innermost loop around it, exactly the
+    statement iterators whose AST expression uses that loop move, each by a whole step."""
+    found = 0
+    for tree in _trees(op, monkeypatch):
+        for inst, loops in _instances_with_loops(tree):
+            found += 1
+            assert inst.iterators is not None
+            space = inst.iterators.get_space()
+            names = {space.get_dim_name(isl.dim_type.in_, d)
+                     for d in range(space.dim(isl.dim_type.in_))}
+            assert {loop.iterator for loop in loops} <= names
+            if not loops or loops[-1].degenerate:
+                continue
+            it = loops[-1].iterator
+            steps = inst.steps(it)
+            assert steps is not None
+            uses = [it in _ids(e) for e in inst.args]
+            assert [s != 0 for s in steps] == uses, (inst.name, it, steps)
+    assert found
+
+
+def _ids(e: isl.AstExpr) -> set[str]:
+    from polydyn.astgen import expr_ids
+
+    return set(expr_ids(e))
