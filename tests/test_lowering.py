@@ -58,3 +58,15 @@ def _ids(e: isl.AstExpr) -> set[str]:
     from polydyn.astgen import expr_ids
 
     return set(expr_ids(e))
+
+
+def test_the_ast_dump_shows_the_lowered_tree(tmp_path) -> None:
+    """``6-ast.txt``: each variant's tree after the passes, with its marks, what each loop
+    carries and the collapsed pairs."""
+    from polydyn.options import Options
+
+    generate(ph.global_avgpool, "c", options=Options(dump_dir=str(tmp_path)))
+    (dump,) = tmp_path.rglob("6-ast.txt")
+    text = dump.read_text()
+    assert "for (pd_c" in text and "// parallel" in text and "// collapsed: pd_c" in text
+    assert "reduce(+:s)" in text

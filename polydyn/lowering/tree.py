@@ -1,8 +1,8 @@
 """The typed loop tree: isl's AST (stage 4) as frozen nodes that the printers and the
 OpenCL mapping walk. Each node holds isl's own expressions (``isl.AstExpr``) and, read once
 here, what astgen annotated it with: a loop's carried dependences (``LoopCarry``), a mark's
-typed mark (``LoopMark``, ``PackMark``, ``InitMark``) and its box. Nothing downstream asks
-isl's AST nodes again, and a pass can rebuild a subtree (``dataclasses.replace``) where an
+typed mark (``LoopMark``, ``PackMark``, ``InitMark``) and its box, a statement instance's
+iterator map. Nothing downstream asks isl's AST nodes again, and a pass can rebuild a subtree (``dataclasses.replace``) where an
 isl AST node cannot be changed.
 
 Nodes compare by identity: two loops with the same text at two places are two loops.
@@ -127,9 +127,8 @@ Node = Loop | Block | If | MarkNode | Instance | Collapsed
 def from_isl(n: isl.AstNode, loops: bool = False, marks: bool = False) -> Node:
     """The typed tree of isl's AST ``n``. ``loops``: every for node and statement instance
     carries an annotation (``astgen.annotated_ast``); ``marks``: every promote mark and
-    non-empty pack mark does
-    (``astgen.build_ast``). Only those are read: asking a node without one raises inside
-    islpy, which a sanitizer-preloaded process cannot unwind."""
+    non-empty pack mark does (``astgen.build_ast``). Only those are read: asking a node
+    without one raises inside islpy, which a sanitizer-preloaded process cannot unwind."""
     t = n.get_type()
     if t == isl.ast_node_type.for_:
         carry = NO_CARRY
@@ -153,7 +152,7 @@ def from_isl(n: isl.AstNode, loops: bool = False, marks: bool = False) -> Node:
             raise InternalError(f"a mark polydyn did not place: {n.mark_get_id().get_name()}")
         box = None
         if marks and ((isinstance(mark, LoopMark) and mark.role == PROMOTE) or
-                          (isinstance(mark, PackMark) and mark.arrays)):
+                      (isinstance(mark, PackMark) and mark.arrays)):
             box = n.get_annotation().get_user()
         return MarkNode(mark, from_isl(n.mark_get_node(), loops, marks), box)
     if t == isl.ast_node_type.user:
