@@ -2,8 +2,8 @@
 OpenCL mapping walk. Each node holds isl's own expressions (``isl.AstExpr``) and, read once
 here, what astgen annotated it with: a loop's carried dependences (``LoopCarry``), a mark's
 typed mark (``LoopMark``, ``PackMark``, ``InitMark``) and its box, a statement instance's
-iterator map. Nothing downstream asks isl's AST nodes again, and a pass can rebuild a subtree (``dataclasses.replace``) where an
-isl AST node cannot be changed.
+iterator map. Nothing downstream asks isl's AST nodes again, and a pass can rebuild a
+subtree (``dataclasses.replace``) where an isl AST node cannot be changed.
 
 Nodes compare by identity: two loops with the same text at two places are two loops.
 """
