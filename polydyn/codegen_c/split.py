@@ -12,6 +12,7 @@ threads' loop)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cgen
@@ -204,17 +205,20 @@ class SplitSums:
             return True if self.prints_plain(n) else None
         return False
 
+    def _each_branch(self, n: Block | If,
+                     part: Callable[[Node], list[cgen.Generable]]) -> list[cgen.Generable]:
+        """A block's children or an if's branches, each printed by ``part``."""
+        if isinstance(n, Block):
+            return [g for c in n.children for g in part(c)]
+        orelse = cgen.Block(part(n.orelse)) if n.orelse is not None else None
+        return [cgen.If(self.ast_expr(n.cond), cgen.Block(part(n.then)), orelse)]
+
     def _split_loop_body(self, n: Node) -> list[cgen.Generable]:
         """The body of the ``rfactor`` loop, which every thread runs: through blocks, ifs,
         plain marks and loops of one iteration down to the ``split`` mark
         (``_splittable``)."""
-        if isinstance(n, Block):
-            return [g for c in n.children for g in self._split_loop_body(c)]
-        if isinstance(n, If):
-            then = cgen.Block(self._split_loop_body(n.then))
-            orelse = cgen.Block(self._split_loop_body(n.orelse)) \
-                if n.orelse is not None else None
-            return [cgen.If(self.ast_expr(n.cond), then, orelse)]
+        if isinstance(n, Block | If):
+            return self._each_branch(n, self._split_loop_body)
         if isinstance(n, MarkNode):
             role = getattr(n.loop, "role", "")
             if role == SPLIT:
@@ -232,13 +236,8 @@ class SplitSums:
         barrier: each thread adds into its own copies); what runs outside them (the last,
         partial step of an isolated band) runs in the last thread, whose block is the
         shortest."""
-        if isinstance(n, Block):
-            return [g for c in n.children for g in self._shared(c)]
-        if isinstance(n, If):
-            then = cgen.Block(self._shared(n.then))
-            orelse = cgen.Block(self._shared(n.orelse)) \
-                if n.orelse is not None else None
-            return [cgen.If(self.ast_expr(n.cond), then, orelse)]
+        if isinstance(n, Block | If):
+            return self._each_branch(n, self._shared)
         inner = LoopState(in_parallel=True)
         if isinstance(n, Loop) and not n.degenerate:
             code = self.loop(n, inner, parallel=False)
