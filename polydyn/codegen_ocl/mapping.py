@@ -4,9 +4,10 @@ Walking the marked schedule tree (single-member bands under ``parallel``/``seque
 from the root:
 
 - the first chain of nested ``parallel`` members (no other node between them) becomes one
-  kernel: its innermost members (up to three, skipping members with a single value in the
-  region) are tiled with constant tile sizes (sizes.py: the recipe's ``gpu`` directive or
-  the defaults), the tile index is the work-group id and the point index the local id;
+  kernel: its innermost members (up to three or the recipe's ``gpu(members=k)``, skipping
+  members with a single value in the region) are tiled with constant tile sizes (sizes.py:
+  the recipe's ``gpu`` directive or the defaults), the tile index is the work-group id and
+  the point index the local id;
   outer members of the chain and everything below run as loops in each work-item;
 - a ``sequential`` member with parallelism below it becomes a host loop around the kernels
   of its body; a sequence (or set) becomes kernels launched in order;
@@ -175,6 +176,7 @@ class _Mapper:
         self.kernels: list[KernelSpec] = []
         self.mapped: VariantMapping | None = None
         self.sizes = Sizes(given, max_group)
+        self.members = given.members or MAX_MAPPED  # the chain's innermost ones
 
     def items(self, node: isl.ScheduleNode, depth: int, host_ctx: isl.Set) -> list[Any]:
         kind = node.get_type()
@@ -220,7 +222,7 @@ class _Mapper:
             return []
         if mark_kind(mark) == PARALLEL:
             chain = _parallel_chain(mark)
-            mapped = [b for b in chain if not self.single_valued(b)][-MAX_MAPPED:]
+            mapped = [b for b in chain if not self.single_valued(b)][-self.members:]
             if mapped:
                 return self.kernel(mark, depth, host_ctx, mapped, chain=chain)
         band = mark.child(0)

@@ -32,7 +32,9 @@ class GpuMapping:
     load 16 bytes at a time where the tile's rows are aligned (tested in the kernel);
     ``product_order``: a band's parallel members are reordered so that the two innermost
     form an outer product (codegen_ocl/order.py: conv's output channels and columns, an
-    implicit GEMM). Empty or 0: the mapping's default for the device."""
+    implicit GEMM); ``members``: at most this many loops of a kernel's chain of parallel
+    loops become the grid's dimensions, the innermost ones (1 to 3; the others run in each
+    work-item). Empty or 0: the mapping's default for the device (``members``: 3)."""
 
     outer: bool | None = False
     regtile: str = ""
@@ -44,11 +46,13 @@ class GpuMapping:
     stages: int = 0
     vector: bool = True
     product_order: bool = True
+    members: int = 0
 
     @staticmethod
     def checked(outer: Any = False, regtile: Any = "", local: Any = True, group: Any = (),
                 lanes: Any = (), columns: Any = (), bk: Any = 0, stages: Any = 0,
-                vector: Any = True, product_order: Any = True) -> GpuMapping:
+                vector: Any = True, product_order: Any = True,
+                members: Any = 0) -> GpuMapping:
         """The directive's arguments checked and in their canonical form (ScheduleError
         naming the argument otherwise)."""
         for name, flag in (("outer", outer), ("local", local), ("vector", vector),
@@ -63,7 +67,7 @@ class GpuMapping:
                           _pair("lanes", lanes, "lanes per row and lanes per row where few "
                                 "rows fill the device"),
                           _pair("columns", columns, "values per group and lanes per value"),
-                          _bk(bk), _stages(stages), vector, product_order)
+                          _bk(bk), _stages(stages), vector, product_order, _members(members))
 
     @staticmethod
     def from_args(args: tuple[Any, ...]) -> GpuMapping:
@@ -74,13 +78,13 @@ class GpuMapping:
 
     def args(self) -> tuple[Any, ...]:
         return (self.outer, self.regtile, self.local, self.group, self.lanes, self.columns,
-                self.bk, self.stages, self.vector, self.product_order)
+                self.bk, self.stages, self.vector, self.product_order, self.members)
 
     def keywords(self) -> list[tuple[str, Any]]:
         """The settings that differ from the defaults, as ``(keyword, value)``."""
         default = GpuMapping()
         names = ("outer", "regtile", "local", "group", "lanes", "columns", "bk", "stages",
-                 "vector", "product_order")
+                 "vector", "product_order", "members")
         return [(n, v) for n, v, d in zip(names, self.args(), default.args(), strict=True)
                 if v != d]
 
@@ -99,6 +103,13 @@ class GpuMapping:
             if items > max_group:
                 raise ScheduleError(f"gpu({name}={value!r}): {items} work-items per group, "
                                     f"the device allows {max_group}")
+
+
+def _members(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 3:
+        raise ScheduleError(f"gpu(members={value!r}): the number of parallel loops a kernel "
+                            "maps onto the grid, 1 to 3 (0: the default, 3)")
+    return value
 
 
 def parse_regtile(text: str) -> tuple[int, int] | None:

@@ -169,7 +169,8 @@ class Schedule:
 
     def gpu(self, outer: bool = False, regtile: str = "", local: bool = True,
             group: Any = (), lanes: Any = (), columns: Any = (), bk: int = 0,
-            stages: int = 0, vector: bool = True, product_order: bool = True) -> Schedule:
+            stages: int = 0, vector: bool = True, product_order: bool = True,
+            members: int = 0) -> Schedule:
         """The OpenCL mapping's choices (the GPU target's part of the schedule; the C
         target ignores it): with ``outer``, isl's schedule computed with parallelism sought
         in the outermost band first (PPCG's setting for GPUs; policy recipes only), else
@@ -187,11 +188,13 @@ class Schedule:
         memory load an element at a time (with it, 16 bytes where the rows are aligned);
         without ``product_order``, policy recipes keep isl's order of parallel loops (with
         it, two whose operands each move along one of them go innermost, where the work-items'
-        register tiles run: conv's output channels and columns). Empty or 0: the device's
-        default. The automatic policy records what it chose here,
+        register tiles run: conv's output channels and columns); ``members``, at most this
+        many of a kernel's nested parallel loops (1 to 3, the innermost ones) become the
+        grid's dimensions, the outer ones running in each work-item. Empty or 0: the
+        device's default (three loops). The automatic policy records what it chose here,
         so that the recipe maps the same way again (schedule/gpu.py)."""
         mapping = GpuMapping.checked(outer, regtile, local, group, lanes, columns, bk, stages,
-                                     vector, product_order)
+                                     vector, product_order, members)
         if outer and not self.is_policy:
             raise ScheduleError("gpu(outer=True) chooses among isl's schedules: start the "
                                 "recipe with pd.Schedule.isl()")
