@@ -1,6 +1,7 @@
 """The shape of the package, checked from its source with `ast` (nothing is imported): the
 module import graph has no cycle, no module is over 600 lines, and the C and OpenCL emitters
-build their text without regular expressions (STYLE.md 13: small pieces, one pass per file).
+build their text without regular expressions (STYLE.md 13: small pieces, one pass per file)
+and walk the typed loop tree rather than isl's AST nodes.
 
 An edge A -> B is any `import` or `from ... import` in A that names B, at module level or in a
 function: a function-level import is still a dependency, only a later one. `from . import x`
@@ -176,3 +177,20 @@ def import_graph_external(files: dict[str, Path], target: str) -> set[str]:
 def test_emitters_use_no_regex():
     users = regex_users()
     assert not users, f"modules that still use `re`: {users}"
+
+
+# isl's AST node API: the printers and the OpenCL mapping walk the typed loop tree
+# (polydyn/lowering/tree.py), which alone reads isl's AST nodes
+AST_NODE_API = {"for_get_body", "for_get_init", "for_get_cond", "for_get_inc",
+                "for_get_iterator", "for_is_degenerate", "block_get_children",
+                "if_get_then_node", "if_get_else_node", "if_has_else_node", "if_get_cond",
+                "mark_get_node", "mark_get_id", "user_get_expr", "get_annotation"}
+
+
+def test_code_generators_walk_the_typed_tree():
+    files = module_files()
+    found = sorted(f"{name}: {node.attr}" for name, path in files.items()
+                   if name.startswith(("polydyn.codegen_c.", "polydyn.codegen_ocl."))
+                   for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                   if isinstance(node, ast.Attribute) and node.attr in AST_NODE_API)
+    assert not found, f"isl AST nodes read outside lowering/tree.py: {found}"
