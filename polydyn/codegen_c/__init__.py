@@ -1,1 +1,1 @@
-"""Stage 5a: isl AST -> C source, and the C toolchain."""
+"""Stage 5a: the loop tree -> C source, and the C toolchain."""

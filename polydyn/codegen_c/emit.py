@@ -1,9 +1,9 @@
-"""Stage 5a: isl AST -> C, one operator's module: its variants' functions, the dispatcher and
-the header. ``CEmitter`` walks the AST nodes and marks; its parts are mixins, one concern
-each: statement bodies (``bodies.py``), loops and their OpenMP/simd pragmas (``loops.py``),
-register tiles (``tiles.py``), repacked copies (``repack.py``), packed tiles (``packs.py``),
-split sums (``split.py``). The OpenCL emitter subclasses it and overrides a small table
-(qualifiers, work-item loops).
+"""Stage 5a: loop tree -> C, one operator's module: its variants' functions, the dispatcher and
+the header. ``CEmitter`` walks the loop tree (``lowering/tree.py``); its parts are mixins, one
+concern each: statement bodies (``bodies.py``), loops and their OpenMP/simd pragmas
+(``loops.py``), register tiles (``tiles.py``), repacked copies (``repack.py``), packed tiles
+(``packs.py``), split sums (``split.py``). The OpenCL emitter subclasses it and overrides a
+small table (qualifiers, work-item loops).
 """
 
 from __future__ import annotations

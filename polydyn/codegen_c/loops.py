@@ -1,4 +1,4 @@
-"""Loops as C: a loop of the isl AST with its OpenMP (``parallel for``, team) and ``simd``
+"""Loops as C: a loop of the loop tree with its OpenMP (``parallel for``, team) and ``simd``
 pragmas, chosen from the loop's marks, its work and its unit strides. ``LoopEmitter`` is a part
 of ``emit.CEmitter``."""
 

@@ -1,4 +1,4 @@
-"""Stage 5b, emission: OpenCL C kernels from the mapped kernels' isl ASTs.
+"""Stage 5b, emission: OpenCL C kernels from the mapped kernels' loop trees.
 
 ``OpenCLEmitter`` is the C emitter with a small table changed: address-space qualifiers on
 pointer parameters, loops without OpenMP pragmas (the CPU's loop roles are ignored),
