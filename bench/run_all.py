@@ -210,8 +210,9 @@ average pool's sum (`s += X[b, c, y, x]` over each plane) was forwarded into reg
 over `(b, c)`, whose vectors ran across channels, one plane apart (a gather per element);
 such a read is used by one cell only, so no copy of it pays and the sum now stays a scalar
 (`scop.forward.reused_across`). A plane's loops over `y` and `x` walk one contiguous run of
-`H * W` elements, and the C target runs them as one loop (`lowering/collapse.py`, a pass before the C printer): a 7 x 7
-plane is one vector loop of 49, not 7 loops of 7 with a reduction's tail each. The same
+`H * W` elements, and the C target runs them as one loop (`lowering/collapse.py`, a pass
+before the C printer): a 7 x 7 plane is one vector loop of 49, not 7 loops of 7 with a
+reduction's tail each. The same
 holds for InstanceNorm's three loops over each plane and batch norm's element-wise one.
 
 """
