@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..astgen import expr_ids
-from ..lowering.tree import Node, instances
+from ..lowering.tree import Instance, Node, instances
 
 # Statement instances (or copied elements) under a parallel loop below which threads cost
 # more than they save (an OpenMP fork/join is about a microsecond here; each statement's
@@ -42,24 +42,30 @@ class LoopState:
 class UserCall:
     """A statement instance in the AST: the statement's name and, per statement iterator,
     its value as printed and the identifiers (loop iterators, syms) that value uses, read
-    from isl's expression."""
+    from isl's expression; ``instance``, the tree's node (its iterator map)."""
 
     name: str
     args: tuple[str, ...]
     uses: tuple[frozenset[str], ...]
+    instance: Instance | None = field(default=None, compare=False, repr=False)
 
     def values(self, iters: tuple[str, ...] | list[str]) -> dict[str, str]:
         return dict(zip(iters, self.args, strict=True))
 
     def moving(self, iters: tuple[str, ...] | list[str], loop: str) -> set[str]:
-        """The statement iterators whose values move with the AST iterator ``loop``."""
+        """The statement iterators whose values move with the AST iterator ``loop``: from
+        isl's iterator map where the instance has one that is affine in ``loop``
+        (``Instance.steps``), else the iterators whose expression names ``loop``."""
+        steps = self.instance.steps(loop) if self.instance is not None else None
+        if steps is not None:
+            return {v for v, step in zip(iters, steps, strict=True) if step}
         return {v for v, u in zip(iters, self.uses, strict=True) if loop in u}
 
 
 def ast_users(n: Node, em: Any) -> list[UserCall]:
     """Every statement instance under ``n``, in AST order."""
     return [UserCall(c.name, tuple(em.ast_expr(e) for e in c.args),
-                     tuple(expr_ids(e) for e in c.args)) for c in instances(n)]
+                     tuple(expr_ids(e) for e in c.args), c) for c in instances(n)]
 
 
 def strip_parens(text: str) -> str:
