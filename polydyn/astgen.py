@@ -180,18 +180,25 @@ def at_each_domain(node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
 
 
 def _iterator_map(build: isl.AstBuild) -> isl.PwMultiAff | None:
+    inst = _loops_to_instances(build)
+    return None if inst is None else isl.PwMultiAff.from_map(inst)
+
+
+def _loops_to_instances(build: isl.AstBuild) -> isl.Map | None:
+    """``{ [loops] -> S[i] }``: the one statement's instances at ``build``'s position, the
+    loops around named as the build prints them (None for several statements)."""
     maps: list[isl.Map] = []
     build.get_schedule().reverse().foreach_map(maps.append)
     space = build.get_schedule_space()
     outer = space.dim(isl.dim_type.set)
     if len(maps) != 1:
         return None
-    inst = maps[0].flatten_domain()  # { [loops] -> S[i] }
+    inst = maps[0].flatten_domain()
     if inst.dim(isl.dim_type.in_) != outer:
         return None
     for d in range(outer):
         inst = inst.set_dim_id(isl.dim_type.in_, d, space.get_dim_id(isl.dim_type.set, d))
-    return isl.PwMultiAff.from_map(inst)
+    return inst
 
 
 def _flat_schedule(build: isl.AstBuild) -> isl.UnionMap:
@@ -314,17 +321,11 @@ class LazyBox:
 def _instance_cells(build: isl.AstBuild) -> isl.Set | None:
     """``{ S[i] }``: the one statement's instances at ``build``'s position, the loops around
     as parameters named as the build prints them (None for several statements)."""
-    sched = build.get_schedule()
-    maps: list[isl.Map] = []
-    sched.reverse().foreach_map(maps.append)
-    if len(maps) != 1:
+    inst = _loops_to_instances(build)
+    if inst is None:
         return None
-    space = build.get_schedule_space()
-    outer = space.dim(isl.dim_type.set)
-    names = [space.get_dim_id(isl.dim_type.set, d).get_name() for d in range(outer)]
-    inst = maps[0].flatten_domain()  # { [outer loops] -> S[i] }
-    if inst.dim(isl.dim_type.in_) != outer:
-        return None
+    outer = inst.dim(isl.dim_type.in_)
+    names = [inst.get_dim_name(isl.dim_type.in_, d) for d in range(outer)]
     first = inst.dim(isl.dim_type.param)
     inst = inst.move_dims(isl.dim_type.param, first, isl.dim_type.in_, 0, outer)
     for d, name in enumerate(names):

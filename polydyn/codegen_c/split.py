@@ -176,15 +176,14 @@ class SplitSums:
                 inner = cgen.Block([cgen.Pragma("omp simd"), inner])
         return inner
 
-    def _splittable(self, n: Node, shared: bool = False) -> bool:
-        """Whether the split region can hold ``n``, the ``rfactor`` loop's body (``shared``:
-        below the ``split`` mark): every thread runs it through blocks, ifs, plain marks and
-        loops of one iteration down to the ``split`` mark (work elsewhere every thread
-        would repeat); below it, a loop that shares out its iterations prints as a plain
-        loop (``omp for`` goes on it) and no statement assigns a local scalar (it would need
-        private copies); at least one loop is shared out (with K < 8 only the partial step
-        is there)."""
-        return self._split_shape(n, shared) is True
+    def _splittable(self, n: Node) -> bool:
+        """Whether the split region can hold ``n``, the ``rfactor`` loop's body: every thread
+        runs it through blocks, ifs, plain marks and loops of one iteration down to the
+        ``split`` mark (work elsewhere every thread would repeat); below it, a loop that
+        shares out its iterations prints as a plain loop (``omp for`` goes on it) and no
+        statement assigns a local scalar (it would need private copies); at least one loop
+        is shared out (with K < 8 only the partial step is there)."""
+        return self._split_shape(n, False) is True
 
     def _split_shape(self, n: Node, shared: bool) -> bool | None:
         """None where the region cannot hold ``n``, else whether a loop below it is shared."""
