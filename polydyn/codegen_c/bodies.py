@@ -87,10 +87,10 @@ class BodyEmitter:
             acc, row, vec, base_row, base_vec = self._promoted_ref(e)
             return f"{acc}[{row} - {base_row}][{vec} - {base_vec}]"
         if (copy := self.copy_of(e)) is not None:
-            buf, offsets, strides = copy
             cell = " + ".join(f"(({i.to_c()}) - ({o})) * {w}"
-                              for i, o, w in zip(e.index, offsets, strides, strict=True))
-            return f"{buf}[{cell}]"
+                              for i, o, w in zip(e.index, copy.offsets, copy.strides,
+                                                 strict=True))
+            return f"{copy.buf}[{cell}]"
         return f"{e.array}[{self.flat_index(e.array, e.index)}]"
 
     def expr(self, e: Expr) -> str:

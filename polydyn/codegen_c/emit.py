@@ -32,7 +32,7 @@ from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
 from .prelude import EXP_F32, PANEL_SLOT, PRELUDE, TRANSPOSE16
-from .repack import Repack, Repacks
+from .repack import Copy, Repack, Repacks
 from .split import SplitSums
 from .tiles import HeldCell, Padded, RegisterTiles, loops_below, mark_role
 from .toolchain import UNIT_BREAK
@@ -97,7 +97,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         # while emitting a register tile: array -> (row iterator, vector iterator, base names)
         self.promoted: dict[str, tuple[str, str, str, str]] = {}
         # arrays read from a pack buffer here: (buffer, box offsets as C, buffer strides)
-        self.packed: dict[str, tuple[str, list[str], list[int]]] = {}
+        self.packed: dict[str, Copy] = {}
         self.pack_count = 0
         # the function's repacked copies and panels, by what they copy (Repacks.repack,
         # Repacks.panel_plan)

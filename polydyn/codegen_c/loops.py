@@ -9,6 +9,7 @@ from collections import Counter
 import cgen
 import islpy as isl
 
+from ..astgen import expr_ids
 from ..errors import InternalError
 from ..lowering.teams import forms_team, team_body
 from ..lowering.tree import Loop, Node, has_loop, instances, role_loops
@@ -61,7 +62,7 @@ class LoopEmitter:
         st.used_locals |= inner.used_locals
         loop = cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))
         if role == RROW:  # the rows of a register tile: unrolled, so each row has registers
-            return [cgen.Pragma("GCC unroll 16"), loop]
+            return [cgen.Pragma("GCC unroll 16"), loop] if _rows_share_vectors(n) else [loop]
         if role.startswith("unroll"):
             unrolled = [cgen.Pragma(f"GCC unroll {int(role[len('unroll'):])}"), loop]
             return unrolled if held is None else self.held_loop(n, held, unrolled, it, init)
@@ -275,6 +276,15 @@ class LoopEmitter:
                     if d != len(ref.index) - 1 or step is None or abs(step) != 1:
                         return False
         return True
+
+
+def _rows_share_vectors(n: Loop) -> bool:
+    """The vector loops in the rows loop ``n`` run the same iterations in every row: unrolling
+    the rows then gives each row its registers. Where a vector loop's bounds move with the row
+    (a triangle's diagonal tiles) the copies share nothing, and the C compiler would vectorize
+    each of the sixteen with its own remainder loop."""
+    return not any(v is not None and n.iterator in expr_ids(v.init) | expr_ids(v.cond)
+                   for v in role_loops(n.body, RVEC, through_ifs=True))
 
 
 def _trip_count(n: Node, init: str, inc: str, em: LoopEmitter) -> str | None:

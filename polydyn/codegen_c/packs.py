@@ -18,6 +18,7 @@ from .astnodes import (
     LoopState,
     ast_users,
 )
+from .repack import Copy
 from .tiles import dtype_bytes
 
 # The largest packed tile (a stack buffer; half of the L2 the tiles are sized for).
@@ -78,7 +79,7 @@ class PackedTiles:
                 copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
                                 f"{its[d]}++", cgen.Block([copy]))
             copies.append((C_TYPE[arr.dtype], buf, total, copy, sizes))
-            self.packed[array] = (buf, offsets, strides)
+            self.packed[array] = Copy(buf, offsets, strides)
         try:
             if not st.in_parallel and st.team is None and copies and \
                     region_body(n.node, self.local_writers):

@@ -5,7 +5,9 @@ time by the thread whose tiles read it (``Repacks.panel_plan``). ``Repacks`` is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cgen
 
@@ -26,6 +28,18 @@ REPACK_MIN_ROWS = 12
 # ... and when the tile's statement does this many multiply-adds per element copied (the
 # copy's cost, about 2 cycles an element, then stays under 3% of the work).
 REPACK_MIN_REUSE = 1024
+
+
+class Copy(NamedTuple):
+    """Where reads of an array come from while a tile is printed (``CEmitter.packed``): a
+    buffer, per dimension the offset (C) and the stride of its cells; ``only``: the one
+    read (its subscripts, as C) the buffer holds, where other reads of the array (at other
+    cells) read the array itself."""
+
+    buf: str
+    offsets: Sequence[str]
+    strides: Sequence[str | int]
+    only: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -77,9 +91,10 @@ class Repacks:
         tiles), every tile of a vector tile reads the panel the first one copied, so the array
         is read once, where a copy of all of it at the function's entry wrote it to memory and
         read it back (the BERT layer's weights at 16 to 64 tokens). Not where the tile covers
-        part of that subscript's range (cache tiles of the reduction), the loops around it
-        move the rows outside the vector's, or another read of the array could be one of the
-        panel's cells. Returns the panel's name, the array then read from it; else None."""
+        part of that subscript's range (cache tiles of the reduction) or the loops around it
+        move the rows outside the vector's. Other reads of the array (syrk's ``A[i, k]``
+        beside ``A[j, k]``) read the array itself (``Copy.only``). Returns the panel's name,
+        the array then read from it; else None."""
         moving = [ref for ref in stmt.value.walk() if isinstance(ref, Load) and
                   any(vec_var in sub.vars() for sub in ref.index)]
         written = {s.target.array for s in self.scop.statements if isinstance(s.target, Load)}
@@ -110,11 +125,6 @@ class Repacks:
                 outside(its[reduced[0]]) or row_var in its.values() or len(kept) > 7 or \
                 not set(kept) <= target or (rows and vecs and min(rows) < min(vecs)):
             return None  # (the tile's base values are certain for the target's iterators)
-        constant = [d for d, sub in enumerate(ref.index) if not sub.vars()]
-        if any(isinstance(e, Load) and e.array == ref.array and e is not ref and
-               all(e.index[d].to_c() == ref.index[d].to_c() for d in constant)
-               for e in stmt.value.walk()):
-            return None  # a read the copy's offsets cannot tell from the panel's cells
         key = (ref.array, tuple(sub.to_c() for sub in ref.index), 0, True)
         if key not in self.repacks:
             self.repacks[key] = self._panel(ref, vec_dims[0], reduced[0])
@@ -124,7 +134,8 @@ class Repacks:
         strides = ["0"] * len(ref.index)  # the tile's values: this copy's cells (copy_of)
         offsets[panel.vec_dim], strides[panel.vec_dim] = f"{panel.name}_o", "1"
         offsets[panel.other_dim], strides[panel.other_dim] = "0", str(panel.width)
-        self.packed[ref.array] = (repack.data, offsets, strides)
+        self.packed[ref.array] = Copy(repack.data, offsets, strides,
+                                      tuple(sub.to_c() for sub in ref.index))
         return panel.name
 
     def _panel(self, ref: Load, vec_dim: int, other_dim: int) -> Repack:
@@ -202,13 +213,15 @@ class Repacks:
                         cgen.Block([fill, *(cgen.Statement(f"{mark}[{k}] = {h}")
                                             for k, h in enumerate(held))]))]
 
-    def copy_of(self, e: Load) -> tuple[str, list[str], list[str]] | None:
-        """The copy ``e`` reads (``self.packed``: buffer, offsets, strides), or None: a
-        dimension of stride 0 is one the copy holds at one subscript only (its offset, as
-        C), and a read with another subscript there reads the array itself."""
+    def copy_of(self, e: Load) -> Copy | None:
+        """The copy ``e`` reads (``self.packed``), or None: a dimension of stride 0 is one
+        the copy holds at one subscript only (its offset, as C), and a read with another
+        subscript there, or another read than a panel's own, reads the array itself."""
         entry = self.packed.get(e.array)
-        if entry is None or any(str(w) == "0" and e.index[d].to_c() != entry[1][d]
-                                for d, w in enumerate(entry[2])):
+        if entry is None or any(str(w) == "0" and e.index[d].to_c() != entry.offsets[d]
+                                for d, w in enumerate(entry.strides)) or \
+                (entry.only is not None and
+                 tuple(sub.to_c() for sub in e.index) != entry.only):
             return None
         return entry
 
@@ -256,8 +269,14 @@ class Repacks:
                 self.repacks[key] = self._repack_copy(ref.array, order, pad, stmts[0].name,
                                                       0 if always else REPACK_MIN_REUSE, fixed)
             offsets = [fixed[d].to_c() if d in fixed else "0" for d in range(len(ref.index))]
-            self.packed[ref.array] = (self.repacks[key].buf, offsets, self.repacks[key].strides)
-        return sorted({self.packed[ref.array][0] for ref in along_rows})
+            # a transposed tile's copy serves its vector operands; a read of the same array
+            # along the rows (syrk's A[i, k] beside A[j, k]) reads it in place, as a product's
+            # rows do
+            self.packed[ref.array] = Copy(self.repacks[key].buf, offsets,
+                                          self.repacks[key].strides,
+                                          tuple(sub.to_c() for sub in ref.index)
+                                          if always else None)
+        return sorted({self.packed[ref.array].buf for ref in along_rows})
 
     def _repack_copy(self, array: str, order: list[int], pad: int, stmt: str,
                      min_reuse: int, fixed: dict[int, Aff]) -> Repack:

@@ -25,6 +25,7 @@ from ..schedule.tree import SPLIT
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
 from .astnodes import PARALLEL_MIN_WORK, LoopState, ast_users, strip_parens
+from .repack import Copy
 from .tiles import dtype_bytes
 
 # Terms of each cell's sum that a thread adds, at least, for the split to run: the private
@@ -71,7 +72,7 @@ class SplitSums:
                 copy = Copies(array, C_TYPE[self.scop.array(array).dtype],
                               f"pd_rf{self.split_count}_{k}", offsets, extents)
                 copies.append(copy)
-                self.packed[array] = (f"{copy.buf}_t", offsets, _strides(extents))
+                self.packed[array] = Copy(f"{copy.buf}_t", offsets, _strides(extents))
             region = self._split_region(n, copies)
         finally:
             self.packed = saved

@@ -409,10 +409,11 @@ class RegisterTiles:
                               vec_var not in set().union(*(sub.vars() for sub in ref.index[:-1]))
                               for ref in moving):
                 for ref in moving:
-                    _, offsets, strides = self.copy_of(ref)
+                    copy = self.copy_of(ref)
                     top_cell = Aff.var(f"({lo[vec_var]} + {width - 1})")
                     last = ref.index[-1].subst({vec_var: top_cell})
-                    checks.append(f"({last.to_c()}) - ({offsets[-1]}) < {strides[-2]}")
+                    checks.append(f"({last.to_c()}) - ({copy.offsets[-1]}) < "
+                                  f"{copy.strides[-2]}")
             elif not any(ref.array in self.packed for ref in moving) and \
                     box.vector == stmt.iters.index(vec_var) and box.room is not None:
                 # the tile moved down to end at the box's top, over instances (a packed
@@ -428,10 +429,10 @@ class RegisterTiles:
         """``ref`` reads a repacked copy (``repack``) whose innermost dimension is ``var``'s:
         its rows run on past the array's end by the widest register vector, in zeros."""
         copy = self.copy_of(ref)
-        if copy is None or copy[0] not in {r.data for r in self.repacks.values()}:
+        if copy is None or copy.buf not in {r.data for r in self.repacks.values()}:
             return False
-        strides = copy[2]
-        return any(sub.vars() == {var} and strides[d] == "1" for d, sub in enumerate(ref.index))
+        return any(sub.vars() == {var} and copy.strides[d] == "1"
+                   for d, sub in enumerate(ref.index))
 
     def padded_rows(self, st: LoopState) -> list[cgen.Generable]:
         """The rows x vector loops of a partial register tile run as a full one."""
