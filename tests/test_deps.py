@@ -309,6 +309,22 @@ def test_prefix_rows_parallel_rows_sequential_columns() -> None:
     assert np.array_equal(X, np.tile(np.arange(1.0, 51.0), (40, 1)))
 
 
+def test_loops_isl_cannot_judge_in_time_stay_sequential(monkeypatch, tmp_path) -> None:
+    """Past ``CARRY_MAX_OPERATIONS`` a loop counts as carrying a dependence: with no budget
+    at all, prefix_rows' parallel rows lose their threads, the results stay right, and isl's
+    context is left without a limit."""
+    from polydyn.schedule import reductions
+
+    monkeypatch.setenv("POLYDYN_CACHE_DIR", str(tmp_path))
+    assert "omp parallel" in pd.compile(prefix_rows).source
+    monkeypatch.setattr(reductions, "CARRY_MAX_OPERATIONS", 1)
+    monkeypatch.setenv("POLYDYN_CACHE_DIR", str(tmp_path / "limited"))
+    k = pd.compile(prefix_rows)
+    assert "omp parallel" not in k.source
+    _check_all(k, [{"N": n, "M": m} for n, m in ((1, 1), (3, 100), (64, 17))])
+    assert isl.DEFAULT_CONTEXT.get_max_operations() == 0
+
+
 # --------------------------------------------------------------------------------------------
 # matmul: the initialization stays before the accumulation
 
