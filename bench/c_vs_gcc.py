@@ -152,16 +152,20 @@ def main() -> int:
                   f"(max diff {row['max_abs_diff']:.1e} of {row['result_scale']:.1e})",
                   flush=True)
     threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=ROOT).stdout.strip() or "unknown"
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "omp_threads": threads,
                "gcc": subprocess.run(["gcc", "--version"], capture_output=True,
-                                     text=True).stdout.splitlines()[0]}
+                                     text=True).stdout.splitlines()[0],
+               "commit": commit, "date": time.strftime("%Y-%m-%d")}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"c_vs_gcc_t{threads}" + ("_quick" if args.quick else "")
     (out / f"{stem}.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
     lines = [f"gcc -O3 -march=native (single thread, the original C) vs polydyn "
-             f"(OMP_NUM_THREADS={threads}); {machine['gcc']}", "",
+             f"(OMP_NUM_THREADS={threads}); {machine['gcc']}; at {commit}, "
+             f"{machine['date']}", "",
              "| kernel | sizes | variant | gcc GFLOP/s | polydyn GFLOP/s | speedup |",
              "|---|---|---|---|---|---|"]
     for r in rows:

@@ -296,10 +296,11 @@ one-by-one launches is what the table shows.
 C_VS_GCC_SECTION = """
 ## C input against gcc -O3 -march=native (issue 6)
 
-From `bench/c_vs_gcc.py` (`OMP_NUM_THREADS=1` and `=2`, files `bench/results/c_vs_gcc_t*`,
-run right after the main run on the same quiet machine): the C test kernels compiled by gcc
-from the original file (no OpenMP pragmas, so single-threaded) against `pd.compile_c` of
-the same file, on the same inputs, results compared.
+From `bench/c_vs_gcc.py` (`OMP_NUM_THREADS=1` and `=2`, files `bench/results/c_vs_gcc_t*`;
+each table's first line names the commit and the day it ran): the C test kernels compiled by
+gcc from the original file (no OpenMP pragmas, so single-threaded) against `pd.compile_c` of
+the same file, on the same inputs, results compared (GFLOP/s from each kernel's flop count
+in the script's `CASES`).
 
 """
 
