@@ -286,8 +286,8 @@ def test_function_selection_and_source_text():
 
 
 def test_cli_compiles_a_c_file(tmp_path, capsys):
-    """(gemv.c: its pragma-annotated loop and local accumulator; the triangular syrk.c, whose
-    build takes gcc a quarter of a minute, is compiled in test_kernel_matches_gcc.)"""
+    """(gemv.c: its pragma-annotated loop and local accumulator; the other kernels are
+    compiled in test_kernel_matches_gcc.)"""
     from polydyn.cli import main
 
     assert main(["compile", str(KERNELS / "gemv.c"), "-o", str(tmp_path)]) == 0

@@ -96,7 +96,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.region: isl.Set = scop.context
         # while emitting a register tile: array -> (row iterator, vector iterator, base names)
         self.promoted: dict[str, tuple[str, str, str, str]] = {}
-        # arrays read from a pack buffer here: (buffer, box offsets as C, buffer strides)
+        # arrays read from a copy here (a pack buffer, a repacked copy, a panel, a split
+        # sum's private cells): repack.Copy
         self.packed: dict[str, Copy] = {}
         self.pack_count = 0
         # the function's repacked copies and panels, by what they copy (Repacks.repack,

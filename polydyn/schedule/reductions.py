@@ -140,11 +140,10 @@ def _drop_arrays(umap: isl.UnionMap, names: set[str]) -> isl.UnionMap:
     return kept
 
 
-# The operations isl may spend on whether one loop carries a dependence (about a second
-# here; the bundled kernels and phrasings need far less). Past it the loop counts as carrying
-# one, which is always safe: only schedules whose dependences in time run to thousands of
-# pieces reach it (a recipe's tile of 5 over loops guarded `% 3` and `// 2`: 19208 pieces,
-# two minutes a loop).
+# The operations isl may spend on whether one loop carries a dependence (about a second;
+# the bundled kernels and phrasings need far less). Past it the loop counts as carrying one,
+# which is always safe: only schedules whose dependences in time run to thousands of pieces
+# reach it (a recipe's tile of 5 over loops guarded `% 3` and `// 2`).
 CARRY_MAX_OPERATIONS = 1_000_000
 
 
