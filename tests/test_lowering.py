@@ -6,7 +6,7 @@ import islpy as isl
 import pytest
 
 from polydyn.lowering import collapse as pass_module
-from polydyn.lowering.tree import Instance, Loop, Node, children
+from polydyn.lowering.tree import Instance, Loop, Node, children, has_loop
 from polydyn.pipeline import generate
 from polydyn.target import CpuTarget
 from tests import phrasings as ph
@@ -70,3 +70,34 @@ def test_the_ast_dump_shows_the_lowered_tree(tmp_path) -> None:
     text = dump.read_text()
     assert "for (pd_c" in text and "// parallel" in text and "// collapsed: pd_c" in text
     assert "reduce(+:s)" in text
+
+
+def _outer_parallel_loops(n: Node, found: list[Loop]) -> list[Loop]:
+    """The outermost loops that carry nothing and have loops inside."""
+    if isinstance(n, Loop) and n.carry.parallel and not n.degenerate and has_loop(n.body):
+        found.append(n)
+        return found
+    for c in children(n):
+        _outer_parallel_loops(c, found)
+    return found
+
+
+def test_uneven_work_tells_triangles_from_partial_tiles(monkeypatch) -> None:
+    """A loop over a triangle (the lower half of ``A A^T``) gives its iterations unequal
+    work; the tiled and untiled loops of a rectangular product do not (their last partial
+    tile changes the inner trip count at one value only); the C printer shares the
+    triangle's iterations out cyclically."""
+    from polydyn.lowering.work import uneven_work
+    from tests.test_repacked_products import gram, gram_lower
+
+    lower = [loop for t in _trees(gram_lower, monkeypatch)
+             for loop in _outer_parallel_loops(t, [])]
+    square = [loop for t in _trees(gram, monkeypatch) + _trees(ph.matmul_scalar, monkeypatch)
+              for loop in _outer_parallel_loops(t, [])]
+    assert lower and square
+    assert any(uneven_work(loop) for loop in lower)
+    assert not any(uneven_work(loop) for loop in square)
+    import polydyn as pd
+
+    assert "schedule(static, 1)" in pd.compile(gram_lower).source
+    assert "schedule(static, 1)" not in pd.compile(gram).source

@@ -13,6 +13,7 @@ from ..astgen import expr_ids
 from ..errors import InternalError
 from ..lowering.teams import forms_team, team_body
 from ..lowering.tree import Loop, Node, has_loop, instances, role_loops
+from ..lowering.work import uneven_work
 from ..schedule.reductions import SEQUENTIAL_LOOP
 from ..schedule.tree import PROMOTE, RROW, RVEC
 from ..scop.exprs import (
@@ -242,7 +243,10 @@ class LoopEmitter:
         when = [self._work_test(n)]
         if trips is not None and has_loop(n.body):
             when.append(f"{trips} >= pd_threads()")
-        threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
+        shares = self.parallel_pragma
+        if has_loop(n.body) and uneven_work(n):  # a triangle: cyclic shares
+            shares = shares.replace("schedule(static)", "schedule(static, 1)")
+        threads = f"{shares}{private} if({' && '.join(when)})"
         if has_loop(n.body) and not in_parallel:
             return threads
         if not has_loop(n.body):

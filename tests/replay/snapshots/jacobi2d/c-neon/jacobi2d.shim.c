@@ -43,8 +43,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_jacobi2d_f128acfc6ff9", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_jacobi2d_f128acfc6ff9(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_jacobi2d_011ff688dfe4", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_jacobi2d_011ff688dfe4(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

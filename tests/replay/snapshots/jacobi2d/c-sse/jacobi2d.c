@@ -171,7 +171,7 @@ PD_VARIANT int jacobi2d_v0(int64_t N, int64_t T, float *restrict A)
   }
   for (int64_t pd_c0 = 0; pd_c0 <= ((((5 * N) + (37 * T)) - 47) / 160); pd_c0 += 1)
   {
-    #pragma omp parallel for schedule(static) if(((((-(T % 2)) + T) - 1)) * ((N - 2)) * ((N - 2)) + ((((T % 2) + T) - 1)) * ((N - 2)) * ((N - 2)) >= 8192 && (((pd_min(pd_min(pd_c0, (((N + T) - 3) / 32)), (((N + (5 * pd_c0)) + 2) / 37))) - (pd_max(((pd_c0 - ((T + 4) / 5)) + 1), (((5 * pd_c0) + 6) / 37))) + (1)) / (1)) >= pd_threads())
+    #pragma omp parallel for schedule(static, 1) if(((((-(T % 2)) + T) - 1)) * ((N - 2)) * ((N - 2)) + ((((T % 2) + T) - 1)) * ((N - 2)) * ((N - 2)) >= 8192 && (((pd_min(pd_min(pd_c0, (((N + T) - 3) / 32)), (((N + (5 * pd_c0)) + 2) / 37))) - (pd_max(((pd_c0 - ((T + 4) / 5)) + 1), (((5 * pd_c0) + 6) / 37))) + (1)) / (1)) >= pd_threads())
     for (int64_t pd_c1 = pd_max(((pd_c0 - ((T + 4) / 5)) + 1), (((5 * pd_c0) + 6) / 37)); pd_c1 <= pd_min(pd_min(pd_c0, (((N + T) - 3) / 32)), (((N + (5 * pd_c0)) + 2) / 37)); pd_c1 += 1)
     {
       for (int64_t pd_c2 = pd_max(((((((N + T) % 2) - N) - (5 * pd_c0)) + (37 * pd_c1)) + 1), ((((T - (5 * pd_c0)) + (5 * pd_c1)) % 2) - 1)); pd_c2 <= pd_min(pd_min(4, (((T - (5 * pd_c0)) + (5 * pd_c1)) - 1)), (((-5 * pd_c0) + (37 * pd_c1)) + 30)); pd_c2 += 2)
