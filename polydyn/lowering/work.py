@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import islpy as isl
 
+from ..schedule.reductions import CARRY_MAX_OPERATIONS, operations_quota
 from .tree import Loop, instances
 
 
@@ -14,10 +15,13 @@ def uneven_work(n: Loop) -> bool:
     """Whether the trip count of a loop inside ``n`` changes with ``n``'s iterator at more
     than one of its values. The last partial tile of a tiled loop changes it at one value
     only (``min(c0 + 47, N - 1) - c0``), and does not count."""
+    maps = [inst.iterators for inst in instances(n.body) if inst.iterators is not None]
+    if not maps:
+        return False
     try:
-        return any(_moving_extent(inst.iterators.domain(), n.iterator)
-                   for inst in instances(n.body) if inst.iterators is not None)
-    except isl.Error:
+        with operations_quota(maps[0].get_ctx(), CARRY_MAX_OPERATIONS):
+            return any(_moving_extent(m.domain(), n.iterator) for m in maps)
+    except isl.Error:  # past the quota too: equal blocks, as for any other loop
         return False
 
 

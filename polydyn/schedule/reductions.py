@@ -6,7 +6,8 @@ reorder the updates of one cell among themselves (conv's reduction loops interch
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -147,19 +148,27 @@ def _drop_arrays(umap: isl.UnionMap, names: set[str]) -> isl.UnionMap:
 CARRY_MAX_OPERATIONS = 1_000_000
 
 
-def _carried(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
-    """Whether the last dimension of ``sched`` carries a dependence (outer dims equal), or
-    isl could not tell within ``CARRY_MAX_OPERATIONS``."""
-    ctx = deps.get_ctx()
+@contextmanager
+def operations_quota(ctx: isl.Context, limit: int) -> Iterator[None]:
+    """isl may spend ``limit`` operations inside the block, then raises isl.Error (the
+    caller's answer is then the safe one); no limit afterwards."""
     ctx.reset_operations()
-    ctx.set_max_operations(CARRY_MAX_OPERATIONS)
+    ctx.set_max_operations(limit)
     try:
-        return _carried_exactly(deps, sched)
-    except isl.Error:  # the quota: the loop stays sequential
-        return True
+        yield
     finally:
         ctx.set_max_operations(0)
         ctx.reset_operations()
+
+
+def _carried(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
+    """Whether the last dimension of ``sched`` carries a dependence (outer dims equal), or
+    isl could not tell within ``CARRY_MAX_OPERATIONS``."""
+    try:
+        with operations_quota(deps.get_ctx(), CARRY_MAX_OPERATIONS):
+            return _carried_exactly(deps, sched)
+    except isl.Error:  # the quota: the loop stays sequential
+        return True
 
 
 def _carried_exactly(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
