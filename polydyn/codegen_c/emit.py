@@ -75,6 +75,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
 
     restrict = "restrict"
     parallel_pragma = "omp parallel for schedule(static)"
+    cyclic_pragma = "omp parallel for schedule(static, 1)"  # iterations of unequal work
     simd_pragma = "omp simd"
 
     def __init__(self, scop: Scop, zero_init: frozenset[str] = frozenset(),

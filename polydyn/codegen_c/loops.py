@@ -243,11 +243,10 @@ class LoopEmitter:
         when = [self._work_test(n)]
         if trips is not None and has_loop(n.body):
             when.append(f"{trips} >= pd_threads()")
-        shares = self.parallel_pragma
-        if has_loop(n.body) and uneven_work(n):  # a triangle: cyclic shares
-            shares = shares.replace("schedule(static)", "schedule(static, 1)")
-        threads = f"{shares}{private} if({' && '.join(when)})"
+        threads = f"{self.parallel_pragma}{private} if({' && '.join(when)})"
         if has_loop(n.body) and not in_parallel:
+            if uneven_work(n):  # a triangle: its iterations go round the threads
+                return f"{self.cyclic_pragma}{private} if({' && '.join(when)})"
             return threads
         if not has_loop(n.body):
             if self._unit_stride(n, it):
