@@ -63,16 +63,6 @@ def ast_expr_c(e: isl.AstExpr, names: Mapping[str, str] | None = None) -> str:
     return ast_expr_text(e, AST_OPS, names)
 
 
-def expr_ids(e: isl.AstExpr) -> frozenset[str]:
-    """The identifiers (loop iterators, syms) an isl AST expression uses."""
-    t = e.get_type()
-    if t == isl.ast_expr_type.id:
-        return frozenset([e.get_id().get_name()])
-    if t == isl.ast_expr_type.int:
-        return frozenset()
-    return frozenset().union(*(expr_ids(e.get_op_arg(i)) for i in range(e.get_op_n_arg())))
-
-
 def iterator_depth(name: str) -> int | None:
     """The schedule depth of an AST loop iterator's name (``pd_c3`` -> 3), else None."""
     tail = name[len(ITERATOR):]

@@ -6,7 +6,7 @@ import islpy as isl
 import pytest
 
 from polydyn.lowering import collapse as pass_module
-from polydyn.lowering.tree import Instance, Loop, Node, children, has_loop
+from polydyn.lowering.tree import Instance, Loop, MarkNode, Node, children, has_loop
 from polydyn.pipeline import generate
 from polydyn.target import CpuTarget
 from tests import phrasings as ph
@@ -55,7 +55,7 @@ def test_every_instance_has_its_iterator_map(op, monkeypatch: pytest.MonkeyPatch
 
 
 def _ids(e: isl.AstExpr) -> set[str]:
-    from polydyn.astgen import expr_ids
+    from polydyn.lowering.tree import expr_ids
 
     return set(expr_ids(e))
 
@@ -99,3 +99,61 @@ def test_uneven_work_tells_triangles_from_partial_tiles(monkeypatch) -> None:
     import polydyn as pd
 
     assert "schedule(static, 1)" in pd.compile(gram_lower).source
+
+
+def _marked_loops(n: Node, mark: tuple[bool, str] = (False, ""), inside: bool = False):
+    """Every loop of ``n`` that runs more than once, with its mark's parallel flag and role
+    and whether a loop around it is marked parallel."""
+    if isinstance(n, MarkNode) and n.loop is not None:
+        yield from _marked_loops(n.node, (n.loop.parallel, n.loop.role), inside)
+        return
+    if isinstance(n, Loop):
+        if not n.degenerate:
+            yield n, *mark, inside
+        yield from _marked_loops(n.body, (False, ""), inside or mark[0])
+        return
+    for c in children(n):
+        yield from _marked_loops(c, mark, inside)
+
+
+def _forms(op, trees: list[Node], counted: bool = True) -> list[tuple[Loop, bool, object]]:
+    """(loop, a loop around it is parallel, its OpenMP form) for every loop of ``op``'s C
+    variants (``trees``)."""
+    from polydyn.lowering.openmp import Around, Locals, loop_form
+
+    out = []
+    for tree in trees:
+        names = Locals.of(op.scop, tree)
+        for loop, parallel, role, inside in _marked_loops(tree):
+            form = loop_form(loop, parallel, role, Around(inside, counted), op.scop, names)
+            out.append((loop, inside, form))
+    return out
+
+
+def test_openmp_forms_are_typed_choices_of_the_tree(monkeypatch) -> None:
+    """``lowering/openmp.loop_form``: the outermost parallel loop of a row reduction into a
+    local scalar takes threads with the scalar private; the innermost loop of the reduction
+    is ``omp simd`` with its reduction clause and the sequential loop between gets nothing;
+    an elementwise row's stride-1 loop inside a parallel one is ``omp simd`` with its local
+    private; a triangle's outer loop goes round the threads and a rectangular band of
+    register tiles opens a team region, but only where the trip count is printed."""
+    from polydyn.lowering.openmp import PARALLEL_MIN_WORK, Simd, Team, Threads
+    from tests.test_repacked_products import gram_lower
+
+    pool = _forms(ph.global_avgpool, _trees(ph.global_avgpool, monkeypatch))
+    outer = [f for loop, inside, f in pool if not inside and loop.carry.parallel]
+    assert outer and all(f == Threads(("s",), PARALLEL_MIN_WORK, True, False) for f in outer)
+    sums = [(loop, f) for loop, inside, f in pool if loop.carry.reductions]
+    assert {f for loop, f in sums if not has_loop(loop.body)} == {Simd((), (("+", "s"),))}
+    assert {f for loop, f in sums if has_loop(loop.body)} == {None}
+    rows = [f for loop, inside, f in _forms(ph.gelu_tanh, _trees(ph.gelu_tanh, monkeypatch))
+            if inside and not has_loop(loop.body)]
+    assert rows and set(rows) == {Simd(("x",))}
+    trees = _trees(gram_lower, monkeypatch)
+    triangle = [f for loop, inside, f in _forms(gram_lower, trees) if not inside]
+    assert any(isinstance(f, Threads) and f.cyclic for f in triangle)
+    assert any(isinstance(f, Team) for f in triangle)
+    uncounted = [f for loop, inside, f in _forms(gram_lower, trees, counted=False)
+                 if not inside]
+    assert not any(isinstance(f, Team) or (isinstance(f, Threads) and f.per_thread)
+                   for f in uncounted)

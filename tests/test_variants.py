@@ -11,7 +11,7 @@ import pytest
 
 import polydyn as pd
 from kernels import ALL, load
-from polydyn.codegen_c.astnodes import (
+from polydyn.lowering.openmp import (
     PACKED_PARALLEL_MIN_WORK,
     PARALLEL_MIN_WORK,
     SEPARATE_PARALLEL_MIN_WORK,

@@ -1,35 +1,19 @@
-"""What the C emitter and its parts share: the state around the node printed, the thresholds
-for threads, and the statement instances under a node with their printed iterators."""
+"""What the C emitter and its parts share: the state around the node printed and the statement
+instances under a node with their printed iterators."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..astgen import expr_ids
-from ..lowering.tree import Instance, Node, instances
-
-# Statement instances (or copied elements) under a parallel loop below which threads cost
-# more than they save (an OpenMP fork/join is about a microsecond here; each statement's
-# instances count). The figures behind these thresholds: bench/HISTORY.md, points 5b and 7.
-PARALLEL_MIN_WORK = 8192
-# The same for a loop around register tiles (a micro-kernel does 32 multiply-adds a cycle:
-# 2^22 of them take about 65 us on one thread).
-TILED_PARALLEL_MIN_WORK = 1 << 22
-# The same for a loop around register tiles whose iterations share no data (every access
-# moves with its iterator: batched matmul's batch loop): no thread reads another's tiles.
-SEPARATE_PARALLEL_MIN_WORK = 1 << 15
-# The same for the region a pack opens (every thread copies the tile, no fork per tile:
-# RegisterTiles.pack).
-PACKED_PARALLEL_MIN_WORK = 1 << 20
+from ..lowering.tree import Instance, Node, expr_ids, instances
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopState:
     """What the C emitter knows about the loops around the node it prints."""
 
     in_parallel: bool = False
-    used_locals: set[str] = field(default_factory=set)
     # inside a team region (see CEmitter.team_loop): the C flag that is true when the
     # outer loop shares out its iterations, false when the parallel loops here do
     team: str | None = None
@@ -53,12 +37,10 @@ class UserCall:
         return dict(zip(iters, self.args, strict=True))
 
     def moving(self, iters: tuple[str, ...] | list[str], loop: str) -> set[str]:
-        """The statement iterators whose values move with the AST iterator ``loop``: from
-        isl's iterator map where the instance has one that is affine in ``loop``
-        (``Instance.steps``), else the iterators whose expression names ``loop``."""
-        steps = self.instance.steps(loop) if self.instance is not None else None
-        if steps is not None:
-            return {v for v, step in zip(iters, steps, strict=True) if step}
+        """The statement iterators whose values move with the AST iterator ``loop``
+        (``Instance.moving``)."""
+        if self.instance is not None:
+            return self.instance.moving(iters, loop)
         return {v for v, u in zip(iters, self.uses, strict=True) if loop in u}
 
 

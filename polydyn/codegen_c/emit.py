@@ -8,7 +8,6 @@ small table (qualifiers, work-item loops).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,17 +16,16 @@ import islpy as isl
 
 from ..astgen import LazyBox, ast_expr_c, condition_expr
 from ..errors import InternalError
-from ..lowering.teams import local_writers
+from ..lowering.openmp import Locals
 from ..lowering.tree import Block, Collapsed, If, Instance, Loop, MarkNode, Node
 from ..parametric.variants import Variant
 from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, PackMark
 from ..scop.exprs import (
     C_TYPE,
     Load,
-    Scalar,
 )
-from ..scop.ir import Array, Scop, Statement
-from .astnodes import LoopState, ast_users
+from ..scop.ir import Array, Scop
+from .astnodes import LoopState
 from .bodies import BodyEmitter
 from .loops import LoopEmitter
 from .packs import PackedTiles
@@ -83,17 +81,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.scop = scop
         self.zero_init = zero_init
         self.planned_for = planned_for  # the CPU the schedule was planned for, in words
-        self.stmt_locals = {s.name: _locals_of(scop, s) for s in scop.statements}
-        self.local_writers = local_writers(scop)  # statements with a non-empty stmt_locals
-        # every statement that touches each local scalar (reads or writes it)
-        self.local_users: dict[str, set[str]] = {}
-        for s in scop.statements:
-            touched = {e.name for e in s.value.walk() if isinstance(e, Scalar)}
-            if isinstance(s.target, Scalar):
-                touched.add(s.target.name)
-            for name in touched:
-                if scop.array(name).kind == "local":
-                    self.local_users.setdefault(name, set()).add(s.name)
+        # the local scalars: which statements assign and touch them (counts: per variant)
+        self.locals = Locals.of(scop)
         self.region: isl.Set = scop.context
         # while emitting a register tile: array -> (row iterator, vector iterator, base names)
         self.promoted: dict[str, tuple[str, str, str, str]] = {}
@@ -175,9 +164,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
             args = [self.ast_expr(e) for e in n.args]
             if st.region:
                 raise InternalError(f"{name} outside the shared loops of a pack's region")
-            stmt = self.scop.statement(name)
-            st.used_locals |= self.stmt_locals[name]
-            return [self.statement(stmt, args)]
+            return [self.statement(self.scop.statement(name), args)]
         if isinstance(n, Collapsed):  # the outer loop at 0, the inner over both extents
             bound = f"({self.ast_expr(n.rows)}) * ({self.ast_expr(n.inner.cond.get_op_arg(1))})"
             return [cgen.Block([cgen.Statement(f"const int64_t {n.original.iterator} = 0"),
@@ -263,7 +250,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
 
     def variant_function(self, fname: str, variant: Variant, ast: Node) -> str:
         self.region = variant.region
-        self.user_counts = Counter(u.name for u in ast_users(ast, self))
+        self.locals = Locals.of(self.scop, ast)
         st = LoopState()
         self.repacks = {}
         self.helpers = set()
@@ -404,12 +391,3 @@ def alloc_partner(scop: Scop, temp: Array) -> str | None:
             if other.kind in ("in", "out", "inout") and other.dtype == temp.dtype:
                 return name
     return None
-
-
-def _locals_of(scop: Scop, stmt: Statement) -> set[str]:
-    """The local scalars ``stmt`` assigns: private to a parallel loop around it. A local it
-    only reads was assigned before that loop and stays shared (a private copy would start
-    uninitialized)."""
-    if isinstance(stmt.target, Scalar) and scop.array(stmt.target.name).kind == "local":
-        return {stmt.target.name}
-    return set()

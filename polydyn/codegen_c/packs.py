@@ -7,17 +7,13 @@ from __future__ import annotations
 import cgen
 
 from ..astgen import PackBox
+from ..lowering.openmp import PACKED_PARALLEL_MIN_WORK, PARALLEL_MIN_WORK
 from ..lowering.teams import region_body
 from ..lowering.tree import Node
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE
-from .astnodes import (
-    PACKED_PARALLEL_MIN_WORK,
-    PARALLEL_MIN_WORK,
-    LoopState,
-    ast_users,
-)
+from .astnodes import LoopState, ast_users
 from .repack import Copy
 from .tiles import dtype_bytes
 
@@ -82,7 +78,7 @@ class PackedTiles:
             self.packed[array] = Copy(buf, offsets, strides)
         try:
             if not st.in_parallel and st.team is None and copies and \
-                    region_body(n.node, self.local_writers):
+                    region_body(n.node, self.locals.writers):
                 return self._pack_region(n, copies)
             return [cgen.Block([*self._pack_copies(copies, st), *self.node(n.node, st)])]
         finally:

@@ -19,12 +19,13 @@ import cgen
 import islpy as isl
 
 from ..errors import InternalError
+from ..lowering.openmp import PARALLEL_MIN_WORK, prints_plain
 from ..lowering.tree import Block, If, Loop, MarkNode, Node, children
 from ..schedule.reductions import sum_targets
 from ..schedule.tree import SPLIT
 from ..scop.affine import Aff
 from ..scop.exprs import C_TYPE, Load
-from .astnodes import PARALLEL_MIN_WORK, LoopState, ast_users, strip_parens
+from .astnodes import LoopState, ast_users, strip_parens
 from .repack import Copy
 from .tiles import dtype_bytes
 
@@ -199,10 +200,10 @@ class SplitSums:
             if isinstance(n, Loop) and n.degenerate:
                 return self._split_shape(n.body, False)
             return None
-        if self.assigned_locals(n):
+        if self.locals.assigned(n):
             return None
         if isinstance(n, Loop) and not n.degenerate:
-            return True if self.prints_plain(n) else None
+            return True if prints_plain(n, self.scop, self.locals) else None
         return False
 
     def _each_branch(self, n: Block | If,

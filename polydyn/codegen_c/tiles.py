@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import cgen
 
-from ..astgen import LazyBox, ast_expr_c, expr_ids, iterator_depth
+from ..astgen import LazyBox, ast_expr_c, iterator_depth
 from ..lowering.tree import (
     Block,
     Collapsed,
@@ -21,6 +21,7 @@ from ..lowering.tree import (
     Node,
     constant_trip,
     count_role_loops,
+    expr_ids,
     find_role_loop,
 )
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
@@ -437,7 +438,6 @@ class RegisterTiles:
     def padded_rows(self, st: LoopState) -> list[cgen.Generable]:
         """The rows x vector loops of a partial register tile run as a full one."""
         padded = self.padded
-        st.used_locals |= self.stmt_locals[padded.stmt.name]
         args = [padded.args[v] for v in padded.stmt.iters]
         vec = cgen.For("int64_t pd_v = 0", f"pd_v < {padded.width}", "pd_v++",
                        cgen.Block([self.statement(padded.stmt, args)]))

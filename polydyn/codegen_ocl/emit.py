@@ -248,14 +248,14 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
         (``sequences.py``: the group ids come from its table)."""
         self._spec, self._sequences = spec, sequences
         self._lane_types = set()
-        st = LoopState()
         try:
-            body = self.node(spec.ast, st)
+            body = self.node(spec.ast, LoopState())
             ids = self.ids(spec)
         finally:
             self._spec, self._sequences = None, False
+        assigned = self.locals.assigned(spec.ast)
         decls = [cgen.Statement(f"{C_TYPE[a.dtype]} {a.name}{self.register_dims(spec)}")
-                 for a in self.scop.arrays if a.kind == "local" and a.name in st.used_locals
+                 for a in self.scop.arrays if a.kind == "local" and a.name in assigned
                  and (a.name not in self.spilled or spec.lanes)]
         decls += self.register_declarations(spec)
         decls += self.local_declarations(spec)

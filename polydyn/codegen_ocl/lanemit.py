@@ -38,7 +38,6 @@ class LaneLoops:
     _lane_types: set[str]
     _cells: dict[str, tuple[str, CellReduction]]  # a lane loop's statement -> accumulator
     scop: Any
-    stmt_locals: Any
 
     def _assigns_local(self, statement: str) -> bool:
         target = self.scop.statement(statement).target
@@ -77,7 +76,6 @@ class LaneLoops:
         if name in self._cells:
             acc, cell = self._cells[name]
             stmt = self.scop.statement(name)
-            st.used_locals |= self.stmt_locals[name]
             value = replace_subexpr(stmt.rhs(), stmt.target, Scalar(stmt.target.dtype, acc))
             return [self.at_cell(n, f"{acc} = "
                                  f"{self.cast_to(value, self.scop.array(cell.array).dtype)}",

@@ -24,11 +24,22 @@ from dataclasses import dataclass, replace
 
 import islpy as isl
 
-from ..astgen import ast_expr_c, expr_ids
+from ..astgen import ast_expr_c
 from ..scop.exprs import Index, Load
 from ..scop.ir import Scop, Statement
 from .teams import forms_team, local_writers
-from .tree import Block, Collapsed, If, Instance, Loop, MarkNode, Node, has_loop, instances
+from .tree import (
+    Block,
+    Collapsed,
+    If,
+    Instance,
+    Loop,
+    MarkNode,
+    Node,
+    expr_ids,
+    has_loop,
+    instances,
+)
 
 _T = isl.ast_expr_op_type
 

@@ -102,6 +102,15 @@ class Instance:
             out.append(0 if step is None else int(step.to_python()))
         return tuple(out)
 
+    def moving(self, iters: tuple[str, ...] | list[str], loop: str) -> set[str]:
+        """The statement iterators (named ``iters``) whose values move with the AST
+        iterator ``loop``: from the iterator map where it is affine in ``loop``
+        (``steps``), else the iterators whose expression names ``loop``."""
+        steps = self.steps(loop)
+        if steps is not None:
+            return {v for v, step in zip(iters, steps, strict=True) if step}
+        return {v for v, e in zip(iters, self.args, strict=True) if loop in expr_ids(e)}
+
 
 @dataclass(frozen=True, eq=False)
 class Collapsed:
@@ -162,6 +171,16 @@ def from_isl(n: isl.AstNode, loops: bool = False, marks: bool = False) -> Node:
                         tuple(call.get_op_arg(i) for i in range(1, call.get_op_n_arg())),
                         iterators)
     raise InternalError(f"unexpected isl AST node type {t}")
+
+
+def expr_ids(e: isl.AstExpr) -> frozenset[str]:
+    """The identifiers (loop iterators, syms) an isl AST expression uses."""
+    t = e.get_type()
+    if t == isl.ast_expr_type.id:
+        return frozenset([e.get_id().get_name()])
+    if t == isl.ast_expr_type.int:
+        return frozenset()
+    return frozenset().union(*(expr_ids(e.get_op_arg(i)) for i in range(e.get_op_n_arg())))
 
 
 def children(n: Node) -> tuple[Node, ...]:

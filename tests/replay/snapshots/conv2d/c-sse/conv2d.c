@@ -167,32 +167,32 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 4); pd_c3 += 6)
             {
               {
-                int64_t pd_b4_b;
-                int64_t pd_b4_f;
-                int64_t pd_b4_oy;
-                int64_t pd_b4_ox;
-                int64_t pd_b4_c;
-                int64_t pd_b4_ky;
-                int64_t pd_b4_kx;
+                int64_t pd_b1_b;
+                int64_t pd_b1_f;
+                int64_t pd_b1_oy;
+                int64_t pd_b1_ox;
+                int64_t pd_b1_c;
+                int64_t pd_b1_ky;
+                int64_t pd_b1_kx;
                 {
                   const int64_t pd_c9 = 0;
                   const int64_t pd_c10 = 0;
-                  pd_b4_b = pd_c0;
-                  pd_b4_f = (pd_c2 + pd_c10);
-                  pd_b4_oy = pd_c1;
-                  pd_b4_ox = (pd_c3 + pd_c9);
+                  pd_b1_b = pd_c0;
+                  pd_b1_f = (pd_c2 + pd_c10);
+                  pd_b1_oy = pd_c1;
+                  pd_b1_ox = (pd_c3 + pd_c9);
                 }
-                float pd_acc4[6][8];
+                float pd_acc1[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b4_b) - 0;
-                    const int64_t f = ((pd_b4_f + pd_v)) - 0;
-                    const int64_t oy = (pd_b4_oy) - 0;
-                    const int64_t ox = ((pd_b4_ox + pd_r)) - 0;
-                    pd_acc4[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b1_b) - 0;
+                    const int64_t f = ((pd_b1_f + pd_v)) - 0;
+                    const int64_t oy = (pd_b1_oy) - 0;
+                    const int64_t ox = ((pd_b1_ox + pd_r)) - 0;
+                    pd_acc1[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -215,7 +215,7 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc4[(ox) - pd_b4_ox][(f) - pd_b4_f] = (pd_acc4[(ox) - pd_b4_ox][(f) - pd_b4_f] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(ox) - pd_b1_ox][(f) - pd_b1_f] = (pd_acc1[(ox) - pd_b1_ox][(f) - pd_b1_f] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -227,7 +227,7 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_v)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_r)] = pd_acc4[pd_r][pd_v];
+                    Y[(((pd_b1_b) * F + (pd_b1_f + pd_v)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_r)] = pd_acc1[pd_r][pd_v];
                   }
                 }
               }
@@ -248,36 +248,36 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             }
             if ((((((((((W >= (KW + 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 8))) && (pd_c2 >= 0)) && ((((W - KW) - 5) % 6) >= 1)) && ((pd_c2 % 8) == 0)))
             {
-              int64_t pd_b5_b;
-              int64_t pd_b5_f;
-              int64_t pd_b5_oy;
-              int64_t pd_b5_ox;
-              int64_t pd_b5_c;
-              int64_t pd_b5_ky;
-              int64_t pd_b5_kx;
-              const int64_t pd_nr5 = (((W - KW) - 5) % 6);
-              const int64_t pd_nv5 = 8;
+              int64_t pd_b2_b;
+              int64_t pd_b2_f;
+              int64_t pd_b2_oy;
+              int64_t pd_b2_ox;
+              int64_t pd_b2_c;
+              int64_t pd_b2_ky;
+              int64_t pd_b2_kx;
+              const int64_t pd_nr2 = (((W - KW) - 5) % 6);
+              const int64_t pd_nv2 = 8;
               {
-                pd_b5_b = pd_c0;
-                pd_b5_f = pd_c2;
-                pd_b5_oy = pd_c1;
-                pd_b5_ox = ((((-(((W - KW) - 5) % 6)) + W) - KW) + 1);
+                pd_b2_b = pd_c0;
+                pd_b2_f = pd_c2;
+                pd_b2_oy = pd_c1;
+                pd_b2_ox = ((((-(((W - KW) - 5) % 6)) + W) - KW) + 1);
               }
-              float pd_acc5[5][8];
+              float pd_acc2[5][8];
               for (int64_t pd_r = 0; pd_r < 5; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc5[pd_r][pd_v] = 0;
+                  pd_acc2[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
+                for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                 {
-                  pd_acc5[pd_r][pd_v] = Y[(((pd_b5_b) * F + (pd_b5_f + pd_v)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_r)];
+                  pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_v)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_r)];
                 }
               }
               for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -294,25 +294,25 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b5_f + pd_v;
+                          const int64_t f = pd_b2_f + pd_v;
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b5_ox + pd_min(pd_r, pd_nr5 - 1);
+                          const int64_t ox = pd_b2_ox + pd_min(pd_r, pd_nr2 - 1);
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                         }
                       }
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
+                for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                 {
-                  Y[(((pd_b5_b) * F + (pd_b5_f + pd_v)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_r)] = pd_acc5[pd_r][pd_v];
+                  Y[(((pd_b2_b) * F + (pd_b2_f + pd_v)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_r)] = pd_acc2[pd_r][pd_v];
                 }
               }
             }
@@ -323,40 +323,40 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             {
               if ((((((((((W >= (KW + 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 8) >= 1)) && ((pd_c3 % 6) == 0)))
               {
-                int64_t pd_b6_b;
-                int64_t pd_b6_f;
-                int64_t pd_b6_oy;
-                int64_t pd_b6_ox;
-                int64_t pd_b6_c;
-                int64_t pd_b6_ky;
-                int64_t pd_b6_kx;
-                const int64_t pd_nr6 = ((W >= ((KW + pd_c3) + 5)) ? 6 : (((W - KW) - pd_c3) + 1));
-                const int64_t pd_nv6 = (F % 8);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((W >= ((KW + pd_c3) + 5)) ? 6 : (((W - KW) - pd_c3) + 1));
+                const int64_t pd_nv3 = (F % 8);
                 {
-                  pd_b6_b = pd_c0;
-                  pd_b6_f = ((-(F % 8)) + F);
-                  pd_b6_oy = pd_c1;
-                  pd_b6_ox = pd_c3;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = ((-(F % 8)) + F);
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = pd_c3;
                 }
-                float pd_acc6[6][8];
+                float pd_acc3[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc6[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                   {
-                    const int64_t b = (pd_b6_b) - 0;
-                    const int64_t f = ((pd_b6_f + pd_v)) - 0;
-                    const int64_t oy = (pd_b6_oy) - 0;
-                    const int64_t ox = ((pd_b6_ox + pd_r)) - 0;
-                    pd_acc6[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_v)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_r)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -373,25 +373,25 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_b6_f + pd_v;
+                            const int64_t f = pd_b3_f + pd_v;
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b6_ox + pd_min(pd_r, pd_nr6 - 1);
+                            const int64_t ox = pd_b3_ox + pd_min(pd_r, pd_nr3 - 1);
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
+                  for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                   {
-                    Y[(((pd_b6_b) * F + (pd_b6_f + pd_v)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_r)] = pd_acc6[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_v)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_r)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -436,36 +436,36 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             }
             if ((((((((((KW + 4) >= W) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
             {
-              int64_t pd_b8_b;
-              int64_t pd_b8_f;
-              int64_t pd_b8_oy;
-              int64_t pd_b8_ox;
-              int64_t pd_b8_c;
-              int64_t pd_b8_ky;
-              int64_t pd_b8_kx;
-              const int64_t pd_nr8 = ((W - KW) + 1);
-              const int64_t pd_nv8 = (((F >= (pd_c2 + 8)) && (pd_c2 >= 0)) ? 8 : (F - pd_c2));
+              int64_t pd_b4_b;
+              int64_t pd_b4_f;
+              int64_t pd_b4_oy;
+              int64_t pd_b4_ox;
+              int64_t pd_b4_c;
+              int64_t pd_b4_ky;
+              int64_t pd_b4_kx;
+              const int64_t pd_nr4 = ((W - KW) + 1);
+              const int64_t pd_nv4 = (((F >= (pd_c2 + 8)) && (pd_c2 >= 0)) ? 8 : (F - pd_c2));
               {
-                pd_b8_b = pd_c0;
-                pd_b8_f = pd_c2;
-                pd_b8_oy = pd_c1;
-                pd_b8_ox = 0;
+                pd_b4_b = pd_c0;
+                pd_b4_f = pd_c2;
+                pd_b4_oy = pd_c1;
+                pd_b4_ox = 0;
               }
-              float pd_acc8[5][8];
+              float pd_acc4[5][8];
               for (int64_t pd_r = 0; pd_r < 5; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc8[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
+                for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                 {
-                  pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_v)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_r)];
+                  pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_v)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_r)];
                 }
               }
               for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -482,25 +482,25 @@ PD_VARIANT int conv2d_v0(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b8_f + pd_v;
+                          const int64_t f = pd_b4_f + pd_v;
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b8_ox + pd_min(pd_r, pd_nr8 - 1);
+                          const int64_t ox = pd_b4_ox + pd_min(pd_r, pd_nr4 - 1);
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                          pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                         }
                       }
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
+                for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                 {
-                  Y[(((pd_b8_b) * F + (pd_b8_f + pd_v)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_r)] = pd_acc8[pd_r][pd_v];
+                  Y[(((pd_b4_b) * F + (pd_b4_f + pd_v)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_r)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -580,32 +580,32 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           for (int64_t pd_c3 = 0; pd_c3 < (F - 11); pd_c3 += 12)
           {
             {
-              int64_t pd_b12_b;
-              int64_t pd_b12_f;
-              int64_t pd_b12_oy;
-              int64_t pd_b12_ox;
-              int64_t pd_b12_c;
-              int64_t pd_b12_ky;
-              int64_t pd_b12_kx;
+              int64_t pd_b5_b;
+              int64_t pd_b5_f;
+              int64_t pd_b5_oy;
+              int64_t pd_b5_ox;
+              int64_t pd_b5_c;
+              int64_t pd_b5_ky;
+              int64_t pd_b5_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b12_b = pd_c0;
-                pd_b12_f = (pd_c3 + pd_c9);
-                pd_b12_oy = pd_c1;
-                pd_b12_ox = pd_c10;
+                pd_b5_b = pd_c0;
+                pd_b5_f = (pd_c3 + pd_c9);
+                pd_b5_oy = pd_c1;
+                pd_b5_ox = pd_c10;
               }
-              float pd_acc12[12][4];
+              float pd_acc5[12][4];
               for (int64_t pd_r = 0; pd_r < 12; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  const int64_t b = (pd_b12_b) - 0;
-                  const int64_t f = ((pd_b12_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b12_oy) - 0;
-                  const int64_t ox = ((pd_b12_ox + pd_v)) - 0;
-                  pd_acc12[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b5_b) - 0;
+                  const int64_t f = ((pd_b5_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b5_oy) - 0;
+                  const int64_t ox = ((pd_b5_ox + pd_v)) - 0;
+                  pd_acc5[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -630,7 +630,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc12[(f) - pd_b12_f][(ox) - pd_b12_ox] = (pd_acc12[(f) - pd_b12_f][(ox) - pd_b12_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] = (pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -660,7 +660,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc12[(f) - pd_b12_f][(ox) - pd_b12_ox] = (pd_acc12[(f) - pd_b12_f][(ox) - pd_b12_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] = (pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -673,7 +673,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)] = pd_acc12[pd_r][pd_v];
+                  Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                 }
               }
             }
@@ -694,36 +694,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 12) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 12) >= 1)))
           {
-            int64_t pd_b13_b;
-            int64_t pd_b13_f;
-            int64_t pd_b13_oy;
-            int64_t pd_b13_ox;
-            int64_t pd_b13_c;
-            int64_t pd_b13_ky;
-            int64_t pd_b13_kx;
-            const int64_t pd_nr13 = (F % 12);
-            const int64_t pd_nv13 = 4;
+            int64_t pd_b6_b;
+            int64_t pd_b6_f;
+            int64_t pd_b6_oy;
+            int64_t pd_b6_ox;
+            int64_t pd_b6_c;
+            int64_t pd_b6_ky;
+            int64_t pd_b6_kx;
+            const int64_t pd_nr6 = (F % 12);
+            const int64_t pd_nv6 = 4;
             {
-              pd_b13_b = pd_c0;
-              pd_b13_f = ((-(F % 12)) + F);
-              pd_b13_oy = pd_c1;
-              pd_b13_ox = 0;
+              pd_b6_b = pd_c0;
+              pd_b6_f = ((-(F % 12)) + F);
+              pd_b6_oy = pd_c1;
+              pd_b6_ox = 0;
             }
-            float pd_acc13[11][4];
+            float pd_acc6[11][4];
             for (int64_t pd_r = 0; pd_r < 11; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc13[pd_r][pd_v] = 0;
+                pd_acc6[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv13; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
               {
-                pd_acc13[pd_r][pd_v] = Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)];
+                pd_acc6[pd_r][pd_v] = Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)];
               }
             }
             for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -740,25 +740,25 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_b13_f + pd_min(pd_r, pd_nr13 - 1);
+                        const int64_t f = pd_b6_f + pd_min(pd_r, pd_nr6 - 1);
                         const int64_t oy = pd_c1;
-                        const int64_t ox = pd_b13_ox + pd_v;
+                        const int64_t ox = pd_b6_ox + pd_v;
                         const int64_t c = pd_c6;
                         const int64_t ky = pd_c4;
                         const int64_t kx = pd_c5;
-                        pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                       }
                     }
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv13; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
               {
-                Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)] = pd_acc13[pd_r][pd_v];
+                Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)] = pd_acc6[pd_r][pd_v];
               }
             }
           }
@@ -767,40 +767,40 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 12) && (W >= (KW + 4))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 12) == 0)))
               if ((4) + (((W - KW) - 3)) - 4 >= (0))
               {
-                int64_t pd_b14_b;
-                int64_t pd_b14_f;
-                int64_t pd_b14_oy;
-                int64_t pd_b14_ox;
-                int64_t pd_b14_c;
-                int64_t pd_b14_ky;
-                int64_t pd_b14_kx;
-                const int64_t pd_nr14 = ((F >= (pd_c3 + 12)) ? 12 : (F - pd_c3));
-                const int64_t pd_nv14 = ((W - KW) - 3);
+                int64_t pd_b7_b;
+                int64_t pd_b7_f;
+                int64_t pd_b7_oy;
+                int64_t pd_b7_ox;
+                int64_t pd_b7_c;
+                int64_t pd_b7_ky;
+                int64_t pd_b7_kx;
+                const int64_t pd_nr7 = ((F >= (pd_c3 + 12)) ? 12 : (F - pd_c3));
+                const int64_t pd_nv7 = ((W - KW) - 3);
                 {
-                  pd_b14_b = pd_c0;
-                  pd_b14_f = pd_c3;
-                  pd_b14_oy = pd_c1;
-                  pd_b14_ox = (4) + (((W - KW) - 3)) - 4;
+                  pd_b7_b = pd_c0;
+                  pd_b7_f = pd_c3;
+                  pd_b7_oy = pd_c1;
+                  pd_b7_ox = (4) + (((W - KW) - 3)) - 4;
                 }
-                float pd_acc14[12][4];
+                float pd_acc7[12][4];
                 for (int64_t pd_r = 0; pd_r < 12; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc14[pd_r][pd_v] = 0;
+                    pd_acc7[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv14; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv7; pd_v < 4; pd_v++)
                   {
-                    const int64_t b = (pd_b14_b) - 0;
-                    const int64_t f = ((pd_b14_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b14_oy) - 0;
-                    const int64_t ox = ((pd_b14_ox + pd_v)) - 0;
-                    pd_acc14[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b7_b) - 0;
+                    const int64_t f = ((pd_b7_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b7_oy) - 0;
+                    const int64_t ox = ((pd_b7_ox + pd_v)) - 0;
+                    pd_acc7[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -819,13 +819,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b14_f + pd_r;
+                              const int64_t f = pd_b7_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b14_ox + pd_v;
+                              const int64_t ox = pd_b7_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -849,13 +849,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b14_f + pd_min(pd_r, pd_nr14 - 1);
+                              const int64_t f = pd_b7_f + pd_min(pd_r, pd_nr7 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b14_ox + pd_v;
+                              const int64_t ox = pd_b7_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -863,12 +863,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv14; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv7; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)] = pd_acc14[pd_r][pd_v];
+                    Y[(((pd_b7_b) * F + (pd_b7_f + pd_r)) * ((H - KH) + 1) + pd_b7_oy) * ((W - KW) + 1) + (pd_b7_ox + pd_v)] = pd_acc7[pd_r][pd_v];
                   }
                 }
               }
@@ -957,36 +957,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 11) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 4) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4 >= (0))
               {
-                int64_t pd_b16_b;
-                int64_t pd_b16_f;
-                int64_t pd_b16_oy;
-                int64_t pd_b16_ox;
-                int64_t pd_b16_c;
-                int64_t pd_b16_ky;
-                int64_t pd_b16_kx;
-                const int64_t pd_nr16 = F;
-                const int64_t pd_nv16 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
+                int64_t pd_b8_b;
+                int64_t pd_b8_f;
+                int64_t pd_b8_oy;
+                int64_t pd_b8_ox;
+                int64_t pd_b8_c;
+                int64_t pd_b8_ky;
+                int64_t pd_b8_kx;
+                const int64_t pd_nr8 = F;
+                const int64_t pd_nv8 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
                 {
-                  pd_b16_b = pd_c0;
-                  pd_b16_f = 0;
-                  pd_b16_oy = pd_c1;
-                  pd_b16_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
+                  pd_b8_b = pd_c0;
+                  pd_b8_f = 0;
+                  pd_b8_oy = pd_c1;
+                  pd_b8_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
                 }
-                float pd_acc16[11][4];
+                float pd_acc8[11][4];
                 for (int64_t pd_r = 0; pd_r < 11; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc16[pd_r][pd_v] = 0;
+                    pd_acc8[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv16; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv8; pd_v < 4; pd_v++)
                   {
-                    pd_acc16[pd_r][pd_v] = Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)];
+                    pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)];
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1003,25 +1003,25 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_b16_f + pd_min(pd_r, pd_nr16 - 1);
+                            const int64_t f = pd_b8_f + pd_min(pd_r, pd_nr8 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b16_ox + pd_v;
+                            const int64_t ox = pd_b8_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv16; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv8; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)] = pd_acc16[pd_r][pd_v];
+                    Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)] = pd_acc8[pd_r][pd_v];
                   }
                 }
               }
@@ -1124,32 +1124,32 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 6); pd_c3 += 8)
             {
               {
-                int64_t pd_b20_b;
-                int64_t pd_b20_f;
-                int64_t pd_b20_oy;
-                int64_t pd_b20_ox;
-                int64_t pd_b20_c;
-                int64_t pd_b20_ky;
-                int64_t pd_b20_kx;
+                int64_t pd_b9_b;
+                int64_t pd_b9_f;
+                int64_t pd_b9_oy;
+                int64_t pd_b9_ox;
+                int64_t pd_b9_c;
+                int64_t pd_b9_ky;
+                int64_t pd_b9_kx;
                 {
                   const int64_t pd_c9 = 0;
                   const int64_t pd_c10 = 0;
-                  pd_b20_b = 0;
-                  pd_b20_f = (pd_c2 + pd_c9);
-                  pd_b20_oy = pd_c1;
-                  pd_b20_ox = (pd_c3 + pd_c10);
+                  pd_b9_b = 0;
+                  pd_b9_f = (pd_c2 + pd_c9);
+                  pd_b9_oy = pd_c1;
+                  pd_b9_ox = (pd_c3 + pd_c10);
                 }
-                float pd_acc20[6][8];
+                float pd_acc9[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b20_b) - 0;
-                    const int64_t f = ((pd_b20_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b20_oy) - 0;
-                    const int64_t ox = ((pd_b20_ox + pd_v)) - 0;
-                    pd_acc20[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b9_b) - 0;
+                    const int64_t f = ((pd_b9_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b9_oy) - 0;
+                    const int64_t ox = ((pd_b9_ox + pd_v)) - 0;
+                    pd_acc9[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1172,7 +1172,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc20[(f) - pd_b20_f][(ox) - pd_b20_ox] = (pd_acc20[(f) - pd_b20_f][(ox) - pd_b20_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] = (pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -1184,7 +1184,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)] = pd_acc20[pd_r][pd_v];
+                    Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)] = pd_acc9[pd_r][pd_v];
                   }
                 }
               }
@@ -1206,36 +1206,36 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             if (((((((((C >= 1) && (W >= (KW + 7))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 6))) && (pd_c2 >= 0)) && ((((W - KW) - 7) % 8) >= 1)) && ((pd_c2 % 6) == 0)))
               if ((((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8 >= (0))
               {
-                int64_t pd_b21_b;
-                int64_t pd_b21_f;
-                int64_t pd_b21_oy;
-                int64_t pd_b21_ox;
-                int64_t pd_b21_c;
-                int64_t pd_b21_ky;
-                int64_t pd_b21_kx;
-                const int64_t pd_nr21 = 6;
-                const int64_t pd_nv21 = (((W - KW) - 7) % 8);
+                int64_t pd_b10_b;
+                int64_t pd_b10_f;
+                int64_t pd_b10_oy;
+                int64_t pd_b10_ox;
+                int64_t pd_b10_c;
+                int64_t pd_b10_ky;
+                int64_t pd_b10_kx;
+                const int64_t pd_nr10 = 6;
+                const int64_t pd_nv10 = (((W - KW) - 7) % 8);
                 {
-                  pd_b21_b = 0;
-                  pd_b21_f = pd_c2;
-                  pd_b21_oy = pd_c1;
-                  pd_b21_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
+                  pd_b10_b = 0;
+                  pd_b10_f = pd_c2;
+                  pd_b10_oy = pd_c1;
+                  pd_b10_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
                 }
-                float pd_acc21[6][8];
+                float pd_acc10[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc21[pd_r][pd_v] = 0;
+                    pd_acc10[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv10; pd_v < 8; pd_v++)
                   {
-                    pd_acc21[pd_r][pd_v] = Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)];
+                    pd_acc10[pd_r][pd_v] = Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)];
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1252,25 +1252,25 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                         {
                           {
                             const int64_t b = 0;
-                            const int64_t f = pd_b21_f + pd_min(pd_r, pd_nr21 - 1);
+                            const int64_t f = pd_b10_f + pd_min(pd_r, pd_nr10 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b21_ox + pd_v;
+                            const int64_t ox = pd_b10_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv10; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)] = pd_acc21[pd_r][pd_v];
+                    Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)] = pd_acc10[pd_r][pd_v];
                   }
                 }
               }
@@ -1314,40 +1314,40 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             if ((((((((((C >= 1) && (F >= 6)) && (W >= (KW + 7))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 6) >= 1)) && ((pd_c3 % 8) == 0)))
               if ((pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
               {
-                int64_t pd_b22_b;
-                int64_t pd_b22_f;
-                int64_t pd_b22_oy;
-                int64_t pd_b22_ox;
-                int64_t pd_b22_c;
-                int64_t pd_b22_ky;
-                int64_t pd_b22_kx;
-                const int64_t pd_nr22 = (F % 6);
-                const int64_t pd_nv22 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
+                int64_t pd_b11_b;
+                int64_t pd_b11_f;
+                int64_t pd_b11_oy;
+                int64_t pd_b11_ox;
+                int64_t pd_b11_c;
+                int64_t pd_b11_ky;
+                int64_t pd_b11_kx;
+                const int64_t pd_nr11 = (F % 6);
+                const int64_t pd_nv11 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
                 {
-                  pd_b22_b = 0;
-                  pd_b22_f = ((-(F % 6)) + F);
-                  pd_b22_oy = pd_c1;
-                  pd_b22_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                  pd_b11_b = 0;
+                  pd_b11_f = ((-(F % 6)) + F);
+                  pd_b11_oy = pd_c1;
+                  pd_b11_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                 }
-                float pd_acc22[5][8];
+                float pd_acc11[5][8];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc22[pd_r][pd_v] = 0;
+                    pd_acc11[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b22_b) - 0;
-                    const int64_t f = ((pd_b22_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b22_oy) - 0;
-                    const int64_t ox = ((pd_b22_ox + pd_v)) - 0;
-                    pd_acc22[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b11_b) - 0;
+                    const int64_t f = ((pd_b11_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b11_oy) - 0;
+                    const int64_t ox = ((pd_b11_ox + pd_v)) - 0;
+                    pd_acc11[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1364,25 +1364,25 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                         {
                           {
                             const int64_t b = 0;
-                            const int64_t f = pd_b22_f + pd_min(pd_r, pd_nr22 - 1);
+                            const int64_t f = pd_b11_f + pd_min(pd_r, pd_nr11 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b22_ox + pd_v;
+                            const int64_t ox = pd_b11_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)] = pd_acc22[pd_r][pd_v];
+                    Y[(((pd_b11_b) * F + (pd_b11_f + pd_r)) * ((H - KH) + 1) + pd_b11_oy) * ((W - KW) + 1) + (pd_b11_ox + pd_v)] = pd_acc11[pd_r][pd_v];
                   }
                 }
               }
@@ -1456,40 +1456,40 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
               if (((((((((C >= 1) && (F >= 1)) && (F <= 5)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 8) == 0)))
                 if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                 {
-                  int64_t pd_b25_b;
-                  int64_t pd_b25_f;
-                  int64_t pd_b25_oy;
-                  int64_t pd_b25_ox;
-                  int64_t pd_b25_c;
-                  int64_t pd_b25_ky;
-                  int64_t pd_b25_kx;
-                  const int64_t pd_nr25 = F;
-                  const int64_t pd_nv25 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b12_b;
+                  int64_t pd_b12_f;
+                  int64_t pd_b12_oy;
+                  int64_t pd_b12_ox;
+                  int64_t pd_b12_c;
+                  int64_t pd_b12_ky;
+                  int64_t pd_b12_kx;
+                  const int64_t pd_nr12 = F;
+                  const int64_t pd_nv12 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b25_b = 0;
-                    pd_b25_f = 0;
-                    pd_b25_oy = pd_c1;
-                    pd_b25_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                    pd_b12_b = 0;
+                    pd_b12_f = 0;
+                    pd_b12_oy = pd_c1;
+                    pd_b12_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                   }
-                  float pd_acc25[5][8];
+                  float pd_acc12[5][8];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc25[pd_r][pd_v] = 0;
+                      pd_acc12[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv25; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
                     {
-                      const int64_t b = (pd_b25_b) - 0;
-                      const int64_t f = ((pd_b25_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b25_oy) - 0;
-                      const int64_t ox = ((pd_b25_ox + pd_v)) - 0;
-                      pd_acc25[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b12_b) - 0;
+                      const int64_t f = ((pd_b12_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b12_oy) - 0;
+                      const int64_t ox = ((pd_b12_ox + pd_v)) - 0;
+                      pd_acc12[pd_r][pd_v] = 0.0f;
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1506,25 +1506,25 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b25_f + pd_min(pd_r, pd_nr25 - 1);
+                              const int64_t f = pd_b12_f + pd_min(pd_r, pd_nr12 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b25_ox + pd_v;
+                              const int64_t ox = pd_b12_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv25; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b25_b) * F + (pd_b25_f + pd_r)) * ((H - KH) + 1) + pd_b25_oy) * ((W - KW) + 1) + (pd_b25_ox + pd_v)] = pd_acc25[pd_r][pd_v];
+                      Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)] = pd_acc12[pd_r][pd_v];
                     }
                   }
                 }
@@ -1599,36 +1599,36 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
               if (((((((((C >= 1) && (F >= 6)) && ((KW + 6) >= W)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                 if ((0) + (((W - KW) + 1)) - 8 >= (0))
                 {
-                  int64_t pd_b26_b;
-                  int64_t pd_b26_f;
-                  int64_t pd_b26_oy;
-                  int64_t pd_b26_ox;
-                  int64_t pd_b26_c;
-                  int64_t pd_b26_ky;
-                  int64_t pd_b26_kx;
-                  const int64_t pd_nr26 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
-                  const int64_t pd_nv26 = ((W - KW) + 1);
+                  int64_t pd_b13_b;
+                  int64_t pd_b13_f;
+                  int64_t pd_b13_oy;
+                  int64_t pd_b13_ox;
+                  int64_t pd_b13_c;
+                  int64_t pd_b13_ky;
+                  int64_t pd_b13_kx;
+                  const int64_t pd_nr13 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
+                  const int64_t pd_nv13 = ((W - KW) + 1);
                   {
-                    pd_b26_b = 0;
-                    pd_b26_f = pd_c2;
-                    pd_b26_oy = pd_c1;
-                    pd_b26_ox = (0) + (((W - KW) + 1)) - 8;
+                    pd_b13_b = 0;
+                    pd_b13_f = pd_c2;
+                    pd_b13_oy = pd_c1;
+                    pd_b13_ox = (0) + (((W - KW) + 1)) - 8;
                   }
-                  float pd_acc26[6][8];
+                  float pd_acc13[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc26[pd_r][pd_v] = 0;
+                      pd_acc13[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv26; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
                     {
-                      pd_acc26[pd_r][pd_v] = Y[(((pd_b26_b) * F + (pd_b26_f + pd_r)) * ((H - KH) + 1) + pd_b26_oy) * ((W - KW) + 1) + (pd_b26_ox + pd_v)];
+                      pd_acc13[pd_r][pd_v] = Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)];
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1645,25 +1645,25 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b26_f + pd_min(pd_r, pd_nr26 - 1);
+                              const int64_t f = pd_b13_f + pd_min(pd_r, pd_nr13 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b26_ox + pd_v;
+                              const int64_t ox = pd_b13_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv26; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b26_b) * F + (pd_b26_f + pd_r)) * ((H - KH) + 1) + pd_b26_oy) * ((W - KW) + 1) + (pd_b26_ox + pd_v)] = pd_acc26[pd_r][pd_v];
+                      Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)] = pd_acc13[pd_r][pd_v];
                     }
                   }
                 }
@@ -1769,32 +1769,32 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 6); pd_c3 += 8)
               {
                 {
-                  int64_t pd_b30_b;
-                  int64_t pd_b30_f;
-                  int64_t pd_b30_oy;
-                  int64_t pd_b30_ox;
-                  int64_t pd_b30_c;
-                  int64_t pd_b30_ky;
-                  int64_t pd_b30_kx;
+                  int64_t pd_b14_b;
+                  int64_t pd_b14_f;
+                  int64_t pd_b14_oy;
+                  int64_t pd_b14_ox;
+                  int64_t pd_b14_c;
+                  int64_t pd_b14_ky;
+                  int64_t pd_b14_kx;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b30_b = pd_c0;
-                    pd_b30_f = (pd_c2 + pd_c9);
-                    pd_b30_oy = pd_c1;
-                    pd_b30_ox = (pd_c3 + pd_c10);
+                    pd_b14_b = pd_c0;
+                    pd_b14_f = (pd_c2 + pd_c9);
+                    pd_b14_oy = pd_c1;
+                    pd_b14_ox = (pd_c3 + pd_c10);
                   }
-                  float pd_acc30[6][8];
+                  float pd_acc14[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      const int64_t b = (pd_b30_b) - 0;
-                      const int64_t f = ((pd_b30_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b30_oy) - 0;
-                      const int64_t ox = ((pd_b30_ox + pd_v)) - 0;
-                      pd_acc30[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b14_b) - 0;
+                      const int64_t f = ((pd_b14_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b14_oy) - 0;
+                      const int64_t ox = ((pd_b14_ox + pd_v)) - 0;
+                      pd_acc14[pd_r][pd_v] = 0.0f;
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1817,7 +1817,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc30[(f) - pd_b30_f][(ox) - pd_b30_ox] = (pd_acc30[(f) - pd_b30_f][(ox) - pd_b30_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc14[(f) - pd_b14_f][(ox) - pd_b14_ox] = (pd_acc14[(f) - pd_b14_f][(ox) - pd_b14_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1829,7 +1829,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b30_b) * F + (pd_b30_f + pd_r)) * ((H - KH) + 1) + pd_b30_oy) * ((W - KW) + 1) + (pd_b30_ox + pd_v)] = pd_acc30[pd_r][pd_v];
+                      Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)] = pd_acc14[pd_r][pd_v];
                     }
                   }
                 }
@@ -1851,36 +1851,36 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if (((((((((((C >= 1) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 6))) && (pd_c2 >= 0)) && ((((W - KW) - 7) % 8) >= 1)) && ((pd_c2 % 6) == 0)))
                 if ((((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8 >= (0))
                 {
-                  int64_t pd_b31_b;
-                  int64_t pd_b31_f;
-                  int64_t pd_b31_oy;
-                  int64_t pd_b31_ox;
-                  int64_t pd_b31_c;
-                  int64_t pd_b31_ky;
-                  int64_t pd_b31_kx;
-                  const int64_t pd_nr31 = 6;
-                  const int64_t pd_nv31 = (((W - KW) - 7) % 8);
+                  int64_t pd_b15_b;
+                  int64_t pd_b15_f;
+                  int64_t pd_b15_oy;
+                  int64_t pd_b15_ox;
+                  int64_t pd_b15_c;
+                  int64_t pd_b15_ky;
+                  int64_t pd_b15_kx;
+                  const int64_t pd_nr15 = 6;
+                  const int64_t pd_nv15 = (((W - KW) - 7) % 8);
                   {
-                    pd_b31_b = pd_c0;
-                    pd_b31_f = pd_c2;
-                    pd_b31_oy = pd_c1;
-                    pd_b31_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
+                    pd_b15_b = pd_c0;
+                    pd_b15_f = pd_c2;
+                    pd_b15_oy = pd_c1;
+                    pd_b15_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
                   }
-                  float pd_acc31[6][8];
+                  float pd_acc15[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc31[pd_r][pd_v] = 0;
+                      pd_acc15[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv31; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv15; pd_v < 8; pd_v++)
                     {
-                      pd_acc31[pd_r][pd_v] = Y[(((pd_b31_b) * F + (pd_b31_f + pd_r)) * ((H - KH) + 1) + pd_b31_oy) * ((W - KW) + 1) + (pd_b31_ox + pd_v)];
+                      pd_acc15[pd_r][pd_v] = Y[(((pd_b15_b) * F + (pd_b15_f + pd_r)) * ((H - KH) + 1) + pd_b15_oy) * ((W - KW) + 1) + (pd_b15_ox + pd_v)];
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1897,25 +1897,25 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b31_f + pd_min(pd_r, pd_nr31 - 1);
+                              const int64_t f = pd_b15_f + pd_min(pd_r, pd_nr15 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b31_ox + pd_v;
+                              const int64_t ox = pd_b15_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv31; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv15; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b31_b) * F + (pd_b31_f + pd_r)) * ((H - KH) + 1) + pd_b31_oy) * ((W - KW) + 1) + (pd_b31_ox + pd_v)] = pd_acc31[pd_r][pd_v];
+                      Y[(((pd_b15_b) * F + (pd_b15_f + pd_r)) * ((H - KH) + 1) + pd_b15_oy) * ((W - KW) + 1) + (pd_b15_ox + pd_v)] = pd_acc15[pd_r][pd_v];
                     }
                   }
                 }
@@ -1955,40 +1955,40 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if ((((((((((((C >= 1) && (F >= 6)) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 6) >= 1)) && ((pd_c3 % 8) == 0)))
                 if ((pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                 {
-                  int64_t pd_b32_b;
-                  int64_t pd_b32_f;
-                  int64_t pd_b32_oy;
-                  int64_t pd_b32_ox;
-                  int64_t pd_b32_c;
-                  int64_t pd_b32_ky;
-                  int64_t pd_b32_kx;
-                  const int64_t pd_nr32 = (F % 6);
-                  const int64_t pd_nv32 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b16_b;
+                  int64_t pd_b16_f;
+                  int64_t pd_b16_oy;
+                  int64_t pd_b16_ox;
+                  int64_t pd_b16_c;
+                  int64_t pd_b16_ky;
+                  int64_t pd_b16_kx;
+                  const int64_t pd_nr16 = (F % 6);
+                  const int64_t pd_nv16 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b32_b = pd_c0;
-                    pd_b32_f = ((-(F % 6)) + F);
-                    pd_b32_oy = pd_c1;
-                    pd_b32_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                    pd_b16_b = pd_c0;
+                    pd_b16_f = ((-(F % 6)) + F);
+                    pd_b16_oy = pd_c1;
+                    pd_b16_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                   }
-                  float pd_acc32[5][8];
+                  float pd_acc16[5][8];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc32[pd_r][pd_v] = 0;
+                      pd_acc16[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv32; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv16; pd_v < 8; pd_v++)
                     {
-                      const int64_t b = (pd_b32_b) - 0;
-                      const int64_t f = ((pd_b32_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b32_oy) - 0;
-                      const int64_t ox = ((pd_b32_ox + pd_v)) - 0;
-                      pd_acc32[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b16_b) - 0;
+                      const int64_t f = ((pd_b16_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b16_oy) - 0;
+                      const int64_t ox = ((pd_b16_ox + pd_v)) - 0;
+                      pd_acc16[pd_r][pd_v] = 0.0f;
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2005,25 +2005,25 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b32_f + pd_min(pd_r, pd_nr32 - 1);
+                              const int64_t f = pd_b16_f + pd_min(pd_r, pd_nr16 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b32_ox + pd_v;
+                              const int64_t ox = pd_b16_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv32; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv16; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b32_b) * F + (pd_b32_f + pd_r)) * ((H - KH) + 1) + pd_b32_oy) * ((W - KW) + 1) + (pd_b32_ox + pd_v)] = pd_acc32[pd_r][pd_v];
+                      Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)] = pd_acc16[pd_r][pd_v];
                     }
                   }
                 }
@@ -2100,40 +2100,40 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 1)) && (F <= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 8) == 0)))
                   if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                   {
-                    int64_t pd_b35_b;
-                    int64_t pd_b35_f;
-                    int64_t pd_b35_oy;
-                    int64_t pd_b35_ox;
-                    int64_t pd_b35_c;
-                    int64_t pd_b35_ky;
-                    int64_t pd_b35_kx;
-                    const int64_t pd_nr35 = F;
-                    const int64_t pd_nv35 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                    int64_t pd_b17_b;
+                    int64_t pd_b17_f;
+                    int64_t pd_b17_oy;
+                    int64_t pd_b17_ox;
+                    int64_t pd_b17_c;
+                    int64_t pd_b17_ky;
+                    int64_t pd_b17_kx;
+                    const int64_t pd_nr17 = F;
+                    const int64_t pd_nv17 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
                     {
-                      pd_b35_b = pd_c0;
-                      pd_b35_f = 0;
-                      pd_b35_oy = pd_c1;
-                      pd_b35_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                      pd_b17_b = pd_c0;
+                      pd_b17_f = 0;
+                      pd_b17_oy = pd_c1;
+                      pd_b17_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                     }
-                    float pd_acc35[5][8];
+                    float pd_acc17[5][8];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc35[pd_r][pd_v] = 0;
+                        pd_acc17[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv35; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv17; pd_v < 8; pd_v++)
                       {
-                        const int64_t b = (pd_b35_b) - 0;
-                        const int64_t f = ((pd_b35_f + pd_r)) - 0;
-                        const int64_t oy = (pd_b35_oy) - 0;
-                        const int64_t ox = ((pd_b35_ox + pd_v)) - 0;
-                        pd_acc35[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b17_b) - 0;
+                        const int64_t f = ((pd_b17_f + pd_r)) - 0;
+                        const int64_t oy = (pd_b17_oy) - 0;
+                        const int64_t ox = ((pd_b17_ox + pd_v)) - 0;
+                        pd_acc17[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2150,25 +2150,25 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b35_f + pd_min(pd_r, pd_nr35 - 1);
+                                const int64_t f = pd_b17_f + pd_min(pd_r, pd_nr17 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b35_ox + pd_v;
+                                const int64_t ox = pd_b17_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv35; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv17; pd_v < 8; pd_v++)
                       {
-                        Y[(((pd_b35_b) * F + (pd_b35_f + pd_r)) * ((H - KH) + 1) + pd_b35_oy) * ((W - KW) + 1) + (pd_b35_ox + pd_v)] = pd_acc35[pd_r][pd_v];
+                        Y[(((pd_b17_b) * F + (pd_b17_f + pd_r)) * ((H - KH) + 1) + pd_b17_oy) * ((W - KW) + 1) + (pd_b17_ox + pd_v)] = pd_acc17[pd_r][pd_v];
                       }
                     }
                   }
@@ -2239,36 +2239,36 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 6)) && ((KW + 6) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                   if ((0) + (((W - KW) + 1)) - 8 >= (0))
                   {
-                    int64_t pd_b36_b;
-                    int64_t pd_b36_f;
-                    int64_t pd_b36_oy;
-                    int64_t pd_b36_ox;
-                    int64_t pd_b36_c;
-                    int64_t pd_b36_ky;
-                    int64_t pd_b36_kx;
-                    const int64_t pd_nr36 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
-                    const int64_t pd_nv36 = ((W - KW) + 1);
+                    int64_t pd_b18_b;
+                    int64_t pd_b18_f;
+                    int64_t pd_b18_oy;
+                    int64_t pd_b18_ox;
+                    int64_t pd_b18_c;
+                    int64_t pd_b18_ky;
+                    int64_t pd_b18_kx;
+                    const int64_t pd_nr18 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
+                    const int64_t pd_nv18 = ((W - KW) + 1);
                     {
-                      pd_b36_b = pd_c0;
-                      pd_b36_f = pd_c2;
-                      pd_b36_oy = pd_c1;
-                      pd_b36_ox = (0) + (((W - KW) + 1)) - 8;
+                      pd_b18_b = pd_c0;
+                      pd_b18_f = pd_c2;
+                      pd_b18_oy = pd_c1;
+                      pd_b18_ox = (0) + (((W - KW) + 1)) - 8;
                     }
-                    float pd_acc36[6][8];
+                    float pd_acc18[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc36[pd_r][pd_v] = 0;
+                        pd_acc18[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv36; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv18; pd_v < 8; pd_v++)
                       {
-                        pd_acc36[pd_r][pd_v] = Y[(((pd_b36_b) * F + (pd_b36_f + pd_r)) * ((H - KH) + 1) + pd_b36_oy) * ((W - KW) + 1) + (pd_b36_ox + pd_v)];
+                        pd_acc18[pd_r][pd_v] = Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2285,25 +2285,25 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b36_f + pd_min(pd_r, pd_nr36 - 1);
+                                const int64_t f = pd_b18_f + pd_min(pd_r, pd_nr18 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b36_ox + pd_v;
+                                const int64_t ox = pd_b18_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv36; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv18; pd_v < 8; pd_v++)
                       {
-                        Y[(((pd_b36_b) * F + (pd_b36_f + pd_r)) * ((H - KH) + 1) + pd_b36_oy) * ((W - KW) + 1) + (pd_b36_ox + pd_v)] = pd_acc36[pd_r][pd_v];
+                        Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)] = pd_acc18[pd_r][pd_v];
                       }
                     }
                   }
@@ -2409,28 +2409,28 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(42, ((F - pd_c1) - 6)); pd_c7 += 6)
                 {
                   {
-                    int64_t pd_b41_b;
-                    int64_t pd_b41_f;
-                    int64_t pd_b41_oy;
-                    int64_t pd_b41_ox;
-                    int64_t pd_b41_c;
-                    int64_t pd_b41_ky;
-                    int64_t pd_b41_kx;
+                    int64_t pd_b19_b;
+                    int64_t pd_b19_f;
+                    int64_t pd_b19_oy;
+                    int64_t pd_b19_ox;
+                    int64_t pd_b19_c;
+                    int64_t pd_b19_ky;
+                    int64_t pd_b19_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b41_b = pd_c0;
-                      pd_b41_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b41_oy = pd_c2;
-                      pd_b41_ox = (pd_c3 + pd_c15);
+                      pd_b19_b = pd_c0;
+                      pd_b19_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b19_oy = pd_c2;
+                      pd_b19_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc41[6][8];
+                    float pd_acc19[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc41[pd_r][pd_v] = Y[(((pd_b41_b) * F + (pd_b41_f + pd_r)) * ((H - KH) + 1) + pd_b41_oy) * ((W - KW) + 1) + (pd_b41_ox + pd_v)];
+                        pd_acc19[pd_r][pd_v] = Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -2453,7 +2453,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t c = (pd_c4 + pd_c11);
                                 const int64_t ky = pd_c9;
                                 const int64_t kx = pd_c10;
-                                pd_acc41[(f) - pd_b41_f][(ox) - pd_b41_ox] = (pd_acc41[(f) - pd_b41_f][(ox) - pd_b41_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] = (pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -2465,7 +2465,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        Y[(((pd_b41_b) * F + (pd_b41_f + pd_r)) * ((H - KH) + 1) + pd_b41_oy) * ((W - KW) + 1) + (pd_b41_ox + pd_v)] = pd_acc41[pd_r][pd_v];
+                        Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)] = pd_acc19[pd_r][pd_v];
                       }
                     }
                   }
@@ -2474,36 +2474,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 {
                   if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && ((pd_c1 + 47) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 7))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 6) >= 1)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
                   {
-                    int64_t pd_b42_b;
-                    int64_t pd_b42_f;
-                    int64_t pd_b42_oy;
-                    int64_t pd_b42_ox;
-                    int64_t pd_b42_c;
-                    int64_t pd_b42_ky;
-                    int64_t pd_b42_kx;
-                    const int64_t pd_nr42 = ((F - pd_c1) % 6);
-                    const int64_t pd_nv42 = 8;
+                    int64_t pd_b20_b;
+                    int64_t pd_b20_f;
+                    int64_t pd_b20_oy;
+                    int64_t pd_b20_ox;
+                    int64_t pd_b20_c;
+                    int64_t pd_b20_ky;
+                    int64_t pd_b20_kx;
+                    const int64_t pd_nr20 = ((F - pd_c1) % 6);
+                    const int64_t pd_nv20 = 8;
                     {
-                      pd_b42_b = pd_c0;
-                      pd_b42_f = ((-((F - pd_c1) % 6)) + F);
-                      pd_b42_oy = pd_c2;
-                      pd_b42_ox = pd_c3;
+                      pd_b20_b = pd_c0;
+                      pd_b20_f = ((-((F - pd_c1) % 6)) + F);
+                      pd_b20_oy = pd_c2;
+                      pd_b20_ox = pd_c3;
                     }
-                    float pd_acc42[5][8];
+                    float pd_acc20[5][8];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc42[pd_r][pd_v] = 0;
+                        pd_acc20[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
                       {
-                        pd_acc42[pd_r][pd_v] = Y[(((pd_b42_b) * F + (pd_b42_f + pd_r)) * ((H - KH) + 1) + pd_b42_oy) * ((W - KW) + 1) + (pd_b42_ox + pd_v)];
+                        pd_acc20[pd_r][pd_v] = Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -2520,25 +2520,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b42_f + pd_min(pd_r, pd_nr42 - 1);
+                                const int64_t f = pd_b20_f + pd_min(pd_r, pd_nr20 - 1);
                                 const int64_t oy = pd_c2;
-                                const int64_t ox = pd_b42_ox + pd_v;
+                                const int64_t ox = pd_b20_ox + pd_v;
                                 const int64_t c = (pd_c4 + pd_c11);
                                 const int64_t ky = pd_c9;
                                 const int64_t kx = pd_c10;
-                                pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
                       {
-                        Y[(((pd_b42_b) * F + (pd_b42_f + pd_r)) * ((H - KH) + 1) + pd_b42_oy) * ((W - KW) + 1) + (pd_b42_ox + pd_v)] = pd_acc42[pd_r][pd_v];
+                        Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)] = pd_acc20[pd_r][pd_v];
                       }
                     }
                   }
@@ -2553,36 +2553,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 6) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 42)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
                       if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8 >= (0))
                       {
-                        int64_t pd_b43_b;
-                        int64_t pd_b43_f;
-                        int64_t pd_b43_oy;
-                        int64_t pd_b43_ox;
-                        int64_t pd_b43_c;
-                        int64_t pd_b43_ky;
-                        int64_t pd_b43_kx;
-                        const int64_t pd_nr43 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 6))) ? 6 : ((F - pd_c1) - pd_c7));
-                        const int64_t pd_nv43 = (((W - KW) - pd_c3) + 1);
+                        int64_t pd_b21_b;
+                        int64_t pd_b21_f;
+                        int64_t pd_b21_oy;
+                        int64_t pd_b21_ox;
+                        int64_t pd_b21_c;
+                        int64_t pd_b21_ky;
+                        int64_t pd_b21_kx;
+                        const int64_t pd_nr21 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 6))) ? 6 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv21 = (((W - KW) - pd_c3) + 1);
                         {
-                          pd_b43_b = pd_c0;
-                          pd_b43_f = (pd_c1 + pd_c7);
-                          pd_b43_oy = pd_c2;
-                          pd_b43_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
+                          pd_b21_b = pd_c0;
+                          pd_b21_f = (pd_c1 + pd_c7);
+                          pd_b21_oy = pd_c2;
+                          pd_b21_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
                         }
-                        float pd_acc43[6][8];
+                        float pd_acc21[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc43[pd_r][pd_v] = 0;
+                            pd_acc21[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 8 - pd_nv43; pd_v < 8; pd_v++)
+                          for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
                           {
-                            pd_acc43[pd_r][pd_v] = Y[(((pd_b43_b) * F + (pd_b43_f + pd_r)) * ((H - KH) + 1) + pd_b43_oy) * ((W - KW) + 1) + (pd_b43_ox + pd_v)];
+                            pd_acc21[pd_r][pd_v] = Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)];
                           }
                         }
                         for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -2599,25 +2599,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b43_f + pd_min(pd_r, pd_nr43 - 1);
+                                    const int64_t f = pd_b21_f + pd_min(pd_r, pd_nr21 - 1);
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b43_ox + pd_v;
+                                    const int64_t ox = pd_b21_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 8 - pd_nv43; pd_v < 8; pd_v++)
+                          for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
                           {
-                            Y[(((pd_b43_b) * F + (pd_b43_f + pd_r)) * ((H - KH) + 1) + pd_b43_oy) * ((W - KW) + 1) + (pd_b43_ox + pd_v)] = pd_acc43[pd_r][pd_v];
+                            Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)] = pd_acc21[pd_r][pd_v];
                           }
                         }
                       }
@@ -2658,36 +2658,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 5) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
                     if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                     {
-                      int64_t pd_b44_b;
-                      int64_t pd_b44_f;
-                      int64_t pd_b44_oy;
-                      int64_t pd_b44_ox;
-                      int64_t pd_b44_c;
-                      int64_t pd_b44_ky;
-                      int64_t pd_b44_kx;
-                      const int64_t pd_nr44 = (F - pd_c1);
-                      const int64_t pd_nv44 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                      int64_t pd_b22_b;
+                      int64_t pd_b22_f;
+                      int64_t pd_b22_oy;
+                      int64_t pd_b22_ox;
+                      int64_t pd_b22_c;
+                      int64_t pd_b22_ky;
+                      int64_t pd_b22_kx;
+                      const int64_t pd_nr22 = (F - pd_c1);
+                      const int64_t pd_nv22 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
                       {
-                        pd_b44_b = pd_c0;
-                        pd_b44_f = pd_c1;
-                        pd_b44_oy = pd_c2;
-                        pd_b44_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                        pd_b22_b = pd_c0;
+                        pd_b22_f = pd_c1;
+                        pd_b22_oy = pd_c2;
+                        pd_b22_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                       }
-                      float pd_acc44[5][8];
+                      float pd_acc22[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc44[pd_r][pd_v] = 0;
+                          pd_acc22[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv44; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
                         {
-                          pd_acc44[pd_r][pd_v] = Y[(((pd_b44_b) * F + (pd_b44_f + pd_r)) * ((H - KH) + 1) + pd_b44_oy) * ((W - KW) + 1) + (pd_b44_ox + pd_v)];
+                          pd_acc22[pd_r][pd_v] = Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)];
                         }
                       }
                       for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -2704,25 +2704,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b44_f + pd_min(pd_r, pd_nr44 - 1);
+                                  const int64_t f = pd_b22_f + pd_min(pd_r, pd_nr22 - 1);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b44_ox + pd_v;
+                                  const int64_t ox = pd_b22_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv44; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
                         {
-                          Y[(((pd_b44_b) * F + (pd_b44_f + pd_r)) * ((H - KH) + 1) + pd_b44_oy) * ((W - KW) + 1) + (pd_b44_ox + pd_v)] = pd_acc44[pd_r][pd_v];
+                          Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)] = pd_acc22[pd_r][pd_v];
                         }
                       }
                     }

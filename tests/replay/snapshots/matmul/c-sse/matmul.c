@@ -332,22 +332,22 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_c4 = 0; pd_c4 <= 248; pd_c4 += 8)
             {
               {
-                int64_t pd_b2_i;
-                int64_t pd_b2_j;
-                int64_t pd_b2_k;
+                int64_t pd_b1_i;
+                int64_t pd_b1_j;
+                int64_t pd_b1_k;
                 {
                   const int64_t pd_c6 = 0;
                   const int64_t pd_c7 = 0;
-                  pd_b2_i = (pd_c3 + pd_c6);
-                  pd_b2_j = ((pd_c1 + pd_c4) + pd_c7);
+                  pd_b1_i = (pd_c3 + pd_c6);
+                  pd_b1_j = ((pd_c1 + pd_c4) + pd_c7);
                 }
-                float pd_acc2[6][8];
+                float pd_acc1[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
+                    pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -362,7 +362,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         const int64_t i = (pd_c3 + pd_c6);
                         const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
                         const int64_t k = (pd_c2 + pd_c5);
-                        pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] = (pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
@@ -372,7 +372,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
+                    C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                   }
                 }
               }
@@ -397,22 +397,22 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 8); pd_c4 += 8)
             {
               {
-                int64_t pd_b3_i;
-                int64_t pd_b3_j;
-                int64_t pd_b3_k;
+                int64_t pd_b2_i;
+                int64_t pd_b2_j;
+                int64_t pd_b2_k;
                 {
                   const int64_t pd_c6 = 0;
                   const int64_t pd_c7 = 0;
-                  pd_b3_i = (pd_c3 + pd_c6);
-                  pd_b3_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                  pd_b2_i = (pd_c3 + pd_c6);
+                  pd_b2_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                 }
-                float pd_acc3[6][8];
+                float pd_acc2[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
+                    pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -427,7 +427,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         const int64_t i = (pd_c3 + pd_c6);
                         const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                         const int64_t k = (pd_c2 + pd_c5);
-                        pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] = (pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] = (pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
@@ -437,7 +437,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
+                    C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                   }
                 }
               }
@@ -445,30 +445,30 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
             if ((((((((((N == 48) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
               if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
               {
-                int64_t pd_b4_i;
-                int64_t pd_b4_j;
-                int64_t pd_b4_k;
-                const int64_t pd_nr4 = 6;
-                const int64_t pd_nv4 = (M % 8);
+                int64_t pd_b3_i;
+                int64_t pd_b3_j;
+                int64_t pd_b3_k;
+                const int64_t pd_nr3 = 6;
+                const int64_t pd_nv3 = (M % 8);
                 {
-                  pd_b4_i = pd_c3;
-                  pd_b4_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                  pd_b3_i = pd_c3;
+                  pd_b3_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
                 }
-                float pd_acc4[6][8];
+                float pd_acc3[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc4[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
+                    pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -480,20 +480,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
-                        const int64_t j = pd_b4_j + pd_v;
+                        const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                        const int64_t j = pd_b3_j + pd_v;
                         const int64_t k = (pd_c2 + pd_c5);
-                        pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
+                    C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -525,30 +525,30 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
           if ((((((((((N == 48) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
             if ((((-(M % 256)) + M)) + ((M % 256)) - 8 >= (0))
             {
-              int64_t pd_b5_i;
-              int64_t pd_b5_j;
-              int64_t pd_b5_k;
-              const int64_t pd_nr5 = 6;
-              const int64_t pd_nv5 = (M % 256);
+              int64_t pd_b4_i;
+              int64_t pd_b4_j;
+              int64_t pd_b4_k;
+              const int64_t pd_nr4 = 6;
+              const int64_t pd_nv4 = (M % 256);
               {
-                pd_b5_i = pd_c3;
-                pd_b5_j = (((-(M % 256)) + M)) + ((M % 256)) - 8;
+                pd_b4_i = pd_c3;
+                pd_b4_j = (((-(M % 256)) + M)) + ((M % 256)) - 8;
               }
-              float pd_acc5[6][8];
+              float pd_acc4[6][8];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc5[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                 {
-                  pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
+                  pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                 }
               }
               for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -560,20 +560,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
                     {
-                      const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
-                      const int64_t j = pd_b5_j + pd_v;
+                      const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                      const int64_t j = pd_b4_j + pd_v;
                       const int64_t k = (pd_c2 + pd_c5);
-                      pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
+                  C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -621,22 +621,22 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c1) - 8)); pd_c4 += 8)
               {
                 {
-                  int64_t pd_b10_i;
-                  int64_t pd_b10_j;
-                  int64_t pd_b10_k;
+                  int64_t pd_b5_i;
+                  int64_t pd_b5_j;
+                  int64_t pd_b5_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b10_i = (pd_c3 + pd_c6);
-                    pd_b10_j = ((pd_c1 + pd_c4) + pd_c7);
+                    pd_b5_i = (pd_c3 + pd_c6);
+                    pd_b5_j = ((pd_c1 + pd_c4) + pd_c7);
                   }
-                  float pd_acc10[6][8];
+                  float pd_acc5[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc10[pd_r][pd_v] = C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                      pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -651,7 +651,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = (pd_c3 + pd_c6);
                           const int64_t j = ((pd_c1 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c2 + pd_c5);
-                          pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                          pd_acc5[(i) - pd_b5_i][(j) - pd_b5_j] = (pd_acc5[(i) - pd_b5_i][(j) - pd_b5_j] + (A[(i) * K + k] * B[(k) * M + j]));
                         }
                       }
                     }
@@ -661,7 +661,7 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                      C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                     }
                   }
                 }
@@ -671,30 +671,30 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if ((((((((((((N <= 47) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
                   if ((((-((M - pd_c1) % 8)) + M)) + (((M - pd_c1) % 8)) - 8 >= (0))
                   {
-                    int64_t pd_b11_i;
-                    int64_t pd_b11_j;
-                    int64_t pd_b11_k;
-                    const int64_t pd_nr11 = 6;
-                    const int64_t pd_nv11 = ((M - pd_c1) % 8);
+                    int64_t pd_b6_i;
+                    int64_t pd_b6_j;
+                    int64_t pd_b6_k;
+                    const int64_t pd_nr6 = 6;
+                    const int64_t pd_nv6 = ((M - pd_c1) % 8);
                     {
-                      pd_b11_i = pd_c3;
-                      pd_b11_j = (((-((M - pd_c1) % 8)) + M)) + (((M - pd_c1) % 8)) - 8;
+                      pd_b6_i = pd_c3;
+                      pd_b6_j = (((-((M - pd_c1) % 8)) + M)) + (((M - pd_c1) % 8)) - 8;
                     }
-                    float pd_acc11[6][8];
+                    float pd_acc6[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc11[pd_r][pd_v] = 0;
+                        pd_acc6[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv6; pd_v < 8; pd_v++)
                       {
-                        pd_acc11[pd_r][pd_v] = C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                        pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -706,20 +706,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
-                            const int64_t j = pd_b11_j + pd_v;
+                            const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                            const int64_t j = pd_b6_j + pd_v;
                             const int64_t k = (pd_c2 + pd_c5);
-                            pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                            pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv6; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                        C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                       }
                     }
                   }
@@ -759,30 +759,30 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if ((((((((((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (M >= ((pd_c1 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && ((N % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c4 % 8) == 0)))
                   if (((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 8))) ? 8 : ((M - pd_c1) - pd_c4))) - 8 >= (0))
                   {
-                    int64_t pd_b12_i;
-                    int64_t pd_b12_j;
-                    int64_t pd_b12_k;
-                    const int64_t pd_nr12 = (N % 6);
-                    const int64_t pd_nv12 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 8))) ? 8 : ((M - pd_c1) - pd_c4));
+                    int64_t pd_b7_i;
+                    int64_t pd_b7_j;
+                    int64_t pd_b7_k;
+                    const int64_t pd_nr7 = (N % 6);
+                    const int64_t pd_nv7 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 8))) ? 8 : ((M - pd_c1) - pd_c4));
                     {
-                      pd_b12_i = ((-(N % 6)) + N);
-                      pd_b12_j = ((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 8))) ? 8 : ((M - pd_c1) - pd_c4))) - 8;
+                      pd_b7_i = ((-(N % 6)) + N);
+                      pd_b7_j = ((pd_c1 + pd_c4)) + ((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c4) + 8))) ? 8 : ((M - pd_c1) - pd_c4))) - 8;
                     }
-                    float pd_acc12[5][8];
+                    float pd_acc7[5][8];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = 0;
+                        pd_acc7[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv7; pd_v < 8; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                        pd_acc7[pd_r][pd_v] = C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -794,20 +794,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
-                            const int64_t j = pd_b12_j + pd_v;
+                            const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                            const int64_t j = pd_b7_j + pd_v;
                             const int64_t k = (pd_c2 + pd_c5);
-                            pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                            pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv7; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                        C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                       }
                     }
                   }
@@ -847,30 +847,30 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if (((((((((((N <= 47) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 6) == 0)))
                   if ((pd_c1) + ((M - pd_c1)) - 8 >= (0))
                   {
-                    int64_t pd_b13_i;
-                    int64_t pd_b13_j;
-                    int64_t pd_b13_k;
-                    const int64_t pd_nr13 = ((((N <= 47) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
-                    const int64_t pd_nv13 = (M - pd_c1);
+                    int64_t pd_b8_i;
+                    int64_t pd_b8_j;
+                    int64_t pd_b8_k;
+                    const int64_t pd_nr8 = ((((N <= 47) && (N >= (pd_c3 + 6))) && (pd_c3 >= 0)) ? 6 : (N - pd_c3));
+                    const int64_t pd_nv8 = (M - pd_c1);
                     {
-                      pd_b13_i = pd_c3;
-                      pd_b13_j = (pd_c1) + ((M - pd_c1)) - 8;
+                      pd_b8_i = pd_c3;
+                      pd_b8_j = (pd_c1) + ((M - pd_c1)) - 8;
                     }
-                    float pd_acc13[6][8];
+                    float pd_acc8[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc13[pd_r][pd_v] = 0;
+                        pd_acc8[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
                       {
-                        pd_acc13[pd_r][pd_v] = C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                        pd_acc8[pd_r][pd_v] = C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c2) - 1)); pd_c5 += 1)
@@ -882,20 +882,20 @@ PD_VARIANT int matmul_v1(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
-                            const int64_t j = pd_b13_j + pd_v;
+                            const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                            const int64_t j = pd_b8_j + pd_v;
                             const int64_t k = (pd_c2 + pd_c5);
-                            pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                            pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                        C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                       }
                     }
                   }
@@ -985,22 +985,22 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 8)
               {
                 {
-                  int64_t pd_b14_i;
-                  int64_t pd_b14_j;
-                  int64_t pd_b14_k;
+                  int64_t pd_b9_i;
+                  int64_t pd_b9_j;
+                  int64_t pd_b9_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b14_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b14_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b9_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b9_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc14[6][8];
+                  float pd_acc9[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc14[pd_r][pd_v] = C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                      pd_acc9[pd_r][pd_v] = C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
@@ -1015,7 +1015,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc14[(i) - pd_b14_i][(j) - pd_b14_j] = (pd_acc14[(i) - pd_b14_i][(j) - pd_b14_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] = (pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1025,7 +1025,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                      C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                     }
                   }
                 }
@@ -1096,22 +1096,22 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_c4 = 0; pd_c4 <= 248; pd_c4 += 8)
               {
                 {
-                  int64_t pd_b15_i;
-                  int64_t pd_b15_j;
-                  int64_t pd_b15_k;
+                  int64_t pd_b10_i;
+                  int64_t pd_b10_j;
+                  int64_t pd_b10_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b15_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b15_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b10_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b10_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc15[6][8];
+                  float pd_acc10[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                      pd_acc10[pd_r][pd_v] = C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1126,7 +1126,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1136,7 +1136,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                      C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                     }
                   }
                 }
@@ -1152,30 +1152,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
               {
                 if ((((((((((((((M >= (pd_c0 + 256)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
                 {
-                  int64_t pd_b16_i;
-                  int64_t pd_b16_j;
-                  int64_t pd_b16_k;
-                  const int64_t pd_nr16 = ((N - pd_c2) % 6);
-                  const int64_t pd_nv16 = 8;
+                  int64_t pd_b11_i;
+                  int64_t pd_b11_j;
+                  int64_t pd_b11_k;
+                  const int64_t pd_nr11 = ((N - pd_c2) % 6);
+                  const int64_t pd_nv11 = 8;
                   {
-                    pd_b16_i = ((-((N - pd_c2) % 6)) + N);
-                    pd_b16_j = (pd_c0 + pd_c4);
+                    pd_b11_i = ((-((N - pd_c2) % 6)) + N);
+                    pd_b11_j = (pd_c0 + pd_c4);
                   }
-                  float pd_acc16[5][8];
+                  float pd_acc11[5][8];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc16[pd_r][pd_v] = 0;
+                      pd_acc11[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
                     {
-                      pd_acc16[pd_r][pd_v] = C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                      pd_acc11[pd_r][pd_v] = C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1187,20 +1187,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
                         {
-                          const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
-                          const int64_t j = pd_b16_j + pd_v;
+                          const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
+                          const int64_t j = pd_b11_j + pd_v;
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
                     {
-                      C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                      C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
                     }
                   }
                 }
@@ -1253,22 +1253,22 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 8); pd_c4 += 8)
                 {
                   {
-                    int64_t pd_b17_i;
-                    int64_t pd_b17_j;
-                    int64_t pd_b17_k;
+                    int64_t pd_b12_i;
+                    int64_t pd_b12_j;
+                    int64_t pd_b12_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b17_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b17_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                      pd_b12_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b12_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                     }
-                    float pd_acc17[6][8];
+                    float pd_acc12[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                        pd_acc12[pd_r][pd_v] = C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1283,7 +1283,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] = (pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc12[(i) - pd_b12_i][(j) - pd_b12_j] = (pd_acc12[(i) - pd_b12_i][(j) - pd_b12_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
@@ -1293,7 +1293,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                        C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
                       }
                     }
                   }
@@ -1301,30 +1301,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                   if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                   {
-                    int64_t pd_b18_i;
-                    int64_t pd_b18_j;
-                    int64_t pd_b18_k;
-                    const int64_t pd_nr18 = 6;
-                    const int64_t pd_nv18 = (M % 8);
+                    int64_t pd_b13_i;
+                    int64_t pd_b13_j;
+                    int64_t pd_b13_k;
+                    const int64_t pd_nr13 = 6;
+                    const int64_t pd_nv13 = (M % 8);
                     {
-                      pd_b18_i = (pd_c2 + pd_c3);
-                      pd_b18_j = ((-(M % 8)) + M);
+                      pd_b13_i = (pd_c2 + pd_c3);
+                      pd_b13_j = ((-(M % 8)) + M);
                     }
-                    float pd_acc18[6][8];
+                    float pd_acc13[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc18[pd_r][pd_v] = 0;
+                        pd_acc13[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv13; pd_v++)
                       {
-                        pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                        pd_acc13[pd_r][pd_v] = C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1336,20 +1336,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                            const int64_t j = pd_b18_j + pd_v;
+                            const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
+                            const int64_t j = pd_b13_j + pd_v;
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv13; pd_v++)
                       {
-                        C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                        C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
                       }
                     }
                   }
@@ -1386,30 +1386,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                   if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                   {
-                    int64_t pd_b19_i;
-                    int64_t pd_b19_j;
-                    int64_t pd_b19_k;
-                    const int64_t pd_nr19 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                    const int64_t pd_nv19 = (M % 256);
+                    int64_t pd_b14_i;
+                    int64_t pd_b14_j;
+                    int64_t pd_b14_k;
+                    const int64_t pd_nr14 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                    const int64_t pd_nv14 = (M % 256);
                     {
-                      pd_b19_i = (pd_c2 + pd_c3);
-                      pd_b19_j = ((-(M % 256)) + M);
+                      pd_b14_i = (pd_c2 + pd_c3);
+                      pd_b14_j = ((-(M % 256)) + M);
                     }
-                    float pd_acc19[6][8];
+                    float pd_acc14[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = 0;
+                        pd_acc14[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                        pd_acc14[pd_r][pd_v] = C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1421,20 +1421,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
-                            const int64_t j = pd_b19_j + pd_v;
+                            const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
+                            const int64_t j = pd_b14_j + pd_v;
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
                       {
-                        C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                        C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
                       }
                     }
                   }
@@ -1470,30 +1470,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
                     if ((((((-(M % 256)) + M) + pd_c4) + 7)) - (((-(M % 256)) + M)) < 272)
                     {
-                      int64_t pd_b20_i;
-                      int64_t pd_b20_j;
-                      int64_t pd_b20_k;
-                      const int64_t pd_nr20 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv20 = (((M % 256) >= (pd_c4 + 9)) ? 8 : ((M % 256) - pd_c4));
+                      int64_t pd_b15_i;
+                      int64_t pd_b15_j;
+                      int64_t pd_b15_k;
+                      const int64_t pd_nr15 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv15 = (((M % 256) >= (pd_c4 + 9)) ? 8 : ((M % 256) - pd_c4));
                       {
-                        pd_b20_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b20_j = (((-(M % 256)) + M) + pd_c4);
+                        pd_b15_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b15_j = (((-(M % 256)) + M) + pd_c4);
                       }
-                      float pd_acc20[5][8];
+                      float pd_acc15[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc20[pd_r][pd_v] = 0;
+                          pd_acc15[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
                         {
-                          pd_acc20[pd_r][pd_v] = C[((pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
+                          pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1505,20 +1505,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
-                              const int64_t j = pd_b20_j + pd_v;
+                              const int64_t i = pd_b15_i + pd_min(pd_r, pd_nr15 - 1);
+                              const int64_t j = pd_b15_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
                         {
-                          C[((pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
+                          C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
                         }
                       }
                     }
@@ -1568,24 +1568,24 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b21_i;
-        int64_t pd_b21_j;
-        int64_t pd_b21_k;
+        int64_t pd_b16_i;
+        int64_t pd_b16_j;
+        int64_t pd_b16_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b21_i = (pd_c1 + pd_c3);
-          pd_b21_j = pd_c4;
+          pd_b16_i = (pd_c1 + pd_c3);
+          pd_b16_j = pd_c4;
         }
-        float pd_acc21[8][4];
+        float pd_acc16[8][4];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            const int64_t i = ((pd_b21_i + pd_r)) - 0;
-            const int64_t j = ((pd_b21_j + pd_v)) - 0;
-            pd_acc21[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b16_i + pd_r)) - 0;
+            const int64_t j = ((pd_b16_j + pd_v)) - 0;
+            pd_acc16[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1600,7 +1600,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] = (pd_acc21[(i) - pd_b21_i][(j) - pd_b21_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] = (pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -1610,7 +1610,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+            C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
           }
         }
       }
@@ -1629,30 +1629,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b22_i;
-      int64_t pd_b22_j;
-      int64_t pd_b22_k;
-      const int64_t pd_nr22 = (N % 8);
-      const int64_t pd_nv22 = 4;
+      int64_t pd_b17_i;
+      int64_t pd_b17_j;
+      int64_t pd_b17_k;
+      const int64_t pd_nr17 = (N % 8);
+      const int64_t pd_nv17 = 4;
       {
-        pd_b22_i = ((-(N % 8)) + N);
-        pd_b22_j = 0;
+        pd_b17_i = ((-(N % 8)) + N);
+        pd_b17_j = 0;
       }
-      float pd_acc22[7][4];
+      float pd_acc17[7][4];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 4; pd_v++)
         {
-          pd_acc22[pd_r][pd_v] = 0;
+          pd_acc17[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
         {
-          pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
+          pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1664,20 +1664,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
             {
-              const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-              const int64_t j = pd_b22_j + pd_v;
+              const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
+              const int64_t j = pd_b17_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
         {
-          C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
+          C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
         }
       }
     }
@@ -1700,30 +1700,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b23_i;
-        int64_t pd_b23_j;
-        int64_t pd_b23_k;
-        const int64_t pd_nr23 = N;
-        const int64_t pd_nv23 = 4;
+        int64_t pd_b18_i;
+        int64_t pd_b18_j;
+        int64_t pd_b18_k;
+        const int64_t pd_nr18 = N;
+        const int64_t pd_nv18 = 4;
         {
-          pd_b23_i = 0;
-          pd_b23_j = 0;
+          pd_b18_i = 0;
+          pd_b18_j = 0;
         }
-        float pd_acc23[7][4];
+        float pd_acc18[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc23[pd_r][pd_v] = 0;
+            pd_acc18[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
           {
-            pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
+            pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1735,20 +1735,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
               {
-                const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                const int64_t j = pd_b23_j + pd_v;
+                const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
+                const int64_t j = pd_b18_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
           {
-            C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+            C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
           }
         }
       }
@@ -1759,32 +1759,32 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 5) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((4) + ((M - 4)) - 4 >= (0))
         {
-          int64_t pd_b24_i;
-          int64_t pd_b24_j;
-          int64_t pd_b24_k;
-          const int64_t pd_nr24 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv24 = (M - 4);
+          int64_t pd_b19_i;
+          int64_t pd_b19_j;
+          int64_t pd_b19_k;
+          const int64_t pd_nr19 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv19 = (M - 4);
           {
-            pd_b24_i = pd_c1;
-            pd_b24_j = (4) + ((M - 4)) - 4;
+            pd_b19_i = pd_c1;
+            pd_b19_j = (4) + ((M - 4)) - 4;
           }
-          float pd_acc24[8][4];
+          float pd_acc19[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              pd_acc24[pd_r][pd_v] = 0;
+              pd_acc19[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv24; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv19; pd_v < 4; pd_v++)
             {
-              const int64_t i = ((pd_b24_i + pd_r)) - 0;
-              const int64_t j = ((pd_b24_j + pd_v)) - 0;
-              pd_acc24[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b19_i + pd_r)) - 0;
+              const int64_t j = ((pd_b19_j + pd_v)) - 0;
+              pd_acc19[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1796,20 +1796,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
                 {
-                  const int64_t i = pd_b24_i + pd_min(pd_r, pd_nr24 - 1);
-                  const int64_t j = pd_b24_j + pd_v;
+                  const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
+                  const int64_t j = pd_b19_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv24; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv19; pd_v < 4; pd_v++)
             {
-              C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+              C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
             }
           }
         }
@@ -1862,24 +1862,24 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       for (int64_t pd_c1 = 0; pd_c1 < (N - 5); pd_c1 += 6)
       {
         {
-          int64_t pd_b25_i;
-          int64_t pd_b25_j;
-          int64_t pd_b25_k;
+          int64_t pd_b20_i;
+          int64_t pd_b20_j;
+          int64_t pd_b20_k;
           {
             const int64_t pd_c3 = 0;
             const int64_t pd_c4 = 0;
-            pd_b25_i = (pd_c1 + pd_c3);
-            pd_b25_j = (pd_c0 + pd_c4);
+            pd_b20_i = (pd_c1 + pd_c3);
+            pd_b20_j = (pd_c0 + pd_c4);
           }
-          float pd_acc25[6][8];
+          float pd_acc20[6][8];
           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t i = ((pd_b25_i + pd_r)) - 0;
-              const int64_t j = ((pd_b25_j + pd_v)) - 0;
-              pd_acc25[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b20_i + pd_r)) - 0;
+              const int64_t j = ((pd_b20_j + pd_v)) - 0;
+              pd_acc20[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1894,7 +1894,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                   const int64_t i = (pd_c1 + pd_c3);
                   const int64_t j = (pd_c0 + pd_c4);
                   const int64_t k = pd_c2;
-                  pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] = (pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
@@ -1904,7 +1904,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+              C[((pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
             }
           }
         }
@@ -1923,30 +1923,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((((((N >= 6) && (M >= (pd_c0 + 8))) && (pd_c0 >= 0)) && ((N % 6) >= 1)) && ((pd_c0 % 8) == 0)))
       {
-        int64_t pd_b26_i;
-        int64_t pd_b26_j;
-        int64_t pd_b26_k;
-        const int64_t pd_nr26 = (N % 6);
-        const int64_t pd_nv26 = 8;
+        int64_t pd_b21_i;
+        int64_t pd_b21_j;
+        int64_t pd_b21_k;
+        const int64_t pd_nr21 = (N % 6);
+        const int64_t pd_nv21 = 8;
         {
-          pd_b26_i = ((-(N % 6)) + N);
-          pd_b26_j = pd_c0;
+          pd_b21_i = ((-(N % 6)) + N);
+          pd_b21_j = pd_c0;
         }
-        float pd_acc26[5][8];
+        float pd_acc21[5][8];
         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc26[pd_r][pd_v] = 0;
+            pd_acc21[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
           {
-            pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
+            pd_acc21[pd_r][pd_v] = C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1958,20 +1958,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
               {
-                const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                const int64_t j = pd_b26_j + pd_v;
+                const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
+                const int64_t j = pd_b21_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
           {
-            C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+            C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
           }
         }
       }
@@ -1987,32 +1987,32 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
         if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 8) >= 1)) && ((pd_c1 % 6) == 0)))
           if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
           {
-            int64_t pd_b27_i;
-            int64_t pd_b27_j;
-            int64_t pd_b27_k;
-            const int64_t pd_nr27 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-            const int64_t pd_nv27 = (M % 8);
+            int64_t pd_b22_i;
+            int64_t pd_b22_j;
+            int64_t pd_b22_k;
+            const int64_t pd_nr22 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+            const int64_t pd_nv22 = (M % 8);
             {
-              pd_b27_i = pd_c1;
-              pd_b27_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+              pd_b22_i = pd_c1;
+              pd_b22_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
             }
-            float pd_acc27[6][8];
+            float pd_acc22[6][8];
             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc27[pd_r][pd_v] = 0;
+                pd_acc22[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv27; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
               {
-                const int64_t i = ((pd_b27_i + pd_r)) - 0;
-                const int64_t j = ((pd_b27_j + pd_v)) - 0;
-                pd_acc27[pd_r][pd_v] = 0.0f;
+                const int64_t i = ((pd_b22_i + pd_r)) - 0;
+                const int64_t j = ((pd_b22_j + pd_v)) - 0;
+                pd_acc22[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2024,20 +2024,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                    const int64_t j = pd_b27_j + pd_v;
+                    const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
+                    const int64_t j = pd_b22_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv27; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
               {
-                C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
               }
             }
           }
@@ -2095,30 +2095,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
         if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 8) == 0)))
           if ((pd_c0) + ((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0))) - 8 >= (0))
           {
-            int64_t pd_b28_i;
-            int64_t pd_b28_j;
-            int64_t pd_b28_k;
-            const int64_t pd_nr28 = N;
-            const int64_t pd_nv28 = (((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0));
+            int64_t pd_b23_i;
+            int64_t pd_b23_j;
+            int64_t pd_b23_k;
+            const int64_t pd_nr23 = N;
+            const int64_t pd_nv23 = (((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0));
             {
-              pd_b28_i = 0;
-              pd_b28_j = (pd_c0) + ((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0))) - 8;
+              pd_b23_i = 0;
+              pd_b23_j = (pd_c0) + ((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) ? 8 : (M - pd_c0))) - 8;
             }
-            float pd_acc28[5][8];
+            float pd_acc23[5][8];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc28[pd_r][pd_v] = 0;
+                pd_acc23[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv28; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv23; pd_v < 8; pd_v++)
               {
-                pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2130,20 +2130,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b28_i + pd_min(pd_r, pd_nr28 - 1);
-                    const int64_t j = pd_b28_j + pd_v;
+                    const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
+                    const int64_t j = pd_b23_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc28[pd_r][pd_v] = (pd_acc28[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr28; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv28; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv23; pd_v < 8; pd_v++)
               {
-                C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
               }
             }
           }
@@ -2227,22 +2227,22 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(248, ((M - pd_c0) - 8)); pd_c4 += 8)
                 {
                   {
-                    int64_t pd_b29_i;
-                    int64_t pd_b29_j;
-                    int64_t pd_b29_k;
+                    int64_t pd_b24_i;
+                    int64_t pd_b24_j;
+                    int64_t pd_b24_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b29_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b29_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b24_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b24_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc29[6][8];
+                    float pd_acc24[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+                        pd_acc24[pd_r][pd_v] = C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2257,7 +2257,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] = (pd_acc29[(i) - pd_b29_i][(j) - pd_b29_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -2267,7 +2267,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+                        C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
                       }
                     }
                   }
@@ -2277,30 +2277,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((((M >= (pd_c0 + 8)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 8) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((((-((M - pd_c0) % 8)) + M) + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b30_i;
-                      int64_t pd_b30_j;
-                      int64_t pd_b30_k;
-                      const int64_t pd_nr30 = 6;
-                      const int64_t pd_nv30 = ((M - pd_c0) % 8);
+                      int64_t pd_b25_i;
+                      int64_t pd_b25_j;
+                      int64_t pd_b25_k;
+                      const int64_t pd_nr25 = 6;
+                      const int64_t pd_nv25 = ((M - pd_c0) % 8);
                       {
-                        pd_b30_i = (pd_c2 + pd_c3);
-                        pd_b30_j = ((-((M - pd_c0) % 8)) + M);
+                        pd_b25_i = (pd_c2 + pd_c3);
+                        pd_b25_j = ((-((M - pd_c0) % 8)) + M);
                       }
-                      float pd_acc30[6][8];
+                      float pd_acc25[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc30[pd_r][pd_v] = 0;
+                          pd_acc25[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
                         {
-                          pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+                          pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2312,20 +2312,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                              const int64_t j = pd_b30_j + pd_v;
+                              const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
+                              const int64_t j = pd_b25_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
                         {
-                          C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+                          C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
                         }
                       }
                     }
@@ -2365,30 +2365,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 7) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((pd_c0 + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b31_i;
-                      int64_t pd_b31_j;
-                      int64_t pd_b31_k;
-                      const int64_t pd_nr31 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv31 = (M - pd_c0);
+                      int64_t pd_b26_i;
+                      int64_t pd_b26_j;
+                      int64_t pd_b26_k;
+                      const int64_t pd_nr26 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv26 = (M - pd_c0);
                       {
-                        pd_b31_i = (pd_c2 + pd_c3);
-                        pd_b31_j = pd_c0;
+                        pd_b26_i = (pd_c2 + pd_c3);
+                        pd_b26_j = pd_c0;
                       }
-                      float pd_acc31[6][8];
+                      float pd_acc26[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc31[pd_r][pd_v] = 0;
+                          pd_acc26[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
                         {
-                          pd_acc31[pd_r][pd_v] = C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+                          pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2400,20 +2400,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                              const int64_t j = pd_b31_j + pd_v;
+                              const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
+                              const int64_t j = pd_b26_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
                         {
-                          C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+                          C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
                         }
                       }
                     }
@@ -2450,30 +2450,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if (((((((((((((((M >= (pd_c0 + 8)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 248)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 8) == 0)))
                     if ((((pd_c0 + pd_c4) + 7)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b32_i;
-                      int64_t pd_b32_j;
-                      int64_t pd_b32_k;
-                      const int64_t pd_nr32 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv32 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b27_i;
+                      int64_t pd_b27_j;
+                      int64_t pd_b27_k;
+                      const int64_t pd_nr27 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv27 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 8))) ? 8 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b32_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b32_j = (pd_c0 + pd_c4);
+                        pd_b27_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b27_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc32[5][8];
+                      float pd_acc27[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc32[pd_r][pd_v] = 0;
+                          pd_acc27[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
                         {
-                          pd_acc32[pd_r][pd_v] = C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
+                          pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2485,20 +2485,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-                              const int64_t j = pd_b32_j + pd_v;
+                              const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
+                              const int64_t j = pd_b27_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
                         {
-                          C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+                          C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
                         }
                       }
                     }

@@ -56,8 +56,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_d81ac9971a9f", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_matmul_d81ac9971a9f(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_4bb247549416", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_matmul_4bb247549416(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }
