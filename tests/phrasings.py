@@ -87,6 +87,25 @@ def layernorm_scalars(X: f32[N, D], g: f32[D], b: f32[D], Y: out(f32[N, D])):
             Y[i, d] = (X[i, d] - mean) * r * g[d] + b[d]
 
 
+@pd.operator()
+def layernorm_residual(X: f32[N, D], R: f32[N, D], g: f32[D], b: f32[D], Y: out(f32[N, D])):
+    """A transformer block's residual add and LayerNorm: the sum row ``T`` kept in a
+    temporary, its mean summed in the loop that writes it and divided in place."""
+    T = temp(f32[N, D])
+    for i in range(N):
+        mean = 0.0
+        for d in range(D):
+            T[i, d] = X[i, d] + R[i, d]
+            mean += T[i, d]
+        mean = mean / D
+        var = 0.0
+        for d in range(D):
+            var += (T[i, d] - mean) * (T[i, d] - mean)
+        inv = 1.0 / pd.sqrt(var / D + 1e-5)
+        for d in range(D):
+            Y[i, d] = (T[i, d] - mean) * inv * g[d] + b[d]
+
+
 @pd.operator(assume="D >= 1")
 def rmsnorm_temp(X: f32[N, D], g: f32[D], Y: out(f32[N, D])):
     ss = temp(f32[N])
@@ -518,6 +537,7 @@ NUMPY = {
     softmax_if: _softmax,
     layernorm_temps: _layernorm,
     layernorm_scalars: _layernorm,
+    layernorm_residual: lambda X, R, g, b: _layernorm(X + R, g, b),
     rmsnorm_temp: lambda X, g: X / np.sqrt((X * X).mean(axis=1, keepdims=True) + 1e-6) * g,
     matmul_scalar: lambda A, B: A @ B,
     matmul_bt: lambda A, Bt: A @ Bt.T,
@@ -573,6 +593,7 @@ BENCH_SIZES = {
     softmax_if: [{"N": 64, "M": 2048}, {"N": 512, "M": 4096}],
     layernorm_temps: [{"N": 128, "D": 768}, {"N": 512, "D": 1024}],
     layernorm_scalars: [{"N": 128, "D": 768}, {"N": 512, "D": 1024}],
+    layernorm_residual: [{"N": 512, "D": 1024}, {"N": 2048, "D": 1024}],
     rmsnorm_temp: [{"N": 512, "D": 4096}],
     matmul_scalar: [{"N": 512, "M": 512, "K": 512}],
     matmul_bt: [{"N": 512, "M": 512, "K": 512}],
@@ -617,6 +638,8 @@ TORCH = {
     softmax_if: lambda t, X: t.softmax(X, -1),
     layernorm_temps: lambda t, X, g, b: t.nn.functional.layer_norm(X, X.shape[-1:], g, b),
     layernorm_scalars: lambda t, X, g, b: t.nn.functional.layer_norm(X, X.shape[-1:], g, b),
+    layernorm_residual: lambda t, X, R, g, b: t.nn.functional.layer_norm(X + R, X.shape[-1:],
+                                                                       g, b),
     rmsnorm_temp: lambda t, X, g: X * t.rsqrt((X * X).mean(-1, keepdim=True) + 1e-6) * g,
     matmul_scalar: lambda t, A, B: A @ B,
     matmul_bt: lambda t, A, Bt: A @ Bt.T,

@@ -176,3 +176,15 @@ def test_phrasing_against_numpy_and_reference(op: pd.Operator, target: str) -> N
         for sizes in region_points(kernel.scop, v.region, hi=24 if target == "c" else 12,
                                    limit=3):
             check_kernel(kernel, sizes, variant=index)
+
+
+def test_a_local_sum_starts_before_its_loop() -> None:
+    """isl runs a row's three passes in one band member (``d``, ``D + d``, ``2D + d``) with
+    the local scalars' first values at its first value, where the first pass's other
+    statement runs too; ``schedule.auto.distribute_low_dims`` takes each that may go in
+    front of the band (``mean = 0``, ``var = 0``, not ``mean = mean / D``), so each pass's
+    sum is a SIMD reduction, not a loop that sets ``mean`` at its first iteration."""
+    source = pd.compile(ph.layernorm_residual).source
+    for name in ("mean", "var"):
+        assert source.count(f"#pragma omp simd reduction(+:{name})") == 2  # both variants
+    assert "pd_c1 == 0" not in source

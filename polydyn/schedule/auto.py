@@ -61,7 +61,7 @@ from .bands import (
 from .legality import is_legal
 from .point_bands import packed_band_members, packed_members, register_plan, tiled_members
 from .registers import RegisterShape
-from .transforms import outermost_bands
+from .transforms import all_bands, outermost_bands
 from .tree import (
     is_band,
     node_at,
@@ -481,26 +481,53 @@ def _repacked_reduction(node: isl.ScheduleNode, scop: Scop) -> int | None:
 
 def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.Schedule:
     """Take statements with fewer loops than their band (matmul's ``C[i, j] = 0`` inside the
-    ``i, j, k`` band) out of it, in front, when that is legal: their guards then leave the
-    inner loops. A statement is such when it has fewer iterators than the band has members,
-    or when a member that moves other statements keeps it at one value (with sizes fixed,
-    isl drops the members of loops of one iteration, ``b`` of a batch of 1, and the count
-    alone no longer tells)."""
-    def distributed(node: isl.ScheduleNode) -> isl.Schedule | None:
-        depth = node.band_n_member()
+    ``i, j, k`` band; ``mean = 0`` inside the band below a row loop that isl made of a row's
+    passes one after another, ``d``, ``D + d``, ``2D + d``) out of it, in front, when that is
+    legal: their guards then leave the inner loops, and a sum into a local scalar is a
+    reduction loop of its own. A statement is such when it has fewer iterators than the
+    outermost band has members, or when a member that moves other statements keeps it at one
+    value (with sizes fixed, isl drops the members of loops of one iteration, ``b`` of a
+    batch of 1, and the count alone no longer tells). Of an outermost band all go or none;
+    below one, each that can go in front of the rest (the row's ``var = 0`` does, its
+    ``mean = mean / D`` does not). The bands are visited last first, so a change leaves the
+    paths of those still to visit as they were."""
+    for path in reversed([node_path(n) for n in all_bands(schedule)]):
+        node = node_at(schedule, path)
         deps_of = member_dependence(node, scop)
+        depth = node.band_n_member()
         moves = [any(m[k] for m in deps_of.values()) for k in range(depth)]
-        low = [s for s in scop.statements if s.name in deps_of and (
-            len(s.iters) < depth or any(moves[k] and not deps_of[s.name][k]
-                                        for k in range(depth)))]
-        if not low or len(low) == len(scop.statements):
-            return None
-        names = "; ".join(f"{s.name}[{', '.join(s.iters)}]" for s in low)
-        low_filter = isl.UnionSet(f"{scop.param_space_text()} -> {{ {names} }}")
+        outermost = not _band_above(node)
+        low = [s.name for s in scop.statements if s.name in deps_of and (
+            (outermost and len(s.iters) < depth) or
+            any(moves[k] and not deps_of[s.name][k] for k in range(depth)))]
+        if not low or len(low) == len(deps_of):
+            continue
         reaching = node.get_domain()
-        picked = reaching.intersect(low_filter)
-        if picked.is_empty() or picked.is_equal(reaching):
-            return None
-        return node.order_before(picked).get_schedule()
+        groups = [low] if outermost else [[name] for name in low]
+        picked: list[str] = []
+        for group in groups:
+            candidate = _ordered_before(node, reaching, scop, [*picked, *group])
+            if candidate is not None and is_legal(candidate, deps):
+                picked += group
+        if picked:
+            schedule = _ordered_before(node, reaching, scop, picked)
+    return schedule
 
-    return _each_outermost_band(schedule, deps, distributed)
+
+def _ordered_before(node: isl.ScheduleNode, reaching: isl.UnionSet, scop: Scop,
+                    names: list[str]) -> isl.Schedule | None:
+    """The schedule with the instances of statements ``names`` that reach the band ``node``
+    run before the band's others; None when those are none or all of them."""
+    text = "; ".join(f"{n}[{', '.join(scop.statement(n).iters)}]" for n in names)
+    picked = reaching.intersect(isl.UnionSet(f"{scop.param_space_text()} -> {{ {text} }}"))
+    if picked.is_empty() or picked.is_equal(reaching):
+        return None
+    return node.order_before(picked).get_schedule()
+
+
+def _band_above(node: isl.ScheduleNode) -> bool:
+    while node.has_parent():
+        node = node.parent()
+        if is_band(node):
+            return True
+    return False

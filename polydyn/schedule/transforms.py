@@ -94,6 +94,20 @@ def drop_parallel(schedule: isl.Schedule) -> isl.Schedule:
     return map_bands(schedule, seq)
 
 
+def all_bands(schedule: isl.Schedule) -> list[isl.ScheduleNode]:
+    """Every band node, in pre-order (a band before the bands below it)."""
+    out: list[isl.ScheduleNode] = []
+
+    def walk(node: isl.ScheduleNode) -> None:
+        if is_band(node):
+            out.append(node)
+        for k in range(node.n_children()):
+            walk(node.child(k))
+
+    walk(schedule.get_root())
+    return out
+
+
 def outermost_bands(schedule: isl.Schedule) -> list[isl.ScheduleNode]:
     """Band nodes with no band above them."""
     out: list[isl.ScheduleNode] = []
