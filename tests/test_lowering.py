@@ -5,6 +5,8 @@ from __future__ import annotations
 import islpy as isl
 import pytest
 
+import polydyn as pd
+from polydyn import f32, i32, out
 from polydyn.lowering import collapse as pass_module
 from polydyn.lowering.tree import Instance, Loop, MarkNode, Node, children, has_loop
 from polydyn.pipeline import generate
@@ -12,14 +14,19 @@ from polydyn.target import CpuTarget
 from tests import phrasings as ph
 
 
-def _trees(op, monkeypatch: pytest.MonkeyPatch) -> list[Node]:
-    """The loop trees of ``op``'s C variants, as the lowering passes receive them."""
-    seen: list[Node] = []
+def _lowered(op, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Node, object]]:
+    """The loop trees of ``op``'s C variants, as the lowering passes receive them, each with
+    its Scop (the operator's, or a rewrite of it)."""
+    seen: list[tuple[Node, object]] = []
     real = pass_module.collapse
     monkeypatch.setattr(pass_module, "collapse",
-                        lambda tree, scop: seen.append(tree) or real(tree, scop))
+                        lambda tree, scop: seen.append((tree, scop)) or real(tree, scop))
     generate(op, CpuTarget.of("avx512", 1 << 20))
     return seen
+
+
+def _trees(op, monkeypatch: pytest.MonkeyPatch) -> list[Node]:
+    return [tree for tree, _ in _lowered(op, monkeypatch)]
 
 
 def _instances_with_loops(n: Node, around: tuple[Loop, ...] = ()):
@@ -116,16 +123,17 @@ def _marked_loops(n: Node, mark: tuple[bool, str] = (False, ""), inside: bool = 
         yield from _marked_loops(c, mark, inside)
 
 
-def _forms(op, trees: list[Node], counted: bool = True) -> list[tuple[Loop, bool, object]]:
-    """(loop, a loop around it is parallel, its OpenMP form) for every loop of ``op``'s C
-    variants (``trees``)."""
+def _forms(lowered: list[tuple[Node, object]], counted: bool = True
+           ) -> list[tuple[Loop, bool, object]]:
+    """(loop, a loop around it is parallel, its OpenMP form) for every loop of the lowered
+    trees (``_lowered``)."""
     from polydyn.lowering.openmp import Around, Locals, loop_form
 
     out = []
-    for tree in trees:
-        names = Locals.of(op.scop, tree)
+    for tree, scop in lowered:
+        names = Locals.of(scop, tree)
         for loop, parallel, role, inside in _marked_loops(tree):
-            form = loop_form(loop, parallel, role, Around(inside, counted), op.scop, names)
+            form = loop_form(loop, parallel, role, Around(inside, counted), scop, names)
             out.append((loop, inside, form))
     return out
 
@@ -134,26 +142,73 @@ def test_openmp_forms_are_typed_choices_of_the_tree(monkeypatch) -> None:
     """``lowering/openmp.loop_form``: the outermost parallel loop of a row reduction into a
     local scalar takes threads with the scalar private; the innermost loop of the reduction
     is ``omp simd`` with its reduction clause and the sequential loop between gets nothing;
-    an elementwise row's stride-1 loop inside a parallel one is ``omp simd`` with its local
-    private; a triangle's outer loop goes round the threads and a rectangular band of
-    register tiles opens a team region, but only where the trip count is printed."""
+    an elementwise row's stride-1 loop inside a parallel one is ``omp simd``; a triangle's
+    outer loop goes round the threads and a rectangular band of register tiles opens a team
+    region, but only where the trip count is printed."""
     from polydyn.lowering.openmp import PARALLEL_MIN_WORK, Simd, Team, Threads
     from tests.test_repacked_products import gram_lower
 
-    pool = _forms(ph.global_avgpool, _trees(ph.global_avgpool, monkeypatch))
+    pool = _forms(_lowered(ph.global_avgpool, monkeypatch))
     outer = [f for loop, inside, f in pool if not inside and loop.carry.parallel]
     assert outer and all(f == Threads(("s",), PARALLEL_MIN_WORK, True, False) for f in outer)
     sums = [(loop, f) for loop, inside, f in pool if loop.carry.reductions]
     assert {f for loop, f in sums if not has_loop(loop.body)} == {Simd((), (("+", "s"),))}
     assert {f for loop, f in sums if has_loop(loop.body)} == {None}
-    rows = [f for loop, inside, f in _forms(ph.gelu_tanh, _trees(ph.gelu_tanh, monkeypatch))
+    rows = [f for loop, inside, f in _forms(_lowered(ph.gelu_tanh, monkeypatch))
             if inside and not has_loop(loop.body)]
-    assert rows and set(rows) == {Simd(("x",))}
-    trees = _trees(gram_lower, monkeypatch)
-    triangle = [f for loop, inside, f in _forms(gram_lower, trees) if not inside]
+    assert rows and set(rows) == {Simd()}
+    lowered = _lowered(gram_lower, monkeypatch)
+    triangle = [f for loop, inside, f in _forms(lowered) if not inside]
     assert any(isinstance(f, Threads) and f.cyclic for f in triangle)
     assert any(isinstance(f, Team) for f in triangle)
-    uncounted = [f for loop, inside, f in _forms(gram_lower, trees, counted=False)
+    uncounted = [f for loop, inside, f in _forms(lowered, counted=False)
                  if not inside]
     assert not any(isinstance(f, Team) or (isinstance(f, Threads) and f.per_thread)
                    for f in uncounted)
+
+
+N_, M_ = pd.sym("N M")
+
+
+@pd.operator()
+def _stats(X: f32[N_, M_], I: i32[N_], Y: out(f32[3]), C: out(i32[1])):  # noqa: E741
+    """Whole-array reductions into local scalars: a sum through another local, a maximum,
+    a minimum (one loop nest), and an integer sum."""
+    s = 0.0
+    hi = -pd.inf
+    lo = pd.inf
+    for i, j in pd.grid(N_, M_):
+        t = X[i, j] * 2.0
+        s += t
+        hi = max(hi, X[i, j])
+        lo = min(lo, X[i, j])
+    c = 0
+    for i in range(N_):
+        c += I[i]
+    Y[0] = s
+    Y[1] = hi
+    Y[2] = lo
+    C[0] = c
+
+
+def test_whole_array_reductions_share_blocks_among_threads(monkeypatch) -> None:
+    """An outermost loop that only reduces into local scalars is a ``Blocks`` form: each
+    thread reduces a block of its iterations into copies of its own, combined in the
+    threads' order. Checked below and above the threshold, with blocks of unequal length."""
+    from polydyn.lowering.openmp import REDUCTION_PARALLEL_MIN_WORK, Blocks
+    from polydyn.testing import check_kernel
+
+    forms = [f for loop, inside, f in _forms(_lowered(_stats, monkeypatch))
+             if isinstance(f, Blocks)]
+    assert {name for f in forms for _, name in f.reductions} == {"s", "hi", "lo", "c"}
+    assert all(f.private == (("t",) if ("+", "s") in f.reductions else ()) for f in forms)
+    kernel = pd.compile(_stats)
+    assert "#pragma omp parallel if(" in kernel.source
+    for n, m in [(0, 5), (1, 1), (3, 7), (257, 131), (131, 257), (1021, 37), (40009, 1)]:
+        check_kernel(kernel, {"N": n, "M": m}, seed=n)
+    assert min(257 * 131, 40009) >= REDUCTION_PARALLEL_MIN_WORK
+    from kernels import load
+
+    softmax = pd.compile(load("softmax")[0])  # one row: its max and its sum, in blocks
+    assert "#pragma omp parallel if(" in softmax.source
+    check_kernel(softmax, {"N": 1, "L": 40009})

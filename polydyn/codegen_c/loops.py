@@ -8,11 +8,13 @@ import cgen
 import islpy as isl
 
 from ..errors import InternalError
-from ..lowering.openmp import Around, Simd, Team, Threads, loop_form, work_minimum
+from ..lowering.openmp import Around, Blocks, Simd, Team, Threads, loop_form, work_minimum
 from ..lowering.teams import team_body
 from ..lowering.tree import Loop, Node, expr_ids, has_loop, instances, role_loops
 from ..schedule.tree import RROW, RVEC
+from ..scop.exprs import C_TYPE
 from .astnodes import LoopState, strip_parens
+from .tiles import dtype_bytes
 
 _T = isl.ast_expr_op_type
 
@@ -44,6 +46,8 @@ class LoopEmitter:
             self.scop, self.locals)
         if isinstance(form, Team):
             return self.team_loop(n, it, init, inc, trips, form.minimum)
+        if isinstance(form, Blocks):
+            return self.blocks_loop(n, form, it, init, inc, trips)
         self.held = self.held_cell(n, it) if role.startswith("unroll") else None
         try:
             body = self.node(n.body, LoopState(st.in_parallel or parallel))
@@ -70,6 +74,49 @@ class LoopEmitter:
             when.append(f"{trips} >= pd_threads()")
         head = self.cyclic_pragma if form.cyclic else self.parallel_pragma
         return f"{head}{private} if({' && '.join(when)})"
+
+    def blocks_loop(self, n: Loop, form: Blocks, it: str, init: str, inc: str,
+                    trips: str) -> list[cgen.Generable]:
+        """The loop ``n`` as a parallel region (``Blocks``): thread t of T runs iterations
+        [count t / T, count (t + 1) / T) into its own copies of the reduced locals, which
+        start at the reduction's identity and, after the region, are combined in t's order
+        into the locals. Each copy lies on a cache line of its own."""
+        self.team_count += 1
+        k = self.team_count
+        count, size, first, last = (f"pd_{x}{k}" for x in ("rn", "rs", "rb", "re"))
+        dtype = {v: self.scop.array(v).dtype for v in (*form.private,
+                                                        *(v for _, v in form.reductions))}
+        parts = {v: f"pd_rp{k}_{j}" for j, (_, v) in enumerate(form.reductions)}
+        line = {v: 64 // dtype_bytes(dtype[v]) for v in parts}  # elements a cache line holds
+        body = self.node(n.body, LoopState(True))
+        loop = cgen.For(f"int64_t {it} = ({init}) + {first} * ({inc})",
+                        f"{it} < ({init}) + {last} * ({inc})", f"{it} += {inc}",
+                        cgen.Block(body))
+        region = cgen.Block([
+            *(cgen.Statement(f"{C_TYPE[dtype[v]]} {v}") for v in form.private),
+            *(cgen.Statement(f"{C_TYPE[dtype[v]]} {v} = {_identity(op, C_TYPE[dtype[v]])}")
+              for op, v in form.reductions),
+            cgen.Statement(f"const int64_t {first} = {count} * pd_team_id() / pd_team_size()"),
+            cgen.Statement(
+                f"const int64_t {last} = {count} * (pd_team_id() + 1) / pd_team_size()"),
+            *([cgen.Pragma(self.pragma(n, form.simd, trips))] if form.simd else []), loop,
+            *(cgen.Statement(f"{parts[v]}[pd_team_id() * {line[v]}] = {v}") for v in parts),
+            cgen.If("pd_team_id() == 0",
+                    cgen.Block([cgen.Statement(f"{size} = pd_team_size()")]))])
+        combine = [cgen.Statement(
+            f"{v} = {v} + {parts[v]}[pd_t * {line[v]}]" if op == "+" else
+            f"{v} = pd_{op}_{dtype[v]}({v}, {parts[v]}[pd_t * {line[v]}])")
+            for op, v in form.reductions]
+        return [cgen.Block([
+            cgen.Statement(f"const int64_t {count} = {trips}"),
+            cgen.Statement(f"int64_t {size} = 1"),
+            *(cgen.Statement(f"{C_TYPE[dtype[v]]} {parts[v]}[pd_threads() * {line[v]}]")
+              for v in parts),
+            cgen.Pragma(f"omp parallel if({self.work_test(n, form.minimum)} && "
+                        f"{count} >= 2)"),
+            region,
+            cgen.For("int64_t pd_t = 0", f"pd_t < {size}", "pd_t += 1",
+                     cgen.Block(combine))])]
 
     def region_loop(self, n: Loop, parallel: bool, it: str, init: str, cond: str,
                     inc: str, trips: str | None) -> list[cgen.Generable]:
@@ -140,6 +187,16 @@ class LoopEmitter:
     def work_test(self, n: Node, minimum: int) -> str:
         """C: the statements under loop ``n`` are worth threads (``minimum`` instances)."""
         return f"{self.work_expr(i.name for i in instances(n))} >= {minimum}"
+
+
+def _identity(op: str, ctype: str) -> str:
+    """The value a reduction's copy starts from: nothing added, or below (above) every
+    value of ``ctype`` for a maximum (minimum)."""
+    if op == "+":
+        return "0"
+    low = {"float": "-INFINITY", "double": "-INFINITY", "int32_t": "INT32_MIN",
+           "int64_t": "INT64_MIN"}[ctype]
+    return low if op == "max" else low.lstrip("-").replace("MIN", "MAX")
 
 
 def _rows_share_vectors(n: Loop) -> bool:

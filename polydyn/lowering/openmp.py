@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..schedule.reductions import SEQUENTIAL_LOOP
+from ..schedule.reductions import REDUCE_LOOP, SEQUENTIAL_LOOP
 from ..schedule.tree import PROMOTE, RVEC
 from ..scop.exprs import Load, Scalar
 from ..scop.ir import Scop
@@ -32,6 +32,10 @@ TILED_PARALLEL_MIN_WORK = 1 << 22
 # The same for a loop around register tiles whose iterations share no data (every access
 # moves with its iterator: batched matmul's batch loop): no thread reads another's tiles.
 SEPARATE_PARALLEL_MIN_WORK = 1 << 15
+# The same for a loop that only sums into local scalars, outside any parallel loop (a whole
+# array's sum, a norm): its threads each add a block of its iterations, a few cycles a
+# thousand of them.
+REDUCTION_PARALLEL_MIN_WORK = 1 << 15
 # The same for the region a pack opens (every thread copies the tile, no fork per tile:
 # codegen_c/packs.py).
 PACKED_PARALLEL_MIN_WORK = 1 << 20
@@ -66,7 +70,24 @@ class Team:
     minimum: int
 
 
-Form = Simd | Threads | Team | None
+@dataclass(frozen=True)
+class Blocks:
+    """One parallel region around a loop that only sums into local scalars (``reductions``,
+    (op, name) pairs), from ``minimum`` instances: each thread runs a block of consecutive
+    iterations, reducing into copies of its own of those scalars (``private``: the other
+    locals the loop assigns), and the copies are combined in the threads' order after the
+    region, so a result does not depend on which thread ends first. ``simd``: the block's
+    loop's own form."""
+
+    reductions: tuple[tuple[str, str], ...]
+    private: tuple[str, ...]
+    minimum: int
+    simd: Simd | None
+
+
+Form = Simd | Threads | Team | Blocks | None
+# the local scalars' types whose reductions Blocks combines
+BLOCK_TYPES = ("f32", "f64", "i32", "i64")
 
 
 @dataclass(frozen=True)
@@ -130,16 +151,23 @@ def loop_form(n: Loop, parallel: bool, role: str, at: Around, scop: Scop,
               locals_: Locals) -> Form:
     """The form of the loop ``n`` with a mark that says ``parallel`` and ``role`` (a plain
     loop: False, ''), outside team regions and pack regions. Threads for the outermost
-    parallel loop, SIMD for an innermost stride-1 one. A loop that carries a dependence
-    the band's coincidence misses (a local scalar's value crosses iterations) gets none,
-    and so does one whose local scalars are not all private to it (``Locals.private``) and
-    not reductions of it."""
+    parallel loop, SIMD for an innermost stride-1 one, blocks of threads for the outermost
+    loop that only sums into local scalars (its trip count printed). A loop that carries a
+    dependence the band's coincidence misses (a local scalar's value crosses iterations)
+    gets none, and so does one whose local scalars are not all private to it
+    (``Locals.private``) and not reductions of it."""
     if n.carry.kind == SEQUENTIAL_LOOP and role != VECTOR:
         return None
     owned = locals_.private(n)
     if owned is None:
         return None
     simd = simd_form(n, parallel, role, owned, at.promoted, scop)
+    if not parallel and not role and not at.in_parallel and at.counted and \
+            n.carry.kind == REDUCE_LOOP and \
+            all(scop.array(name).dtype in BLOCK_TYPES for _, name in n.carry.reductions):
+        reduced = {name for _, name in n.carry.reductions}
+        return Blocks(n.carry.reductions, tuple(sorted(owned - reduced)),
+                      REDUCTION_PARALLEL_MIN_WORK, simd)
     if simd is not None or not parallel:
         return simd
     inside = has_loop(n.body)

@@ -58,8 +58,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_0ccf98cc0b8e", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_layernorm_0ccf98cc0b8e(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_083ca9ce2f8b", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_layernorm_083ca9ce2f8b(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -58,8 +58,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_e3e0c31a5a7c", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_layernorm_e3e0c31a5a7c(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_9449a6c3bec9", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_layernorm_9449a6c3bec9(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

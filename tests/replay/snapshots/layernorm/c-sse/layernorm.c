@@ -120,26 +120,66 @@ PD_VARIANT int layernorm_v0(int64_t pd_arg_N, int64_t D, const float *restrict X
     const int64_t i = 0;
     s = 0.0f;
   }
-  #pragma omp simd reduction(+:s)
-  for (int64_t pd_c1 = 0; pd_c1 < D; pd_c1 += 1)
   {
+    const int64_t pd_rn1 = (((D) - (0) + (1) - 1) / (1));
+    int64_t pd_rs1 = 1;
+    float pd_rp1_0[pd_threads() * 16];
+    #pragma omp parallel if((int64_t)(1) * (D) >= 32768 && pd_rn1 >= 2)
     {
-      const int64_t i = 0;
-      const int64_t j = pd_c1;
-      s = (s + X[(i) * D + j]);
+      float s = 0;
+      const int64_t pd_rb1 = pd_rn1 * pd_team_id() / pd_team_size();
+      const int64_t pd_re1 = pd_rn1 * (pd_team_id() + 1) / pd_team_size();
+      #pragma omp simd reduction(+:s)
+      for (int64_t pd_c1 = (0) + pd_rb1 * (1); pd_c1 < (0) + pd_re1 * (1); pd_c1 += 1)
+      {
+        {
+          const int64_t i = 0;
+          const int64_t j = pd_c1;
+          s = (s + X[(i) * D + j]);
+        }
+      }
+      pd_rp1_0[pd_team_id() * 16] = s;
+      if (pd_team_id() == 0)
+      {
+        pd_rs1 = pd_team_size();
+      }
+    }
+    for (int64_t pd_t = 0; pd_t < pd_rs1; pd_t += 1)
+    {
+      s = s + pd_rp1_0[pd_t * 16];
     }
   }
   {
     const int64_t i = 0;
     mean = (s / ((float)(D)));
   }
-  #pragma omp simd reduction(+:ss)
-  for (int64_t pd_c1 = 0; pd_c1 < D; pd_c1 += 1)
   {
+    const int64_t pd_rn2 = (((D) - (0) + (1) - 1) / (1));
+    int64_t pd_rs2 = 1;
+    float pd_rp2_0[pd_threads() * 16];
+    #pragma omp parallel if((int64_t)(1) * (D) >= 32768 && pd_rn2 >= 2)
     {
-      const int64_t i = 0;
-      const int64_t j = pd_c1;
-      ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
+      float ss = 0;
+      const int64_t pd_rb2 = pd_rn2 * pd_team_id() / pd_team_size();
+      const int64_t pd_re2 = pd_rn2 * (pd_team_id() + 1) / pd_team_size();
+      #pragma omp simd reduction(+:ss)
+      for (int64_t pd_c1 = (0) + pd_rb2 * (1); pd_c1 < (0) + pd_re2 * (1); pd_c1 += 1)
+      {
+        {
+          const int64_t i = 0;
+          const int64_t j = pd_c1;
+          ss = (ss + ((X[(i) * D + j] - mean) * (X[(i) * D + j] - mean)));
+        }
+      }
+      pd_rp2_0[pd_team_id() * 16] = ss;
+      if (pd_team_id() == 0)
+      {
+        pd_rs2 = pd_team_size();
+      }
+    }
+    for (int64_t pd_t = 0; pd_t < pd_rs2; pd_t += 1)
+    {
+      ss = ss + pd_rp2_0[pd_t * 16];
     }
   }
   {

@@ -58,8 +58,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_7070c3af96d6", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_layernorm_7070c3af96d6(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_layernorm_d47351365c2a", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_layernorm_d47351365c2a(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_591db45c22d6", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_softmax_591db45c22d6(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_5067e4b3ca0f", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_softmax_5067e4b3ca0f(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

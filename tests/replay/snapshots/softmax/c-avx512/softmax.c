@@ -144,27 +144,67 @@ PD_VARIANT int softmax_v0(int64_t pd_arg_N, int64_t L, const float *restrict X, 
     const int64_t i = 0;
     m = ((float)(-((double)INFINITY)));
   }
-  #pragma omp simd reduction(max:m)
-  for (int64_t pd_c1 = 0; pd_c1 < L; pd_c1 += 1)
   {
+    const int64_t pd_rn1 = (((L) - (0) + (1) - 1) / (1));
+    int64_t pd_rs1 = 1;
+    float pd_rp1_0[pd_threads() * 16];
+    #pragma omp parallel if((int64_t)(1) * (L) >= 32768 && pd_rn1 >= 2)
     {
-      const int64_t i = 0;
-      const int64_t j = pd_c1;
-      m = pd_max_f32(m, X[(i) * L + j]);
+      float m = -INFINITY;
+      const int64_t pd_rb1 = pd_rn1 * pd_team_id() / pd_team_size();
+      const int64_t pd_re1 = pd_rn1 * (pd_team_id() + 1) / pd_team_size();
+      #pragma omp simd reduction(max:m)
+      for (int64_t pd_c1 = (0) + pd_rb1 * (1); pd_c1 < (0) + pd_re1 * (1); pd_c1 += 1)
+      {
+        {
+          const int64_t i = 0;
+          const int64_t j = pd_c1;
+          m = pd_max_f32(m, X[(i) * L + j]);
+        }
+      }
+      pd_rp1_0[pd_team_id() * 16] = m;
+      if (pd_team_id() == 0)
+      {
+        pd_rs1 = pd_team_size();
+      }
+    }
+    for (int64_t pd_t = 0; pd_t < pd_rs1; pd_t += 1)
+    {
+      m = pd_max_f32(m, pd_rp1_0[pd_t * 16]);
     }
   }
-  #pragma omp simd reduction(+:s)
-  for (int64_t pd_c1 = L; pd_c1 < (2 * L); pd_c1 += 1)
   {
+    const int64_t pd_rn2 = ((((2 * L)) - (L) + (1) - 1) / (1));
+    int64_t pd_rs2 = 1;
+    float pd_rp2_0[pd_threads() * 16];
+    #pragma omp parallel if((int64_t)(1) * (L) + (int64_t)(1) * (L) >= 32768 && pd_rn2 >= 2)
     {
-      const int64_t i = 0;
-      const int64_t j = ((-L) + pd_c1);
-      Y[(i) * L + j] = pd_exp_f32((X[(i) * L + j] - m));
+      float s = 0;
+      const int64_t pd_rb2 = pd_rn2 * pd_team_id() / pd_team_size();
+      const int64_t pd_re2 = pd_rn2 * (pd_team_id() + 1) / pd_team_size();
+      #pragma omp simd reduction(+:s)
+      for (int64_t pd_c1 = (L) + pd_rb2 * (1); pd_c1 < (L) + pd_re2 * (1); pd_c1 += 1)
+      {
+        {
+          const int64_t i = 0;
+          const int64_t j = ((-L) + pd_c1);
+          Y[(i) * L + j] = pd_exp_f32((X[(i) * L + j] - m));
+        }
+        {
+          const int64_t i = 0;
+          const int64_t j = ((-L) + pd_c1);
+          s = (s + Y[(i) * L + j]);
+        }
+      }
+      pd_rp2_0[pd_team_id() * 16] = s;
+      if (pd_team_id() == 0)
+      {
+        pd_rs2 = pd_team_size();
+      }
     }
+    for (int64_t pd_t = 0; pd_t < pd_rs2; pd_t += 1)
     {
-      const int64_t i = 0;
-      const int64_t j = ((-L) + pd_c1);
-      s = (s + Y[(i) * L + j]);
+      s = s + pd_rp2_0[pd_t * 16];
     }
   }
   {

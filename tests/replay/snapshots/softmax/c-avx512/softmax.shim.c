@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_e509a961df32", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_softmax_e509a961df32(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_f0dd95bc2a50", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_softmax_f0dd95bc2a50(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_f34a17cc5d15", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_softmax_f34a17cc5d15(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_softmax_91ac14156a4e", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_softmax_91ac14156a4e(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }
