@@ -63,6 +63,7 @@ from .point_bands import packed_band_members, packed_members, register_plan, til
 from .registers import RegisterShape
 from .transforms import all_bands, outermost_bands
 from .tree import (
+    band_above,
     is_band,
     node_at,
     node_path,
@@ -496,7 +497,7 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
         deps_of = member_dependence(node, scop)
         depth = node.band_n_member()
         moves = [any(m[k] for m in deps_of.values()) for k in range(depth)]
-        outermost = not _band_above(node)
+        outermost = not band_above(node)
         low = [s.name for s in scop.statements if s.name in deps_of and (
             (outermost and len(s.iters) < depth) or
             any(moves[k] and not deps_of[s.name][k] for k in range(depth)))]
@@ -523,11 +524,3 @@ def _ordered_before(node: isl.ScheduleNode, reaching: isl.UnionSet, scop: Scop,
     if picked.is_empty() or picked.is_equal(reaching):
         return None
     return node.order_before(picked).get_schedule()
-
-
-def _band_above(node: isl.ScheduleNode) -> bool:
-    while node.has_parent():
-        node = node.parent()
-        if is_band(node):
-            return True
-    return False

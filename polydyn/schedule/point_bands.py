@@ -31,6 +31,7 @@ from .tree import (
     SPLIT,
     LoopMark,
     PackMark,
+    band_above,
     chain_below,
     is_band,
     mark_id,
@@ -424,7 +425,7 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
             or not stride_one(scop, deps_of, live[-1]):
         return node
     vec, jam = live[-1], live[-2]
-    split = sum_targets(scop, set(deps_of)) is not None and not _band_above(node)
+    split = sum_targets(scop, set(deps_of)) is not None and not band_above(node)
     order = [vec, *(k for k in range(n) if k != vec)]
     node = reorder_band(node, order)
     elem = elem_bytes(scop)
@@ -450,12 +451,3 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     while node.get_tree_depth() > depth - (2 * n if split else 1):
         node = node.parent()
     return node
-
-
-def _band_above(node: isl.ScheduleNode) -> bool:
-    """Whether a band node encloses ``node`` (loops around it)."""
-    while node.has_parent():
-        node = node.parent()
-        if is_band(node):
-            return True
-    return False

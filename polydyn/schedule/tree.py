@@ -114,6 +114,15 @@ def is_band(node: isl.ScheduleNode) -> bool:
     return node.get_type() == isl.schedule_node_type.band
 
 
+def band_above(node: isl.ScheduleNode) -> bool:
+    """Whether a band node encloses ``node`` (loops around it)."""
+    while node.has_parent():
+        node = node.parent()
+        if is_band(node):
+            return True
+    return False
+
+
 def chain_below(node: isl.ScheduleNode) -> list[isl.ScheduleNode] | None:
     """The nodes under ``node`` down to its leaf, when each has one child; else None."""
     out = []
