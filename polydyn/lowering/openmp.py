@@ -1,11 +1,12 @@
 """The OpenMP form of a loop of the C target, as a typed value: ``Simd`` (``omp simd`` with
 its private and reduction clauses), ``Threads`` (``omp parallel for`` guarded by a run-time
 test of the work), ``Team`` (one parallel region whose threads share the loop's iterations
-and, at its end, the loops inside: ``teams.py``), or None (a plain loop). ``loop_form`` is a
-pure function of the loop, its mark, the loops around it and the variant's tree; the C
-printer prints the form it returns. The printer asks at each loop it prints, rather than a
-pass deciding beforehand, since where register tiles, packs and split sums open their own
-surroundings is still the printer's (docs/design.md, "Not done yet").
+and, at its end, the loops inside: ``teams.py``), ``Blocks`` (one parallel region whose
+threads each reduce a block of the loop into copies of their own), or None (a plain loop).
+``loop_form`` is a pure function of the loop, its mark, the loops around it and the
+variant's tree; the C printer prints the form it returns. The printer asks at each loop it
+prints, rather than a pass deciding beforehand, since where register tiles, packs and split
+sums open their own surroundings is still the printer's (docs/design.md, "Not done yet").
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..schedule.reductions import REDUCE_LOOP, SEQUENTIAL_LOOP
-from ..schedule.tree import PROMOTE, RVEC
+from ..schedule.tree import PROMOTE, RVEC, VECTOR
 from ..scop.exprs import Load, Scalar
 from ..scop.ir import Scop
 from .teams import forms_team, local_writers
@@ -32,15 +33,13 @@ TILED_PARALLEL_MIN_WORK = 1 << 22
 # The same for a loop around register tiles whose iterations share no data (every access
 # moves with its iterator: batched matmul's batch loop): no thread reads another's tiles.
 SEPARATE_PARALLEL_MIN_WORK = 1 << 15
-# The same for a loop that only sums into local scalars, outside any parallel loop (a whole
-# array's sum, a norm): its threads each add a block of its iterations, a few cycles a
-# thousand of them.
+# The same for a loop that only reduces into local scalars, outside any parallel loop (a
+# whole array's sum, a norm, one row's max and sum): a plain sum of 2^15 floats took as long
+# on two threads as on one here, 2^16 a fifth less (bench/RESULTS.md, phrasings_passes).
 REDUCTION_PARALLEL_MIN_WORK = 1 << 15
 # The same for the region a pack opens (every thread copies the tile, no fork per tile:
 # codegen_c/packs.py).
 PACKED_PARALLEL_MIN_WORK = 1 << 20
-
-VECTOR = "vector"  # the role of a user's ``vectorize()`` loop
 
 
 @dataclass(frozen=True)

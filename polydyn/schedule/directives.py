@@ -21,7 +21,7 @@ from .legality import describe_violation, violated
 from .recipe import COMMON_DIRECTIVES, Schedule
 from .reductions import _carried
 from .transforms import tile_band
-from .tree import LoopMark, is_band, split_and_mark, statement_names
+from .tree import VECTOR, LoopMark, is_band, split_and_mark, statement_names
 
 # --------------------------------------------------------------------------------------------
 # Loop-tree edits
@@ -285,7 +285,7 @@ def apply_recipe(scop: Scop, deps: Deps, region: isl.Set, recipe: Schedule) -> i
         elif name == "parallel":
             parallel |= set(args)
         elif name == "vectorize":
-            roles[args[0]] = "vector"
+            roles[args[0]] = VECTOR
         elif name == "unroll":
             roles[args[0]] = f"unroll{int(args[1])}"
     bad = violated(schedule, deps)
@@ -298,7 +298,7 @@ def apply_recipe(scop: Scop, deps: Deps, region: isl.Set, recipe: Schedule) -> i
 def _mark(schedule: isl.Schedule, scop: Scop, deps: Deps, parallel: set[str],
           roles: dict[str, str], recipe: Schedule) -> isl.Schedule:
     """Split bands into loops and mark them: parallel where the recipe asks (checked)."""
-    wanted = set(parallel) | {v for v, r in roles.items() if r == "vector"}
+    wanted = set(parallel) | {v for v, r in roles.items() if r == VECTOR}
     refused: list[str] = []  # raised after isl returns: exceptions cannot cross its callback
 
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:

@@ -29,6 +29,7 @@ from .tree import (
     RROW,
     RVEC,
     SPLIT,
+    VECTOR,
     LoopMark,
     PackMark,
     band_above,
@@ -445,7 +446,7 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     point = [k for k in order if k not in (vec, jam)] + [vec, jam]
     node = reorder_band(node.child(0), [order.index(k) for k in point])
     depth = node.get_tree_depth()
-    node = split_and_mark(node, [LoopMark(True, "vector") if k == vec else
+    node = split_and_mark(node, [LoopMark(True, VECTOR) if k == vec else
                                  LoopMark(False, f"unroll{JAM_STEPS}") if k == jam else
                                  LoopMark(coincident[k]) for k in point])
     while node.get_tree_depth() > depth - (2 * n if split else 1):

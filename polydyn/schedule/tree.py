@@ -14,6 +14,8 @@ import islpy as isl
 PARALLEL = "parallel"
 SEQUENTIAL = "sequential"
 PROMOTE, RROW, RVEC = "promote", "rrow", "rvec"
+# A loop a recipe's vectorize() names (checked free of dependences): "omp simd" in C.
+VECTOR = "vector"
 # A sum split among the threads (rfactor): the C emitter opens one parallel region at the
 # "rfactor" loop, whose iterations every thread runs, each thread adding into a private
 # copy of the sum's target; the threads share out the iterations of the "split" loop below
