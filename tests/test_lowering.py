@@ -133,7 +133,8 @@ def _forms(lowered: list[tuple[Node, object]], counted: bool = True
     for tree, scop in lowered:
         names = Locals.of(scop, tree)
         for loop, parallel, role, inside in _marked_loops(tree):
-            form = loop_form(loop, parallel, role, Around(inside, counted), scop, names)
+            form = loop_form(loop, parallel, role, Around(inside, counted, blocks=True), scop,
+                             names)
             out.append((loop, inside, form))
     return out
 
@@ -212,3 +213,9 @@ def test_whole_array_reductions_share_blocks_among_threads(monkeypatch) -> None:
     softmax = pd.compile(load("softmax")[0])  # one row: its max and its sum, in blocks
     assert "#pragma omp parallel if(" in softmax.source
     check_kernel(softmax, {"N": 1, "L": 40009})
+    # a single_thread() policy recipe, and a loop recipe that marks no loop parallel, keep
+    # every loop on one thread
+    for recipe in (pd.Schedule.isl().single_thread(), pd.Schedule().tile(j=64)):
+        alone = pd.compile(_stats, variants=[("true", recipe)])
+        assert "omp parallel" not in alone.source
+        check_kernel(alone, {"N": 257, "M": 131})

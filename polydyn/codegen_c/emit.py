@@ -83,6 +83,7 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         self.planned_for = planned_for  # the CPU the schedule was planned for, in words
         # the local scalars: which statements assign and touch them (counts: per variant)
         self.locals = Locals.of(scop)
+        self.blocks = False  # the variant printed may reduce in Blocks (variant_function)
         self.region: isl.Set = scop.context
         # while emitting a register tile: array -> (row iterator, vector iterator, base names)
         self.promoted: dict[str, tuple[str, str, str, str]] = {}
@@ -251,6 +252,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
     def variant_function(self, fname: str, variant: Variant, ast: Node) -> str:
         self.region = variant.region
         self.locals = Locals.of(self.scop, ast)
+        recipe = variant.recipe
+        self.blocks = recipe.is_policy and not recipe.has("single_thread")  # openmp.Blocks
         st = LoopState()
         self.repacks = {}
         self.helpers = set()

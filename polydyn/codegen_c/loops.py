@@ -42,8 +42,8 @@ class LoopEmitter:
         if st.region:
             return self.region_loop(n, parallel, it, init, cond, inc, trips)
         form = None if role == RROW or role.startswith("unroll") else loop_form(
-            n, parallel, role, Around(st.in_parallel, trips is not None, bool(self.promoted)),
-            self.scop, self.locals)
+            n, parallel, role, Around(st.in_parallel, trips is not None, bool(self.promoted),
+                                      self.blocks), self.scop, self.locals)
         if isinstance(form, Team):
             return self.team_loop(n, it, init, inc, trips, form.minimum)
         if isinstance(form, Blocks):

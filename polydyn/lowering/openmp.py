@@ -139,11 +139,15 @@ class Locals:
 class Around:
     """What a loop's form depends on outside it: a loop around it is parallel (its mark),
     its trip count is printed (``for (c = a; c < b or c <= b; ...)``, or a collapsed pair's
-    product), and it lies in a register tile whose accumulators are in registers."""
+    product), it lies in a register tile whose accumulators are in registers, and its
+    variant lets a loop that only reduces into local scalars take threads (``blocks``: a
+    policy recipe without ``single_thread()``; a loop recipe's threads are the loops it marks
+    ``parallel``)."""
 
     in_parallel: bool = False
     counted: bool = False
     promoted: bool = False
+    blocks: bool = False
 
 
 def loop_form(n: Loop, parallel: bool, role: str, at: Around, scop: Scop,
@@ -161,7 +165,7 @@ def loop_form(n: Loop, parallel: bool, role: str, at: Around, scop: Scop,
     if owned is None:
         return None
     simd = simd_form(n, parallel, role, owned, at.promoted, scop)
-    if not parallel and not role and not at.in_parallel and at.counted and \
+    if at.blocks and not parallel and not role and not at.in_parallel and at.counted and \
             n.carry.kind == REDUCE_LOOP and \
             all(scop.array(name).dtype in BLOCK_TYPES for _, name in n.carry.reductions):
         reduced = {name for _, name in n.carry.reductions}
