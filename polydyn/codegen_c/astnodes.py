@@ -17,7 +17,7 @@ class LoopState:
     # inside a team region (see CEmitter.team_loop): the C flag that is true when the
     # outer loop shares out its iterations, false when the parallel loops here do
     team: str | None = None
-    # inside the parallel region a pack opened (RegisterTiles.pack): the first loop on each
+    # inside the parallel region a pack opened (PackedTiles.pack): the first loop on each
     # path shares out its iterations among the region's threads, without a fork of its own
     region: bool = False
 

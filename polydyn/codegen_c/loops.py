@@ -8,7 +8,7 @@ import cgen
 import islpy as isl
 
 from ..errors import InternalError
-from ..lowering.openmp import Around, Blocks, Simd, Team, Threads, loop_form, work_minimum
+from ..lowering.openmp import Around, Blocks, Simd, Team, Threads, loop_form
 from ..lowering.teams import team_body
 from ..lowering.tree import Loop, Node, expr_ids, has_loop, instances, role_loops
 from ..schedule.tree import RROW, RVEC
@@ -128,14 +128,13 @@ class LoopEmitter:
         if self.locals.assigned(n.body):  # locals need private copies: not in a region
             raise InternalError(f"local scalars under loop {it} of a pack's region")
         if trips is not None and team_body(n.body):
-            return [*self.team_loop(n, it, init, inc, trips, work_minimum(n, self.scop),
-                                    fork=False), cgen.Pragma("omp barrier")]
+            return [*self.team_loop(n, it, init, inc, trips, None), cgen.Pragma("omp barrier")]
         body = self.node(n.body, LoopState(True))
         return [cgen.Pragma("omp for schedule(static)"),
                 cgen.For(f"int64_t {it} = {init}", cond, f"{it} += {inc}", cgen.Block(body))]
 
-    def team_loop(self, n: Loop, it: str, init: str, inc: str, trips: str, minimum: int,
-                  fork: bool = True) -> list[cgen.Generable]:
+    def team_loop(self, n: Loop, it: str, init: str, inc: str, trips: str,
+                  minimum: int | None) -> list[cgen.Generable]:
         """One parallel region around a parallel loop whose trip count may be below the
         number of threads or not a multiple of it (one row tile of a skinny matmul; 21 row
         tiles on 2 threads): the threads share out whole iterations while every thread has
@@ -144,12 +143,11 @@ class LoopEmitter:
         (cyclically, a barrier after each), so no thread waits a whole iteration at the
         end. Never nested parallel constructs: libgomp creates fresh threads for every
         nested team, even under a region made inactive by its ``if`` clause
-        (bench/HISTORY.md, point 7). ``fork``: False inside a region opened around it
-        (RegisterTiles.pack)."""
+        (bench/HISTORY.md, point 7). ``minimum``: the instances from which the region forks
+        its threads; None inside a region opened around it (``PackedTiles.pack``)."""
         self.team_count += 1
         flag = f"pd_w{self.team_count}"
         count, whole, end, step = (f"pd_{x}{self.team_count}" for x in ("n", "s", "e", "t"))
-        region = f"omp parallel if({self.work_test(n, minimum)} && {trips} >= 1)"
         body = self.node(n.body, LoopState(True, team=flag))
         # iteration t < whole: this thread's own (its block ends at ``end``, then it jumps to
         # the rest); t >= whole: every thread's
@@ -160,7 +158,9 @@ class LoopEmitter:
             cgen.Block([cgen.Statement(f"const int {flag} = {step} < {whole}"),
                         cgen.Statement(f"const int64_t {it} = {init} + {step} * {inc}"),
                         *body]))
-        return [*([cgen.Pragma(region)] if fork else []), cgen.Block([
+        fork = [] if minimum is None else \
+            [cgen.Pragma(f"omp parallel if({self.work_test(n, minimum)} && {trips} >= 1)")]
+        return [*fork, cgen.Block([
             cgen.Statement(f"const int64_t {count} = {trips}"),
             cgen.Statement(f"const int64_t {whole} = {count} - pd_mod({count}, pd_team_size())"),
             cgen.Statement(f"const int64_t {end} = (pd_team_id() + 1) * {block}"),

@@ -19,7 +19,7 @@ from ..schedule.reductions import REDUCE_LOOP, SEQUENTIAL_LOOP
 from ..schedule.tree import PROMOTE, RVEC, VECTOR
 from ..scop.exprs import Load, Scalar
 from ..scop.ir import Scop
-from .teams import forms_team, local_writers
+from .teams import forms_team
 from .tree import Loop, Node, has_loop, instances, role_loops
 from .work import uneven_work
 
@@ -98,7 +98,11 @@ class Locals:
     assigns: Mapping[str, frozenset[str]]
     users: Mapping[str, frozenset[str]]
     counts: Mapping[str, int]
-    writers: frozenset[str]
+
+    @property
+    def writers(self) -> frozenset[str]:
+        """The statements that assign a local scalar (``teams.local_writers``)."""
+        return frozenset(name for name, assigned in self.assigns.items() if assigned)
 
     @staticmethod
     def of(scop: Scop, tree: Node | None = None) -> Locals:
@@ -113,8 +117,7 @@ class Locals:
                 if scop.array(name).kind == "local":
                     users.setdefault(name, set()).add(s.name)
         counts = Counter(i.name for i in instances(tree)) if tree is not None else Counter()
-        return Locals(assigns, {k: frozenset(v) for k, v in users.items()}, counts,
-                      local_writers(scop))
+        return Locals(assigns, {k: frozenset(v) for k, v in users.items()}, counts)
 
     def assigned(self, n: Node) -> frozenset[str]:
         """The local scalars the statements under ``n`` assign (a statement that is not

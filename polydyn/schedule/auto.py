@@ -506,12 +506,12 @@ def distribute_low_dims(schedule: isl.Schedule, scop: Scop, deps: Deps) -> isl.S
         reaching = node.get_domain()
         groups = [low] if outermost else [[name] for name in low]
         picked: list[str] = []
+        best = schedule
         for group in groups:
             candidate = _ordered_before(node, reaching, scop, [*picked, *group])
             if candidate is not None and is_legal(candidate, deps):
-                picked += group
-        if picked:
-            schedule = _ordered_before(node, reaching, scop, picked)
+                picked, best = [*picked, *group], candidate
+        schedule = best
     return schedule
 
 
