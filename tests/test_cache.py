@@ -23,6 +23,7 @@ import pytest
 
 import polydyn as pd
 from polydyn import f64, out
+from polydyn.codegen_c import toolchain
 from polydyn.runtime import cache
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,6 +110,11 @@ def _entries(root: Path) -> list[Path]:
 
 def _kernel_entries(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("??/*/kernel.json"))
+
+
+def _object_entries(root: Path) -> list[Path]:
+    """The variants' objects (``toolchain.EarlyUnits``: a module built unit by unit)."""
+    return sorted(p.parent for p in root.glob(f"??/*/{toolchain.UNIT_OBJECT}"))
 
 
 def test_eight_concurrent_compiles_publish_one_valid_entry(tmp_path, worker_script):
@@ -277,13 +283,19 @@ def test_cli_cache_info_and_clear(tmp_path, worker_script):
     info = _cli(cache_dir, "info")
     assert info.returncode == 0, info.stderr
     assert str(cache_dir) in info.stdout
-    everything = _entries(cache_dir) + _kernel_entries(cache_dir)  # a library and a kernel each
-    assert len(everything) == 4 and f"entries: {len(everything)}" in info.stdout
+    # a library and a kernel each, and with two CPUs an object per unit
+    everything = _entries(cache_dir) + _kernel_entries(cache_dir) + _object_entries(cache_dir)
+    assert len(_entries(cache_dir)) == len(_kernel_entries(cache_dir)) == 2
+    units = {u for e in _entries(cache_dir) for c in e.glob("*.c")
+             for u in toolchain.split_units(c.read_text()) or ()}
+    assert len(_object_entries(cache_dir)) == len(units) and bool(units) == toolchain.in_units()
+    assert len(everything) == len(list(cache_dir.glob("??/*")))
+    assert f"entries: {len(everything)}" in info.stdout
     size = sum(f.stat().st_size for e in everything for f in e.iterdir())
     assert f"bytes: {size}" in info.stdout
     clear = _cli(cache_dir, "clear")
     assert clear.returncode == 0, clear.stderr
-    assert "removed 4" in clear.stdout
+    assert f"removed {len(everything)}" in clear.stdout
     assert _entries(cache_dir) == []
     info = _cli(cache_dir, "info")
     assert info.returncode == 0 and "entries: 0" in info.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,4 +83,33 @@ def test_a_unit_that_fails_is_reported_and_nothing_is_cached(tmp_path, monkeypat
     with pytest.raises(pd.CompileError, match="generated for broken") as info:
         build_shared(source, "broken", Options(cache_dir=tmp_path))
     assert "error" in str(info.value) and "return helper() }" in str(info.value)
-    assert not list(tmp_path.rglob("*.so"))
+    assert not list(tmp_path.rglob("*.so")) and not list(tmp_path.rglob(toolchain.UNIT_OBJECT))
+
+
+def test_a_unit_built_before_is_linked_not_compiled(tmp_path, monkeypatch):
+    """Two modules that share a function: the second compiles only its new unit and the
+    dispatcher's, and links the shared one's object from the cache."""
+    monkeypatch.setattr(toolchain, "_cpus", lambda: 2)
+    compiled: list[str] = []
+    real_cc = toolchain._cc
+
+    def cc(cmd: list[str]) -> subprocess.CompletedProcess:
+        if "-c" in cmd:
+            compiled.append(Path(cmd[cmd.index("-c") + 1]).read_text())
+        return real_cc(cmd)
+
+    monkeypatch.setattr(toolchain, "_cc", cc)
+    head = "static int helper(void) { return 20; }"
+
+    def module(other: str) -> str:
+        return "\n".join([head, UNIT_BREAK, "int shared(void) { return helper() + 1; }",
+                          UNIT_BREAK, other, UNIT_BREAK, "int entry(void) { return 0; }"])
+
+    options = Options(cache_dir=tmp_path)
+    first = build_shared(module("int one(void) { return 1; }"), "first", options)
+    assert len(compiled) == 3
+    compiled.clear()
+    second = build_shared(module("int two(void) { return helper() + 2; }"), "second", options)
+    assert len(compiled) == 1 and "int two(" in compiled[0]  # shared(), entry(): linked
+    for path, name, value in [(first, "one", 1), (second, "two", 22), (second, "shared", 21)]:
+        assert getattr(ctypes.CDLL(str(path)), name)() == value

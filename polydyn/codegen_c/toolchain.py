@@ -3,6 +3,7 @@ CPU its flags target is ``polydyn.target``'s question.)"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -24,6 +25,7 @@ from ..version import __version__
 UNIT_BREAK = "/* -- polydyn: translation unit -- */"
 # Defines PD_VARIANT (static in the single file) for a unit of its own: linked, not exported.
 UNIT_FLAG = '-DPD_VARIANT=__attribute__((visibility("hidden")))'
+UNIT_OBJECT = "unit.o"  # a unit's cache entry (EarlyUnits)
 
 
 @functools.lru_cache(maxsize=8)
@@ -100,6 +102,7 @@ def build_shared(source: str, name: str, options: Options, *, extension: str | N
                 builds.start(units[k], f"{name}.{k}")
             objects = [builds.finish(unit, check) for unit in units]
             check(_cc([options.cc, *flags, *map(str, objects), "-o", str(lib), *libs, "-lm"]))
+            builds.publish()
         finally:
             if builds is not early:
                 builds.close()
@@ -114,15 +117,20 @@ class EarlyUnits:
     compiler process as soon as its text is known (``pipeline`` starts a variant's unit
     while the next variant's AST is built), as many at once as this process may use CPUs.
     ``finish`` waits for a unit's object; a unit is compiled once, whoever asks first. One
-    per build: the objects live in a private directory that ``close`` removes (the cache
-    keeps only the linked library, published whole by ``build_shared``)."""
+    per build: the objects live in a private directory that ``close`` removes. Each object
+    is also a cache entry of its own, keyed by the unit's text and flags: a module that
+    shares a variant's function with one built before (the same operator under other
+    options, with other variants, or a fixed size beside the dynamic ones) links it rather
+    than compiling it again."""
 
     def __init__(self, options: Options, includes: tuple[str, ...] = ()):
         self.cc = options.cc
         self.flags = unit_flags(options, includes)
+        self.cache_dir = options.cache_dir
         self.dir = Path(tempfile.mkdtemp(prefix="polydyn-units-"))
         self.pool = ThreadPoolExecutor(max_workers=_cpus(), thread_name_prefix="polydyn-cc")
         self.jobs: dict[str, tuple[Path, Future]] = {}  # unit text -> (object, compile)
+        self.compiled: list[tuple[str, Path]] = []  # (cache key, object) not from the cache
         self.lock = threading.Lock()
 
     def start(self, unit: str, stem: str | None = None) -> None:
@@ -133,9 +141,38 @@ class EarlyUnits:
             src = self.dir / f"{stem or 'unit'}.{len(self.jobs)}.c"
             src.write_text(unit)
             obj = src.with_suffix(".o")
-            job = self.pool.submit(_cc, [self.cc, *self.flags, UNIT_FLAG, "-c", str(src),
-                                         "-o", str(obj)])
-            self.jobs[unit] = (obj, job)
+            self.jobs[unit] = (obj, self.pool.submit(self._object, unit, src, obj))
+
+    def _object(self, unit: str, src: Path, obj: Path) -> subprocess.CompletedProcess:
+        """Write ``unit``'s object to ``obj``: a hard link to (or copy of) its cache entry,
+        else compiled from ``src`` (and kept by ``publish``)."""
+        cmd = [self.cc, *self.flags, UNIT_FLAG, "-c", str(src), "-o", str(obj)]
+        key = cache.content_key(["unit", __version__, unit, *cmd[:-4],
+                                 compiler_version(self.cc)])
+        entry = cache.find(self.cache_dir, key)
+        if entry is not None:
+            try:
+                _link_or_copy(entry / UNIT_OBJECT, obj)
+                return subprocess.CompletedProcess(cmd, 0, "", "")
+            except OSError:  # pruned meanwhile: compiled below
+                pass
+        proc = _cc(cmd)
+        if proc.returncode == 0:
+            with self.lock:
+                self.compiled.append((key, obj))
+        return proc
+
+    def publish(self) -> None:
+        """Keep the objects compiled for this module in the cache (once it has linked: a
+        module that fails leaves nothing behind)."""
+        for key, obj in self.compiled:
+            def files(tmp: Path, obj: Path = obj) -> list[str]:
+                _link_or_copy(obj, tmp / UNIT_OBJECT)
+                return [UNIT_OBJECT]
+
+            with contextlib.suppress(OSError):  # a read-only cache: nothing kept
+                cache.get_or_build(self.cache_dir, key, files, {"unit": obj.stem})
+        self.compiled = []
 
     def finish(self, unit: str, check: Callable[[subprocess.CompletedProcess], None]) -> Path:
         """The object of ``unit`` (compiled now if it was not started), after ``check``."""
@@ -153,6 +190,13 @@ class EarlyUnits:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 def unit_source(head: str, function: str) -> str:

@@ -7,7 +7,8 @@ loser discards its copy). A damaged entry (a checksum that does not match, a mis
 never loaded: it is moved aside and rebuilt.
 
 Size: past ``max_bytes()`` (POLYDYN_CACHE_MAX_BYTES, default 2 GiB) the least recently used
-entries are removed after each publication (``prune``). An entry's modification time is its
+entries are removed after a publication (``prune``; a process measures the cache after
+publishing a 64th of the limit, not after each entry). An entry's modification time is its
 last use: ``find`` and ``get_or_build`` touch it on every hit. Entries under construction
 (``.build-*``) and the one just published are never pruned.
 """
@@ -20,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -103,10 +105,35 @@ def get_or_build(root: Path, key: str, build: Callable[[Path], list[str]],
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    limit = max_bytes()
-    if total_bytes(root) > limit:
-        prune(root, limit, keep=entry)
+    _after_publication(root, entry)
     return entry
+
+
+# per cache root: (its bytes when this process last measured them, bytes this process has
+# published since)
+_sizes: dict[Path, tuple[int, int]] = {}
+_sizes_lock = threading.Lock()
+
+
+def _after_publication(root: Path, entry: Path) -> None:
+    """Prune ``root`` past its limit. Measuring the cache reads every entry, so a process
+    measures it at its first publication, then once it has published a 64th of the limit
+    since or its own count passes the limit: what other processes add meanwhile is seen at
+    the next measure."""
+    limit = max_bytes()
+    added = entry_bytes(entry)
+    with _sizes_lock:
+        measured, since = _sizes.get(root, (-1, 0))
+        since += added
+        if measured >= 0 and since <= limit // 64 and measured + since <= limit:
+            _sizes[root] = (measured, since)
+            return
+        _sizes[root] = (measured, 0)  # measured below; a concurrent publication counts anew
+    total = total_bytes(root)
+    if total > limit:
+        total -= prune(root, limit, keep=entry)[1]
+    with _sizes_lock:
+        _sizes[root] = (total, _sizes[root][1])
 
 
 def max_bytes() -> int:
@@ -177,6 +204,8 @@ def describe(entry: Path) -> str:
         return f"library {meta['name']}"
     if "kernel" in meta:
         return f"kernel {meta['kernel']}"
+    if "unit" in meta:
+        return f"object {meta['unit']}"
     return ", ".join(sorted(meta.get("files", {}))) or "?"
 
 
