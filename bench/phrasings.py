@@ -28,7 +28,7 @@ def _rate(op: pd.Operator, sizes: dict[str, int], seconds: float) -> tuple[float
     """GFLOP/s for products, else GB/s of the minimal traffic (isl's counts)."""
     w = work(op.scop, sizes)
     if op.scop.name.startswith(("matmul", "linear", "batched_linear", "attention", "scores",
-                                "conv")):
+                                "conv", "pairwise")):
         return w.flops / seconds / 1e9, "GFLOP/s"
     return w.bytes / seconds / 1e9, "GB/s"
 

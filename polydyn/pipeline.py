@@ -177,12 +177,16 @@ class _Side:
         from .scop.fuse import fuse_through_temporaries
         from .scop.hoist import hoist_invariants
         from .scop.hold import hold_cells
+        from .scop.inline import inline_reduction_values
         from .scop.padding import pad_guarded_reads
         from .scop.reuse import reuse_values
         from .scop.selects import canonical_selects
 
         scop, selects = canonical_selects(own_scop)  # max and min written as conditionals
         scop, padded = pad_guarded_reads(scop)  # sums cut at an array's edges: a padded copy
+        # a value of the iteration in the sums that read it: one statement per sum (not under
+        # loop recipes: they name the statements as written)
+        scop, inlined = (scop, ()) if _loop_recipes(variants) else inline_reduction_values(scop)
         # a temporary's writing and reading nests as one (not under loop recipes: they name
         # the loops as written)
         scop, fused = (scop, ()) if _loop_recipes(variants) else fuse_through_temporaries(scop)
@@ -208,8 +212,8 @@ class _Side:
         # the automatic CPU schedule: a temporary copied back each time step becomes the other
         # half of a double buffer
         scop, buffers = double_buffer(scop) if _buffered(variants, cpu) else (scop, ())
-        notes = (selects + padded + fused + contracted + reused + hoisted + held + forwarded +
-                 expanded + epilogues + buffers)
+        notes = (selects + padded + inlined + fused + contracted + reused + hoisted + held +
+                 forwarded + expanded + epilogues + buffers)
         return scop, notes, bool(buffers)
 
     @classmethod

@@ -254,6 +254,19 @@ def column_sums(X: f32[N, M], s: out(f32[M])):
             s[j] += X[i, j]
 
 
+@pd.operator()
+def pairwise_sq_dist(A: f32[N, K], Bv: f32[M, K], Dist: out(f32[N, M])):
+    """``torch.cdist(A, Bv) ** 2``, each difference in a local scalar of the step before it
+    is squared into the sum."""
+    for i in range(N):
+        for j in range(M):
+            s = 0.0
+            for k in range(K):
+                t = A[i, k] - Bv[j, k]
+                s += t * t
+            Dist[i, j] = s
+
+
 # --- masks and attention ----------------------------------------------------------------------
 
 
@@ -369,6 +382,33 @@ def middle_softmax(X: f32[B, L, D], Y: out(f32[B, L, D])):
             t += pd.exp(X[b, s, d] - m)
         for s in range(L):
             Y[b, s, d] = pd.exp(X[b, s, d] - m) / t
+
+
+@pd.operator()
+def sequence_mean(X: f32[B, L, D], Y: out(f32[B, D])):
+    """``X.mean(1)`` (mean pooling over a sequence): the sums accumulate in the output, a
+    token's row at a time; no token gives zeros."""
+    for b, d in pd.grid(B, D):
+        Y[b, d] = 0.0
+    for b, t, d in pd.grid(B, L, D):
+        Y[b, d] += X[b, t, d]
+    for b, d in pd.grid(B, D):
+        Y[b, d] = Y[b, d] / max(L, 1)
+
+
+@pd.operator()
+def softmax_columns(X: f32[N, M], Y: out(f32[N, M])):
+    """``softmax(X, dim=0)``: a column's max and sum in local scalars, starting from minus
+    infinity and zero."""
+    for j in range(M):
+        mx = -pd.inf
+        for i in range(N):
+            mx = max(mx, X[i, j])
+        s = 0.0
+        for i in range(N):
+            s += pd.exp(X[i, j] - mx)
+        for i in range(N):
+            Y[i, j] = pd.exp(X[i, j] - mx) / s
 
 
 @pd.operator(assume="C >= 1")
@@ -550,6 +590,7 @@ NUMPY = {
     linear_temp_relu: lambda X, W, b: np.maximum(X @ W + b, 0.0),
     vecmat_vectors: lambda x, W: x @ W,
     column_sums: lambda X: X.sum(axis=0),
+    pairwise_sq_dist: lambda A, Bv: ((A[:, None, :] - Bv[None, :, :]) ** 2).sum(axis=2),
     batched_linear: lambda X, W, b: X @ W + b,
     batched_linear_seq_first: lambda X, W: X @ W,
     causal_softmax: _causal,
@@ -563,6 +604,8 @@ NUMPY = {
     sum_squares_cell: lambda X: np.array([(X * X).sum()]),
     middle_softmax: lambda X: np.exp(X - X.max(axis=1, keepdims=True)) / np.exp(
         X - X.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True),
+    sequence_mean: lambda X: X.sum(axis=1) / max(X.shape[1], 1),
+    softmax_columns: lambda X: _softmax(X.T).T,
     channels_first_layernorm: _channels_layernorm,
     global_avgpool: lambda X: X.mean(axis=(2, 3)),
     instance_norm: lambda X, g, b: (X - X.mean(axis=(2, 3), keepdims=True)) / np.sqrt(
@@ -607,6 +650,7 @@ BENCH_SIZES = {
     linear_temp_relu: [{"N": 128, "M": 3072, "K": 768}],
     vecmat_vectors: [{"M": 3072, "K": 768}, {"M": 4096, "K": 4096}],
     column_sums: [{"N": 2048, "M": 2048}],
+    pairwise_sq_dist: [{"N": 1024, "M": 1024, "K": 64}, {"N": 128, "M": 4096, "K": 256}],
     batched_linear: [{"B": 8, "N": 128, "M": 768, "K": 768},
                      {"B": 4, "N": 128, "M": 3072, "K": 768}],
     batched_linear_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
@@ -626,6 +670,8 @@ BENCH_SIZES = {
     batchnorm_infer: [{"B": 8, "C": 64, "H": 56, "W": 56}],
     sum_squares_cell: [{"N": 4096, "M": 1024}],
     middle_softmax: [{"B": 16, "L": 128, "D": 512}],
+    sequence_mean: [{"B": 32, "L": 512, "D": 768}, {"B": 64, "L": 128, "D": 1024}],
+    softmax_columns: [{"N": 1024, "M": 1024}, {"N": 128, "M": 4096}],
     channels_first_layernorm: [{"B": 8, "C": 96, "H": 56, "W": 56}],
     global_avgpool: [{"B": 8, "C": 512, "H": 7, "W": 7}, {"B": 32, "C": 256, "H": 14, "W": 14},
                      {"B": 8, "C": 64, "H": 56, "W": 56}],
@@ -652,6 +698,7 @@ TORCH = {
     linear_temp_relu: lambda t, X, W, b: t.relu(t.addmm(b, X, W)),
     vecmat_vectors: lambda t, x, W: x @ W,
     column_sums: lambda t, X: X.sum(0),
+    pairwise_sq_dist: lambda t, A, Bv: t.cdist(A, Bv) ** 2,
     batched_linear: lambda t, X, W, b: t.addmm(b, X.reshape(-1, X.shape[-1]), W).view(
         *X.shape[:-1], W.shape[1]),
     batched_linear_seq_first: lambda t, X, W: X @ W,
@@ -671,6 +718,8 @@ TORCH = {
                                                                           eps=1e-5),
     sum_squares_cell: lambda t, X: (X * X).sum().reshape(1),
     middle_softmax: lambda t, X: t.softmax(X, 1),
+    sequence_mean: lambda t, X: X.mean(1),
+    softmax_columns: lambda t, X: t.softmax(X, 0),
     channels_first_layernorm: lambda t, X, g, b: t.nn.functional.layer_norm(
         X.permute(0, 2, 3, 1), X.shape[1:2], g, b, eps=1e-6).permute(0, 3, 1, 2),
     global_avgpool: lambda t, X: X.mean((2, 3)),

@@ -46,7 +46,9 @@ NOTES = {
     ph.conv_stride2_same_if: ("X[b, c, (((2 * y) + ky) - 1), (((2 * x) + kx) - 1)]: read from "
                               "X_pad", "s: the sum is kept in Y[b, f, y, x]"),
     ph.sum_squares_cell: ("y[0]: the sum over i, j is kept in the local scalar",),
+    ph.pairwise_sq_dist: ("t: its value (A[i, k] - Bv[j, k]) is computed in the update of s",),
     ph.middle_softmax: ("exp((X[b, s, d] - m)): computed once, in Y[b, s, d]",),
+    ph.softmax_columns: ("exp((X[i, j] - mx)): computed once, in Y[i, j]",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
@@ -54,6 +56,8 @@ NOTES_C = {
     ph.linear_scalar_gelu: ("v: the value is kept in Y[n, o]",
                             "s: the sum is kept in Y[n, o], from b[o]",
                             "S3: the element-wise epilogue runs after the product's loops"),
+    ph.pairwise_sq_dist: ("t: its value (A[i, k] - Bv[j, k]) is computed in the update of s",
+                          "s: the sum is kept in Dist[i, j]"),
     ph.linear_relu: ("S2: the element-wise epilogue runs after the product's loops",
                      "Y[n, o]: the sum over k is kept in the local scalar"),
     ph.scores_scaled: ("acc: the sum is kept in S[h, i, j]",
@@ -62,6 +66,9 @@ NOTES_C = {
     ph.middle_softmax: ("exp((X[b, s, d] - m)): computed once, in Y[b, s, d]",
                         "m: the scalar is kept in m[b, d] (the loop over d then runs along",
                         "t: the scalar is kept in t[b, d]"),
+    ph.softmax_columns: ("exp((X[i, j] - mx)): computed once, in Y[i, j]",
+                         "mx: the scalar is kept in mx[j] (the loop over j then runs along",
+                         "s: the scalar is kept in s[j]"),
     ph.channels_first_layernorm: ("mu: the scalar is kept in mu[b, y, x]",
                                   "var: the scalar is kept in var[b, y, x]",
                                   "r: the scalar is kept in r[b, y, x]"),
@@ -89,6 +96,10 @@ SIZES = {
                {"N": 23, "M": 17, "K": 31}, {"N": 24, "M": 31, "K": 257},
                {"N": 25, "M": 1, "K": 1}, {"N": 5, "M": 33, "K": 40},
                {"N": 6, "M": 17, "K": 257}, {"N": 7, "M": 32, "K": 3}],
+    # none, one, primes; the register tiles' 6 and 48 rows and 16 lanes +-1
+    "pairwise": [{"N": 0, "M": 3, "K": 2}, {"N": 1, "M": 1, "K": 1},
+                 {"N": 7, "M": 17, "K": 0}, {"N": 49, "M": 257, "K": 33},
+                 {"N": 5, "M": 15, "K": 64}, {"N": 6, "M": 17, "K": 129}],
     "batched": [{"B": 1, "N": 1, "M": 1, "K": 1}, {"B": 2, "N": 49, "M": 257, "K": 33},
                 {"B": 3, "N": 5, "M": 97, "K": 256}, {"B": 47, "N": 7, "M": 31, "K": 3}],
     "causal": [{"H": 1, "L": 1}, {"H": 2, "L": 67}],
@@ -126,6 +137,9 @@ SIZES = {
     # one row, 1 x 1 pixels, primes; the vector loop's 16 and 32 lanes +-1 along the rows
     "middle_softmax": [{"B": 1, "L": 1, "D": 1}, {"B": 2, "L": 7, "D": 33},
                        {"B": 3, "L": 17, "D": 15}, {"B": 1, "L": 2, "D": 257}],
+    # one token, none, primes; strips of 512 lanes +-1 (``strip_mine_vector``)
+    "sequence_mean": [{"B": 1, "L": 1, "D": 1}, {"B": 2, "L": 0, "D": 3},
+                      {"B": 3, "L": 17, "D": 513}, {"B": 49, "L": 5, "D": 31}],
     "channels_first": [{"B": 0, "C": 3, "H": 2, "W": 2}, {"B": 1, "C": 1, "H": 1, "W": 1},
                        {"B": 2, "C": 5, "H": 3, "W": 17}, {"B": 1, "C": 31, "H": 2, "W": 33}],
     # 1 x 1 planes, a 7 x 7 head, primes, rows of 16 lanes +-1

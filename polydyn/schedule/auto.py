@@ -57,6 +57,8 @@ from .bands import (
     member_dependence,
     member_extents,
     stride_one,
+    subscript_vars,
+    targets_move,
 )
 from .legality import is_legal
 from .point_bands import packed_band_members, packed_members, register_plan, tiled_members
@@ -349,22 +351,6 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
         plan.append(BandTiling(node_path(node), sizes, tiled_members(node, scop, constant)[1],
                                _min_extents(node, scop, sizes, target)))
     return plan
-
-
-def targets_move(scop: Scop, deps_of: dict[str, list[set[str]]], members: list[int]) -> bool:
-    """Whether some statement of the band writes a cell whose subscripts move along one of
-    ``members`` (``member_dependence``'s iterators per member): they are not reductions."""
-    for name, iters in deps_of.items():
-        target = scop.statement(name).target
-        used = subscript_vars(target) if isinstance(target, Load) else set()
-        if any(used & iters[k] for k in members):
-            return True
-    return False
-
-
-def subscript_vars(ref: Load) -> set[str]:
-    """The loop variables and syms that ``ref``'s subscripts use."""
-    return set().union(*(aff.vars() for aff in ref.index))
 
 
 def narrow_tiers(schedule: isl.Schedule, scop: Scop, tiling: BandTiling,

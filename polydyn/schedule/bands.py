@@ -107,19 +107,41 @@ def has_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], live: list[int]) -
     return False
 
 
-def has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bool:
-    """Some access moves along the band's innermost member in a subscript other than its
-    last (a transpose's read): tiles keep both layouts' lines in cache. An access that does
-    not move along it (a scale per channel, ``g[c]``) is a value the loop keeps."""
-    for name, members in deps_of.items():
-        stmt = scop.statement(name)
-        inner = members[-1]
-        for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
-            if isinstance(ref, Load) and ref.index and inner and \
-                    not (ref.index[-1].vars() & inner) and \
-                    any(sub.vars() & inner for sub in ref.index[:-1]):
-                return True
+def targets_move(scop: Scop, deps_of: dict[str, list[set[str]]], members: list[int]) -> bool:
+    """Whether some statement of the band writes a cell whose subscripts move along one of
+    ``members`` (``member_dependence``'s iterators per member): they are not reductions."""
+    for name, iters in deps_of.items():
+        target = scop.statement(name).target
+        used = subscript_vars(target) if isinstance(target, Load) else set()
+        if any(used & iters[k] for k in members):
+            return True
     return False
+
+
+def subscript_vars(ref: Load) -> set[str]:
+    """The loop variables and syms that ``ref``'s subscripts use."""
+    return set().union(*(aff.vars() for aff in ref.index))
+
+
+def has_transposed_access(scop: Scop, deps_of: dict[str, list[set[str]]]) -> bool:
+    """No member of the band can run innermost with every access along it in its last
+    subscript (a transpose's read and write; not ``Y[b, d] += X[b, l, d]``, whose ``d``
+    can): tiles keep both layouts' lines in cache. An access that does not move along a
+    member (a scale per channel, ``g[c]``) is a value the loop keeps."""
+    n = len(next(iter(deps_of.values()), []))
+
+    def clean(k: int) -> bool:
+        for name, members in deps_of.items():
+            stmt = scop.statement(name)
+            for ref in [stmt.target, *(e for e in stmt.value.walk() if isinstance(e, Load))]:
+                if isinstance(ref, Load) and ref.index and members[k] and \
+                        not (ref.index[-1].vars() & members[k]) and \
+                        any(sub.vars() & members[k] for sub in ref.index[:-1]):
+                    return False
+        return True
+
+    live = [k for k in range(n) if any(members[k] for members in deps_of.values())]
+    return bool(live) and not any(clean(k) for k in live)
 
 
 def elem_bytes(scop: Scop) -> int:

@@ -17,6 +17,7 @@ from .bands import (
     reorder_band,
     repacked_vector,
     stride_one,
+    targets_move,
     vector_reuse,
 )
 from .legality import is_legal
@@ -215,6 +216,8 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
     # prefer rows along which the vector operands stay the same (matmul's i for B[k, j],
     # conv's f for X[b, c, oy + ky, ox + kx]): one vector load then feeds every row
     row = max(rows, key=lambda k: (vector_reuse(scop, deps_of, k, vec), k))
+    if not _tile_reuses(scop, deps_of, row, vec):
+        return None
     target = None
     for name, members in deps_of.items():
         stmt = scop.statement(name)
@@ -241,6 +244,22 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
     others = [k for k in range(n) if k not in reductions and k not in (row, vec)]
     order = [*others, vec, row, *reductions] if transposed else [*others, row, vec, *reductions]
     return order, len(others), len(others) + 1
+
+
+def _tile_reuses(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int) -> bool:
+    """Some read other than the accumulated target stays the same along the rows or along
+    the vector (matmul's B row, A's broadcast element): a tile's loads then feed several
+    accumulators. Where every read moves along both (``Y[b, d] += X[b, l, d]``), a tile
+    reuses nothing and its rows read as many strided streams."""
+    for name, members in deps_of.items():
+        stmt = scop.statement(name)
+        target = stmt.target.array if isinstance(stmt.target, Load) else None
+        for ref in stmt.value.walk():
+            if isinstance(ref, Load) and ref.array != target:
+                used = set().union(*(sub.vars() for sub in ref.index))
+                if not (used & members[row] and used & members[vec]):
+                    return True
+    return False
 
 
 def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
@@ -409,8 +428,9 @@ JAM_STEPS = 8
 def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     """A permutable band whose only parallel member is its innermost, stride-1 one, under
     reductions (``C[0, j] += A[0, k] * B[k, j]``): strips of that member become the outer
-    loop, the reductions run inside a strip, the innermost one in steps of ``JAM_STEPS``;
-    in a strip, the vector loop runs around the steps (unrolled). The threads share out
+    loop, the reductions run inside a strip, the innermost one in steps of ``JAM_STEPS``
+    where no target moves along it; in a strip, the vector loop runs around the steps
+    (unrolled). The threads share out
     the strips, or, where the band's statements are sums (``reductions.sum_targets``) and
     the band is outermost, the outermost reduction inside the strips, each thread adding
     into a private copy of the sums' targets (marks ``rfactor`` and ``split``; the C
@@ -426,16 +446,19 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
             or not stride_one(scop, deps_of, live[-1]):
         return node
     vec, jam = live[-1], live[-2]
+    # steps only where the statements reduce along ``jam``: where a target moves along it
+    # (a softmax's passes down a column write each row), the strip's rows run one by one
+    steps = 1 if targets_move(scop, deps_of, [jam]) else JAM_STEPS
     split = sum_targets(scop, set(deps_of)) is not None and not band_above(node)
     order = [vec, *(k for k in range(n) if k != vec)]
     node = reorder_band(node, order)
     elem = elem_bytes(scop)
     # the strips' loop, then the reductions (tiles of 1, JAM_STEPS for the innermost) ...
     sizes = [(SPLIT_STRIP_BYTES if split else VECTOR_STRIP_BYTES) // elem] + [1] * (n - 1)
-    sizes[order.index(jam)] = JAM_STEPS
+    sizes[order.index(jam)] = steps
     # full steps isolated (a constant count: gcc vectorizes the loop around them), the
     # last, partial strip in the threads' loop with the others
-    node = tile_band(node, sizes, full_along=[order.index(jam)])
+    node = tile_band(node, sizes, full_along=[order.index(jam)] if steps > 1 else [])
     if split:
         node = split_and_mark(node, [LoopMark(True, RFACTOR) if k == vec else
                                      LoopMark(False, SPLIT) if k == live[0] else
@@ -447,7 +470,8 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     node = reorder_band(node.child(0), [order.index(k) for k in point])
     depth = node.get_tree_depth()
     node = split_and_mark(node, [LoopMark(True, VECTOR) if k == vec else
-                                 LoopMark(False, f"unroll{JAM_STEPS}") if k == jam else
+                                 LoopMark(False, f"unroll{steps}") if k == jam and steps > 1
+                                 else
                                  LoopMark(coincident[k]) for k in point])
     while node.get_tree_depth() > depth - (2 * n if split else 1):
         node = node.parent()
