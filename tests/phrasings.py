@@ -397,6 +397,16 @@ def sequence_mean(X: f32[B, L, D], Y: out(f32[B, D])):
 
 
 @pd.operator()
+def sequence_mean_weighted(X: f32[B, L, D], w: f32[L], Y: out(f32[B, D])):
+    """Pooling with a weight per token, ``(X * w[:, None]).sum(1)``, the sums in the
+    output."""
+    for b, d in pd.grid(B, D):
+        Y[b, d] = 0.0
+        for t in range(L):
+            Y[b, d] += X[b, t, d] * w[t]
+
+
+@pd.operator()
 def softmax_columns(X: f32[N, M], Y: out(f32[N, M])):
     """``softmax(X, dim=0)``: a column's max and sum in local scalars, starting from minus
     infinity and zero."""
@@ -605,6 +615,7 @@ NUMPY = {
     middle_softmax: lambda X: np.exp(X - X.max(axis=1, keepdims=True)) / np.exp(
         X - X.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True),
     sequence_mean: lambda X: X.sum(axis=1) / max(X.shape[1], 1),
+    sequence_mean_weighted: lambda X, w: (X * w[:, None]).sum(axis=1),
     softmax_columns: lambda X: _softmax(X.T).T,
     channels_first_layernorm: _channels_layernorm,
     global_avgpool: lambda X: X.mean(axis=(2, 3)),
@@ -671,6 +682,7 @@ BENCH_SIZES = {
     sum_squares_cell: [{"N": 4096, "M": 1024}],
     middle_softmax: [{"B": 16, "L": 128, "D": 512}],
     sequence_mean: [{"B": 32, "L": 512, "D": 768}, {"B": 64, "L": 128, "D": 1024}],
+    sequence_mean_weighted: [{"B": 32, "L": 512, "D": 768}],
     softmax_columns: [{"N": 1024, "M": 1024}, {"N": 128, "M": 4096}],
     channels_first_layernorm: [{"B": 8, "C": 96, "H": 56, "W": 56}],
     global_avgpool: [{"B": 8, "C": 512, "H": 7, "W": 7}, {"B": 32, "C": 256, "H": 14, "W": 14},
@@ -719,6 +731,7 @@ TORCH = {
     sum_squares_cell: lambda t, X: (X * X).sum().reshape(1),
     middle_softmax: lambda t, X: t.softmax(X, 1),
     sequence_mean: lambda t, X: X.mean(1),
+    sequence_mean_weighted: lambda t, X, w: (X * w[:, None]).sum(1),
     softmax_columns: lambda t, X: t.softmax(X, 0),
     channels_first_layernorm: lambda t, X, g, b: t.nn.functional.layer_norm(
         X.permute(0, 2, 3, 1), X.shape[1:2], g, b, eps=1e-6).permute(0, 3, 1, 2),

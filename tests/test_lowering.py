@@ -173,14 +173,15 @@ N_, M_ = pd.sym("N M")
 
 @pd.operator()
 def _stats(X: f32[N_, M_], I: i32[N_], Y: out(f32[3]), C: out(i32[1])):  # noqa: E741
-    """Whole-array reductions into local scalars: a sum through another local, a maximum,
-    a minimum (one loop nest), and an integer sum."""
+    """Whole-array reductions into local scalars: a sum through another local (a call's
+    value read twice, which ``scop/inline.py`` leaves), a maximum, a minimum (one loop
+    nest), and an integer sum."""
     s = 0.0
     hi = -pd.inf
     lo = pd.inf
     for i, j in pd.grid(N_, M_):
-        t = X[i, j] * 2.0
-        s += t
+        t = pd.exp(X[i, j])
+        s += t * t
         hi = max(hi, X[i, j])
         lo = min(lo, X[i, j])
     c = 0

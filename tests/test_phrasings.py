@@ -192,6 +192,18 @@ def test_phrasing_against_numpy_and_reference(op: pd.Operator, target: str) -> N
             check_kernel(kernel, sizes, variant=index)
 
 
+@pytest.mark.parametrize("op", [ph.sequence_mean, ph.sequence_mean_weighted],
+                         ids=lambda op: op.scop.name)
+def test_a_sum_without_reuse_streams_its_rows(op: pd.Operator) -> None:
+    """``Y[b, d] += X[b, l, d]`` (times ``w[l]``): every read moves along both the rows and
+    the lanes a register tile would have, or along neither, so no variant is tiled for
+    registers or cache; the row loop over ``d`` runs innermost, vectorized."""
+    kernel = pd.compile(op)
+    assert "pd_acc" not in kernel.source
+    assert not any(v.name in ("full", "tiled") for v in kernel.variants)
+    assert "#pragma omp simd\n" in kernel.source
+
+
 def test_a_local_sum_starts_before_its_loop() -> None:
     """isl runs a row's three passes in one band member (``d``, ``D + d``, ``2D + d``) with
     the local scalars' first values at its first value, where the first pass's other

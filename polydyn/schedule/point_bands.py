@@ -216,7 +216,7 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
     # prefer rows along which the vector operands stay the same (matmul's i for B[k, j],
     # conv's f for X[b, c, oy + ky, ox + kx]): one vector load then feeds every row
     row = max(rows, key=lambda k: (vector_reuse(scop, deps_of, k, vec), k))
-    if not _tile_reuses(scop, deps_of, row, vec):
+    if _streams(scop, set(deps_of)):
         return None
     target = None
     for name, members in deps_of.items():
@@ -246,19 +246,27 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
     return order, len(others), len(others) + 1
 
 
-def _tile_reuses(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int) -> bool:
-    """Some read other than the accumulated target stays the same along the rows or along
-    the vector (matmul's B row, A's broadcast element): a tile's loads then feed several
-    accumulators. Where every read moves along both (``Y[b, d] += X[b, l, d]``), a tile
-    reuses nothing and its rows read as many strided streams."""
-    for name, members in deps_of.items():
+def _streams(scop: Scop, names: set[str]) -> bool:
+    """Some statement reads an array other than its target at one element per iteration,
+    each subscript a loop variable of its own, every loop variable in one (``X[b, l, d]`` in
+    ``Y[b, d] += X[b, l, d] * w[l]``): each element is read once, so the nest runs at the
+    speed it streams them, which a register tile's rows, as many strided streams, slow down.
+    (matmul's and conv's operands stay the same along some loop, or a window's taps read
+    them again: tiles reuse them.)"""
+    for name in names:
         stmt = scop.statement(name)
         target = stmt.target.array if isinstance(stmt.target, Load) else None
         for ref in stmt.value.walk():
-            if isinstance(ref, Load) and ref.array != target:
-                used = set().union(*(sub.vars() for sub in ref.index))
-                if not (used & members[row] and used & members[vec]):
-                    return True
+            if not isinstance(ref, Load) or ref.array == target:
+                continue
+            alone = set()
+            for sub in ref.index:
+                lin = sub.linear()
+                if lin is not None and len(lin[0]) == 1 and \
+                        abs(next(iter(lin[0].values()))) == 1:
+                    alone |= set(lin[0])
+            if stmt.iters and set(stmt.iters) <= alone:
+                return True
     return False
 
 
