@@ -277,8 +277,10 @@ last subscript, and register tiles need a read that a tile reuses, so the rows s
 the order written. `softmax_columns` then runs in strips of columns, a row at a time where
 its passes write rows (no unroll-and-jam). `pairwise_sq_dist` squares a difference kept in
 a local scalar: the value now goes into the sum's update (`scop/inline.py`), which then
-gets the product's register tiles. Rates: GFLOP/s (3 per term) or GB/s of the minimal
-traffic.
+gets the product's register tiles. `sequence_mean_weighted` (times `w[l]`) is the same
+stream, register-tiled before because its weight, the same along a tile, made it look
+reused (PyTorch eager's `(X * w[:, None]).sum(1)` writes the product first). Rates: GFLOP/s
+(3 per term) or GB/s of the minimal traffic.
 
 """
 
