@@ -146,9 +146,9 @@ class EarlyUnits:
     def _object(self, unit: str, src: Path, obj: Path) -> subprocess.CompletedProcess:
         """Write ``unit``'s object to ``obj``: a hard link to (or copy of) its cache entry,
         else compiled from ``src`` (and kept by ``publish``)."""
-        cmd = [self.cc, *self.flags, UNIT_FLAG, "-c", str(src), "-o", str(obj)]
-        key = cache.content_key(["unit", __version__, unit, *cmd[:-4],
+        key = cache.content_key(["unit", __version__, unit, self.cc, *self.flags, UNIT_FLAG,
                                  compiler_version(self.cc)])
+        cmd = [self.cc, *self.flags, UNIT_FLAG, "-c", str(src), "-o", str(obj)]
         entry = cache.find(self.cache_dir, key)
         if entry is not None:
             try:

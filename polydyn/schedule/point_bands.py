@@ -215,9 +215,9 @@ def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
         return None
     # prefer rows along which the vector operands stay the same (matmul's i for B[k, j],
     # conv's f for X[b, c, oy + ky, ox + kx]): one vector load then feeds every row
-    row = max(rows, key=lambda k: (vector_reuse(scop, deps_of, k, vec), k))
     if _streams(scop, set(deps_of)):
         return None
+    row = max(rows, key=lambda k: (vector_reuse(scop, deps_of, k, vec), k))
     target = None
     for name, members in deps_of.items():
         stmt = scop.statement(name)
@@ -259,12 +259,9 @@ def _streams(scop: Scop, names: set[str]) -> bool:
         for ref in stmt.value.walk():
             if not isinstance(ref, Load) or ref.array == target:
                 continue
-            alone = set()
-            for sub in ref.index:
-                lin = sub.linear()
-                if lin is not None and len(lin[0]) == 1 and \
-                        abs(next(iter(lin[0].values()))) == 1:
-                    alone |= set(lin[0])
+            lins = [sub.linear() for sub in ref.index]
+            alone = {v for lin in lins if lin is not None and len(lin[0]) == 1
+                     for v, c in lin[0].items() if abs(c) == 1}
             if stmt.iters and set(stmt.iters) <= alone:
                 return True
     return False
@@ -438,11 +435,11 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     reductions (``C[0, j] += A[0, k] * B[k, j]``): strips of that member become the outer
     loop, the reductions run inside a strip, the innermost one in steps of ``JAM_STEPS``
     where no target moves along it; in a strip, the vector loop runs around the steps
-    (unrolled). The threads share out
-    the strips, or, where the band's statements are sums (``reductions.sum_targets``) and
-    the band is outermost, the outermost reduction inside the strips, each thread adding
-    into a private copy of the sums' targets (marks ``rfactor`` and ``split``; the C
-    emitter chooses at run time). Returns the band's place."""
+    (unrolled). The threads share out the strips, or, where the band's statements are sums
+    (``reductions.sum_targets``) and the band is outermost, the outermost reduction inside
+    the strips, each thread adding into a private copy of the sums' targets (marks
+    ``rfactor`` and ``split``; the C emitter chooses at run time). Returns the band's
+    place."""
     n = node.band_n_member()
     if n < 2 or not node.band_get_permutable():
         return node
@@ -477,9 +474,9 @@ def strip_mine_vector(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     point = [k for k in order if k not in (vec, jam)] + [vec, jam]
     node = reorder_band(node.child(0), [order.index(k) for k in point])
     depth = node.get_tree_depth()
+    jammed = jam if steps > 1 else None
     node = split_and_mark(node, [LoopMark(True, VECTOR) if k == vec else
-                                 LoopMark(False, f"unroll{steps}") if k == jam and steps > 1
-                                 else
+                                 LoopMark(False, f"unroll{steps}") if k == jammed else
                                  LoopMark(coincident[k]) for k in point])
     while node.get_tree_depth() > depth - (2 * n if split else 1):
         node = node.parent()
