@@ -325,6 +325,29 @@ def test_loops_isl_cannot_judge_in_time_stay_sequential(monkeypatch, tmp_path) -
     assert isl.DEFAULT_CONTEXT.get_max_operations() == 0
 
 
+def test_dataflow_isl_cannot_finish_in_time_is_memory_based(monkeypatch, tmp_path) -> None:
+    """Past ``DEPS_MAX_OPERATIONS`` the dependences are every earlier access of the same
+    element: a superset of isl's exact ones (matmul's), every read possibly live-in, and the
+    compiled operators still right."""
+    from polydyn.scop import deps as deps_module
+
+    exact = compute_deps(matmul.scop)
+    monkeypatch.setattr(deps_module, "DEPS_MAX_OPERATIONS", 1)
+    assert isl.DEFAULT_CONTEXT.get_max_operations() == 0
+    memory = compute_deps(matmul.scop)
+    for kind in ("flow", "anti", "output"):
+        assert getattr(exact, kind).is_subset(getattr(memory, kind)), kind
+    assert not exact.flow.is_equal(memory.flow)  # C[i, j, k] -> C[i, j, k + 2] as well
+    assert memory.live_in.is_equal(matmul.scop.accesses("read"))
+    monkeypatch.setenv("POLYDYN_CACHE_DIR", str(tmp_path))
+    for op, points in ((prefix_rows, [{"N": 1, "M": 1}, {"N": 3, "M": 100}, {"N": 64, "M": 17}]),
+                       (war_shift, [{"N": 1}, {"N": 2}, {"N": 37}]),
+                       (matmul, [{"N": 1, "M": 1, "K": 1}, {"N": 17, "M": 33, "K": 31}])):
+        k = pd.compile(op)
+        for seed, sizes in enumerate(points):
+            check_kernel(k, sizes, seed=seed)
+
+
 # --------------------------------------------------------------------------------------------
 # matmul: the initialization stays before the accumulation
 

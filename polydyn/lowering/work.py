@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..schedule.reductions import CARRY_MAX_OPERATIONS, operations_quota
+from ..schedule.reductions import CARRY_MAX_OPERATIONS
+from ..scop.deps import operations_quota
 from .tree import Loop, instances
 
 

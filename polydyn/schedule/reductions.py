@@ -6,14 +6,13 @@ reorder the updates of one cell among themselves (conv's reduction loops interch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeGuard
 
 import islpy as isl
 
-from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output
+from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output, operations_quota
 from ..scop.exprs import Bin, Expr, Load, Scalar
 from ..scop.ir import Scop, Statement
 from .tree import statement_names
@@ -146,19 +145,6 @@ def _drop_arrays(umap: isl.UnionMap, names: set[str]) -> isl.UnionMap:
 # which is always safe: only schedules whose dependences in time run to thousands of pieces
 # reach it (a recipe's tile of 5 over loops guarded `% 3` and `// 2`).
 CARRY_MAX_OPERATIONS = 1_000_000
-
-
-@contextmanager
-def operations_quota(ctx: isl.Context, limit: int) -> Iterator[None]:
-    """isl may spend ``limit`` operations inside the block, then raises isl.Error (the
-    caller's answer is then the safe one); no limit afterwards."""
-    ctx.reset_operations()
-    ctx.set_max_operations(limit)
-    try:
-        yield
-    finally:
-        ctx.set_max_operations(0)
-        ctx.reset_operations()
 
 
 def _carried(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:

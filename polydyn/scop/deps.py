@@ -7,6 +7,8 @@ before the analysis (Scop.accesses and Scop.original_schedule do that): without 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -49,35 +51,58 @@ def _memory_based(sources: isl.UnionMap, sinks: isl.UnionMap, sched: isl.UnionMa
     return same.intersect(sched.lex_lt_union_map(sched)).coalesce()
 
 
+# The operations isl's dataflow analysis may spend on one kind of dependence (about 1.5 s;
+# jacobi2d needs the most of the bundled kernels, under 300,000). Past it the dependences
+# are memory-based (every earlier access of the same element), a superset, so a schedule
+# that respects them is valid: nests of `%` and `//` guards over many writes reach it.
+DEPS_MAX_OPERATIONS = 2_000_000
+
+
+@contextmanager
+def operations_quota(ctx: isl.Context, limit: int) -> Iterator[None]:
+    """isl may spend ``limit`` operations inside the block, then raises isl.Error (the
+    caller's answer is then the safe one); no limit afterwards."""
+    ctx.reset_operations()
+    ctx.set_max_operations(limit)
+    try:
+        yield
+    finally:
+        ctx.set_max_operations(0)
+        ctx.reset_operations()
+
+
+def _dataflow(sinks: isl.UnionMap, sources: isl.UnionMap, sched: isl.UnionMap, *, must: bool
+              ) -> isl.UnionFlow | None:
+    """isl's exact dataflow analysis, or None where it refuses (some domains with
+    existentials, a loop under a `%` guard) or runs past ``DEPS_MAX_OPERATIONS``."""
+    try:
+        with operations_quota(sinks.get_ctx(), DEPS_MAX_OPERATIONS):
+            info = isl.UnionAccessInfo.from_sink(sinks)
+            info = info.set_must_source(sources) if must else info.set_may_source(sources)
+            return info.set_schedule_map(sched).compute_flow()
+    except isl.Error:
+        return None
+
+
 def _flow(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap
           ) -> tuple[isl.UnionMap, isl.UnionMap]:
     # flow: { W[...] -> R[...] }: the last write before each read
-    try:
-        info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
-        flow = info.set_schedule_map(sched).compute_flow()
-        return flow.get_may_dependence(), flow.get_may_no_source()
-    except isl.Error:
-        # isl's dataflow analysis refuses some domains with existentials (a loop under a `%`
-        # guard): every earlier write, and every read possibly live-in
+    flow = _dataflow(reads, writes, sched, must=True)
+    if flow is None:  # every earlier write, and every read possibly live-in
         return _memory_based(writes, reads, sched), reads
+    return flow.get_may_dependence(), flow.get_may_no_source()
 
 
 def _anti(reads: isl.UnionMap, writes: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionMap:
     # anti: { R[...] -> W[...] }: reads that precede each overwrite
-    try:
-        info = isl.UnionAccessInfo.from_sink(writes).set_may_source(reads)
-        return info.set_schedule_map(sched).compute_flow().get_may_dependence()
-    except isl.Error:
-        return _memory_based(reads, writes, sched)
+    flow = _dataflow(writes, reads, sched, must=False)
+    return _memory_based(reads, writes, sched) if flow is None else flow.get_may_dependence()
 
 
 def _output(writes: isl.UnionMap, sched: isl.UnionMap) -> isl.UnionMap:
     # output: { W1[...] -> W2[...] }: the previous write of the same element
-    try:
-        info = isl.UnionAccessInfo.from_sink(writes).set_must_source(writes)
-        return info.set_schedule_map(sched).compute_flow().get_may_dependence()
-    except isl.Error:
-        return _memory_based(writes, writes, sched)
+    flow = _dataflow(writes, writes, sched, must=True)
+    return _memory_based(writes, writes, sched) if flow is None else flow.get_may_dependence()
 
 
 def compute_deps(scop: Scop) -> Deps:
