@@ -8,7 +8,7 @@ code generator, so it is independent of the code paths it checks.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import islpy as isl
@@ -35,42 +35,79 @@ _PY_FUNCS = {"exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "tanh": "np.ta
              "ceil": "np.ceil"}
 
 
-def py_expr(e: Expr) -> str:
+# Each value is a NumPy scalar of its dtype, converted after every operation as C would
+# (``_T_f32(a * b)``). A conversion is left out where the operand already has that exact
+# type (NumPy's arithmetic on two float32 scalars gives a float32 scalar): the results are
+# the same bits, and the conversions were most of the interpreter's time.
+EXACT = ("f32", "f64", "i32", "i64")
+# the operators that give two operands of one exact type that type (`//`, `%` on integers
+# and `/` on them do not: see _idiv, _imod)
+_CLOSED = {"f32": "+-*/", "f64": "+-*/", "i32": "+-*", "i64": "+-*"}
+
+
+def py_expr(e: Expr, stored: Callable[[str], str | None] | None = None) -> str:
+    """Python source computing ``e``; ``stored(name)``: the dtype of an array or local
+    scalar, whose values are then known to be NumPy scalars of that type."""
+    return _typed(e, stored)[0]
+
+
+def _cast(dtype: str, text: str, exact: str | None) -> tuple[str, str]:
+    return (text if exact == dtype else f"_T_{dtype}({text})"), dtype
+
+
+def _typed(e: Expr, stored: Callable[[str], str | None] | None) -> tuple[str, str | None]:
+    """``(source, exact)``: ``exact`` is the dtype of the NumPy scalar the source gives, or
+    None where that is not known (an index, a weak literal, a comparison)."""
+    if isinstance(e, Const | Index | Load | Scalar):
+        return _typed_leaf(e, stored)
+    if isinstance(e, Bin):
+        return _typed_bin(e, stored)
+    if isinstance(e, Un):
+        a, ta = _typed(e.a, stored)
+        return (f"(-{a})", ta) if e.op == "neg" else (f"(not {a})", None)
+    if isinstance(e, Call):
+        arg = _typed(e.args[0], stored)[0]
+        if e.fn == "erf":
+            return f"_T_{e.dtype}(math.erf({arg}))", e.dtype
+        return f"_T_{concrete(e.dtype)}({_PY_FUNCS[e.fn]}({arg}))", concrete(e.dtype)
+    if isinstance(e, Select):
+        (a, ta), (b, tb) = _typed(e.a, stored), _typed(e.b, stored)
+        return f"({a} if {_typed(e.cond, stored)[0]} else {b})", (ta if ta == tb else None)
+    if isinstance(e, Cast):
+        return _cast(e.dtype, *_typed(e.a, stored))
+    raise TypeError(f"unknown expression node {e!r}")
+
+
+def _typed_leaf(e: Expr, stored: Callable[[str], str | None] | None) -> tuple[str, str | None]:
     if isinstance(e, Const):
         if isinstance(e.value, float) and not math.isfinite(e.value):
-            return f"float({str(e.value)!r})"
-        if e.dtype in ("f32", "f64", "i32", "i64"):
-            return f"_T_{e.dtype}({e.value!r})"
-        return repr(e.value)
+            return f"float({str(e.value)!r})", None
+        if e.dtype in EXACT:
+            return f"_T_{e.dtype}({e.value!r})", e.dtype
+        return repr(e.value), None
     if isinstance(e, Index):
-        return e.aff.to_py()
+        return e.aff.to_py(), None
     if isinstance(e, Load):
-        return f"{e.array}[{', '.join(i.to_py() for i in e.index)}]"
+        text = f"{e.array}[{', '.join(i.to_py() for i in e.index)}]"
+        return text, (stored(e.array) if stored is not None else None)
     if isinstance(e, Scalar):
-        return e.name
-    if isinstance(e, Bin):
-        a, b = py_expr(e.a), py_expr(e.b)
-        if e.op in ("min", "max"):  # the winner converted to the result type, as in C
-            return f"_T_{concrete(e.dtype)}(_{e.op}({a}, {b}))"
-        if e.op in ("//", "%") and e.dtype not in ("f32", "f64", "float"):
-            fn = "_idiv" if e.op == "//" else "_imod"
-            return f"_T_{concrete(e.dtype)}({fn}({a}, {b}))"
-        op = {"pow": "**"}.get(e.op, e.op)
-        if e.dtype in ("f32", "f64", "i32", "i64") and e.op not in ("and", "or"):
-            return f"_T_{e.dtype}({a} {op} {b})"
-        return f"({a} {op} {b})"
-    if isinstance(e, Un):
-        return f"(-{py_expr(e.a)})" if e.op == "neg" else f"(not {py_expr(e.a)})"
-    if isinstance(e, Call):
-        arg = py_expr(e.args[0])
-        if e.fn == "erf":
-            return f"_T_{e.dtype}(math.erf({arg}))"
-        return f"_T_{concrete(e.dtype)}({_PY_FUNCS[e.fn]}({arg}))"
-    if isinstance(e, Select):
-        return f"({py_expr(e.a)} if {py_expr(e.cond)} else {py_expr(e.b)})"
-    if isinstance(e, Cast):
-        return f"_T_{e.dtype}({py_expr(e.a)})"
+        return e.name, (stored(e.name) if stored is not None else None)
     raise TypeError(f"unknown expression node {e!r}")
+
+
+def _typed_bin(e: Bin, stored: Callable[[str], str | None] | None) -> tuple[str, str | None]:
+    (a, ta), (b, tb) = _typed(e.a, stored), _typed(e.b, stored)
+    exact = ta if ta == tb else None
+    if e.op in ("min", "max"):  # the winner converted to the result type, as in C
+        return _cast(concrete(e.dtype), f"_{e.op}({a}, {b})", exact)
+    if e.op in ("//", "%") and e.dtype not in ("f32", "f64", "float"):
+        fn = "_idiv" if e.op == "//" else "_imod"
+        return f"_T_{concrete(e.dtype)}({fn}({a}, {b}))", concrete(e.dtype)
+    op = {"pow": "**"}.get(e.op, e.op)
+    if e.dtype in EXACT and e.op not in ("and", "or"):
+        closed = exact == e.dtype and e.op in _CLOSED[e.dtype]
+        return _cast(e.dtype, f"({a} {op} {b})", e.dtype if closed else None)
+    return f"({a} {op} {b})", None
 
 
 def _idiv(a: Any, b: Any) -> Any:
@@ -96,6 +133,10 @@ def python_source(scop: Scop) -> str:
     params = list(scop.syms) + tensor_names + value_names
     lines = [f"def run({', '.join(params)}):"]
 
+    def stored(name: str) -> str | None:
+        dtype = scop.array(name).dtype
+        return dtype if dtype in EXACT else None
+
     def emit(nodes: tuple[Node, ...], depth: int) -> None:
         pad = "    " * depth
         if not nodes:
@@ -117,10 +158,10 @@ def python_source(scop: Scop) -> str:
     def emit_stmt(ref: StmtRef, pad: str) -> None:
         s = scop.statement(ref.name)
         target = py_expr(s.target)
-        value = py_expr(s.rhs())
         dtype = scop.array(s.target.name if isinstance(s.target, Scalar)
                            else s.target.array).dtype
-        lines.append(f"{pad}{target} = _T_{dtype}({value})")
+        value = _cast(dtype, *_typed(s.rhs(), stored))[0]
+        lines.append(f"{pad}{target} = {value}")
 
     emit(scop.tree, 1)
     return "\n".join(lines) + "\n"
