@@ -20,6 +20,7 @@ from kernels import load
 from polydyn.bench.report import cpu_model
 from polydyn.bench.timing import Budget, measure_interleaved, wait_quiet
 from polydyn.bench.work import work
+from polydyn.scop.exprs import NUMPY_NAME
 from polydyn.testing import make_inputs
 from tests import phrasings as ph
 
@@ -37,7 +38,7 @@ def run(op: pd.Operator, sizes: dict[str, int], budget: Budget, torch) -> str:
     kernel = pd.compile(op)
     inputs = make_inputs(op, sizes, seed=1)
     args = [inputs[a.name] for a in op.scop.arg_arrays if a.kind == "in"]
-    outs = [np.empty(tuple(d.eval(sizes) for d in a.shape), np.float32)
+    outs = [np.empty(tuple(d.eval(sizes) for d in a.shape), NUMPY_NAME[a.dtype])
             for a in op.scop.arg_arrays if a.kind == "out"]
     names = [a.name for a in op.scop.arg_arrays if a.kind == "out"]
     fns = [lambda: kernel(*args, **dict(zip(names, outs, strict=True)))]
@@ -55,7 +56,8 @@ def run(op: pd.Operator, sizes: dict[str, int], budget: Budget, torch) -> str:
         labels.append("torch")
     fns[0]()
     want = ph.NUMPY[op](*[a.astype(np.float64) for a in args])
-    np.testing.assert_allclose(outs[0], want, rtol=1e-3, atol=1e-3)
+    for got, expected in zip(outs, want if isinstance(want, tuple) else (want,), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
     times = measure_interleaved(fns, budget, rounds=3, before_round=lambda _: wait_quiet())
     t = dict(zip(labels, (x.median for x in times), strict=True))
     rate, unit = _rate(op, sizes, t["phrasing"])

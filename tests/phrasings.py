@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import polydyn as pd
-from polydyn import f32, out, temp
+from polydyn import f32, i32, out, temp
 
 B, N, M, K, D, L, H = pd.sym("B N M K D L H")
 C, F, W, P, Q = pd.sym("C F W P Q")
@@ -578,8 +578,102 @@ def instance_norm(X: f32[B, C, H, W], g: f32[C], beta: f32[C], Y: out(f32[B, C, 
             Y[b, c, y, x] = (X[b, c, y, x] - mu) * r * g[c] + beta[c]
 
 
+# --- other layouts, scans and selections --------------------------------------------------
+
+
+@pd.operator
+def conv_nhwc(X: f32[B, P + 2, Q + 2, C], Wt: f32[3, 3, C, F], Y: out(f32[B, P, Q, F])):
+    """A 3 x 3 convolution in TensorFlow's layout (channels last, the weight [ky, kx, c,
+    f]): the sum in a local scalar, the window's loops around the channels'."""
+    for b, y, x, f in pd.grid(B, P, Q, F):
+        acc = 0.0
+        for ky, kx, c in pd.grid(3, 3, C):
+            acc += X[b, y + ky, x + kx, c] * Wt[ky, kx, c, f]
+        Y[b, y, x, f] = acc
+
+
+@pd.operator
+def matmul_at(A: f32[K, N], Bm: f32[K, M], Cm: out(f32[N, M])):
+    """``A.T @ B`` (a weight's gradient) as rank-1 updates: the initialization in a nest of
+    its own, the reduction loop outermost."""
+    for i, j in pd.grid(N, M):
+        Cm[i, j] = 0.0
+    for k in range(K):
+        for i, j in pd.grid(N, M):
+            Cm[i, j] += A[k, i] * Bm[k, j]
+
+
+@pd.operator
+def token_conv1d(X: f32[B, C, L], Wt: f32[C, 4], Y: out(f32[B, C, L])):
+    """A causal depthwise convolution over the tokens (Mamba's short convolution): taps
+    before the first token skipped by an ``if``."""
+    for b, c, t in pd.grid(B, C, L):
+        acc = 0.0
+        for k in range(4):
+            if t - k >= 0:
+                acc += X[b, c, t - k] * Wt[c, k]
+        Y[b, c, t] = acc
+
+
+@pd.operator
+def row_cumsum(X: f32[N, M], Y: out(f32[N, M])):
+    """``X.cumsum(1)``: a running sum in a local scalar, stored at every step."""
+    for i in range(N):
+        run = 0.0
+        for j in range(M):
+            run += X[i, j]
+            Y[i, j] = run
+
+
+@pd.operator(assume="M >= 1")
+def log_softmax(X: f32[N, M], Y: out(f32[N, M])):
+    """The row's maximum from its first element, the log of the sum in a local scalar."""
+    for i in range(N):
+        m = X[i, 0]
+        for j in range(1, M):
+            m = max(m, X[i, j])
+        s = 0.0
+        for j in range(M):
+            s += pd.exp(X[i, j] - m)
+        ls = pd.log(s)
+        for j in range(M):
+            Y[i, j] = X[i, j] - m - ls
+
+
+@pd.operator(assume="M >= 1")
+def argmax_rows(X: f32[N, M], idx: out(i32[N]), best: out(f32[N])):
+    """Each row's first largest element and its index: the index chosen by a conditional
+    expression before the running maximum moves."""
+    for i in range(N):
+        b = X[i, 0]
+        k = 0
+        for j in range(1, M):
+            k = j if X[i, j] > b else k
+            b = X[i, j] if X[i, j] > b else b
+        idx[i] = k
+        best[i] = b
+
+
 def _gelu(X):
     return 0.5 * X * (1.0 + np.tanh(0.7978845608 * (X + 0.044715 * X ** 3)))
+
+
+def _conv_nhwc(X, Wt):
+    p, q = X.shape[1] - 2, X.shape[2] - 2
+    return sum(np.einsum("byxc,cf->byxf", X[:, ky:ky + p, kx:kx + q, :], Wt[ky, kx])
+               for ky in range(3) for kx in range(3))
+
+
+def _token_conv(X, Wt):
+    Y = np.zeros_like(X)
+    for k in range(min(4, X.shape[2])):
+        Y[:, :, k:] += X[:, :, :X.shape[2] - k] * Wt[None, :, k, None]
+    return Y
+
+
+def _log_softmax(X):
+    m = X.max(axis=1, keepdims=True)
+    return X - m - np.log(np.exp(X - m).sum(axis=1, keepdims=True))
 
 
 NUMPY = {
@@ -624,6 +718,12 @@ NUMPY = {
     conv1d_select: lambda X, Wt: _conv(X, Wt, 2),
     conv_stride2: lambda X, Wt: _conv(X, Wt, 0)[:, :, ::2, ::2],
     conv_stride2_same_if: lambda X, Wt: _conv(X, Wt, 1)[:, :, ::2, ::2],
+    conv_nhwc: _conv_nhwc,
+    matmul_at: lambda A, Bm: A.T @ Bm,
+    token_conv1d: _token_conv,
+    row_cumsum: lambda X: np.cumsum(X, axis=1),
+    log_softmax: _log_softmax,
+    argmax_rows: lambda X: (X.argmax(axis=1).astype(np.int32), X.max(axis=1)),
     depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
                                                sliding_window_view(np.pad(X, [(0, 0), (0, 0),
                                                                               (1, 1), (1, 1)]),
@@ -688,6 +788,12 @@ BENCH_SIZES = {
     global_avgpool: [{"B": 8, "C": 512, "H": 7, "W": 7}, {"B": 32, "C": 256, "H": 14, "W": 14},
                      {"B": 8, "C": 64, "H": 56, "W": 56}],
     instance_norm: [{"B": 8, "C": 64, "H": 56, "W": 56}, {"B": 8, "C": 256, "H": 14, "W": 14}],
+    conv_nhwc: [{"B": 8, "P": 56, "Q": 56, "C": 64, "F": 64}],
+    matmul_at: [{"N": 512, "M": 512, "K": 512}, {"N": 1024, "M": 768, "K": 256}],
+    token_conv1d: [{"B": 8, "C": 512, "L": 1024}],
+    row_cumsum: [{"N": 512, "M": 4096}],
+    log_softmax: [{"N": 512, "M": 4096}],
+    argmax_rows: [{"N": 512, "M": 4096}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
@@ -738,6 +844,14 @@ TORCH = {
     global_avgpool: lambda t, X: X.mean((2, 3)),
     instance_norm: lambda t, X, g, b: t.nn.functional.instance_norm(X, weight=g, bias=b,
                                                                     eps=1e-5),
+    conv_nhwc: lambda t, X, Wt: t.nn.functional.conv2d(
+        X.permute(0, 3, 1, 2), Wt.permute(3, 2, 0, 1)).permute(0, 2, 3, 1),
+    matmul_at: lambda t, A, Bm: A.T @ Bm,
+    token_conv1d: lambda t, X, Wt: t.nn.functional.conv1d(
+        t.nn.functional.pad(X, (3, 0)), Wt.flip(1)[:, None], groups=X.shape[1]),
+    row_cumsum: lambda t, X: t.cumsum(X, 1),
+    log_softmax: lambda t, X: t.log_softmax(X, 1),
+    argmax_rows: lambda t, X: t.max(X, 1),
 }
 
 ALL = list(NUMPY)

@@ -49,6 +49,9 @@ NOTES = {
     ph.pairwise_sq_dist: ("t: its value (A[i, k] - Bv[j, k]) is computed in the update of s",),
     ph.middle_softmax: ("exp((X[b, s, d] - m)): computed once, in Y[b, s, d]",),
     ph.softmax_columns: ("exp((X[i, j] - mx)): computed once, in Y[i, j]",),
+    ph.conv_nhwc: ("acc: the sum is kept in Y[b, y, x, f]",),
+    ph.token_conv1d: ("acc: the sum is kept in Y[b, c, t]",),
+    ph.argmax_rows: ("S3: a conditional expression is a max or a min",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
@@ -151,6 +154,19 @@ SIZES = {
                     {"N": 129, "M": 33}],
     "scores": [{"H": 1, "L": 1, "D": 1}, {"H": 2, "L": 67, "D": 64}, {"H": 3, "L": 23, "D": 17},
                {"H": 1, "L": 6, "D": 9}, {"H": 2, "L": 257, "D": 33}],
+    # 1 x 1 images, no channels, primes; 16 lanes of output channels and 6 columns +-1
+    "conv_nhwc": [{"B": 1, "P": 1, "Q": 1, "C": 1, "F": 1},
+                  {"B": 2, "P": 5, "Q": 13, "C": 3, "F": 17},
+                  {"B": 1, "P": 2, "Q": 3, "C": 0, "F": 2},
+                  {"B": 1, "P": 3, "Q": 7, "C": 33, "F": 15},
+                  {"B": 1, "P": 2, "Q": 5, "C": 17, "F": 33}],
+    # fewer tokens than taps, no channels, primes
+    "token_conv": [{"B": 1, "C": 1, "L": 1}, {"B": 2, "C": 5, "L": 3},
+                   {"B": 1, "C": 0, "L": 4}, {"B": 2, "C": 7, "L": 67}],
+    "row_cumsum": [{"N": 0, "M": 3}, {"N": 1, "M": 1}, {"N": 7, "M": 1031},
+                   {"N": 17, "M": 16}],
+    "log_softmax": [{"N": 1, "M": 1}, {"N": 3, "M": 257}, {"N": 17, "M": 1025}],
+    "argmax": [{"N": 0, "M": 2}, {"N": 1, "M": 1}, {"N": 13, "M": 257}, {"N": 5, "M": 16}],
 }
 
 
