@@ -284,6 +284,21 @@ reused (PyTorch eager's `(X * w[:, None]).sum(1)` writes the product first). Rat
 
 """
 
+PHRASINGS_LAYOUTS_SECTION = """
+### Other layouts, scans and selections
+
+From `bench/phrasings.py --only conv_nhwc,matmul_at,token_conv1d,row_cumsum,log_softmax,
+argmax_rows,matmul_scalar` (file `bench/results/phrasings_layouts.md`), a first run of six
+phrasings added on 2026-11-28, with `matmul_scalar` as the control. This run's machine is
+another than the tables above (an Intel Xeon, 2 CPUs): compare within the table only.
+`matmul_at` (`A.T @ B` as rank-1 updates) gets the same tiles and packed B as `matmul_scalar`
+but reads A down its columns in place, 0.51-0.53x torch against the control's 0.73x.
+`argmax_rows` is a sequential loop per row: a running maximum and its index are no
+reduction the compiler splits into lanes. Rates: GFLOP/s for products, else GB/s of the
+minimal traffic.
+
+"""
+
 FIXED_SECTION = """
 ## Fixed sizes against dynamic ones (issue 31, point 7)
 
@@ -437,6 +452,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("phrasings_rows", PHRASINGS_ROWS_SECTION),
                           ("phrasings_passes", PHRASINGS_PASSES_SECTION),
                           ("phrasings_axes", PHRASINGS_AXES_SECTION),
+                          ("phrasings_layouts", PHRASINGS_LAYOUTS_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):
         table = HERE / "results" / f"{name}.md"
