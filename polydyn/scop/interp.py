@@ -45,10 +45,9 @@ EXACT = ("f32", "f64", "i32", "i64")
 _CLOSED = {"f32": "+-*/", "f64": "+-*/", "i32": "+-*", "i64": "+-*"}
 
 
-def py_expr(e: Expr, stored: Callable[[str], str | None] | None = None) -> str:
-    """Python source computing ``e``; ``stored(name)``: the dtype of an array or local
-    scalar, whose values are then known to be NumPy scalars of that type."""
-    return _typed(e, stored)[0]
+def py_expr(e: Expr) -> str:
+    """Python source computing ``e`` (an assignment's target: no conversions known)."""
+    return _typed(e, None)[0]
 
 
 def _cast(dtype: str, text: str, exact: str | None) -> tuple[str, str]:
@@ -57,7 +56,8 @@ def _cast(dtype: str, text: str, exact: str | None) -> tuple[str, str]:
 
 def _typed(e: Expr, stored: Callable[[str], str | None] | None) -> tuple[str, str | None]:
     """``(source, exact)``: ``exact`` is the dtype of the NumPy scalar the source gives, or
-    None where that is not known (an index, a weak literal, a comparison)."""
+    None where that is not known (an index, a weak literal, a comparison); ``stored(name)``
+    is the dtype of an array or local scalar whose values are NumPy scalars of it."""
     if isinstance(e, Const | Index | Load | Scalar):
         return _typed_leaf(e, stored)
     if isinstance(e, Bin):
