@@ -739,6 +739,7 @@ BUNDLED = {
     matmul_scalar: ("matmul", lambda A, B: (A, B)),
     matmul_bt: ("matmul", lambda A, Bt: (A, np.ascontiguousarray(Bt.T))),
     matmul_ikj: ("matmul", lambda A, B: (A, B)),
+    matmul_at: ("matmul", lambda A, Bm: (np.ascontiguousarray(A.T), Bm)),
 }
 
 # sizes timed by bench/phrasings.py

@@ -253,6 +253,47 @@ def test_packed_tiles_copied_by_every_thread() -> None:
         assert "#pragma omp barrier" in source, name
 
 
+Kt, Nt, Mt = pd.sym("K N M")
+
+
+@pd.operator
+def _gradient(X: pd.f32[Kt, Nt], G: pd.f32[Kt, Mt], W: pd.out(pd.f32[Nt, Mt])):
+    """A weight's gradient X.T @ G, the sum innermost: X is the register tiles' rows
+    operand, read down its columns."""
+    for i in range(Nt):
+        for j in range(Mt):
+            W[i, j] = 0.0
+            for k in range(Kt):
+                W[i, j] += X[k, i] * G[k, j]
+
+
+def test_rows_operand_read_down_its_columns_is_packed() -> None:
+    """``X[k, i]`` in a register tile: each reduction step reads the tile's rows from one
+    line of X, a line per step, so the cache tiles copy the rows of each row of register
+    tiles into one run per step (6 cells, unpadded; a partial row of tiles' as many as it
+    has), and the tiles read the copy. Every variant against float64 at the cache tiles'
+    edges (48 rows, 256 columns and steps, +-1) and partial register tiles (rows % 6)."""
+    k = pd.compile(_gradient)
+    for name in ("full", "tiled", "generic"):
+        source = _variant_source(k, name)
+        assert re.search(r"pd_pk\d+\[pd_q0 \* 6 \+ pd_q1 \* 1\] = X\[", source), name
+        assert not re.search(r"\bX\[\(k\) \* N \+ i\]", source.split("pd_acc", 1)[1]), name
+    rng = np.random.default_rng(5)
+    for n, m, depth in ((47, 257, 255), (49, 96, 257), (96, 256, 256), (53, 300, 513),
+                        (7, 129, 1)):
+        X = rng.standard_normal((depth, n)).astype(np.float32)
+        G = rng.standard_normal((depth, m)).astype(np.float32)
+        want = X.T.astype(np.float64) @ G.astype(np.float64)
+        point = parse_region(k.scop, f"N = {n} and M = {m} and K = {depth}")
+        ran = []
+        for v in k.variants:
+            if point.is_subset(v.region):
+                ran.append(v.name)
+                np.testing.assert_allclose(k.run_variant(v.name, X, G), want, rtol=1e-4,
+                                           atol=1e-4 * np.sqrt(depth), err_msg=v.name)
+        assert "generic" in ran and len(ran) > 1, (n, m, depth, ran)
+
+
 def test_packed_tiles_keep_accumulators_in_registers(tmp_path) -> None:
     """A pack inside a parallel loop (batched matmul's batch loop) puts its buffer in the
     function that holds the register tiles; read as a local array there, gcc kept the

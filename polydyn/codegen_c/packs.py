@@ -33,7 +33,8 @@ class PackedTiles:
         """Under a pack mark whose footprint boxes astgen annotated: copy each box into a
         local buffer (of the box's largest size) whose rows are padded by 64 bytes, so that
         a power-of-two leading dimension does not map a tile's rows to a few cache sets,
-        and read the array from the buffer below. Without boxes, the plain code."""
+        and read the array from the buffer below; a rows pack's (``PackMark.rows``) rows
+        unpadded, one run of cells per reduction step. Without boxes, the plain code."""
         boxes: tuple[PackBox, ...] = n.box or ()
         if not boxes:  # no box of bounded size (untiled code)
             return self.node(n.node, st)
@@ -47,10 +48,10 @@ class PackedTiles:
             elem = dtype_bytes(arr.dtype)
             # rows: a whole number of register-tile vectors (a partial register tile reads
             # them all; the widest target's, which every narrower one divides), then 64
-            # bytes more
+            # bytes more; a rows operand's (read a cell at a time) as long as the box's
             vector = MAX_REG_VECTOR_BYTES // elem
-            row = -(-bounds[-1] // vector) * vector + 64 // elem if len(bounds) > 1 \
-                else bounds[-1]
+            row = -(-bounds[-1] // vector) * vector + 64 // elem \
+                if len(bounds) > 1 and not n.mark.rows else bounds[-1]
             strides = [1] * len(bounds)
             for d in range(len(bounds) - 2, -1, -1):
                 strides[d] = strides[d + 1] * (row if d == len(bounds) - 2 else bounds[d + 1])

@@ -7,6 +7,7 @@ import islpy as isl
 
 from ..scop.deps import Deps
 from ..scop.exprs import Load
+from ..scop.forward import repackable
 from ..scop.ir import Scop
 from ..target import AVX512, CpuTarget
 from .bands import (
@@ -126,7 +127,8 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         depth = node.get_tree_depth()
         point = node.child(0)
         node = register_tile(_permute_point_band(point, scop), scop, deps,
-                             shape=target.deep if tiling.deep else target.registers)
+                             shape=target.deep if tiling.deep else target.registers,
+                             pack_rows=pack_tiles)
         if pack is not None and node.get_type() == isl.schedule_node_type.mark:
             while node.get_tree_depth() > depth:
                 node = node.parent()
@@ -268,20 +270,25 @@ def _streams(scop: Scop, names: set[str]) -> bool:
 
 
 def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
-                  vector_outer: bool = False, shape: RegisterShape = AVX512.registers
-                  ) -> isl.ScheduleNode:
+                  vector_outer: bool = False, shape: RegisterShape = AVX512.registers,
+                  pack_rows: bool = False) -> isl.ScheduleNode:
     """Tile the point band ``point`` for registers: rows x vector accumulators kept in a
     local array around the reduction loops (the emitter promotes them; marks say where).
     With ``vector_outer`` (no cache tiles around), the loop over vector tiles runs outside
     the loop over row tiles: one vector tile's panel of the vector operand (matmul's B,
     K x 32) then stays in the L2 while every row tile passes, where rows outside would read
-    all of B once per row tile. Returns the point band's place (a mark when the tiling
-    happened)."""
+    all of B once per row tile. With ``pack_rows`` (cache tiles around, rows outside), the
+    rows operands read down their columns (``_rows_operands``) are packed under each row of
+    register tiles (a ``PackMark`` with ``rows``): a tile's reduction steps then read one
+    run of cells, where in place each step reads a line of its own. Returns the point
+    band's place (a mark when the tiling happened)."""
     plan = register_plan(point, scop, shape.transposed)
     if plan is None:
         return point
     order, row, vec = plan
     node = reorder_band(point, order)
+    rows_packed = _rows_operands(scop, member_dependence(node, scop), row, vec) \
+        if pack_rows and not vector_outer else []
     elem = elem_bytes(scop)
     sizes = [1] * node.band_n_member()
     sizes[row], sizes[vec] = shape.rows, shape.width(elem)
@@ -308,6 +315,12 @@ def register_tile(point: isl.ScheduleNode, scop: Scop, deps: Deps | None = None,
                                            RVEC if k == vec else "") for k in range(n)])
     while node.get_tree_depth() > depth:
         node = node.parent()
+    if rows_packed and moved is None:  # under the rows' tile loop (mark, band per member)
+        for _ in range(2 * row + 1):
+            node = node.child(0)
+        node = node.child(0).insert_mark(mark_id(PackMark(tuple(rows_packed), rows=True)))
+        while node.get_tree_depth() > depth:
+            node = node.parent()
     return node
 
 
@@ -369,6 +382,32 @@ def _reductions_innermost(tile: isl.ScheduleNode, first: int, scop: Scop, deps: 
     while node.get_tree_depth() > depth:
         node = node.parent()
     return node
+
+
+def _rows_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int
+                   ) -> list[str]:
+    """Arrays read, never written, by the band's statements in one way only, with at least
+    two subscripts, each one iterator or a constant (``repackable``), the last moving along
+    the rows' member and none along the vector, all along band members: a register tile's
+    rows operand read down its columns (``A[k, i]`` in A.T @ B)."""
+    written = {scop.statement(name).target.array for name in deps_of
+               if isinstance(scop.statement(name).target, Load)}
+    reads: dict[str, set[tuple[str, ...]]] = {}
+    out: list[str] = []
+    for name, members in deps_of.items():
+        in_band = set().union(*members)
+        for ref in scop.statement(name).value.walk():
+            if not isinstance(ref, Load):
+                continue
+            reads.setdefault(ref.array, set()).add(tuple(sub.to_c() for sub in ref.index))
+            if len(ref.index) < 2 or ref.array in written or ref.array in out or \
+                    not repackable(ref):
+                continue
+            used = set().union(*(sub.vars() for sub in ref.index))
+            last = ref.index[-1].vars()
+            if last and last <= members[row] and not used & members[vec] and used <= in_band:
+                out.append(ref.array)
+    return [array for array in out if len(reads[array]) == 1]
 
 
 def _vector_operands(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int

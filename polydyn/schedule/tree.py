@@ -26,7 +26,9 @@ RFACTOR, SPLIT = "rfactor", "split"
 INIT = "init"
 # Above the register tiles of a cache tile: "pack:A,B" copies the named arrays' footprint in
 # the tile into local buffers with a padded row stride (the C emitter, where the footprint
-# is a box of constant size: full tiles).
+# is a box of constant size: full tiles); "pack-rows:A", below one row of register tiles,
+# copies a rows operand read down its columns (A.T @ B's ``A[k, i]``) into runs of the
+# tile's rows.
 PACK = "pack"
 
 
@@ -46,12 +48,16 @@ class LoopMark:
 
 @dataclass(frozen=True)
 class PackMark:
-    """The mark above the register tiles of a cache tile whose ``arrays`` are packed."""
+    """The mark above the register tiles of a cache tile whose ``arrays`` are packed.
+    ``rows``: the arrays are a register tile's rows operand, read a broadcast at a time,
+    packed below one tile row of the cache tile in rows of the register tile's height
+    (unpadded: each reduction step's values in one run)."""
 
     arrays: tuple[str, ...]
+    rows: bool = False
 
     def __str__(self) -> str:
-        return f"{PACK}:{','.join(self.arrays)}"
+        return f"{PACK}{'-rows' if self.rows else ''}:{','.join(self.arrays)}"
 
 
 @dataclass(frozen=True)
