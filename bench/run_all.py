@@ -290,17 +290,18 @@ PHRASINGS_LAYOUTS_SECTION = """
 From `bench/phrasings.py --only conv_nhwc,matmul_at,token_conv1d,row_cumsum,log_softmax,
 argmax_rows,matmul_scalar` (file `bench/results/phrasings_layouts.md`), a first run of six
 phrasings added on 2026-11-28, with `matmul_scalar` as the control, run again after the
-rows operand's pack. This run's machine is
+rows operand's pack and the selections' lanes. This run's machine is
 another than the tables above (an Intel Xeon, 2 CPUs): compare within the table only.
 `matmul_at` (`A.T @ B` as rank-1 updates) gets the same tiles and packed B as `matmul_scalar`,
 and its cache tiles copy the run of A's cells each row of register tiles reads per step
-(`pack-rows`, docs/design.md point 5b): 0.97-1.00x the bundled `matmul` (given A transposed
-outside the timing), 0.69x torch against the control's 0.71x. Read in place, the first run
-had it at 0.51-0.53x torch against the control's 0.73x. `argmax_rows` is a sequential loop
-per row: a running maximum and its index are no reduction the compiler splits into lanes.
-torch's times move between runs on this machine (argmax 0.88x, then 1.02x, with the same
-polydyn time): compare the ratios to the bundled kernel first.
-Rates: GFLOP/s for products, else GB/s of the minimal traffic.
+(`pack-rows`, docs/design.md point 5b). Its ratio to the bundled `matmul` (given A
+transposed outside the timing) moved between 0.61x and 1.40x over five runs of this table
+that day, median 0.91x: this machine's speed swings between load phases faster than the
+turns (matmul_scalar ran at 160 and at 271 GFLOP/s). Read in place, the first run had it at
+0.51-0.53x torch against the control's 0.73x. `argmax_rows` runs in SIMD lanes (a
+`select` loop, docs/design.md point 8): 37.9 GB/s, 8.8x torch's `max(X, 1)`, where the
+loop as written ran at 4.6 GB/s. Rates: GFLOP/s for products, else GB/s of the minimal
+traffic.
 
 """
 

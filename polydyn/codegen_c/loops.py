@@ -8,7 +8,7 @@ import cgen
 import islpy as isl
 
 from ..errors import InternalError
-from ..lowering.openmp import Around, Blocks, Simd, Team, Threads, loop_form
+from ..lowering.openmp import Around, Blocks, Lanes, Simd, Team, Threads, loop_form
 from ..lowering.teams import team_body
 from ..lowering.tree import Loop, Node, expr_ids, has_loop, instances, role_loops
 from ..schedule.tree import RROW, RVEC
@@ -48,6 +48,8 @@ class LoopEmitter:
             return self.team_loop(n, it, init, inc, trips, form.minimum)
         if isinstance(form, Blocks):
             return self.blocks_loop(n, form, it, init, inc, trips)
+        if isinstance(form, Lanes):
+            return self.lanes_loop(n, form, st, it, init, cond, inc, trips)
         self.held = self.held_cell(n, it) if role.startswith("unroll") else None
         try:
             body = self.node(n.body, LoopState(st.in_parallel or parallel))
@@ -117,6 +119,47 @@ class LoopEmitter:
             region,
             cgen.For("int64_t pd_t = 0", f"pd_t < {size}", "pd_t += 1",
                      cgen.Block(combine))])]
+
+    def lanes_loop(self, n: Loop, form: Lanes, st: LoopState, it: str, init: str, cond: str,
+                   inc: str, trips: str) -> list[cgen.Generable]:
+        """The loop ``n`` split into lanes (``Lanes``): groups of ``form.width`` iterations,
+        an ``omp simd`` loop over a group's lanes, each lane reading and writing its own
+        copies of the selections' scalars (declared in the lane's body, so they shadow the
+        scalars), then the copies combined in lane order into the scalars, then the
+        iterations past the last whole group, as the loop prints them."""
+        self.team_count += 1
+        k, w = self.team_count, form.width
+        group, end = f"pd_lg{k}", f"pd_le{k}"
+        ctype = {name: C_TYPE[self.scop.array(name).dtype]
+                 for sel in form.selections for name in (sel.value, sel.index)}
+        copy = {name: f"pd_l{k}_{name}" for name in ctype}
+        state = LoopState(st.in_parallel)
+        lane = cgen.For("int64_t pd_l = 0", f"pd_l < {w}", "pd_l++", cgen.Block([
+            cgen.Statement(f"const int64_t {it} = {group} + pd_l * ({inc})"),
+            *(cgen.Statement(f"{ctype[v]} {v} = {copy[v]}[pd_l]") for v in ctype),
+            *self.node(n.body, state),
+            *(cgen.Statement(f"{copy[v]}[pd_l] = {v}") for v in ctype)]))
+        combine = []
+        for sel in form.selections:
+            value, index = copy[sel.value], copy[sel.index]
+            better = ">" if sel.op == "max" else "<"
+            combine.append(cgen.If(
+                f"{value}[pd_l] {better} {sel.value} || ({value}[pd_l] == {sel.value} && "
+                f"{index}[pd_l] < {sel.index})",
+                cgen.Block([cgen.Statement(f"{sel.value} = {value}[pd_l]"),
+                            cgen.Statement(f"{sel.index} = {index}[pd_l]")])))
+        rest = cgen.For(f"int64_t {it} = {end}", cond, f"{it} += {inc}",
+                        cgen.Block(self.node(n.body, state)))
+        return [cgen.Block([
+            cgen.Statement(f"const int64_t {end} = ({init}) + ({trips}) / {w} * {w} * ({inc})"),
+            *(cgen.Statement(f"{ctype[v]} {copy[v]}[{w}]") for v in ctype),
+            cgen.For("int64_t pd_l = 0", f"pd_l < {w}", "pd_l++", cgen.Block([
+                cgen.Statement(f"{copy[v]}[pd_l] = {v}") for v in ctype])),
+            cgen.For(f"int64_t {group} = {init}", f"{group} < {end}",
+                     f"{group} += {w} * ({inc})",
+                     cgen.Block([cgen.Pragma(self.simd_pragma), lane])),
+            cgen.For("int64_t pd_l = 0", f"pd_l < {w}", "pd_l++", cgen.Block(combine)),
+            rest])]
 
     def region_loop(self, n: Loop, parallel: bool, it: str, init: str, cond: str,
                     inc: str, trips: str | None) -> list[cgen.Generable]:

@@ -2,7 +2,8 @@
 its private and reduction clauses), ``Threads`` (``omp parallel for`` guarded by a run-time
 test of the work), ``Team`` (one parallel region whose threads share the loop's iterations
 and, at its end, the loops inside: ``teams.py``), ``Blocks`` (one parallel region whose
-threads each reduce a block of the loop into copies of their own), or None (a plain loop).
+threads each reduce a block of the loop into copies of their own), ``Lanes`` (an argmax's
+loop split into SIMD lanes), or None (a plain loop).
 ``loop_form`` is a pure function of the loop, its mark, the loops around it and the
 variant's tree; the C printer prints the form it returns. The printer asks at each loop it
 prints, rather than a pass deciding beforehand, since where register tiles, packs and split
@@ -15,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..schedule.reductions import REDUCE_LOOP, SEQUENTIAL_LOOP
+from ..schedule.reductions import REDUCE_LOOP, SELECT_LOOP, SEQUENTIAL_LOOP, Selection
 from ..schedule.tree import PROMOTE, RVEC, VECTOR
 from ..scop.exprs import Load, Scalar
 from ..scop.ir import Scop
@@ -84,7 +85,22 @@ class Blocks:
     simd: Simd | None
 
 
-Form = Simd | Threads | Team | Blocks | None
+@dataclass(frozen=True)
+class Lanes:
+    """A loop that only selects (``LoopCarry.selections``: an argmax, an argmin), split
+    into ``width`` lanes: lane l runs every width-th iteration from l on, into copies of
+    its own of each selection's index and value (``omp simd`` over the lanes), and the
+    copies are combined in lane order (the larger value, of equal ones the smaller index:
+    the earlier iteration); the iterations past the last whole group run after, in order."""
+
+    selections: tuple[Selection, ...]
+    width: int
+
+
+Form = Simd | Threads | Team | Blocks | Lanes | None
+# The bytes of values a ``Lanes`` loop runs at once (an AVX-512 register of f32, two AVX2
+# ones).
+LANES_BYTES = 64
 # the local scalars' types whose reductions Blocks combines
 BLOCK_TYPES = ("f32", "f64", "i32", "i64")
 
@@ -164,6 +180,8 @@ def loop_form(n: Loop, parallel: bool, role: str, at: Around, scop: Scop,
     (``Locals.private``) and not reductions of it."""
     if n.carry.kind == SEQUENTIAL_LOOP and role != VECTOR:
         return None
+    if n.carry.kind == SELECT_LOOP:
+        return lanes_form(n, at, scop, locals_)
     owned = locals_.private(n)
     if owned is None:
         return None
@@ -186,6 +204,20 @@ def loop_form(n: Loop, parallel: bool, role: str, at: Around, scop: Scop,
     if not uneven and at.counted and forms_team(n, parallel, at.in_parallel, locals_.writers):
         return Team(minimum)
     return Threads(tuple(sorted(owned)), minimum, inside and at.counted, uneven)
+
+
+def lanes_form(n: Loop, at: Around, scop: Scop, locals_: Locals) -> Lanes | None:
+    """``Lanes`` for an innermost stride-1 loop with its trip count printed that only
+    selects, with floating-point values, integer indices and no other local scalar
+    assigned; else None (a plain loop)."""
+    mine = {name for sel in n.carry.selections for name in (sel.index, sel.value)}
+    values = {scop.array(sel.value).dtype for sel in n.carry.selections}
+    indices = {scop.array(sel.index).dtype for sel in n.carry.selections}
+    if has_loop(n.body) or not at.counted or not unit_stride(n, scop) or \
+            not values <= {"f32", "f64"} or not indices <= {"i32", "i64"} or \
+            locals_.assigned(n.body) - mine:
+        return None
+    return Lanes(n.carry.selections, LANES_BYTES // max(8 if v == "f64" else 4 for v in values))
 
 
 def simd_form(n: Loop, parallel: bool, role: str, owned: frozenset[str], promoted: bool,

@@ -12,7 +12,7 @@ from collections.abc import Set
 
 import islpy as isl
 
-from ..schedule.reductions import SEQUENTIAL_LOOP
+from ..schedule.reductions import SELECT_LOOP, SEQUENTIAL_LOOP
 from ..schedule.tree import PackMark
 from ..scop.exprs import Scalar
 from ..scop.ir import Scop
@@ -61,7 +61,7 @@ def forms_team(n: Loop, parallel: bool, in_parallel: bool, writers: Set[str]) ->
     that assigns a local scalar (``writers``: ``local_writers``) and a ``team_body``."""
     cond = n.cond
     return parallel and not in_parallel and not n.degenerate and \
-        n.carry.kind != SEQUENTIAL_LOOP and has_loop(n.body) and \
+        n.carry.kind not in (SEQUENTIAL_LOOP, SELECT_LOOP) and has_loop(n.body) and \
         cond.get_type() == isl.ast_expr_type.op and cond.get_op_n_arg() == 2 and \
         cond.get_op_type() in (isl.ast_expr_op_type.lt, isl.ast_expr_op_type.le) and \
         not any(i.name in writers for i in instances(n.body)) and team_body(n.body)

@@ -6,6 +6,7 @@ reorder the updates of one cell among themselves (conv's reduction loops interch
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -13,7 +14,7 @@ from typing import TypeGuard
 import islpy as isl
 
 from ..scop.deps import Deps, _anti, _flow, _maps, _memory_based, _output, operations_quota
-from ..scop.exprs import Bin, Expr, Load, Scalar
+from ..scop.exprs import Bin, Cast, Expr, Index, Load, Scalar, Select
 from ..scop.ir import Scop, Statement
 from .tree import statement_names
 
@@ -175,26 +176,43 @@ def _carried_exactly(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """``index = e if x > value else index`` just before ``value = max(value, x)`` in a
+    loop's body (``<`` with ``min``), ``e`` growing with the loop: ``index`` ends at ``e``'s
+    value where the running ``value`` first took its last value (an argmax, an argmin)."""
+
+    index: str
+    value: str
+    op: str  # "max" or "min"
+
+
+@dataclass(frozen=True)
 class LoopCarry:
     """What a loop carries, given the loops around it (astgen annotates every for node with
     one, as PPCG does): ``parallel`` (nothing), ``reduce`` (only reductions into local
-    scalars: ``reductions``, (op, scalar) pairs) or ``sequential``. Printed as
-    ``reduce(+:s max:m)`` in the AST dumps."""
+    scalars: ``reductions``, (op, scalar) pairs), ``select`` (only ``selections`` and the
+    reductions of their values) or ``sequential``. Printed as ``reduce(+:s max:m)`` or
+    ``select(max:b@k)`` in the AST dumps."""
 
     kind: str
     reductions: tuple[tuple[str, str], ...] = ()
+    selections: tuple[Selection, ...] = ()
 
     @property
     def parallel(self) -> bool:
         return self.kind == PARALLEL_LOOP
 
     def __str__(self) -> str:
+        if self.kind == SELECT_LOOP:
+            return "select(" + " ".join(f"{s.op}:{s.value}@{s.index}"
+                                        for s in self.selections) + ")"
         if self.kind != REDUCE_LOOP:
             return self.kind
         return "reduce(" + " ".join(f"{op}:{name}" for op, name in self.reductions) + ")"
 
 
 PARALLEL_LOOP, REDUCE_LOOP, SEQUENTIAL_LOOP = "parallel", "reduce", "sequential"
+SELECT_LOOP = "select"
 PARALLEL_CARRY, SEQUENTIAL_CARRY = LoopCarry(PARALLEL_LOOP), LoopCarry(SEQUENTIAL_LOOP)
 
 
@@ -215,19 +233,97 @@ def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> LoopCa
             found[red[0]] = red[1]
     if not found:
         return SEQUENTIAL_CARRY
-    for s in stmts:  # no statement in the loop may see or set a partial value but its own
+    selections = _selections(scop, stmts, found, sched)
+    chosen = {sel.index: sel for sel in selections.values()}
+    if selections and set(found) != {sel.value for sel in selections.values()}:
+        return SEQUENTIAL_CARRY  # (other reductions beside a selection: not split in lanes)
+    mine = set(found) | set(chosen)
+    if _sees_partial(scop, [s for s in stmts if s.name not in selections], mine):
+        return SEQUENTIAL_CARRY
+    reads = _drop_arrays(scop.accesses("read").intersect_domain(domain), mine)
+    writes = _drop_arrays(scop.accesses("write").intersect_domain(domain), mine)
+    order = scop.original_schedule().intersect_domain(domain)
+    flow, _ = _flow(reads, writes, order)
+    rest = flow.union(_anti(reads, writes, order)).union(_output(writes, order))
+    if _carried(rest, sched):
+        return SEQUENTIAL_CARRY
+    reductions = tuple((op, name) for name, op in sorted(found.items()))
+    if selections:
+        return LoopCarry(SELECT_LOOP, reductions,
+                         tuple(sorted(selections.values(), key=lambda sel: sel.index)))
+    return LoopCarry(REDUCE_LOOP, reductions)
+
+
+def _sees_partial(scop: Scop, stmts: list[Statement], partial: set[str]) -> bool:
+    """Whether a statement sees or sets a value of the ``partial`` scalars other than its
+    own reduction's (``s2 += s1`` reads the partial s1 of each iteration)."""
+    for s in stmts:
         red = reduction_of(scop, s)
         touched = {x.name for x in s.value.walk() if isinstance(x, Scalar)}
         if red is None and isinstance(s.target, Scalar):
             touched.add(s.target.name)
-        if red is not None:  # `s2 += s1` reads the partial s1 of each iteration
+        if red is not None:
             touched.discard(red[0])
-        if touched & set(found):
-            return SEQUENTIAL_CARRY
-    reads = _drop_arrays(scop.accesses("read").intersect_domain(domain), set(found))
-    writes = _drop_arrays(scop.accesses("write").intersect_domain(domain), set(found))
-    order = scop.original_schedule().intersect_domain(domain)
-    flow, _ = _flow(reads, writes, order)
-    rest = flow.union(_anti(reads, writes, order)).union(_output(writes, order))
-    return SEQUENTIAL_CARRY if _carried(rest, sched) else \
-        LoopCarry(REDUCE_LOOP, tuple((op, name) for name, op in sorted(found.items())))
+        if touched & partial:
+            return True
+    return False
+
+
+def _selections(scop: Scop, stmts: list[Statement], found: dict[str, str],
+                sched: isl.UnionMap) -> dict[str, Selection]:
+    """The statements of a loop that are selections (``Selection``) of the reductions
+    ``found`` (scalar -> op), by name: ``k = e if x > b else k`` (or ``b < x``; ``<`` for
+    ``min``) with ``b = max(b, x)`` after it in the body, the same ``x``, ``e`` an affine
+    function of the iterators that grows along the loop (``sched``), ``k`` a local scalar
+    no other statement of the loop assigns, ``b`` the value of no other selection."""
+    order = {s.name: n for n, s in enumerate(scop.statements)}
+    updates = {reduction_of(scop, s)[0]: s for s in stmts if reduction_of(scop, s)}
+    out: dict[str, Selection] = {}
+    for s in stmts:
+        v, t = s.value, s.target
+        if s.op != "=" or not isinstance(t, Scalar) or scop.array(t.name).kind != "local" or \
+                not isinstance(v, Select) or v.b != Scalar(t.dtype, t.name) or \
+                not isinstance(v.cond, Bin) or v.cond.op not in (">", "<"):
+            continue
+        e = v.a.a if isinstance(v.a, Cast) else v.a
+        a, b = v.cond.a, v.cond.b
+        if isinstance(a, Scalar) and not isinstance(b, Scalar):  # b < x: x > b
+            a, b, op = b, a, {">": "<", "<": ">"}[v.cond.op]
+        else:
+            op = v.cond.op
+        if not isinstance(b, Scalar) or found.get(b.name) != ("max" if op == ">" else "min"):
+            continue
+        update = updates[b.name]
+        other = update.value.b if update.value.a == Scalar(b.dtype, b.name) else \
+            update.value.a
+        if other != a or order[s.name] > order[update.name] or \
+                any(isinstance(x, Scalar) for x in a.walk()) or not isinstance(e, Index) or \
+                any(x.target == t for x in stmts if x is not s) or \
+                not _grows(scop, s, e, sched):
+            continue
+        out[s.name] = Selection(t.name, b.name, found[b.name])
+    values = Counter(sel.value for sel in out.values())  # one index per value: lanes
+    return {name: sel for name, sel in out.items() if values[sel.value] == 1}  # combine pairs
+
+
+def _grows(scop: Scop, stmt: Statement, e: Index, sched: isl.UnionMap) -> bool:
+    """Whether ``e`` (over ``stmt``'s iterators) grows strictly along the last dimension of
+    the flat schedule ``sched`` while the outer ones stay: a later iteration's value is the
+    larger one, so the earliest of equal candidates is the one with the smallest value."""
+    maps: list[isl.Map] = []
+    sched.intersect_domain(_statement_domain(scop, stmt.name)).foreach_map(maps.append)
+    if len(maps) != 1:
+        return False
+    m = maps[0]
+    n = m.dim(isl.dim_type.out)
+    xs, ys = [f"a{k}" for k in range(n)], [f"b{k}" for k in range(n)]
+    cons = [f"{x} = {y}" for x, y in zip(xs[:-1], ys[:-1], strict=True)] + \
+        [f"{ys[-1]} > {xs[-1]}"]
+    later = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(ys)}] : {' and '.join(cons)} }}")
+    pairs = m.apply_range(later.align_params(m.get_space())).apply_range(m.reverse())
+    params = f"[{', '.join(scop.syms)}] -> " if scop.syms else ""
+    value = isl.Map(f"{params}{{ {stmt.name}[{', '.join(stmt.iters)}] -> "
+                    f"[{e.aff.to_isl()}] }}").align_params(pairs.get_space())
+    values = pairs.apply_domain(value).apply_range(value)
+    smaller = isl.Map("{ [x] -> [y] : y <= x }").align_params(values.get_space())
+    return values.intersect(smaller).is_empty()
