@@ -38,6 +38,18 @@ def argmin_flipped(X: f64[N, M], idx: out(i32[N])):
 
 
 @pd.operator(assume="M >= 1")
+def argmax_cells(X: f32[N, M], best: out(f32[N]), idx: out(i64[N])):
+    """The selection kept in the output cells (``scop/hold.py`` holds them in scalars), the
+    maximum written as a conditional."""
+    for i in range(N):
+        best[i] = X[i, 0]
+        idx[i] = 0
+        for j in range(1, M):
+            idx[i] = j if best[i] < X[i, j] else idx[i]
+            best[i] = X[i, j] if X[i, j] > best[i] else best[i]
+
+
+@pd.operator(assume="M >= 1")
 def argmax_last(X: f32[N, M], idx: out(i32[N])):
     """``>=``: the last of equal maxima, which lanes would not keep."""
     for i in range(N):
@@ -104,10 +116,14 @@ def _lanes(k: pd.Kernel) -> bool:
     return "#pragma omp simd\n" in k.source and "pd_lg" in k.source
 
 
-@pytest.mark.parametrize("op", [argmax_max, argmin_flipped], ids=lambda op: op.scop.name)
+@pytest.mark.parametrize("op", [argmax_max, argmin_flipped, argmax_cells],
+                         ids=lambda op: op.scop.name)
 def test_selection_runs_in_lanes_as_the_loop_does(op: pd.Operator) -> None:
     k = pd.compile(op)
     assert _lanes(k)
+    if op is argmax_cells:
+        assert any(n.startswith("best[i] and idx[i]: the selection over j is kept in the "
+                                "local scalars") for n in k.notes), k.notes
     dtype = np.float64 if op is argmin_flipped else np.float32
     for m in (1, 2, 15, 16, 17, 31, 32, 33, 100):
         X = _rows(dtype, m, seed=m)

@@ -18,11 +18,13 @@ into its cell where the cell's loops do carry register tiles.
 The rewrite is exact: the init, the loop's updates and the store are the only statements
 that touch T between the init and the store (they are consecutive in one body, and the loop
 holds nothing else), every one names the same cell, and the updates' values do not read T.
+A selection kept in two cells (an argmax into outputs) is held the same way, both cells at
+once (``_hold_selections``).
 """
 
 from __future__ import annotations
 
-from .exprs import Bin, Expr, Load, Scalar, reads_array, replace_subexpr
+from .exprs import Bin, Expr, Load, Scalar, Select, reads_array, replace_subexpr
 from .forward import along_cells, read_only, reads_across
 from .ir import (
     Array,
@@ -43,11 +45,12 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
     """``scop`` with every cell of that form held in a local scalar, and a sentence for each
     (``scop`` itself and none when there is no such cell). ``repack``: not the cells whose
     loops carry register tiles reading the read-only operands from repacked copies
-    (``forward.along_cells``)."""
+    (``forward.along_cells``). Selections kept in cells are held too (``_hold_selections``)."""
+    scop, chosen = _hold_selections(scop)
     holds: list[tuple[Statement, Loop, Statement | None]] = []
     _find(scop, scop.tree, holds, read_only(scop) if repack else frozenset())
     if not holds:
-        return scop, ()
+        return scop, chosen
     taken = {a.name for a in scop.arrays} | set(scop.syms) | {s.name for s in scop.statements}
     statements = list(scop.statements)
     arrays = list(scop.arrays)
@@ -79,7 +82,104 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
         notes.append(f"{_text(cell)}: the sum over {over} is kept in the local scalar "
                      f"{name}, stored once")
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
+        chosen + tuple(notes)
+
+
+def _hold_selections(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
+    """Selections kept in cells (an argmax into outputs),
+
+        V[c] = v0;  K[c] = k0;  for j: K[c] = e if x > V[c] else K[c];  V[c] = max(V[c], x)
+
+    (the inits in either order, ``<`` and ``min`` alike), with the cells held in local
+    scalars across the loop and stored once after it: the loop then selects in scalars
+    (``schedule.reductions.Selection``). Exact: the cells' subscripts do not move with the
+    loop, the loop holds these two statements only, and nothing else in them or the inits
+    reads the cells' arrays."""
+    found: list[tuple[Statement, Statement, Loop]] = []
+    _find_selections(scop, scop.tree, found)
+    taken = {a.name for a in scop.arrays} | set(scop.syms) | {s.name for s in scop.statements}
+    statements, arrays, tree = list(scop.statements), list(scop.arrays), scop.tree
+    notes = []
+    for inits in found:
+        *cells, loop = inits
+        held = {}
+        for init in cells:
+            cell = init.target
+            assert isinstance(cell, Load)
+            name = fresh_name(f"{cell.array}_sel", taken)
+            taken.add(name)
+            dtype = scop.array(cell.array).dtype
+            arrays.append(Array(name, dtype, (), "local", init.iters))
+            held[init.name] = (cell, Scalar(dtype, name))
+        changed: dict[str, Statement] = {}
+        for init in cells:
+            changed[init.name] = init.replace(target=held[init.name][1])
+        for ref in loop.body:
+            stmt = scop.statement(ref.name)
+            value, target = stmt.value, stmt.target
+            for cell, scalar in held.values():
+                value = replace_subexpr(value, cell, scalar)
+                target = scalar if target == cell else target
+            changed[stmt.name] = stmt.replace(target=target, value=value)
+        statements = [changed.get(x.name, x) for x in statements]
+        last = max(statements.index(changed[r.name]) for r in loop.body)
+        for init in reversed(cells):
+            cell, scalar = held[init.name]
+            new_name = fresh_name(f"{init.name}_h", taken)
+            taken.add(new_name)
+            store = init.replace(name=new_name, op="=", value=scalar,
+                                 domain=init.domain.set_tuple_name(new_name))
+            statements.insert(last + 1, store)
+            tree = _insert_after(tree, set(statements_under(loop.body)), StmtRef(new_name))
+        notes.append(f"{' and '.join(_text(c) for c, _ in held.values())}: the selection "
+                     f"over {loop.var} is kept in the local scalars "
+                     f"{' and '.join(s.name for _, s in held.values())}, stored once")
+    if not found:
+        return scop, ()
+    return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
         tuple(notes)
+
+
+def _find_selections(scop: Scop, body: tuple[Node, ...],
+                     out: list[tuple[Statement, Statement, Loop]]) -> None:
+    for pos, node in enumerate(body):
+        if isinstance(node, Loop):
+            _find_selections(scop, node.body, out)
+            if pos >= 2 and isinstance(body[pos - 2], StmtRef) and \
+                    isinstance(body[pos - 1], StmtRef):
+                first, second = (scop.statement(body[pos - k].name) for k in (2, 1))
+                if _selection_in_cells(scop, first, second, node):
+                    out.append((first, second, node))
+        elif isinstance(node, Guard):
+            _find_selections(scop, node.then, out)
+            _find_selections(scop, node.orelse, out)
+
+
+def _selection_in_cells(scop: Scop, first: Statement, second: Statement, loop: Loop) -> bool:
+    """Whether ``first`` and ``second`` set two cells that ``loop`` only selects into: a
+    statement ``K = e if cond else K`` and an update ``V = max(V, x)`` (``min``), in that
+    order, their values reading the cells' arrays at the cells only (``K`` in its own
+    statement only), the inits not at all."""
+    if len(loop.body) != 2 or not all(isinstance(n, StmtRef) for n in loop.body):
+        return False
+    pick, update = (scop.statement(n.name) for n in loop.body)
+    cells = [first.target, second.target]
+    if not all(isinstance(c, Load) and scop.array(c.array).kind in ("out", "inout", "temp")
+               for c in cells) or cells[0].array == cells[1].array or \
+            {pick.target, update.target} != set(cells) or \
+            any(loop.var in aff.vars() for c in cells for aff in c.index) or \
+            any(init.op != "=" or reads_array(init.value, c.array)
+                for init in (first, second) for c in cells):
+        return False
+    index, value = pick.target, update.target
+    v = pick.value
+    if pick.op != "=" or not isinstance(v, Select) or v.b != index or \
+            reads_array(v.a, index.array) or reads_array(v.cond, index.array) or \
+            not _only_cell(v.cond, value) or reads_array(v.a, value.array):
+        return False
+    u = update.value
+    return _is_update(update, value) and isinstance(u, Bin) and u.op in ("max", "min") and \
+        not reads_array(u, index.array)
 
 
 def repacked_rows(scop: Scop, rows: int) -> str | None:
