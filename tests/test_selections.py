@@ -9,6 +9,7 @@ import pytest
 
 import polydyn as pd
 from polydyn import f32, f64, i32, i64, out
+from polydyn.runtime.opencl import opencl_available
 
 N, M = pd.sym("N M")
 
@@ -171,3 +172,19 @@ def test_selection_matches_numpy_argmax() -> None:
     idx, best = pd.compile(argmax_max)(X)
     np.testing.assert_array_equal(idx, np.argmax(X, axis=1))
     np.testing.assert_array_equal(best, X.max(axis=1))
+
+
+@pytest.mark.opencl
+@pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")
+@pytest.mark.parametrize("op", [argmax_cells, argmin_flipped], ids=lambda op: op.scop.name)
+def test_selection_on_opencl_as_the_loop_does(op: pd.Operator) -> None:
+    """OpenCL runs the held selection as written in each work-item: the loop's results."""
+    k = pd.compile(op, target="opencl")
+    dtype = np.float64 if op is argmin_flipped else np.float32
+    for m in (1, 17, 40):
+        X = _rows(dtype, m, seed=m)
+        got = k(X)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), _sequential(op, X),
+                        strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=m)
+            assert np.array_equal(np.signbit(g), np.signbit(w)), m
