@@ -149,6 +149,25 @@ def test_selection_runs_in_lanes_as_the_loop_does(op: pd.Operator) -> None:
     assert all(x.shape == (0,) for x in (got if isinstance(got, tuple) else (got,)))
 
 
+def test_a_long_selection_takes_the_threads() -> None:
+    """One long row (the ``N = 1`` variant, past 2^15 instances): each thread selects in
+    lanes over a block of its own, and the blocks combine as the lanes do, so the first
+    maximum wins whichever block holds it."""
+    k = pd.compile(argmax_max)
+    assert "pd_ri" in k.source
+    m = 20011
+    X = _rows(np.float32, m, seed=3)
+    late = np.zeros(m, np.float32)
+    late[m - 5], late[m // 2 + 1] = 2, 2  # the maximum in the second block only
+    early = np.ones(m, np.float32)
+    early[[3, m // 2, m - 2]] = 7  # equal maxima in both blocks
+    for row in [*X, late, early]:
+        got = k.run_variant("N=1", row[None, :])
+        for g, w in zip(got, _sequential(argmax_max, row[None, :]), strict=True):
+            np.testing.assert_array_equal(g, w)
+            assert np.array_equal(np.signbit(g), np.signbit(w))
+
+
 @pytest.mark.parametrize("op", [argmax_last, argmax_backwards, two_indices],
                          ids=lambda op: op.scop.name)
 def test_selections_that_lanes_would_change_stay_in_order(op: pd.Operator) -> None:

@@ -11,6 +11,7 @@ from ..errors import InternalError
 from ..lowering.openmp import Around, Blocks, Lanes, Simd, Team, Threads, loop_form
 from ..lowering.teams import team_body
 from ..lowering.tree import Loop, Node, expr_ids, has_loop, instances, role_loops
+from ..schedule.reductions import Selection
 from ..schedule.tree import RROW, RVEC
 from ..scop.exprs import C_TYPE
 from .astnodes import LoopState, strip_parens
@@ -82,36 +83,48 @@ class LoopEmitter:
         """The loop ``n`` as a parallel region (``Blocks``): thread t of T runs iterations
         [count t / T, count (t + 1) / T) into its own copies of the reduced locals, which
         start at the reduction's identity and, after the region, are combined in t's order
-        into the locals. Each copy lies on a cache line of its own."""
+        into the locals. A selection's copies start at the locals' values and are combined
+        as its lanes' are (``lanes_loop``). Each copy lies on a cache line of its own."""
         self.team_count += 1
         k = self.team_count
         count, size, first, last = (f"pd_{x}{k}" for x in ("rn", "rs", "rb", "re"))
-        dtype = {v: self.scop.array(v).dtype for v in (*form.private,
+        selections = form.lanes.selections if form.lanes else ()
+        chosen = [v for sel in selections for v in (sel.value, sel.index)]
+        dtype = {v: self.scop.array(v).dtype for v in (*form.private, *chosen,
                                                         *(v for _, v in form.reductions))}
-        parts = {v: f"pd_rp{k}_{j}" for j, (_, v) in enumerate(form.reductions)}
+        parts = {v: f"pd_rp{k}_{j}" for j, v in
+                 enumerate([*(v for _, v in form.reductions), *chosen])}
         line = {v: 64 // dtype_bytes(dtype[v]) for v in parts}  # elements a cache line holds
-        body = self.node(n.body, LoopState(True))
-        loop = cgen.For(f"int64_t {it} = ({init}) + {first} * ({inc})",
-                        f"{it} < ({init}) + {last} * ({inc})", f"{it} += {inc}",
-                        cgen.Block(body))
+        start, end = f"({init}) + {first} * ({inc})", f"({init}) + {last} * ({inc})"
+        if form.lanes is not None:
+            loop = self.lanes_loop(n, form.lanes, LoopState(True), it, start, f"{it} < {end}",
+                                   inc, f"({last} - {first})")
+        else:
+            loop = [cgen.For(f"int64_t {it} = {start}", f"{it} < {end}", f"{it} += {inc}",
+                             cgen.Block(self.node(n.body, LoopState(True))))]
         region = cgen.Block([
             *(cgen.Statement(f"{C_TYPE[dtype[v]]} {v}") for v in form.private),
             *(cgen.Statement(f"{C_TYPE[dtype[v]]} {v} = {_identity(op, C_TYPE[dtype[v]])}")
               for op, v in form.reductions),
+            *(cgen.Statement(f"{C_TYPE[dtype[v]]} {v} = pd_ri{k}_{v}") for v in chosen),
             cgen.Statement(f"const int64_t {first} = {count} * pd_team_id() / pd_team_size()"),
             cgen.Statement(
                 f"const int64_t {last} = {count} * (pd_team_id() + 1) / pd_team_size()"),
-            *([cgen.Pragma(self.pragma(n, form.simd, trips))] if form.simd else []), loop,
+            *([cgen.Pragma(self.pragma(n, form.simd, trips))] if form.simd else []), *loop,
             *(cgen.Statement(f"{parts[v]}[pd_team_id() * {line[v]}] = {v}") for v in parts),
             cgen.If("pd_team_id() == 0",
                     cgen.Block([cgen.Statement(f"{size} = pd_team_size()")]))])
-        combine = [cgen.Statement(
+        combine: list[cgen.Generable] = [cgen.Statement(
             f"{v} = {v} + {parts[v]}[pd_t * {line[v]}]" if op == "+" else
             f"{v} = pd_{op}_{dtype[v]}({v}, {parts[v]}[pd_t * {line[v]}])")
             for op, v in form.reductions]
+        combine += [_choose(sel, f"{parts[sel.value]}[pd_t * {line[sel.value]}]",
+                            f"{parts[sel.index]}[pd_t * {line[sel.index]}]")
+                    for sel in selections]
         return [cgen.Block([
             cgen.Statement(f"const int64_t {count} = {trips}"),
             cgen.Statement(f"int64_t {size} = 1"),
+            *(cgen.Statement(f"const {C_TYPE[dtype[v]]} pd_ri{k}_{v} = {v}") for v in chosen),
             *(cgen.Statement(f"{C_TYPE[dtype[v]]} {parts[v]}[pd_threads() * {line[v]}]")
               for v in parts),
             cgen.Pragma(f"omp parallel if({self.work_test(n, form.minimum)} && "
@@ -139,15 +152,8 @@ class LoopEmitter:
             *(cgen.Statement(f"{ctype[v]} {v} = {copy[v]}[pd_l]") for v in ctype),
             *self.node(n.body, state),
             *(cgen.Statement(f"{copy[v]}[pd_l] = {v}") for v in ctype)]))
-        combine = []
-        for sel in form.selections:
-            value, index = copy[sel.value], copy[sel.index]
-            better = ">" if sel.op == "max" else "<"
-            combine.append(cgen.If(
-                f"{value}[pd_l] {better} {sel.value} || ({value}[pd_l] == {sel.value} && "
-                f"{index}[pd_l] < {sel.index})",
-                cgen.Block([cgen.Statement(f"{sel.value} = {value}[pd_l]"),
-                            cgen.Statement(f"{sel.index} = {index}[pd_l]")])))
+        combine = [_choose(sel, f"{copy[sel.value]}[pd_l]", f"{copy[sel.index]}[pd_l]")
+                   for sel in form.selections]
         rest = cgen.For(f"int64_t {it} = {end}", cond, f"{it} += {inc}",
                         cgen.Block(self.node(n.body, state)))
         return [cgen.Block([
@@ -230,6 +236,16 @@ class LoopEmitter:
     def work_test(self, n: Node, minimum: int) -> str:
         """C: the statements under loop ``n`` are worth threads (``minimum`` instances)."""
         return f"{self.work_expr(i.name for i in instances(n))} >= {minimum}"
+
+
+def _choose(sel: Selection, value: str, index: str) -> cgen.If:
+    """A selection's scalars take a lane's or a thread's copies (C) where they hold the
+    larger value (smaller for ``min``), or the same value at a smaller index."""
+    better = ">" if sel.op == "max" else "<"
+    return cgen.If(f"{value} {better} {sel.value} || ({value} == {sel.value} && "
+                   f"{index} < {sel.index})",
+                   cgen.Block([cgen.Statement(f"{sel.value} = {value}"),
+                               cgen.Statement(f"{sel.index} = {index}")]))
 
 
 def _identity(op: str, ctype: str) -> str:

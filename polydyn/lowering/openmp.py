@@ -71,21 +71,6 @@ class Team:
 
 
 @dataclass(frozen=True)
-class Blocks:
-    """One parallel region around a loop that only sums into local scalars (``reductions``,
-    (op, name) pairs), from ``minimum`` instances: each thread runs a block of consecutive
-    iterations, reducing into copies of its own of those scalars (``private``: the other
-    locals the loop assigns), and the copies are combined in the threads' order after the
-    region, so a result does not depend on which thread ends first. ``simd``: the block's
-    loop's own form."""
-
-    reductions: tuple[tuple[str, str], ...]
-    private: tuple[str, ...]
-    minimum: int
-    simd: Simd | None
-
-
-@dataclass(frozen=True)
 class Lanes:
     """A loop that only selects (``LoopCarry.selections``: an argmax, an argmin), split
     into ``width`` lanes: lane l runs every width-th iteration from l on, into copies of
@@ -95,6 +80,23 @@ class Lanes:
 
     selections: tuple[Selection, ...]
     width: int
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """One parallel region around a loop that only sums into local scalars (``reductions``,
+    (op, name) pairs), from ``minimum`` instances: each thread runs a block of consecutive
+    iterations, reducing into copies of its own of those scalars (``private``: the other
+    locals the loop assigns), and the copies are combined in the threads' order after the
+    region, so a result does not depend on which thread ends first. ``simd``: the block's
+    loop's own form; ``lanes``: the form of a loop that only selects, whose copies are
+    combined as its lanes' are."""
+
+    reductions: tuple[tuple[str, str], ...]
+    private: tuple[str, ...]
+    minimum: int
+    simd: Simd | None
+    lanes: Lanes | None = None  # a selection's loop: its copies start at the locals' values
 
 
 Form = Simd | Threads | Team | Blocks | Lanes | None
@@ -181,7 +183,11 @@ def loop_form(n: Loop, parallel: bool, role: str, at: Around, scop: Scop,
     if n.carry.kind == SEQUENTIAL_LOOP and role != VECTOR:
         return None
     if n.carry.kind == SELECT_LOOP:
-        return lanes_form(n, at, scop, locals_)
+        lanes = lanes_form(n, at, scop, locals_)
+        if lanes is not None and at.blocks and not parallel and not role and \
+                not at.in_parallel:
+            return Blocks((), (), REDUCTION_PARALLEL_MIN_WORK, None, lanes)
+        return lanes
     owned = locals_.private(n)
     if owned is None:
         return None
