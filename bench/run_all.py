@@ -290,18 +290,19 @@ PHRASINGS_LAYOUTS_SECTION = """
 From `bench/phrasings.py --only conv_nhwc,matmul_at,token_conv1d,row_cumsum,log_softmax,
 argmax_rows,matmul_scalar` (file `bench/results/phrasings_layouts.md`), a first run of six
 phrasings added on 2026-11-28, with `matmul_scalar` as the control, run again after the
-rows operand's pack and the selections' lanes. This run's machine is
+rows operand's pack and the selections' lanes and threads. This run's machine is
 another than the tables above (an Intel Xeon, 2 CPUs): compare within the table only.
 `matmul_at` (`A.T @ B` as rank-1 updates) gets the same tiles and packed B as `matmul_scalar`,
 and its cache tiles copy the run of A's cells each row of register tiles reads per step
 (`pack-rows`, docs/design.md point 5b). Its ratio to the bundled `matmul` (given A
-transposed outside the timing) moved between 0.61x and 1.40x over five runs of this table
-that day, median 0.91x: this machine's speed swings between load phases faster than the
-turns (matmul_scalar ran at 160 and at 271 GFLOP/s). Read in place, the first run had it at
-0.51-0.53x torch against the control's 0.73x. `argmax_rows` runs in SIMD lanes (a
-`select` loop, docs/design.md point 8): 37.9 GB/s, 8.8x torch's `max(X, 1)`, where the
-loop as written ran at 4.6 GB/s. Rates: GFLOP/s for products, else GB/s of the minimal
-traffic.
+transposed outside the timing) moved between 0.61x and 1.40x over six runs of this table
+that day, median 0.92x: this machine's speed swings between load phases faster than the
+turns (matmul_scalar ran at 155 to 271 GFLOP/s, and at 1.22x the bundled kernel it is a
+phrasing of in this run). Read in place, the first run had it at 0.51-0.53x torch against
+the control's 0.73x. `argmax_rows` runs in SIMD lanes (a `select` loop, docs/design.md
+point 8), and one long row on the threads as well: 6.6x and 17.6x torch's `max(X, 1)`,
+where the loop as written ran at 4.6 GB/s. Rates: GFLOP/s for products, else GB/s of the
+minimal traffic.
 
 """
 

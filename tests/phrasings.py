@@ -794,7 +794,7 @@ BENCH_SIZES = {
     token_conv1d: [{"B": 8, "C": 512, "L": 1024}],
     row_cumsum: [{"N": 512, "M": 4096}],
     log_softmax: [{"N": 512, "M": 4096}],
-    argmax_rows: [{"N": 512, "M": 4096}],
+    argmax_rows: [{"N": 512, "M": 4096}, {"N": 1, "M": 1000000}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
