@@ -166,13 +166,19 @@ def _carried_exactly(deps: isl.UnionMap, sched: isl.UnionMap) -> bool:
         n = m.dim(isl.dim_type.in_)
         if n == 0:
             continue
-        xs, ys = [f"a{k}" for k in range(n)], [f"b{k}" for k in range(n)]
-        cons = [f"{x} = {y}" for x, y in zip(xs[:-1], ys[:-1], strict=True)] + \
-            [f"{xs[-1]} != {ys[-1]}"]
-        carried = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(ys)}] : {' and '.join(cons)} }}")
+        carried = _along_last(n, "!=")
         if not m.intersect(carried.align_params(m.get_space())).is_empty():
             return True
     return False
+
+
+def _along_last(n: int, relation: str) -> isl.Map:
+    """``{ [a] -> [b] }`` over ``n`` dimensions: the outer ones equal, the last ``b``'s in
+    ``relation`` to ``a``'s (``!=``: another iteration of the loop; ``>``: a later one)."""
+    xs, ys = [f"a{k}" for k in range(n)], [f"b{k}" for k in range(n)]
+    cons = [f"{x} = {y}" for x, y in zip(xs[:-1], ys[:-1], strict=True)] + \
+        [f"{ys[-1]} {relation} {xs[-1]}"]
+    return isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(ys)}] : {' and '.join(cons)} }}")
 
 
 @dataclass(frozen=True)
@@ -234,10 +240,9 @@ def loop_kind(scop: Scop, all_deps: isl.UnionMap, sched: isl.UnionMap) -> LoopCa
     if not found:
         return SEQUENTIAL_CARRY
     selections = _selections(scop, stmts, found, sched)
-    chosen = {sel.index: sel for sel in selections.values()}
     if selections and set(found) != {sel.value for sel in selections.values()}:
         return SEQUENTIAL_CARRY  # (other reductions beside a selection: not split in lanes)
-    mine = set(found) | set(chosen)
+    mine = set(found) | {sel.index for sel in selections.values()}
     if _sees_partial(scop, [s for s in stmts if s.name not in selections], mine):
         return SEQUENTIAL_CARRY
     reads = _drop_arrays(scop.accesses("read").intersect_domain(domain), mine)
@@ -277,7 +282,7 @@ def _selections(scop: Scop, stmts: list[Statement], found: dict[str, str],
     function of the iterators that grows along the loop (``sched``), ``k`` a local scalar
     no other statement of the loop assigns, ``b`` the value of no other selection."""
     order = {s.name: n for n, s in enumerate(scop.statements)}
-    updates = {reduction_of(scop, s)[0]: s for s in stmts if reduction_of(scop, s)}
+    updates = {red[0]: s for s in stmts if (red := reduction_of(scop, s)) is not None}
     out: dict[str, Selection] = {}
     for s in stmts:
         v, t = s.value, s.target
@@ -315,11 +320,7 @@ def _grows(scop: Scop, stmt: Statement, e: Index, sched: isl.UnionMap) -> bool:
     if len(maps) != 1:
         return False
     m = maps[0]
-    n = m.dim(isl.dim_type.out)
-    xs, ys = [f"a{k}" for k in range(n)], [f"b{k}" for k in range(n)]
-    cons = [f"{x} = {y}" for x, y in zip(xs[:-1], ys[:-1], strict=True)] + \
-        [f"{ys[-1]} > {xs[-1]}"]
-    later = isl.Map(f"{{ [{', '.join(xs)}] -> [{', '.join(ys)}] : {' and '.join(cons)} }}")
+    later = _along_last(m.dim(isl.dim_type.out), ">")
     pairs = m.apply_range(later.align_params(m.get_space())).apply_range(m.reverse())
     params = f"[{', '.join(scop.syms)}] -> " if scop.syms else ""
     value = isl.Map(f"{params}{{ {stmt.name}[{', '.join(stmt.iters)}] -> "

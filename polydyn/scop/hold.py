@@ -59,10 +59,7 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
     for init, loop, store in holds:
         cell = init.target
         assert isinstance(cell, Load)
-        name = fresh_name(f"{cell.array}_acc", taken)
-        dtype = scop.array(cell.array).dtype
-        s = Scalar(dtype, name)
-        arrays.append(Array(name, dtype, (), "local", init.iters))
+        s = _held_scalar(scop, init, "_acc", taken, arrays)
         changed = {init.name: init.replace(target=s)}
         nest = _nest(loop)
         for ref in nest[-1].body:
@@ -72,15 +69,10 @@ def hold_cells(scop: Scop, repack: bool = False) -> tuple[Scop, tuple[str, ...]]
             changed[store.name] = store.replace(value=replace_subexpr(store.value, cell, s))
         statements = [changed.get(x.name, x) for x in statements]
         if store is None:  # the cell gets the scalar's value after the loop
-            new_name = fresh_name(f"{init.name}_h", taken)
-            new = init.replace(name=new_name, op="=", value=s,
-                               domain=init.domain.set_tuple_name(new_name))
-            last = max(statements.index(changed[r.name]) for r in nest[-1].body)
-            statements.insert(last + 1, new)
-            tree = _insert_after(tree, set(statements_under(loop.body)), StmtRef(new.name))
+            tree = _store_after(init, s, loop, statements, tree, taken)
         over = ", ".join(x.var for x in nest)
         notes.append(f"{_text(cell)}: the sum over {over} is kept in the local scalar "
-                     f"{name}, stored once")
+                     f"{s.name}, stored once")
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
         chosen + tuple(notes)
 
@@ -102,15 +94,8 @@ def _hold_selections(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
     notes = []
     for inits in found:
         *cells, loop = inits
-        held = {}
-        for init in cells:
-            cell = init.target
-            assert isinstance(cell, Load)
-            name = fresh_name(f"{cell.array}_sel", taken)
-            taken.add(name)
-            dtype = scop.array(cell.array).dtype
-            arrays.append(Array(name, dtype, (), "local", init.iters))
-            held[init.name] = (cell, Scalar(dtype, name))
+        held = {init.name: (init.target, _held_scalar(scop, init, "_sel", taken, arrays))
+                for init in cells}
         changed: dict[str, Statement] = {}
         for init in cells:
             changed[init.name] = init.replace(target=held[init.name][1])
@@ -122,15 +107,8 @@ def _hold_selections(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
                 target = scalar if target == cell else target
             changed[stmt.name] = stmt.replace(target=target, value=value)
         statements = [changed.get(x.name, x) for x in statements]
-        last = max(statements.index(changed[r.name]) for r in loop.body)
-        for init in reversed(cells):
-            cell, scalar = held[init.name]
-            new_name = fresh_name(f"{init.name}_h", taken)
-            taken.add(new_name)
-            store = init.replace(name=new_name, op="=", value=scalar,
-                                 domain=init.domain.set_tuple_name(new_name))
-            statements.insert(last + 1, store)
-            tree = _insert_after(tree, set(statements_under(loop.body)), StmtRef(new_name))
+        for init in reversed(cells):  # each store goes right after the loop: in order
+            tree = _store_after(init, held[init.name][1], loop, statements, tree, taken)
         notes.append(f"{' and '.join(_text(c) for c, _ in held.values())}: the selection "
                      f"over {loop.var} is kept in the local scalars "
                      f"{' and '.join(s.name for _, s in held.values())}, stored once")
@@ -138,6 +116,29 @@ def _hold_selections(scop: Scop) -> tuple[Scop, tuple[str, ...]]:
         return scop, ()
     return scop.replace(statements=tuple(statements), arrays=tuple(arrays), tree=tree), \
         tuple(notes)
+
+
+def _held_scalar(scop: Scop, init: Statement, suffix: str, taken: set[str],
+                 arrays: list[Array]) -> Scalar:
+    """A new local scalar (named after the array, ``suffix`` after it) that holds the cell
+    ``init`` sets, its declaration appended to ``arrays``."""
+    array = init.target.array
+    name = fresh_name(f"{array}{suffix}", taken)
+    dtype = scop.array(array).dtype
+    arrays.append(Array(name, dtype, (), "local", init.iters))
+    return Scalar(dtype, name)
+
+
+def _store_after(init: Statement, value: Scalar, loop: Loop, statements: list[Statement],
+                 tree: tuple[Node, ...], taken: set[str]) -> tuple[Node, ...]:
+    """``init``'s cell set to ``value`` just after ``loop``: the statement inserted into
+    ``statements`` after the loop's last one; returns the tree with it after the loop."""
+    name = fresh_name(f"{init.name}_h", taken)
+    under = set(statements_under(loop.body))
+    last = max(k for k, x in enumerate(statements) if x.name in under)
+    statements.insert(last + 1, init.replace(name=name, op="=", value=value,
+                                             domain=init.domain.set_tuple_name(name)))
+    return _insert_after(tree, under, StmtRef(name))
 
 
 def _find_selections(scop: Scop, body: tuple[Node, ...],
