@@ -27,7 +27,8 @@ import islpy as isl
 
 from ..parametric.variants import Variant
 from ..schedule.auto import original_order, schedule_constraints
-from ..schedule.bands import member_dependence, reorder_band
+from ..schedule.bands import member_dependence
+from ..schedule.transforms import reorder_band
 from ..schedule.tree import is_band, map_bands, mark_loops
 from ..scop.deps import Deps
 from ..scop.ir import Load, Scop

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import islpy as isl
 
-from ..errors import CompileError, ScheduleError
+from ..errors import CompileError
 from ..schedule.auto import channels_region, lone_band, narrow_tiers, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
-from ..schedule.gpu import GpuMapping
 from ..schedule.point_bands import packed_members
 from ..schedule.recipe import Schedule
-from ..schedule.registers import MAX_REG_VECTOR_BYTES, RegisterShape
-from ..schedule.transforms import outermost_bands
+from ..schedule.transforms import outermost_bands, reorder_band
+from ..schedule.tree import node_at
 from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
 from ..scop.names import rename_assume
 from ..target import AVX512, CpuTarget
-
-
-@dataclass(frozen=True)
-class VariantPlan:
-    """What to build for one region: a name, the region, and the schedule recipe (or None for
-    the automatic schedule)."""
-
-    name: str
-    region: Any  # isl.Set over the syms
-    recipe: Any = None
+from .plans import AutoRecipe, VariantPlan
 
 
 def parse_region(scop: Scop, region: str | isl.Set) -> isl.Set:
@@ -62,103 +52,6 @@ def check_cover(scop: Scop, regions: list[isl.Set]) -> None:
             for k, s in enumerate(scop.syms))
         raise CompileError(f"the variants of {scop.name} do not cover its context: no region "
                            f"contains {coords} (uncovered: {hole.coalesce()})")
-
-
-@dataclass(frozen=True)
-class AutoRecipe:
-    """The automatic policy's choice for a region: tile the planned bands or not, isolate
-    full tiles or not, and let loops run on threads or not. ``to_schedule`` writes it as a
-    policy recipe (``pd.Schedule.isl()...``), ``from_schedule`` reads one back."""
-
-    tile: tuple[BandTiling, ...] = ()
-    isolate: bool = True
-    parallel: bool = True
-    # untiled: the register tiles' shape (None: the target's ``deep`` shape in deep bands,
-    # its ``registers`` in others; target.CpuTarget)
-    registers: RegisterShape | None = None
-    # tiled: copy the vector operand's tiles into local buffers (matmul's B)
-    pack: bool = True
-    # time-tiled: isl's fused band in wavefronts of tiles (then ``tile`` is unused)
-    wave: WaveTiling | None = None
-    # statements that initialize register-tile cells run inside the tiles (schedule.inits)
-    fuse_inits: bool = True
-    # the OpenCL mapping's choices (``Schedule.gpu``), where the recipe gives them; the C
-    # target ignores them
-    gpu: GpuMapping | None = None
-
-    def describe(self) -> str:
-        if self.wave is not None:
-            parts = [self.wave.describe()]
-        elif not self.tile:
-            parts = ["untiled"]
-            if self.registers is not None:
-                parts.append(f"{self.registers.rows}-row register tiles of "
-                             f"{self.registers.vector_bytes} bytes" +
-                             (", transposed" if self.registers.transposed else ""))
-        else:
-            sizes = "; ".join("x".join(str(s) for s in t.sizes) for t in self.tile)
-            parts = [f"tiled {sizes}" + (" (full tiles isolated)" if self.isolate else "")]
-            if not self.pack:
-                parts.append("not packed")
-        parts.append("threads when the work pays" if self.parallel else "single thread")
-        return ", ".join(parts)
-
-    def to_schedule(self, name: str | None = None, buffered: bool = False,
-                    repacked: bool = False) -> Schedule:
-        """This choice as a policy recipe: every decision a directive (``name``: the
-        variant's label; ``buffered``: the operator was double-buffered; ``repacked``: the
-        variant runs the rewrite for repacked register tiles)."""
-        recipe = Schedule.isl()
-        if buffered:
-            recipe = recipe.double_buffer()
-        if repacked:
-            recipe = recipe.repack()
-        if self.wave is not None:
-            recipe = recipe.wavefront(self.wave.path, self.wave.sizes)
-        for tiling in self.tile:
-            recipe = recipe.tile_band(tiling.path, tiling.sizes, deep=tiling.deep)
-        if self.tile and not self.isolate:
-            recipe = recipe.keep_partial_tiles()
-        if self.tile and not self.pack:
-            recipe = recipe.no_packing()
-        if self.registers is not None:
-            shape = self.registers
-            recipe = recipe.registers(shape.rows, shape.vector_bytes, shape.transposed)
-        if self.fuse_inits and self.wave is None:
-            recipe = recipe.fuse_inits()
-        if not self.parallel:
-            recipe = recipe.single_thread()
-        return self._named(recipe, name)
-
-    def _named(self, recipe: Schedule, name: str | None) -> Schedule:
-        """``recipe`` with the OpenCL mapping's choices given, and the label."""
-        if self.gpu is not None:
-            recipe = recipe.gpu(**dict(self.gpu.keywords()))
-        return recipe.label(name) if name else recipe
-
-    @staticmethod
-    def from_schedule(recipe: Schedule, computed: isl.Schedule | None) -> AutoRecipe:
-        """The choice a policy recipe states. ``computed``: isl's schedule of the operator
-        over its context, the one a ``wavefront`` directive tiles."""
-        wave = None
-        for path, sizes in recipe.args("wavefront"):
-            if computed is None:
-                raise ScheduleError("wavefront: isl's scheduler found no schedule for this "
-                                    "operator, so there is no fused band to tile")
-            wave = WaveTiling(computed, tuple(path), tuple(sizes))
-        shapes = [RegisterShape(a[0], a[1], bool(a[2:] and a[2]))
-                  for a in recipe.args("registers")]
-        if any(s.vector_bytes > MAX_REG_VECTOR_BYTES for s in shapes):
-            raise ScheduleError(f"registers: at most {MAX_REG_VECTOR_BYTES} bytes of "
-                                "accumulators per row")
-        tiles = tuple(BandTiling(tuple(a[0]), tuple(a[1]), bool(a[2:] and a[2]))
-                      for a in recipe.args("tile_band"))
-        return AutoRecipe(tile=tiles, isolate=not recipe.has("keep_partial_tiles"),
-                          parallel=not recipe.has("single_thread"),
-                          registers=shapes[-1] if shapes else None,
-                          pack=not recipe.has("no_packing"), wave=wave,
-                          fuse_inits=recipe.has("fuse_inits"),
-                          gpu=recipe.gpu_mapping)
 
 
 def _nonempty(region: isl.Set) -> bool:
@@ -235,8 +128,34 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
       benchmark runs). Where the plans before it cover the context (matmul, conv on CPUs),
       the dispatcher never picks it: its partial tiles then stay in the loops, behind
       guards, rather than full tiles being isolated (a smaller, faster-built unit).
+
+    With ``cpu``, a product with two row members gets these (but ``generic``) twice, each
+    where its rows' member is the longer one (``_rows_exchange``).
     """
     plan = tuple(tiling_plan(base, scop, max_tile, target))
+    plans = _plans(scop, base, plan, max_tile, cpu, wave, target)
+    exchange = _rows_exchange(scop, base, plan, max_tile, target) if cpu else None
+    if exchange is not None:  # the longer of two row members gives the rows
+        orders, other, other_plan, longer, rows = exchange
+        mine = [replace(p, region=p.region.subtract(longer).coalesce()) for p in plans]
+        theirs = [VariantPlan(p.name if "=" in p.name else f"{p.name}:{rows}",
+                              p.region.intersect(longer).coalesce(),
+                              replace(p.recipe, orders=orders))
+                  for p in _plans(scop, other, other_plan, max_tile, cpu, None, target)]
+        plans = [p for p in theirs + mine if _nonempty(p.region)]
+    plans = _live(plans)
+    # the fallback the live plans already cover runs only when forced (run_variant, the
+    # benchmarks' baseline): tiled with guards, no full tiles isolated, which halves its AST
+    # build and cuts its C to a quarter (a cold compile's largest unit; bench/RESULTS.md)
+    ctx = scop.context
+    covered = cpu and bool(plans) and not _nonempty(ctx.subtract(_union(plans)))
+    plans.append(VariantPlan("generic", ctx, AutoRecipe(plan, isolate=not covered)))
+    return plans
+
+
+def _plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...], max_tile: int | None,
+           cpu: bool, wave: WaveTiling | None, target: CpuTarget) -> list[VariantPlan]:
+    """``partition``'s variants for ``base`` tiled by ``plan``, but the generic one."""
     ctx = scop.context
     plans: list[VariantPlan] = []
     rest = ctx  # what the variants so far leave
@@ -274,13 +193,54 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
             if cpu and not deep:
                 plans += _narrow_plans(scop, base, plan, target, deep=False, within=small)
             plans.append(VariantPlan("small", small, AutoRecipe()))
-    plans = _live(plans)
-    # the fallback the live plans already cover runs only when forced (run_variant, the
-    # benchmarks' baseline): tiled with guards, no full tiles isolated, which halves its AST
-    # build and cuts its C to a quarter (a cold compile's largest unit; bench/RESULTS.md)
-    covered = cpu and bool(plans) and not _nonempty(ctx.subtract(_union(plans)))
-    plans.append(VariantPlan("generic", ctx, AutoRecipe(plan, isolate=not covered)))
     return plans
+
+
+def _rows_exchange(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
+                   max_tile: int | None, target: CpuTarget
+                   ) -> tuple[tuple[tuple[tuple[int, ...], tuple[int, ...]], ...],
+                              isl.Schedule, tuple[BandTiling, ...], isl.Set, str] | None:
+    """For a packed band around which an untiled batch member could give the register rows
+    in place of the rows' member (two row loops, as in ``Y[n, b, :] = X[n, b, :] @ W``):
+    the two members' exchange (``AutoRecipe.orders``), the schedule and plan with them
+    exchanged, the sizes where the batch member is the longer of the two, and its extent's
+    name (the sym, as the user names it, that the extent is). The policy
+    tiles the longer one: 8 batches of 128 rows then run 128-row tiles, not one 8-row tile."""
+    for tiling in plan:
+        roles = _product_roles(scop, base, tiling)
+        if roles is None:
+            continue
+        row, batch, _ = roles
+        node = node_at(base, tiling.path)
+        for b in reversed(batch):
+            if not node.band_member_get_coincident(b):
+                continue
+            order = list(range(len(tiling.sizes)))
+            order[b], order[row] = row, b
+            other = reorder_band(node, order).get_schedule()
+            other_plan = tuple(tiling_plan(other, scop, max_tile, target))
+            theirs = [t for t in other_plan if t.path == tiling.path]
+            other_roles = _product_roles(scop, other, theirs[0]) if theirs else None
+            if other_roles is None or other_roles[0] != row:
+                continue
+            extents = member_extents(base, tiling)
+            longer = at_least(extents[b].sub(extents[row]), 1).intersect(scop.context)
+            if _nonempty(longer):
+                return ((tiling.path, tuple(order)),), other, other_plan, longer.coalesce(), \
+                    _extent_name(scop, extents[b], f"member{b}")
+    return None
+
+
+def _extent_name(scop: Scop, extent: isl.PwAff, default: str) -> str:
+    """The sym (as the user names it) that ``extent`` equals over the context, else
+    ``default``."""
+    ctx = scop.context
+    for k, sym in enumerate(scop.syms):
+        param = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(ctx.get_space()),
+                                        isl.dim_type.param, k)
+        if extent.eq_set(param).intersect(ctx).is_equal(ctx):
+            return scop.user_name(sym)
+    return default
 
 
 def _degenerate_plans(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],

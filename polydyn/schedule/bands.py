@@ -206,21 +206,6 @@ def member_starts(schedule: isl.Schedule, tiling: BandTiling) -> list[isl.PwAff]
     return [image.dim_min(k) for k in range(image.dim(isl.dim_type.set))]
 
 
-def reorder_band(node: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
-    """Permute the members of a permutable band (flags follow their members)."""
-    n = node.band_n_member()
-    coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
-    mupa = node.band_get_partial_schedule()
-    lst = isl.UnionPwAffList.alloc(mupa.get_ctx(), n)
-    for k in order:
-        lst = lst.add(mupa.get_union_pw_aff(k))
-    new = isl.MultiUnionPwAff.from_union_pw_aff_list(mupa.get_space(), lst)
-    node = node.delete().insert_partial_schedule(new).band_set_permutable(1)
-    for k, old in enumerate(order):
-        node = node.band_member_set_coincident(k, int(coincident[old]))
-    return node
-
-
 def vector_reuse(scop: Scop, deps_of: dict[str, list[set[str]]], row: int, vec: int) -> int:
     """How many reads that move along the vector member do not move along ``row``."""
     count = 0

@@ -17,9 +17,8 @@ import islpy as isl
 from ..errors import ScheduleError
 from ..scop.deps import Deps
 from ..scop.ir import Guard, Loop, Node, Scop, StmtRef
-from .legality import describe_violation, violated
+from .legality import describe_violation, member_carries, violated
 from .recipe import COMMON_DIRECTIVES, Schedule
-from .reductions import _carried
 from .transforms import tile_band
 from .tree import VECTOR, LoopMark, is_band, split_and_mark, statement_names
 
@@ -308,7 +307,7 @@ def _mark(schedule: isl.Schedule, scop: Scop, deps: Deps, parallel: set[str],
         names = []
         for k in range(node.band_n_member()):
             var = _band_var(node, scop, k)
-            if var in wanted and not refused and _member_carries(node, k, deps):
+            if var in wanted and not refused and member_carries(node, k, deps):
                 refused.append(f"{'parallel' if var in parallel else 'vectorize'}({var!r}): "
                                f"loop {var} of {scop.name} carries a dependence, so its "
                                "iterations cannot run at once")
@@ -321,22 +320,6 @@ def _mark(schedule: isl.Schedule, scop: Scop, deps: Deps, parallel: set[str],
     return marked
 
 
-def _member_carries(node: isl.ScheduleNode, k: int, deps: Deps) -> bool:
-    domain = node.get_domain()
-    prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
-    band = node.band_get_partial_schedule_union_map().intersect_domain(domain)
-    member = isl.UnionMap.empty(band.get_space())
-    maps: list[isl.Map] = []
-    band.foreach_map(maps.append)
-    for m in maps:
-        n = m.dim(isl.dim_type.out)
-        m = m.project_out(isl.dim_type.out, k + 1, n - k - 1)
-        member = member.union(isl.UnionMap.from_map(m))
-    sched = prefix.flat_range_product(member)
-    inside = deps.all.intersect_domain(domain).intersect_range(domain)
-    return _carried(inside, sched)
-
-
 def original_loops(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule:
     """The operator's own loop nest as a schedule tree (one band per loop), each loop
     flagged coincident when it carries no dependence given the loops around it."""
@@ -346,6 +329,6 @@ def original_loops(scop: Scop, deps: Deps, region: isl.Set) -> isl.Schedule:
         if not is_band(node):
             return node
         node = node.band_set_permutable(1)
-        return node.band_member_set_coincident(0, int(not _member_carries(node, 0, deps)))
+        return node.band_member_set_coincident(0, int(not member_carries(node, 0, deps)))
 
     return schedule.map_schedule_node_bottom_up(flag)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import islpy as isl
 
 from ..scop.deps import Deps
+from .reductions import _carried
 
 
 def _maps(umap: isl.UnionMap) -> list[isl.Map]:
@@ -42,3 +43,21 @@ def describe_violation(bad: isl.UnionMap) -> str:
         dst = m.get_tuple_name(isl.dim_type.out)
         parts.append(f"{src} -> {dst} ({m.coalesce()})")
     return "; ".join(parts)
+
+
+def member_carries(node: isl.ScheduleNode, k: int, deps: Deps) -> bool:
+    """Whether member ``k`` of the band ``node`` carries a dependence, given the loops
+    around it (the members before it, the bands above)."""
+    domain = node.get_domain()
+    prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
+    band = node.band_get_partial_schedule_union_map().intersect_domain(domain)
+    member = isl.UnionMap.empty(band.get_space())
+    maps: list[isl.Map] = []
+    band.foreach_map(maps.append)
+    for m in maps:
+        n = m.dim(isl.dim_type.out)
+        m = m.project_out(isl.dim_type.out, k + 1, n - k - 1)
+        member = member.union(isl.UnionMap.from_map(m))
+    sched = prefix.flat_range_product(member)
+    inside = deps.all.intersect_domain(domain).intersect_range(domain)
+    return _carried(inside, sched)

@@ -15,7 +15,6 @@ from .bands import (
     constant_members,
     elem_bytes,
     member_dependence,
-    reorder_band,
     repacked_vector,
     stride_one,
     targets_move,
@@ -24,7 +23,7 @@ from .bands import (
 from .legality import is_legal
 from .reductions import reassociable_validity, sum_targets
 from .registers import RegisterShape
-from .transforms import outermost_bands, tile_band
+from .transforms import outermost_bands, reorder_band, tile_band
 from .tree import (
     PROMOTE,
     RFACTOR,
@@ -83,19 +82,7 @@ def _permute_point_band(node: isl.ScheduleNode, scop: Scop) -> isl.ScheduleNode:
     if not candidates or candidates[-1] == n - 1:
         return node
     inner = candidates[-1]
-    order = [k for k in range(n) if k != inner] + [inner]
-    mupa = node.band_get_partial_schedule()
-    ctx = mupa.get_ctx()
-    members = [mupa.get_union_pw_aff(k) for k in order]
-    space = mupa.get_space()
-    lst = isl.UnionPwAffList.alloc(ctx, n)
-    for m in members:
-        lst = lst.add(m)
-    new = isl.MultiUnionPwAff.from_union_pw_aff_list(space, lst)
-    node = node.delete().insert_partial_schedule(new).band_set_permutable(1)
-    for k, old in enumerate(order):
-        node = node.band_member_set_coincident(k, int(coincident[old]))
-    return node
+    return reorder_band(node, [k for k in range(n) if k != inner] + [inner])
 
 
 def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,

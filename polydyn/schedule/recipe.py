@@ -22,8 +22,8 @@ from .gpu import GpuMapping
 # The directives of loop recipes, of policy recipes, and the ones both take.
 LOOP_DIRECTIVES = ("tile", "interchange", "fuse", "distribute", "parallel", "vectorize",
                    "unroll", "auto")
-POLICY_DIRECTIVES = ("isl", "tile_band", "keep_partial_tiles", "registers", "no_packing",
-                     "wavefront", "fuse_inits", "single_thread")
+POLICY_DIRECTIVES = ("isl", "order_band", "tile_band", "keep_partial_tiles", "registers",
+                     "no_packing", "wavefront", "fuse_inits", "single_thread")
 COMMON_DIRECTIVES = ("double_buffer", "repack", "gpu", "label")
 DIRECTIVES = LOOP_DIRECTIVES + POLICY_DIRECTIVES + COMMON_DIRECTIVES
 
@@ -108,6 +108,17 @@ class Schedule:
         """isl's schedule of the operator (the original order where isl's scheduler gives
         up), untiled, its parallel loops on threads: the automatic policy's starting point."""
         return Schedule((("isl", ()),))
+
+    def order_band(self, path: tuple[int, ...], order: tuple[int, ...]) -> Schedule:
+        """Permute the members of the outermost band at ``path`` (child indices from the
+        schedule tree's root): member ``k`` becomes isl's member ``order[k]``. Give it before
+        ``tile_band``, whose sizes then follow the new order. The band must stay legal (a
+        permutable band always does; otherwise a ScheduleError names the dependence)."""
+        order_ = tuple(order)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in order_) or \
+                sorted(order_) != list(range(len(order_))):
+            raise ScheduleError(f"order_band: expected a permutation of 0..n-1, got {order!r}")
+        return self._add("order_band", _path("order_band", path), order_)
 
     def tile_band(self, path: tuple[int, ...], sizes: tuple[int, ...],
                   deep: bool = False) -> Schedule:

@@ -1,4 +1,5 @@
-"""Pure schedule-tree edits: tiling with full-tile isolation, dropping parallel flags."""
+"""Pure schedule-tree edits: permuting a band's members, tiling with full-tile isolation,
+dropping parallel flags."""
 
 from __future__ import annotations
 
@@ -80,6 +81,23 @@ def tile_band(node: isl.ScheduleNode, sizes: Sequence[int], isolate: bool = True
     if full is not None and not full.is_empty():
         option = isl.UnionSet.from_set(full.set_tuple_name("isolate"))
         node = node.band_set_ast_build_options(option)
+    return node
+
+
+def reorder_band(node: isl.ScheduleNode, order: list[int]) -> isl.ScheduleNode:
+    """Permute the members of a band: member ``k`` becomes member ``order[k]`` (the
+    coincident flags follow their members, the band stays as permutable as it was)."""
+    n = node.band_n_member()
+    coincident = [bool(node.band_member_get_coincident(k)) for k in range(n)]
+    permutable = node.band_get_permutable()
+    mupa = node.band_get_partial_schedule()
+    lst = isl.UnionPwAffList.alloc(mupa.get_ctx(), n)
+    for k in order:
+        lst = lst.add(mupa.get_union_pw_aff(k))
+    new = isl.MultiUnionPwAff.from_union_pw_aff_list(mupa.get_space(), lst)
+    node = node.delete().insert_partial_schedule(new).band_set_permutable(int(permutable))
+    for k, old in enumerate(order):
+        node = node.band_member_set_coincident(k, int(coincident[old]))
     return node
 
 

@@ -8,15 +8,16 @@ from dataclasses import replace
 import islpy as isl
 
 from ..errors import ScheduleError
-from ..parametric.regions import AutoRecipe, VariantPlan
+from ..parametric.plans import AutoRecipe, VariantPlan
 from ..parametric.variants import Variant
 from ..scop.deps import Deps
 from ..scop.ir import Scop
 from ..target import AVX512, CpuTarget
 from .inits import fuse_inits
+from .legality import describe_violation, member_carries, violated
 from .point_bands import apply_tiling, order_for_vectors
-from .transforms import drop_parallel
-from .tree import mark_loops
+from .transforms import drop_parallel, reorder_band
+from .tree import is_band, mark_loops, node_at
 from .wavefront import wavefront_tile
 
 
@@ -29,6 +30,33 @@ def code_region(region: isl.Set) -> isl.Set:
     return isl.Set.from_basic_set(region.simple_hull())
 
 
+def order_bands(schedule: isl.Schedule, orders: tuple[tuple[tuple[int, ...], tuple[int, ...]],
+                                                      ...], deps: Deps) -> isl.Schedule:
+    """``schedule`` with the members of the band at each path in the given order (a recipe's
+    ``order_band``); a ScheduleError where there is no such band or the order breaks a
+    dependence. A permutable band's members keep their parallel flags; in another band,
+    each member is parallel where it carries no dependence in its new place."""
+    for path, order in orders:
+        try:
+            node = node_at(schedule, path)
+        except isl.Error:
+            node = None
+        if node is None or not is_band(node) or node.band_n_member() != len(order):
+            raise ScheduleError(f"order_band{(path, order)}: no band of {len(order)} members "
+                                f"at {path} in isl's schedule")
+        node = reorder_band(node, list(order))
+        if not node.band_get_permutable():
+            bad = violated(node.get_schedule(), deps)
+            if not bad.is_empty():
+                raise ScheduleError(f"order_band{(path, order)} breaks the dependence "
+                                    f"{describe_violation(bad)}")
+            for k in range(len(order)):
+                node = node.band_member_set_coincident(
+                    k, int(not member_carries(node, k, deps)))
+        schedule = node.get_schedule()
+    return schedule
+
+
 def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPlan,
                      target: CpuTarget = AVX512, buffered: bool = False,
                      repacked: bool = False) -> Variant:
@@ -38,6 +66,7 @@ def schedule_variant(scop: Scop, deps: Deps, base: isl.Schedule, plan: VariantPl
     schedule = base.intersect_domain(scop.domain().intersect_params(code_region(plan.region)))
     recipe = plan.recipe if plan.recipe is not None else AutoRecipe()
     if isinstance(recipe, AutoRecipe):
+        schedule = order_bands(schedule, recipe.orders, deps)
         if recipe.wave is not None and recipe.tile:
             raise ScheduleError("wavefront and tile_band both tile the band: give one")
         waved = None if recipe.wave is None else \
