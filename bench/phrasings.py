@@ -37,7 +37,8 @@ def _rate(op: pd.Operator, sizes: dict[str, int], seconds: float) -> tuple[float
 def run(op: pd.Operator, sizes: dict[str, int], budget: Budget, torch) -> str:
     kernel = pd.compile(op)
     inputs = make_inputs(op, sizes, seed=1)
-    args = [inputs[a.name] for a in op.scop.arg_arrays if a.kind == "in"]
+    args = ph.positional(op, inputs)
+    want = ph.NUMPY[op](*ph.float64(args))  # (before a call changes the inout arrays)
     outs = [np.empty(tuple(d.eval(sizes) for d in a.shape), NUMPY_NAME[a.dtype])
             for a in op.scop.arg_arrays if a.kind == "out"]
     names = [a.name for a in op.scop.arg_arrays if a.kind == "out"]
@@ -50,14 +51,13 @@ def run(op: pd.Operator, sizes: dict[str, int], budget: Budget, torch) -> str:
         fns.append(lambda: bundled(*bargs))
         labels.append("bundled")
     if torch is not None:
-        targs = [torch.from_numpy(a) for a in args]
+        targs = [torch.from_numpy(a) if isinstance(a, np.ndarray) else float(a) for a in args]
         fn = ph.TORCH[op]
         fns.append(lambda: fn(torch, *targs))
         labels.append("torch")
-    fns[0]()
-    want = ph.NUMPY[op](*[a.astype(np.float64) for a in args])
-    for got, expected in zip(outs, want if isinstance(want, tuple) else (want,), strict=True):
-        np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
+    got = ph.results(op, args, fns[0]())
+    for value, expected in zip(got, want if isinstance(want, tuple) else (want,), strict=True):
+        np.testing.assert_allclose(value, expected, rtol=1e-3, atol=1e-3)
     times = measure_interleaved(fns, budget, rounds=3, before_round=lambda _: wait_quiet())
     t = dict(zip(labels, (x.median for x in times), strict=True))
     rate, unit = _rate(op, sizes, t["phrasing"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import polydyn as pd
-from polydyn import f32, i32, out, temp
+from polydyn import f32, i32, inout, out, temp
 
 B, N, M, K, D, L, H = pd.sym("B N M K D L H")
 C, F, W, P, Q = pd.sym("C F W P Q")
@@ -603,6 +603,18 @@ def matmul_at(A: f32[K, N], Bm: f32[K, M], Cm: out(f32[N, M])):
             Cm[i, j] += A[k, i] * Bm[k, j]
 
 
+@pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
+def matmul_blas(A: f32[N, K], Bm: f32[K, M], Cm: inout(f32[N, M]), alpha: f32, beta: f32):
+    """BLAS's ``C = alpha * A @ B + beta * C``: the sum in a local scalar, scaled where it is
+    stored beside the cell's own value."""
+    for i in range(N):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * Bm[k, j]
+            Cm[i, j] = alpha * acc + beta * Cm[i, j]
+
+
 @pd.operator
 def token_conv1d(X: f32[B, C, L], Wt: f32[C, 4], Y: out(f32[B, C, L])):
     """A causal depthwise convolution over the tokens (Mamba's short convolution): taps
@@ -720,6 +732,7 @@ NUMPY = {
     conv_stride2_same_if: lambda X, Wt: _conv(X, Wt, 1)[:, :, ::2, ::2],
     conv_nhwc: _conv_nhwc,
     matmul_at: lambda A, Bm: A.T @ Bm,
+    matmul_blas: lambda A, Bm, Cm, alpha, beta: alpha * (A @ Bm) + beta * Cm,
     token_conv1d: _token_conv,
     row_cumsum: lambda X: np.cumsum(X, axis=1),
     log_softmax: _log_softmax,
@@ -740,6 +753,7 @@ BUNDLED = {
     matmul_bt: ("matmul", lambda A, Bt: (A, np.ascontiguousarray(Bt.T))),
     matmul_ikj: ("matmul", lambda A, B: (A, B)),
     matmul_at: ("matmul", lambda A, Bm: (np.ascontiguousarray(A.T), Bm)),
+    matmul_blas: ("matmul", lambda A, Bm, Cm, alpha, beta: (A, Bm)),
 }
 
 # sizes timed by bench/phrasings.py
@@ -764,9 +778,11 @@ BENCH_SIZES = {
     column_sums: [{"N": 2048, "M": 2048}],
     pairwise_sq_dist: [{"N": 1024, "M": 1024, "K": 64}, {"N": 128, "M": 4096, "K": 256}],
     batched_linear: [{"B": 8, "N": 128, "M": 768, "K": 768},
-                     {"B": 4, "N": 128, "M": 3072, "K": 768}],
+                     {"B": 4, "N": 128, "M": 3072, "K": 768},
+                     {"B": 64, "N": 16, "M": 768, "K": 768}],
     batched_linear_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
-                               {"N": 8, "B": 128, "M": 768, "K": 768}],
+                               {"N": 8, "B": 128, "M": 768, "K": 768},
+                               {"N": 512, "B": 1, "M": 768, "K": 768}],
     causal_softmax: [{"H": 8, "L": 512}],
     attention: [{"L": 512, "D": 64}],
     scores_scaled: [{"H": 12, "L": 64, "D": 64}, {"H": 12, "L": 384, "D": 64}],
@@ -791,6 +807,7 @@ BENCH_SIZES = {
     instance_norm: [{"B": 8, "C": 64, "H": 56, "W": 56}, {"B": 8, "C": 256, "H": 14, "W": 14}],
     conv_nhwc: [{"B": 8, "P": 56, "Q": 56, "C": 64, "F": 64}],
     matmul_at: [{"N": 512, "M": 512, "K": 512}, {"N": 1024, "M": 768, "K": 256}],
+    matmul_blas: [{"N": 512, "M": 512, "K": 512}, {"N": 128, "M": 768, "K": 768}],
     token_conv1d: [{"B": 8, "C": 512, "L": 1024}],
     row_cumsum: [{"N": 512, "M": 4096}],
     log_softmax: [{"N": 512, "M": 4096}],
@@ -848,6 +865,7 @@ TORCH = {
     conv_nhwc: lambda t, X, Wt: t.nn.functional.conv2d(
         X.permute(0, 3, 1, 2), Wt.permute(3, 2, 0, 1)).permute(0, 2, 3, 1),
     matmul_at: lambda t, A, Bm: A.T @ Bm,
+    matmul_blas: lambda t, A, Bm, Cm, alpha, beta: t.addmm(Cm, A, Bm, beta=beta, alpha=alpha),
     token_conv1d: lambda t, X, Wt: t.nn.functional.conv1d(
         t.nn.functional.pad(X, (3, 0)), Wt.flip(1)[:, None], groups=X.shape[1]),
     row_cumsum: lambda t, X: t.cumsum(X, 1),
@@ -856,3 +874,21 @@ TORCH = {
 }
 
 ALL = list(NUMPY)
+
+
+def positional(op: pd.Operator, inputs: dict) -> list:
+    """A call's positional arguments: every argument but the outputs, in order."""
+    return [inputs[a.name] for a in op.scop.arg_arrays if a.kind != "out"]
+
+
+def float64(args: list) -> list:
+    """The arguments as float64 (arrays copied), for the NumPy oracles."""
+    return [np.float64(a) if np.ndim(a) == 0 else a.astype(np.float64) for a in args]
+
+
+def results(op: pd.Operator, args: list, returned) -> tuple:
+    """What a call computed: its outputs, or its inout arrays where it has no output."""
+    if any(a.kind == "out" for a in op.scop.arg_arrays):
+        return returned if isinstance(returned, tuple) else (returned,)
+    return tuple(x for a, x in zip([a for a in op.scop.arg_arrays if a.kind != "out"], args,
+                                   strict=True) if a.kind == "inout")

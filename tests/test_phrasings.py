@@ -52,6 +52,8 @@ NOTES = {
     ph.conv_nhwc: ("acc: the sum is kept in Y[b, y, x, f]",),
     ph.token_conv1d: ("acc: the sum is kept in Y[b, c, t]",),
     ph.argmax_rows: ("S3: a conditional expression is a max or a min",),
+    ph.matmul_blas: ("acc: the sum is kept in Cm[i, j], from (beta * Cm[i, j]), each term "
+                     "times alpha",),
 }
 
 # on the CPU, where register tiles read W from a repacked copy (pipeline.REPACK_ROWS rows up)
@@ -197,11 +199,11 @@ def test_phrasing_against_numpy_and_reference(op: pd.Operator, target: str) -> N
         inputs = make_inputs(op, sizes, seed=3)
         if op is ph.batchnorm_infer:  # a variance is not negative (the region checks below
             inputs["var"] = np.abs(inputs["var"])  # compare NaN with NaN where it is)
-        args = [inputs[a.name] for a in op.scop.arg_arrays if a.kind == "in"]
-        got = kernel(*args)
-        want = ph.NUMPY[op](*[a.astype(np.float64) for a in args])
-        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4,
-                                   err_msg=f"{op.scop.name} at {sizes}")
+        args = ph.positional(op, inputs)
+        want = ph.NUMPY[op](*ph.float64(args))
+        got = ph.results(op, args, kernel(*args))
+        np.testing.assert_allclose(got, want if isinstance(want, tuple) else (want,),
+                                   rtol=2e-4, atol=2e-4, err_msg=f"{op.scop.name} at {sizes}")
     for index, v in enumerate(kernel.variants):
         for sizes in region_points(kernel.scop, v.region, hi=24 if target == "c" else 12,
                                    limit=3):

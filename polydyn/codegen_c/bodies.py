@@ -123,6 +123,11 @@ class BodyEmitter:
             t = concrete(join_dtypes(e.a.dtype, e.b.dtype))
             return f"({self.cast_to(e.a, t)} {e.op} {self.cast_to(e.b, t)})"
         t = concrete(e.dtype)
+        if e.op == "*":  # a factor that a packed copy's cells already hold
+            for x, y in ((e.a, e.b), (e.b, e.a)):
+                if isinstance(y, Load) and (copy := self.copy_of(y)) is not None and \
+                        copy.scale == x:
+                    return self.load(y)
         a, b = self.cast_to(e.a, t), self.cast_to(e.b, t)
         if e.op in ("min", "max"):
             return f"pd_{e.op}_{t}({a}, {b})"

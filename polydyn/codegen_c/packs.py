@@ -12,7 +12,9 @@ from ..lowering.teams import region_body
 from ..lowering.tree import Node
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
-from ..scop.exprs import C_TYPE
+from ..scop.exprs import C_TYPE, Bin, Expr, Index, Load, Scalar, concrete
+from ..scop.forward import read_only
+from ..scop.ir import Scop, Statement
 from .astnodes import LoopState, ast_users
 from .repack import Copy
 from .tiles import dtype_bytes
@@ -24,6 +26,38 @@ PACK_MAX_BYTES = 512 * 1024
 # A packed tile's copy: C element type, buffer name, buffer elements, the copy's loops and
 # the box's sizes (C expressions)
 PackCopy = tuple[str, str, int, cgen.Generable, list[str]]
+
+
+def pack_scale(scop: Scop, stmts: list[Statement], array: str) -> Expr | None:
+    """The factor by which every read of ``array`` in ``stmts`` is multiplied, where it
+    reads no loop's iterator and nothing the operator writes (BLAS's alpha in a scaled
+    sum's terms, ``A[i, k] * (alpha * B[k, j])``, scop/forward.py): a packed copy then holds
+    the products, and the register tiles multiply nothing more per term. None where some
+    read is not so multiplied, the factors differ, or the product's type is not the
+    array's."""
+    scales = [f for s in stmts for f in _factors(s.value, array)]
+    if not scales or scales[0] is None or any(f != scales[0] for f in scales[1:]):
+        return None
+    scale = scales[0]
+    fixed = read_only(scop) | {a.name for a in scop.arrays if a.kind == "value"}
+    for e in scale.walk():
+        if isinstance(e, Index) or (isinstance(e, Scalar) and e.name not in fixed) or \
+                (isinstance(e, Load) and (e.array not in fixed or
+                                          any(i.vars() - set(scop.syms) for i in e.index))):
+            return None
+    return scale
+
+
+def _factors(e: Expr, array: str) -> list[Expr | None]:
+    """Per read of ``array`` in ``e``: the other factor of the product it is a factor of,
+    None where it is not."""
+    if isinstance(e, Load) and e.array == array:
+        return [None]
+    if isinstance(e, Bin) and e.op == "*":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, Load) and y.array == array and concrete(e.dtype) == y.dtype:
+                return [x, *_factors(x, array)]
+    return [f for c in e.children() for f in _factors(c, array)]
 
 
 class PackedTiles:
@@ -65,10 +99,14 @@ class PackedTiles:
                                           for o, q in zip(offsets, its, strict=True)])
             dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
             q = its[-1]
+            scale = pack_scale(self.scop, [self.scop.statement(name) for name in
+                                           {u.name for u in ast_users(n.node, self)}], array)
+            value = f"{array}[{src}]" if scale is None else \
+                f"{self.cast_to(scale, arr.dtype)} * {array}[{src}]"
             copy: cgen.Generable = cgen.Block([
                 cgen.Pragma("omp simd"),
                 cgen.For(f"int64_t {q} = 0", f"{q} < ({sizes[-1]})", f"{q}++",
-                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = {array}[{src}]")])),
+                         cgen.Block([cgen.Statement(f"{buf}[{dst}] = {value}")])),
                 # the rest of the row is zeros: what a partial register tile reads there
                 cgen.For(f"int64_t {q} = {sizes[-1]}", f"{q} < {row}", f"{q}++",
                          cgen.Block([cgen.Statement(f"{buf}[{dst}] = 0")]))])
@@ -76,7 +114,7 @@ class PackedTiles:
                 copy = cgen.For(f"int64_t {its[d]} = 0", f"{its[d]} < ({sizes[d]})",
                                 f"{its[d]}++", cgen.Block([copy]))
             copies.append((C_TYPE[arr.dtype], buf, total, copy, sizes))
-            self.packed[array] = Copy(buf, offsets, strides)
+            self.packed[array] = Copy(buf, offsets, strides, scale=scale)
         try:
             if not st.in_parallel and st.team is None and copies and \
                     region_body(n.node, self.locals.writers):

@@ -15,7 +15,7 @@ from ..astgen import iterator_depth
 from ..lowering.tree import Loop
 from ..schedule.registers import MAX_REG_VECTOR_BYTES
 from ..scop.affine import Aff
-from ..scop.exprs import C_TYPE, Load
+from ..scop.exprs import C_TYPE, Expr, Load
 from ..scop.forward import repackable
 from ..scop.ir import Statement
 
@@ -34,12 +34,14 @@ class Copy(NamedTuple):
     """Where reads of an array come from while a tile is printed (``CEmitter.packed``): a
     buffer, per dimension the offset (C) and the stride of its cells; ``only``: the one
     read (its subscripts, as C) the buffer holds, where other reads of the array (at other
-    cells) read the array itself."""
+    cells) read the array itself; ``scale``: the factor the buffer's cells are already
+    multiplied by (``packs.pack_scale``), which the reads then leave out."""
 
     buf: str
     offsets: Sequence[str]
     strides: Sequence[str | int]
     only: tuple[str, ...] | None = None
+    scale: Expr | None = None
 
 
 @dataclass
