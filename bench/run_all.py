@@ -121,7 +121,8 @@ cache from the call before: the BERT section below shows a weight read from memo
 for reuse it does not have, which sent batches under 48 to the untiled variant (before that
 fix, in turns: 360-370 GFLOP/s at 8 x 128 x 768^2, 230-236 at 4 x 128 x 3072 x 768).
 `batched_linear_seq_first` is the same product on a [sequence, batch, features] input: its
-inner row loop (the batch) is the one tiled, so 8 batches run one 8-row tile (`skinny`).
+inner row loop (the batch) was the one tiled, so 8 batches ran one 8-row tile (`skinny`; the
+longer loop is tiled since: "Two row loops" below).
 "vs bundled" and "vs torch eager" are the other's time over the phrasing's (above 1: the
 phrasing is faster). Products whose operands both run along the reduction (`matmul_bt`,
 nn.Linear's layout, attention's scores) take register tiles from 6 rows
@@ -306,6 +307,28 @@ minimal traffic.
 
 """
 
+PHRASINGS_EXCHANGE_SECTION = """
+### Two row loops, and BLAS's scaled product
+
+From `bench/phrasings.py --only batched_linear_seq_first,batched_linear,matmul_blas,
+matmul_scalar` (file `bench/results/phrasings_exchange.md`), on 2026-11-29, on the Intel Xeon
+of the table above (2 CPUs, in a slow phase: `matmul_scalar` at 154 GFLOP/s; compare within
+the table only). A product with two row loops (a [sequence, batch, features] input, or many
+short batches) now tiles the longer loop as the register tiles' rows, in either loop order
+(the variants named `tiled:N`, `tiled:B`; docs/design.md point 6). Timed in turns against
+the code before (artifacts of both loaded in one process, 768 x 768 weights, six rounds,
+median ratio): sequence-first 128 x 8 from `skinny` at 47 GFLOP/s to `tiled:N` at 120
+(2.66x), 512 x 1 from `skinny` at 10 to `B=1` at 114 (12.8x), batch-first 64 batches of 16
+rows from 75 to 125 (1.80x); 8 x 128 and batch-first 8 x 128 unchanged (1.02x, 1.00x). The
+cost: 17 units instead of 9, a cold compile of either operator 12.7 s -> 20.7-22.4 s on this
+machine. `matmul_blas` is BLAS's `C = alpha * A @ B + beta * C` (C inout, alpha and beta
+values): its cache tiles now copy `alpha * B` (docs/design.md point 5b), in turns against
+the code before 1.05x at 512^3 and 1024^3, 1.07x at 2048 x 768 x 768; at 128 x 768 x 768
+it runs `small`, untiled, which still multiplies alpha per term (0.84x the bundled matmul
+here; 1.00x in turns before and after).
+
+"""
+
 FIXED_SECTION = """
 ## Fixed sizes against dynamic ones (issue 31, point 7)
 
@@ -460,6 +483,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("phrasings_passes", PHRASINGS_PASSES_SECTION),
                           ("phrasings_axes", PHRASINGS_AXES_SECTION),
                           ("phrasings_layouts", PHRASINGS_LAYOUTS_SECTION),
+                          ("phrasings_exchange", PHRASINGS_EXCHANGE_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION)):
         table = HERE / "results" / f"{name}.md"
