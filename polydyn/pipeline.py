@@ -291,12 +291,20 @@ def _sides(own_scop: Scop, variants: list[tuple[str, Any]] | None, options: Opti
         return [dots.scheduled(dots.plans, plan)]
     tiles = _Side.planned(wide, True, variants, options, cpu, plan)
     rows = isl.Set(text).intersect(own_scop.context)
+    # the variants with two row loops exchanged (their regions: where the outer one is the
+    # longer) have rows enough where either loop has
+    either = isl.Set(repacked_rows(wide[0], REPACK_ROWS, any_row=True)).intersect(
+        own_scop.context)
     *tiled, generic = tiles.plans
     tiled = [replace(p, region=region) for p in tiled
-             if not (region := p.region.intersect(rows).coalesce()).is_empty()]
+             if not (region := p.region.intersect(either if p.recipe.orders else rows)
+                     .coalesce()).is_empty()]
     if not tiled:  # only the fallback would read the repacked copies, in plain loops
         return [dots.scheduled(dots.plans, plan)]
-    few = own_scop.context.subtract(rows).coalesce()
+    few = own_scop.context
+    for p in tiled:
+        few = few.subtract(p.region)
+    few = few.coalesce()
     names = {p.name for p in [*tiled, generic]}
     dotted = [replace(p, name=_dot_name(p.name, names), region=region)
               for p in dots.plans if not (region := p.region.intersect(few).coalesce()

@@ -37,6 +37,17 @@ def batch_first_bias(X: f32[B, N, K], W: f32[K, M], bias: f32[M], Y: out(f32[B, 
             Y[b, n, o] += X[b, n, k] * W[k, o]
 
 
+@pd.operator(assume="N >= 1 and B >= 1 and M >= 1 and K >= 1")
+def seq_first_linear(X: f32[N, B, K], W: f32[M, K], bias: f32[M], Y: out(f32[N, B, M])):
+    """nn.Linear's weight layout: register tiles read W from repacked copies where the rows
+    are ``pipeline.REPACK_ROWS`` or more, dot products below."""
+    for n, b, o in pd.grid(N, B, M):
+        acc = bias[o]
+        for k in range(K):
+            acc += X[n, b, k] * W[o, k]
+        Y[n, b, o] = acc
+
+
 @pd.operator(assume="N >= 2 and M >= 2")
 def skewed(A: pd.inout(f32[N, M])):
     for i in range(1, N):
@@ -99,6 +110,34 @@ def test_every_variant_agrees_at_its_edges(kernels, name) -> None:
                                        atol=1e-4 * np.sqrt(depth),
                                        err_msg=f"{name} {sizes} M={m} K={depth}")
     assert ran == {v.name for v in k.variants} - {"generic"}
+
+
+def test_repacked_tiles_take_the_longer_row_loop() -> None:
+    """With W stored along the rows (``W[o, k]``), the repacked register tiles run where
+    either row loop has ``REPACK_ROWS`` rows, over the longer one; dot products where
+    neither has. Every region's edges (rows 5, 6, 7; the two loops equal) against float64."""
+    from polydyn.pipeline import REPACK_ROWS
+
+    k = pd.compile(seq_first_linear)
+    few = REPACK_ROWS - 1
+    assert k.select(N=128, B=8, M=768, K=768).name == "small:N"
+    assert k.select(N=8, B=128, M=768, K=768).name == "small"
+    assert k.select(N=512, B=1, M=768, K=768).name == "B=1"
+    assert k.select(N=few + 1, B=few, M=64, K=64).name == "small:N"
+    assert k.select(N=few, B=few, M=64, K=64).name.startswith("dot")
+    rng = np.random.default_rng(11)
+    ran = set()
+    for n, b in ((1, 1), (few, few), (few + 1, few), (few, few + 1), (few + 1, few + 1),
+                 (few + 2, 1), (1, few + 2), (49, 3), (3, 49), (97, 7)):
+        for m, depth in ((1, 3), (17, 33), (100, 7)):
+            X = rng.standard_normal((n, b, depth)).astype(np.float32)
+            W = rng.standard_normal((m, depth)).astype(np.float32)
+            bias = rng.standard_normal(m).astype(np.float32)
+            ran.add(k.select(N=n, B=b, M=m, K=depth).name)
+            want = np.einsum("abk,mk->abm", X.astype(np.float64), W.astype(np.float64)) + bias
+            np.testing.assert_allclose(k(X, W, bias), want, rtol=1e-4,
+                                       atol=1e-4 * np.sqrt(depth), err_msg=f"{n} {b} {m}")
+    assert {"small:N", "small", "B=1", "N=1"} <= ran and any(r.startswith("dot") for r in ran)
 
 
 def test_the_generic_variant_agrees(kernels) -> None:

@@ -10,7 +10,7 @@ import islpy as isl
 from ..errors import CompileError
 from ..schedule.auto import channels_region, lone_band, narrow_tiers, tiling_plan
 from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
-from ..schedule.point_bands import packed_members
+from ..schedule.point_bands import packed_members, register_rows
 from ..schedule.recipe import Schedule
 from ..schedule.transforms import outermost_bands, reorder_band
 from ..schedule.tree import node_at
@@ -200,32 +200,33 @@ def _rows_exchange(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, ...],
                    max_tile: int | None, target: CpuTarget
                    ) -> tuple[tuple[tuple[tuple[int, ...], tuple[int, ...]], ...],
                               isl.Schedule, tuple[BandTiling, ...], isl.Set, str] | None:
-    """For a packed band around which an untiled batch member could give the register rows
-    in place of the rows' member (two row loops, as in ``Y[n, b, :] = X[n, b, :] @ W``):
-    the two members' exchange (``AutoRecipe.orders``), the schedule and plan with them
-    exchanged, the sizes where the batch member is the longer of the two, and its extent's
-    name (the sym, as the user names it, that the extent is). The policy
-    tiles the longer one: 8 batches of 128 rows then run 128-row tiles, not one 8-row tile."""
+    """For a planned band with register tiles around which an untiled batch member could
+    give the rows in place of the rows' member (two row loops, as in ``Y[n, b, :] = X[n, b,
+    :] @ W``, W packed or repacked): the two members' exchange (``AutoRecipe.orders``), the
+    schedule and plan with them exchanged, the sizes where the batch member is the longer of
+    the two, and its extent's name (the sym, as the user names it, that the extent is). The
+    policy tiles the longer one: 8 batches of 128 rows then run 128-row tiles, not one 8-row
+    tile."""
     for tiling in plan:
-        roles = _product_roles(scop, base, tiling)
-        if roles is None:
-            continue
-        row, batch, _ = roles
         node = node_at(base, tiling.path)
-        for b in reversed(batch):
-            if not node.band_member_get_coincident(b):
+        row = register_rows(node, scop)
+        if row is None:
+            continue
+        extents = member_extents(base, tiling)
+        for b in reversed(range(len(tiling.sizes))):
+            if b == row or tiling.sizes[b] != 1 or not node.band_member_get_coincident(b):
+                continue
+            longer = at_least(extents[b].sub(extents[row]), 1).intersect(scop.context)
+            if not _nonempty(longer):
                 continue
             order = list(range(len(tiling.sizes)))
             order[b], order[row] = row, b
-            other = reorder_band(node, order).get_schedule()
+            exchanged = reorder_band(node, order)
+            if register_rows(exchanged, scop) != row:
+                continue  # the batch moves what the rows' vectors read (batched matmul's B)
+            other = exchanged.get_schedule()
             other_plan = tuple(tiling_plan(other, scop, max_tile, target))
-            theirs = [t for t in other_plan if t.path == tiling.path]
-            other_roles = _product_roles(scop, other, theirs[0]) if theirs else None
-            if other_roles is None or other_roles[0] != row:
-                continue
-            extents = member_extents(base, tiling)
-            longer = at_least(extents[b].sub(extents[row]), 1).intersect(scop.context)
-            if _nonempty(longer):
+            if any(t.path == tiling.path for t in other_plan):
                 return ((tiling.path, tuple(order)),), other, other_plan, longer.coalesce(), \
                     _extent_name(scop, extents[b], f"member{b}")
     return None

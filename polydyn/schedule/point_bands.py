@@ -172,6 +172,23 @@ def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
     return [k for k in range(n) if k != rows[0]] + rows, packed
 
 
+def register_rows(band: isl.ScheduleNode, scop: Scop) -> int | None:
+    """The member of a permutable band that gives its register tiles' rows, as
+    ``apply_tiling`` and ``order_for_vectors`` choose them for its point loops; None where
+    none does."""
+    point = _permute_point_band(band, scop)
+    plan = register_plan(point, scop)
+    if plan is None:
+        return None
+    order, row, _ = plan
+    row_its = set().union(*(members[order[row]]
+                            for members in member_dependence(point, scop).values()))
+    band_deps = member_dependence(band, scop)
+    rows = [k for k in range(band.band_n_member())
+            if set().union(*(m[k] for m in band_deps.values())) == row_its]
+    return rows[0] if len(rows) == 1 else None
+
+
 def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
                   ) -> tuple[list[int], int, int] | None:
     """For a permutable point band ending in a stride-1 parallel member, or else with a

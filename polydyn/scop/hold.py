@@ -183,13 +183,14 @@ def _selection_in_cells(scop: Scop, first: Statement, second: Statement, loop: L
         not reads_array(u, index.array)
 
 
-def repacked_rows(scop: Scop, rows: int) -> str | None:
+def repacked_rows(scop: Scop, rows: int, any_row: bool = False) -> str | None:
     """isl text of the parameter condition under which every product of ``scop`` whose
     read-only operand runs along the target's last subscript in another subscript
     (``W[o, k]`` for ``Y[n, o]``: a register tile reads it from a repacked copy) has at least
     ``rows`` rows: the loop of the target's next-to-last subscript (``n``) runs that many
-    times. None where there is no such product or a row loop's extent is not a function of
-    the sizes alone."""
+    times, or with ``any_row`` the loop of one of its subscripts but the last (the rows
+    where the policy exchanges two row loops, ``regions._rows_exchange``). None where there
+    is no such product or a row loop's extent is not a function of the sizes alone."""
     only = read_only(scop)
     conds: list[str] = []
     for stmt, path in statement_paths(scop.tree):
@@ -198,12 +199,18 @@ def repacked_rows(scop: Scop, rows: int) -> str | None:
         cell = statement.target
         if not reads_across(statement, only) or len(cell.index) < 2:
             continue
-        row = cell.index[-2].vars()
-        loop = next((x for x in loops if {x.var} == row), None)
-        if loop is None or loop.step != 1 or \
-                not (loop.lo.vars() | loop.hi.vars()) <= set(scop.syms):
+        either = []
+        for sub in cell.index[:-1] if any_row else cell.index[-2:-1]:
+            loop = next((x for x in loops if {x.var} == sub.vars()), None)
+            if loop is None or loop.step != 1 or \
+                    not (loop.lo.vars() | loop.hi.vars()) <= set(scop.syms):
+                if not any_row:
+                    return None
+                continue
+            either.append(f"{loop.hi.to_isl()} - ({loop.lo.to_isl()}) >= {rows}")
+        if not either:
             return None
-        conds.append(f"{loop.hi.to_isl()} - ({loop.lo.to_isl()}) >= {rows}")
+        conds.append(either[0] if len(either) == 1 else f"({' or '.join(either)})")
     if not conds:
         return None
     return f"[{', '.join(scop.syms)}] -> {{ : {' and '.join(sorted(set(conds)))} }}"
