@@ -138,6 +138,8 @@ def test_repacked_tiles_take_the_longer_row_loop() -> None:
             np.testing.assert_allclose(k(X, W, bias), want, rtol=1e-4,
                                        atol=1e-4 * np.sqrt(depth), err_msg=f"{n} {b} {m}")
     assert {"small:N", "small", "B=1", "N=1"} <= ran and any(r.startswith("dot") for r in ran)
+    variants = [(v.region, eval(repr(v.recipe), {"pd": pd})) for v in k.variants]
+    assert generate(seq_first_linear, "c", variants=variants).source == k.source
 
 
 def test_the_generic_variant_agrees(kernels) -> None:
