@@ -218,6 +218,17 @@ def batched_linear_seq_first(X: f32[N, B, K], W: f32[K, M], Y: out(f32[N, B, M])
             Y[n, s, o] += X[n, s, k] * W[k, o]
 
 
+@pd.operator(assume="B >= 1 and N >= 1 and M >= 1 and K >= 1")
+def batched_linear_nt_seq_first(X: f32[N, B, K], W: f32[M, K], b: f32[M], Y: out(f32[N, B, M])):
+    """nn.Linear on a [sequence, batch, features] input: the weight output-major, the bias
+    the local sum's first value, two row loops with the batch inside."""
+    for n, s, o in pd.grid(N, B, M):
+        acc = b[o]
+        for k in range(K):
+            acc += X[n, s, k] * W[o, k]
+        Y[n, s, o] = acc
+
+
 @pd.operator(assume="N >= 1 and M >= 1 and K >= 1")
 def linear_temp_relu(X: f32[N, K], W: f32[K, M], b: f32[M], Y: out(f32[N, M])):
     """``relu(X @ W + b)`` through a temporary: the product into it, then a nest of its own
@@ -709,6 +720,7 @@ NUMPY = {
     pairwise_sq_dist: lambda A, Bv: ((A[:, None, :] - Bv[None, :, :]) ** 2).sum(axis=2),
     batched_linear: lambda X, W, b: X @ W + b,
     batched_linear_seq_first: lambda X, W: X @ W,
+    batched_linear_nt_seq_first: lambda X, W, b: X @ W.T + b,
     causal_softmax: _causal,
     attention: _attention,
     scores_scaled: lambda Q, Kh: Q @ Kh.transpose(0, 2, 1) * 0.125,
@@ -783,6 +795,8 @@ BENCH_SIZES = {
     batched_linear_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
                                {"N": 8, "B": 128, "M": 768, "K": 768},
                                {"N": 512, "B": 1, "M": 768, "K": 768}],
+    batched_linear_nt_seq_first: [{"N": 128, "B": 8, "M": 768, "K": 768},
+                       {"N": 512, "B": 1, "M": 768, "K": 768}],
     causal_softmax: [{"H": 8, "L": 512}],
     attention: [{"L": 512, "D": 64}],
     scores_scaled: [{"H": 12, "L": 64, "D": 64}, {"H": 12, "L": 384, "D": 64}],
@@ -838,6 +852,7 @@ TORCH = {
     batched_linear: lambda t, X, W, b: t.addmm(b, X.reshape(-1, X.shape[-1]), W).view(
         *X.shape[:-1], W.shape[1]),
     batched_linear_seq_first: lambda t, X, W: X @ W,
+    batched_linear_nt_seq_first: lambda t, X, W, b: t.nn.functional.linear(X, W, b),
     scores_scaled: lambda t, Q, Kh: Q @ Kh.transpose(1, 2) * 0.125,
     causal_softmax: lambda t, S: t.softmax(S.masked_fill(t.triu(t.ones(
         S.shape[-1], S.shape[-1], dtype=t.bool), 1), float("-inf")), -1),

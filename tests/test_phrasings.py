@@ -85,6 +85,7 @@ NOTES_C = {
                       "pd_inv: sqrt(((ss / D) + 1e-06)) is computed once per iteration"),
     ph.batchnorm_infer: ("pd_inv: sqrt((var[c] + 1e-05)) is computed once per iteration of "
                          "the loop over c",),
+    ph.batched_linear_nt_seq_first: ("acc: the sum is kept in Y[n, s, o]",),
 }
 
 # per phrasing, sizes against NumPy: 1, primes, tile edges (48, 256 for products)
