@@ -310,10 +310,10 @@ minimal traffic.
 PHRASINGS_EXCHANGE_SECTION = """
 ### Two row loops, and BLAS's scaled product
 
-From `bench/phrasings.py --only batched_linear_seq_first,batched_linear,matmul_blas,
-matmul_scalar` (file `bench/results/phrasings_exchange.md`), on 2026-11-29, on the Intel Xeon
-of the table above (2 CPUs, in a slow phase: `matmul_scalar` at 154 GFLOP/s; compare within
-the table only). A product with two row loops (a [sequence, batch, features] input, or many
+From `bench/phrasings.py --only batched_linear_seq_first,batched_linear,
+batched_linear_nt_seq_first,matmul_blas,matmul_scalar` (file
+`bench/results/phrasings_exchange.md`), on 2026-11-29, on the Intel Xeon of the table above
+(2 CPUs, in a slow phase: `matmul_scalar` at 157 GFLOP/s; compare within the table only). A product with two row loops (a [sequence, batch, features] input, or many
 short batches) now tiles the longer loop as the register tiles' rows, in either loop order
 (the variants named `tiled:N`, `tiled:B`; docs/design.md point 6). Timed in turns against
 the code before (artifacts of both loaded in one process, 768 x 768 weights, six rounds,
@@ -321,7 +321,10 @@ median ratio): sequence-first 128 x 8 from `skinny` at 47 GFLOP/s to `tiled:N` a
 (2.66x), 512 x 1 from `skinny` at 10 to `B=1` at 114 (12.8x), batch-first 64 batches of 16
 rows from 75 to 125 (1.80x); 8 x 128 and batch-first 8 x 128 unchanged (1.02x, 1.00x). The
 cost: 17 units instead of 9, a cold compile of either operator 12.7 s -> 20.7-22.4 s on this
-machine. `matmul_blas` is BLAS's `C = alpha * A @ B + beta * C` (C inout, alpha and beta
+machine. `batched_linear_nt_seq_first` is the same with nn.Linear's weight `W[o, k]`, read by
+register tiles from repacked panels: before the exchange reached such products it ran `small`
+over 8-row tiles, each copying its panels for 8 rows, 20.5 ms at 128 x 8 (7.4 GFLOP/s, 0.30x
+torch, timed beside torch outside this table); now `small:N`. `matmul_blas` is BLAS's `C = alpha * A @ B + beta * C` (C inout, alpha and beta
 values): its cache tiles now copy `alpha * B` (docs/design.md point 5b), in turns against
 the code before 1.05x at 512^3 and 1024^3, 1.07x at 2048 x 768 x 768; at 128 x 768 x 768
 it runs `small`, untiled, which still multiplies alpha per term (0.84x the bundled matmul
