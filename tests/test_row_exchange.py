@@ -14,6 +14,7 @@ from polydyn.schedule.auto import original_order
 from polydyn.schedule.variant import order_bands
 from polydyn.scop.deps import compute_deps
 from polydyn.testing import check_kernel
+from tests.phrasings import batched_linear_nt_seq_first as seq_first_linear
 
 N, B, M, K = pd.sym("N B M K")
 
@@ -35,17 +36,6 @@ def batch_first_bias(X: f32[B, N, K], W: f32[K, M], bias: f32[M], Y: out(f32[B, 
         Y[b, n, o] = bias[o]
         for k in range(K):
             Y[b, n, o] += X[b, n, k] * W[k, o]
-
-
-@pd.operator(assume="N >= 1 and B >= 1 and M >= 1 and K >= 1")
-def seq_first_linear(X: f32[N, B, K], W: f32[M, K], bias: f32[M], Y: out(f32[N, B, M])):
-    """nn.Linear's weight layout: register tiles read W from repacked copies where the rows
-    are ``pipeline.REPACK_ROWS`` or more, dot products below."""
-    for n, b, o in pd.grid(N, B, M):
-        acc = bias[o]
-        for k in range(K):
-            acc += X[n, b, k] * W[o, k]
-        Y[n, b, o] = acc
 
 
 @pd.operator(assume="N >= 2 and M >= 2")
@@ -129,9 +119,9 @@ def test_every_variant_agrees_at_its_edges(kernels, name) -> None:
 
 
 def test_repacked_tiles_take_the_longer_row_loop() -> None:
-    """With W stored along the rows (``W[o, k]``), the repacked register tiles run where
-    either row loop has ``REPACK_ROWS`` rows, over the longer one; dot products where
-    neither has. Every region's edges (rows 5, 6, 7; the two loops equal) against float64."""
+    """With W stored along the rows (nn.Linear's ``W[o, k]``), the repacked register tiles
+    run where either row loop has ``REPACK_ROWS`` rows, over the longer one; dot products
+    where neither has. Every region's edges (rows 5, 6, 7; the two loops equal) against float64."""
     from polydyn.pipeline import REPACK_ROWS
 
     k = pd.compile(seq_first_linear)
