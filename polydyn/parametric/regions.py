@@ -138,8 +138,9 @@ def partition(scop: Scop, base: isl.Schedule, max_tile: int | None = None,
     if exchange is not None:  # the longer of two row members gives the rows
         orders, other, other_plan, longer, rows = exchange
         mine = [replace(p, region=p.region.subtract(longer).coalesce()) for p in plans]
-        theirs = [VariantPlan(p.name if "=" in p.name else f"{p.name}:{rows}",
-                              p.region.intersect(longer).coalesce(),
+        taken = {p.name for p in mine}  # (an S=1 name keeps its sym unless mine has it)
+        theirs = [VariantPlan(p.name if "=" in p.name and p.name not in taken else
+                              f"{p.name}:{rows}", p.region.intersect(longer).coalesce(),
                               replace(p.recipe, orders=orders))
                   for p in _plans(scop, other, other_plan, max_tile, cpu, None, target)]
         plans = [p for p in theirs + mine if _nonempty(p.region)]
