@@ -4,6 +4,8 @@ the register tiles' rows (``regions._rows_exchange``), whichever the operator wr
 and a policy recipe states the exchange (``order_band``). The operators here are written as
 users write them."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -50,23 +52,15 @@ ROWS = [(1, 1), (1, 5), (5, 1), (2, 3), (3, 2), (47, 48), (48, 47), (48, 48), (4
 COLUMNS = [(1, 3), (5, 13), (9, 2), (17, 7), (96, 31), (256, 256), (289, 300)]
 
 
-def _want(op, X, W, bias=None):
+def _want(X, W, bias=None):
     out64 = np.einsum("abk,km->abm", X.astype(np.float64), W.astype(np.float64))
     return out64 if bias is None else out64 + bias
 
 
-class _Kernels(dict):
-    """The operators' kernels, compiled when first asked for."""
-
-    def __missing__(self, name):
-        self[name] = pd.compile({"seq_first": seq_first,
-                                 "batch_first_bias": batch_first_bias}[name])
-        return self[name]
-
-
-@pytest.fixture(scope="module")
-def kernels():
-    return _Kernels()
+@functools.cache
+def _kernel(name: str) -> pd.Kernel:
+    """An operator's kernel by name, compiled when first asked for."""
+    return pd.compile({"seq_first": seq_first, "batch_first_bias": batch_first_bias}[name])
 
 
 # the batch-first layout's exchange: in the slow set (CI checks it through
@@ -77,10 +71,10 @@ BATCH_FIRST = pytest.param("batch_first_bias", marks=pytest.mark.slow)
 @pytest.mark.parametrize("name, rows", [("seq_first", "N"),
                                         pytest.param("batch_first_bias", "B",
                                                      marks=pytest.mark.slow)])
-def test_the_longer_row_member_is_tiled(kernels, name, rows) -> None:
+def test_the_longer_row_member_is_tiled(name, rows) -> None:
     """The outer row member (N of a sequence-first input, B of a batch-first one) gives the
     rows where it is the longer one; the inner one where it is at least as long."""
-    k = kernels[name]
+    k = _kernel(name)
     names = [v.name for v in k.variants]
     assert f"tiled:{rows}" in names and "tiled" in names
     outer, inner = ("N", "B") if name == "seq_first" else ("B", "N")
@@ -96,11 +90,11 @@ def test_the_longer_row_member_is_tiled(kernels, name, rows) -> None:
 
 
 @pytest.mark.parametrize("name", ["seq_first", BATCH_FIRST])
-def test_every_variant_agrees_at_its_edges(kernels, name) -> None:
+def test_every_variant_agrees_at_its_edges(name) -> None:
     """Every (rows, batch) pair of ``ROWS`` (one, primes, a row tile +-1, either longer)
     times every (columns, reduction) of ``COLUMNS``, through the dispatcher against float64;
     every variant but the generic one runs somewhere."""
-    k = kernels[name]
+    k = _kernel(name)
     rng = np.random.default_rng(7)
     ran = set()
     for outer, inner in ROWS:
@@ -112,7 +106,7 @@ def test_every_variant_agrees_at_its_edges(kernels, name) -> None:
             sizes = {"N": outer, "B": inner} if name == "seq_first" else \
                 {"B": outer, "N": inner}
             ran.add(k.select(**sizes, M=m, K=depth).name)
-            np.testing.assert_allclose(k(*args), _want(None, *args), rtol=1e-4,
+            np.testing.assert_allclose(k(*args), _want(*args), rtol=1e-4,
                                        atol=1e-4 * np.sqrt(depth),
                                        err_msg=f"{name} {sizes} M={m} K={depth}")
     assert ran == {v.name for v in k.variants} - {"generic"}
@@ -148,15 +142,15 @@ def test_repacked_tiles_take_the_longer_row_loop() -> None:
     assert generate(seq_first_linear, "c", variants=variants).source == k.source
 
 
-def test_the_generic_variant_agrees(kernels) -> None:
-    k = kernels["seq_first"]
+def test_the_generic_variant_agrees() -> None:
+    k = _kernel("seq_first")
     for sizes in ({"N": 3, "B": 50, "M": 33, "K": 9}, {"N": 50, "B": 3, "M": 260, "K": 5},
                   {"N": 1, "B": 1, "M": 1, "K": 1}):
         check_kernel(k, sizes, variant="generic")
 
 
-def test_the_exchange_replays(kernels) -> None:
-    k = kernels["seq_first"]
+def test_the_exchange_replays() -> None:
+    k = _kernel("seq_first")
     variants = [(v.region, eval(repr(v.recipe), {"pd": pd})) for v in k.variants]
     assert any(r.has("order_band") for _, r in variants)
     assert generate(seq_first, "c", variants=variants).source == k.source

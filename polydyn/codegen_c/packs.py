@@ -74,6 +74,7 @@ class PackedTiles:
             return self.node(n.node, st)
         saved = dict(self.packed)
         copies: list[PackCopy] = []
+        stmts = [self.scop.statement(name) for name in {u.name for u in ast_users(n.node, self)}]
         for box in boxes:
             array, bounds = box.array, list(box.bounds)
             sizes = [self.ast_expr(e) for e in box.sizes]
@@ -99,8 +100,7 @@ class PackedTiles:
                                           for o, q in zip(offsets, its, strict=True)])
             dst = " + ".join(f"{q} * {w}" for q, w in zip(its, strides, strict=True))
             q = its[-1]
-            scale = pack_scale(self.scop, [self.scop.statement(name) for name in
-                                           {u.name for u in ast_users(n.node, self)}], array)
+            scale = pack_scale(self.scop, stmts, array)
             value = f"{array}[{src}]" if scale is None else \
                 f"{self.cast_to(scale, arr.dtype)} * {array}[{src}]"
             copy: cgen.Generable = cgen.Block([

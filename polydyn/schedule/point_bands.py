@@ -162,14 +162,11 @@ def _pack_plan(band: isl.ScheduleNode, scop: Scop, sizes: list[int]
     point = reorder_band(point, order)
     deps_of = member_dependence(point, scop)
     packed = _vector_operands(scop, deps_of, row, vec)
-    row_its = set().union(*(members[row] for members in deps_of.values()))
-    band_deps = member_dependence(band, scop)
-    n = band.band_n_member()
-    rows = [k for k in range(n) if set().union(*(m[k] for m in band_deps.values())) == row_its]
-    if not packed or len(rows) != 1 or sizes[rows[0]] == 1 or \
-            sum(size > 1 for size in sizes) < 3:
+    rows = _member_moving(band, scop, set().union(*(members[row]
+                                                    for members in deps_of.values())))
+    if not packed or rows is None or sizes[rows] == 1 or sum(size > 1 for size in sizes) < 3:
         return None
-    return [k for k in range(n) if k != rows[0]] + rows, packed
+    return [k for k in range(band.band_n_member()) if k != rows] + [rows], packed
 
 
 def register_rows(band: isl.ScheduleNode, scop: Scop) -> int | None:
@@ -181,12 +178,17 @@ def register_rows(band: isl.ScheduleNode, scop: Scop) -> int | None:
     if plan is None:
         return None
     order, row, _ = plan
-    row_its = set().union(*(members[order[row]]
-                            for members in member_dependence(point, scop).values()))
+    return _member_moving(band, scop, set().union(
+        *(members[order[row]] for members in member_dependence(point, scop).values())))
+
+
+def _member_moving(band: isl.ScheduleNode, scop: Scop, its: set[str]) -> int | None:
+    """The one member of ``band`` that moves exactly the iterators ``its`` (over all its
+    statements); None where no member or several do."""
     band_deps = member_dependence(band, scop)
-    rows = [k for k in range(band.band_n_member())
-            if set().union(*(m[k] for m in band_deps.values())) == row_its]
-    return rows[0] if len(rows) == 1 else None
+    found = [k for k in range(band.band_n_member())
+             if set().union(*(m[k] for m in band_deps.values())) == its]
+    return found[0] if len(found) == 1 else None
 
 
 def register_plan(node: isl.ScheduleNode, scop: Scop, transposed: bool = False
