@@ -75,11 +75,8 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     translation unit as soon as its text exists. ``sequences`` (OpenCL): ``op`` is a ragged
     operator's sequence, and the kernels get their twins over a grid of sequences."""
     # the stages, imported on first use: a cache hit needs none of them
-    from .astgen import build_ast
     from .codegen_c.emit import CEmitter
-    from .lowering.collapse import collapse
-    from .lowering.tree import tree_text
-    from .schedule.variant import code_region
+    from .codegen_c.functions import Unit, variant_codes
 
     options = (options or Options()).replace(**option_kw)
     machine = resolve_target(target, options)
@@ -110,26 +107,26 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     zero_init = frozenset().union(*(side.zero_init for side in sides))
     notes = tuple(dict.fromkeys(n for side in sides for n in side.notes))
 
-    # each variant's AST, then its C function: its translation unit goes to ``on_unit`` at
-    # once (a build starts compiling it while the next variant's AST is built)
+    # each variant's AST and C function (in worker processes where there are CPUs to
+    # spare): its translation unit goes to ``on_unit`` at once (a build starts compiling it
+    # while other variants' ASTs are built)
     emitter = CEmitter(sides[0].scop, zero_init, machine.describe())
-    asts, functions = [], []
-    for side in sides:
-        own_emitter = emitter if side is sides[0] else \
-            CEmitter(side.scop, zero_init, machine.describe())
-        for v in side.variants:
-            k = len(functions)
-            stage(f"AST build {k + 1}/{len(scheduled)} ({v.name})")
-            # the lowering passes (C): two loops along contiguous rows as one
-            asts.append(collapse(build_ast(v.schedule, code_region(v.region), side.scop,
-                                           side.deps), side.scop))
-            stage(f"C code {k + 1}/{len(scheduled)} ({v.name})")
-            functions.append(own_emitter.variant_function(emitter.function_name(k), v,
-                                                          asts[-1]))
-            if on_unit is not None:
-                on_unit(unit_source(emitter.head(), functions[-1]))
-    options.dump(name, "6-ast.txt",
-          "\n".join(f"// {v.name}\n{tree_text(a)}" for v, a in zip(scheduled, asts)))
+    units = [Unit(side.scop, side.deps, v, emitter.function_name(k), zero_init,
+                  machine.describe())
+             for k, (side, v) in enumerate((s, v) for s in sides for v in s.variants)]
+    made = []
+
+    def on_code(code: Any) -> None:
+        made.append(code)
+        stage(f"AST builds and C code ({len(made)}/{len(units)} variants)")
+        if on_unit is not None:
+            on_unit(unit_source(emitter.head(), code.function))
+
+    stage(f"AST builds and C code (0/{len(units)} variants)")
+    codes = variant_codes(units, with_tree=options.dump_dir is not None, on_code=on_code)
+    functions = [code.function for code in codes]
+    options.dump(name, "6-ast.txt", "\n".join(
+        f"// {v.name}\n{code.tree}" for v, code in zip(scheduled, codes, strict=True)))
     source = emitter.module_of(scheduled, functions)
     options.dump(name, "7-source.c", source)
     sources = {f"{name}.c": source, f"{name}.h": emitter.header(scheduled)}

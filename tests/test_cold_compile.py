@@ -73,7 +73,7 @@ def test_each_unit_compiles_once_and_early(tmp_path, monkeypatch):
     variant's unit is started before the next variant's AST is built."""
     import polydyn.astgen as astgen
 
-    monkeypatch.setattr(toolchain, "_cpus", lambda: 2)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 2)
     calls: list[list[str]] = []
     real_cc = toolchain._cc
     monkeypatch.setattr(toolchain, "_cc", lambda cmd: calls.append(cmd) or real_cc(cmd))

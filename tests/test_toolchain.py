@@ -26,7 +26,7 @@ def bias_relu():
 
 def test_module_splits_into_a_unit_per_variant(bias_relu, monkeypatch):
     kernel, _ = bias_relu
-    monkeypatch.setattr(toolchain, "_cpus", lambda: 2)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 2)
     units = split_units(kernel.source)
     assert units is not None and len(units) == len(kernel.variants) + 1
     head = kernel.source.split(UNIT_BREAK)[0]
@@ -39,7 +39,7 @@ def test_module_splits_into_a_unit_per_variant(bias_relu, monkeypatch):
 
 def test_one_cpu_builds_the_single_file(bias_relu, monkeypatch):
     kernel, _ = bias_relu
-    monkeypatch.setattr(toolchain, "_cpus", lambda: 1)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 1)
     assert split_units(kernel.source) is None
 
 
@@ -48,7 +48,7 @@ def test_library_exports_the_entry_points_only(bias_relu, tmp_path, monkeypatch,
     """Built in units (hidden variants) or as one file (static ones), the library runs the
     kernel and exports the three entry points, no variant function."""
     kernel, numpy_impl = bias_relu
-    monkeypatch.setattr(toolchain, "_cpus", lambda: cpus)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: cpus)
     lib_path = build_shared(kernel.source, "bias_relu", Options(cache_dir=tmp_path))
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(lib_path)],
                              capture_output=True, text=True, check=True).stdout
@@ -76,7 +76,7 @@ def test_the_single_file_compiles_on_its_own(bias_relu, tmp_path):
 
 
 def test_a_unit_that_fails_is_reported_and_nothing_is_cached(tmp_path, monkeypatch):
-    monkeypatch.setattr(toolchain, "_cpus", lambda: 2)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 2)
     source = "\n".join(["static int helper(void) { return 1; }", UNIT_BREAK,
                         "int good(void) { return helper(); }", UNIT_BREAK,
                         "int bad(void) { return helper() }"])
@@ -89,7 +89,7 @@ def test_a_unit_that_fails_is_reported_and_nothing_is_cached(tmp_path, monkeypat
 def test_a_unit_built_before_is_linked_not_compiled(tmp_path, monkeypatch):
     """Two modules that share a function: the second compiles only its new unit and the
     dispatcher's, and links the shared one's object from the cache."""
-    monkeypatch.setattr(toolchain, "_cpus", lambda: 2)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 2)
     compiled: list[str] = []
     real_cc = toolchain._cc
 

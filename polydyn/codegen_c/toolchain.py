@@ -128,7 +128,8 @@ class EarlyUnits:
         self.flags = unit_flags(options, includes)
         self.cache_dir = options.cache_dir
         self.dir = Path(tempfile.mkdtemp(prefix="polydyn-units-"))
-        self.pool = ThreadPoolExecutor(max_workers=_cpus(), thread_name_prefix="polydyn-cc")
+        self.pool = ThreadPoolExecutor(max_workers=usable_cpus(),
+                                       thread_name_prefix="polydyn-cc")
         self.jobs: dict[str, tuple[Path, Future]] = {}  # unit text -> (object, compile)
         self.compiled: list[tuple[str, Path]] = []  # (cache key, object) not from the cache
         self.lock = threading.Lock()
@@ -216,10 +217,11 @@ def split_units(source: str) -> list[str] | None:
 
 def in_units() -> bool:
     """Whether modules build unit by unit (this process may use more than one CPU)."""
-    return _cpus() >= 2
+    return usable_cpus() >= 2
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -60,8 +60,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_batched_matmul_4aeb498dc987", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_batched_matmul_4aeb498dc987(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_batched_matmul_06a6c51c2474", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_batched_matmul_06a6c51c2474(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -789,24 +789,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
               {
                 {
-                  int64_t pd_b9_b;
-                  int64_t pd_b9_i;
-                  int64_t pd_b9_j;
-                  int64_t pd_b9_k;
+                  int64_t pd_b1_b;
+                  int64_t pd_b1_i;
+                  int64_t pd_b1_j;
+                  int64_t pd_b1_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b9_b = pd_c0;
-                    pd_b9_i = (pd_c5 + pd_c9);
-                    pd_b9_j = ((pd_c2 + pd_c6) + pd_c10);
+                    pd_b1_b = pd_c0;
+                    pd_b1_i = (pd_c5 + pd_c9);
+                    pd_b1_j = ((pd_c2 + pd_c6) + pd_c10);
                   }
-                  float pd_acc9[6][32];
+                  float pd_acc1[6][32];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
+                      pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -822,7 +822,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           const int64_t i = (pd_c5 + pd_c9);
                           const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] = (pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
@@ -832,7 +832,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
+                      C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
@@ -855,24 +855,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b10_b;
-                    int64_t pd_b10_i;
-                    int64_t pd_b10_j;
-                    int64_t pd_b10_k;
+                    int64_t pd_b2_b;
+                    int64_t pd_b2_i;
+                    int64_t pd_b2_j;
+                    int64_t pd_b2_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b10_b = pd_c0;
-                      pd_b10_i = (pd_c5 + pd_c9);
-                      pd_b10_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                      pd_b2_b = pd_c0;
+                      pd_b2_i = (pd_c5 + pd_c9);
+                      pd_b2_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                     }
-                    float pd_acc10[6][32];
+                    float pd_acc2[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                        pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -888,7 +888,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = (pd_c5 + pd_c9);
                             const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] = (pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
@@ -898,7 +898,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                        C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                       }
                     }
                   }
@@ -906,32 +906,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                   if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
                   {
-                    int64_t pd_b12_b;
-                    int64_t pd_b12_i;
-                    int64_t pd_b12_j;
-                    int64_t pd_b12_k;
-                    const int64_t pd_nr12 = 6;
-                    const int64_t pd_nv12 = (M % 32);
+                    int64_t pd_b4_b;
+                    int64_t pd_b4_i;
+                    int64_t pd_b4_j;
+                    int64_t pd_b4_k;
+                    const int64_t pd_nr4 = 6;
+                    const int64_t pd_nv4 = (M % 32);
                     {
-                      pd_b12_b = pd_c0;
-                      pd_b12_i = pd_c5;
-                      pd_b12_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                      pd_b4_b = pd_c0;
+                      pd_b4_i = pd_c5;
+                      pd_b4_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
                     }
-                    float pd_acc12[6][16];
+                    float pd_acc4[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = 0;
+                        pd_acc4[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                        pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -944,20 +944,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
-                            const int64_t j = pd_b12_j + pd_v;
+                            const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                            const int64_t j = pd_b4_j + pd_v;
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv12; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                        C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                       }
                     }
                   }
@@ -966,32 +966,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                       if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
                       {
-                        int64_t pd_b11_b;
-                        int64_t pd_b11_i;
-                        int64_t pd_b11_j;
-                        int64_t pd_b11_k;
-                        const int64_t pd_nr11 = 6;
-                        const int64_t pd_nv11 = (M % 32);
+                        int64_t pd_b3_b;
+                        int64_t pd_b3_i;
+                        int64_t pd_b3_j;
+                        int64_t pd_b3_k;
+                        const int64_t pd_nr3 = 6;
+                        const int64_t pd_nv3 = (M % 32);
                         {
-                          pd_b11_b = pd_c0;
-                          pd_b11_i = pd_c5;
-                          pd_b11_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                          pd_b3_b = pd_c0;
+                          pd_b3_i = pd_c5;
+                          pd_b3_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                         }
-                        float pd_acc11[6][32];
+                        float pd_acc3[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc11[pd_r][pd_v] = 0;
+                            pd_acc3[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv11; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                           {
-                            pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                            pd_acc3[pd_r][pd_v] = C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1004,20 +1004,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
-                                const int64_t j = pd_b11_j + pd_v;
+                                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                                const int64_t j = pd_b3_j + pd_v;
                                 const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv11; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                           {
-                            C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                            C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                           }
                         }
                       }
@@ -1054,32 +1054,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                 if (((M % 256)) <= 16 && (((-(M % 256)) + M)) + ((M % 256)) - 16 >= (0))
                 {
-                  int64_t pd_b14_b;
-                  int64_t pd_b14_i;
-                  int64_t pd_b14_j;
-                  int64_t pd_b14_k;
-                  const int64_t pd_nr14 = 6;
-                  const int64_t pd_nv14 = (M % 256);
+                  int64_t pd_b6_b;
+                  int64_t pd_b6_i;
+                  int64_t pd_b6_j;
+                  int64_t pd_b6_k;
+                  const int64_t pd_nr6 = 6;
+                  const int64_t pd_nv6 = (M % 256);
                   {
-                    pd_b14_b = pd_c0;
-                    pd_b14_i = pd_c5;
-                    pd_b14_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
+                    pd_b6_b = pd_c0;
+                    pd_b6_i = pd_c5;
+                    pd_b6_j = (((-(M % 256)) + M)) + ((M % 256)) - 16;
                   }
-                  float pd_acc14[6][16];
+                  float pd_acc6[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc14[pd_r][pd_v] = 0;
+                      pd_acc6[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                     {
-                      pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                      pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1092,20 +1092,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
-                          const int64_t j = pd_b14_j + pd_v;
+                          const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                          const int64_t j = pd_b6_j + pd_v;
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                      C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                     }
                   }
                 }
@@ -1114,32 +1114,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((-(M % 256)) + M)) + ((M % 256)) - 32 >= (0))
                     {
-                      int64_t pd_b13_b;
-                      int64_t pd_b13_i;
-                      int64_t pd_b13_j;
-                      int64_t pd_b13_k;
-                      const int64_t pd_nr13 = 6;
-                      const int64_t pd_nv13 = (M % 256);
+                      int64_t pd_b5_b;
+                      int64_t pd_b5_i;
+                      int64_t pd_b5_j;
+                      int64_t pd_b5_k;
+                      const int64_t pd_nr5 = 6;
+                      const int64_t pd_nv5 = (M % 256);
                       {
-                        pd_b13_b = pd_c0;
-                        pd_b13_i = pd_c5;
-                        pd_b13_j = (((-(M % 256)) + M)) + ((M % 256)) - 32;
+                        pd_b5_b = pd_c0;
+                        pd_b5_i = pd_c5;
+                        pd_b5_j = (((-(M % 256)) + M)) + ((M % 256)) - 32;
                       }
-                      float pd_acc13[6][32];
+                      float pd_acc5[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc13[pd_r][pd_v] = 0;
+                          pd_acc5[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv13; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                         {
-                          pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                          pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1152,20 +1152,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
-                              const int64_t j = pd_b13_j + pd_v;
+                              const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                              const int64_t j = pd_b5_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv13; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                          C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                         }
                       }
                     }
@@ -1223,24 +1223,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c2) - 32)); pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b15_b;
-                    int64_t pd_b15_i;
-                    int64_t pd_b15_j;
-                    int64_t pd_b15_k;
+                    int64_t pd_b7_b;
+                    int64_t pd_b7_i;
+                    int64_t pd_b7_j;
+                    int64_t pd_b7_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b15_b = pd_c0;
-                      pd_b15_i = (pd_c5 + pd_c9);
-                      pd_b15_j = ((pd_c2 + pd_c6) + pd_c10);
+                      pd_b7_b = pd_c0;
+                      pd_b7_i = (pd_c5 + pd_c9);
+                      pd_b7_j = ((pd_c2 + pd_c6) + pd_c10);
                     }
-                    float pd_acc15[6][32];
+                    float pd_acc7[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                        pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1256,7 +1256,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = (pd_c5 + pd_c9);
                             const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] = (pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
@@ -1266,7 +1266,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                        C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                       }
                     }
                   }
@@ -1276,32 +1276,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((M - pd_c2) % 32)) <= 16 && (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16 >= (0))
                     {
-                      int64_t pd_b17_b;
-                      int64_t pd_b17_i;
-                      int64_t pd_b17_j;
-                      int64_t pd_b17_k;
-                      const int64_t pd_nr17 = 6;
-                      const int64_t pd_nv17 = ((M - pd_c2) % 32);
+                      int64_t pd_b9_b;
+                      int64_t pd_b9_i;
+                      int64_t pd_b9_j;
+                      int64_t pd_b9_k;
+                      const int64_t pd_nr9 = 6;
+                      const int64_t pd_nv9 = ((M - pd_c2) % 32);
                       {
-                        pd_b17_b = pd_c0;
-                        pd_b17_i = pd_c5;
-                        pd_b17_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
+                        pd_b9_b = pd_c0;
+                        pd_b9_i = pd_c5;
+                        pd_b9_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 16;
                       }
-                      float pd_acc17[6][16];
+                      float pd_acc9[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc17[pd_r][pd_v] = 0;
+                          pd_acc9[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv17; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                         {
-                          pd_acc17[pd_r][pd_v] = C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                          pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1314,20 +1314,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
-                              const int64_t j = pd_b17_j + pd_v;
+                              const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
+                              const int64_t j = pd_b9_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv17; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                          C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                         }
                       }
                     }
@@ -1336,32 +1336,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                         if ((((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32 >= (0))
                         {
-                          int64_t pd_b16_b;
-                          int64_t pd_b16_i;
-                          int64_t pd_b16_j;
-                          int64_t pd_b16_k;
-                          const int64_t pd_nr16 = 6;
-                          const int64_t pd_nv16 = ((M - pd_c2) % 32);
+                          int64_t pd_b8_b;
+                          int64_t pd_b8_i;
+                          int64_t pd_b8_j;
+                          int64_t pd_b8_k;
+                          const int64_t pd_nr8 = 6;
+                          const int64_t pd_nv8 = ((M - pd_c2) % 32);
                           {
-                            pd_b16_b = pd_c0;
-                            pd_b16_i = pd_c5;
-                            pd_b16_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
+                            pd_b8_b = pd_c0;
+                            pd_b8_i = pd_c5;
+                            pd_b8_j = (((-((M - pd_c2) % 32)) + M)) + (((M - pd_c2) % 32)) - 32;
                           }
-                          float pd_acc16[6][32];
+                          float pd_acc8[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc16[pd_r][pd_v] = 0;
+                              pd_acc8[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv16; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv8; pd_v < 32; pd_v++)
                             {
-                              pd_acc16[pd_r][pd_v] = C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                              pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1374,20 +1374,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
-                                  const int64_t j = pd_b16_j + pd_v;
+                                  const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                                  const int64_t j = pd_b8_j + pd_v;
                                   const int64_t k = (pd_c3 + pd_c7);
-                                  pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                  pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv16; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv8; pd_v < 32; pd_v++)
                             {
-                              C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                              C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                             }
                           }
                         }
@@ -1420,32 +1420,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
                   if (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
                   {
-                    int64_t pd_b19_b;
-                    int64_t pd_b19_i;
-                    int64_t pd_b19_j;
-                    int64_t pd_b19_k;
-                    const int64_t pd_nr19 = (N % 6);
-                    const int64_t pd_nv19 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                    int64_t pd_b11_b;
+                    int64_t pd_b11_i;
+                    int64_t pd_b11_j;
+                    int64_t pd_b11_k;
+                    const int64_t pd_nr11 = (N % 6);
+                    const int64_t pd_nv11 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
                     {
-                      pd_b19_b = pd_c0;
-                      pd_b19_i = ((-(N % 6)) + N);
-                      pd_b19_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                      pd_b11_b = pd_c0;
+                      pd_b11_i = ((-(N % 6)) + N);
+                      pd_b11_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
                     }
-                    float pd_acc19[5][16];
+                    float pd_acc11[5][16];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = 0;
+                        pd_acc11[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv19; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv11; pd_v < 16; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                        pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1458,20 +1458,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
-                            const int64_t j = pd_b19_j + pd_v;
+                            const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
+                            const int64_t j = pd_b11_j + pd_v;
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv19; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv11; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                        C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
                       }
                     }
                   }
@@ -1480,32 +1480,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 32))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
                       {
-                        int64_t pd_b18_b;
-                        int64_t pd_b18_i;
-                        int64_t pd_b18_j;
-                        int64_t pd_b18_k;
-                        const int64_t pd_nr18 = (N % 6);
-                        const int64_t pd_nv18 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
+                        int64_t pd_b10_b;
+                        int64_t pd_b10_i;
+                        int64_t pd_b10_j;
+                        int64_t pd_b10_k;
+                        const int64_t pd_nr10 = (N % 6);
+                        const int64_t pd_nv10 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6));
                         {
-                          pd_b18_b = pd_c0;
-                          pd_b18_i = ((-(N % 6)) + N);
-                          pd_b18_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
+                          pd_b10_b = pd_c0;
+                          pd_b10_i = ((-(N % 6)) + N);
+                          pd_b10_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
                         }
-                        float pd_acc18[5][32];
+                        float pd_acc10[5][32];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc18[pd_r][pd_v] = 0;
+                            pd_acc10[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv18; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv10; pd_v < 32; pd_v++)
                           {
-                            pd_acc18[pd_r][pd_v] = C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                            pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1518,20 +1518,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                                const int64_t j = pd_b18_j + pd_v;
+                                const int64_t i = pd_b10_i + pd_min(pd_r, pd_nr10 - 1);
+                                const int64_t j = pd_b10_j + pd_v;
                                 const int64_t k = (pd_c3 + pd_c7);
-                                pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv18; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv10; pd_v < 32; pd_v++)
                           {
-                            C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                            C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                           }
                         }
                       }
@@ -1568,32 +1568,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
                     if ((((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) <= 16 && ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16 >= (0))
                     {
-                      int64_t pd_b21_b;
-                      int64_t pd_b21_i;
-                      int64_t pd_b21_j;
-                      int64_t pd_b21_k;
-                      const int64_t pd_nr21 = N;
-                      const int64_t pd_nv21 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
+                      int64_t pd_b13_b;
+                      int64_t pd_b13_i;
+                      int64_t pd_b13_j;
+                      int64_t pd_b13_k;
+                      const int64_t pd_nr13 = N;
+                      const int64_t pd_nv13 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
                       {
-                        pd_b21_b = pd_c0;
-                        pd_b21_i = 0;
-                        pd_b21_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
+                        pd_b13_b = pd_c0;
+                        pd_b13_i = 0;
+                        pd_b13_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 16;
                       }
-                      float pd_acc21[5][16];
+                      float pd_acc13[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc21[pd_r][pd_v] = 0;
+                          pd_acc13[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv13; pd_v < 16; pd_v++)
                         {
-                          pd_acc21[pd_r][pd_v] = C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
+                          pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1606,20 +1606,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-                              const int64_t j = pd_b21_j + pd_v;
+                              const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
+                              const int64_t j = pd_b13_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv13; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+                          C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
                         }
                       }
                     }
@@ -1628,32 +1628,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 32) == 0)))
                         if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32 >= (0))
                         {
-                          int64_t pd_b20_b;
-                          int64_t pd_b20_i;
-                          int64_t pd_b20_j;
-                          int64_t pd_b20_k;
-                          const int64_t pd_nr20 = N;
-                          const int64_t pd_nv20 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
+                          int64_t pd_b12_b;
+                          int64_t pd_b12_i;
+                          int64_t pd_b12_j;
+                          int64_t pd_b12_k;
+                          const int64_t pd_nr12 = N;
+                          const int64_t pd_nv12 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6));
                           {
-                            pd_b20_b = pd_c0;
-                            pd_b20_i = 0;
-                            pd_b20_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
+                            pd_b12_b = pd_c0;
+                            pd_b12_i = 0;
+                            pd_b12_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 32))) && (pd_c6 >= 0)) ? 32 : ((M - pd_c2) - pd_c6))) - 32;
                           }
-                          float pd_acc20[5][32];
+                          float pd_acc12[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc20[pd_r][pd_v] = 0;
+                              pd_acc12[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv20; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv12; pd_v < 32; pd_v++)
                             {
-                              pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
+                              pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1666,20 +1666,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
-                                  const int64_t j = pd_b20_j + pd_v;
+                                  const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
+                                  const int64_t j = pd_b12_j + pd_v;
                                   const int64_t k = (pd_c3 + pd_c7);
-                                  pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                  pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv20; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv12; pd_v < 32; pd_v++)
                             {
-                              C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
+                              C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
                             }
                           }
                         }
@@ -1714,32 +1714,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((M - pd_c2)) <= 16 && (pd_c2) + ((M - pd_c2)) - 16 >= (0))
                     {
-                      int64_t pd_b23_b;
-                      int64_t pd_b23_i;
-                      int64_t pd_b23_j;
-                      int64_t pd_b23_k;
-                      const int64_t pd_nr23 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                      const int64_t pd_nv23 = (M - pd_c2);
+                      int64_t pd_b15_b;
+                      int64_t pd_b15_i;
+                      int64_t pd_b15_j;
+                      int64_t pd_b15_k;
+                      const int64_t pd_nr15 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                      const int64_t pd_nv15 = (M - pd_c2);
                       {
-                        pd_b23_b = pd_c0;
-                        pd_b23_i = pd_c5;
-                        pd_b23_j = (pd_c2) + ((M - pd_c2)) - 16;
+                        pd_b15_b = pd_c0;
+                        pd_b15_i = pd_c5;
+                        pd_b15_j = (pd_c2) + ((M - pd_c2)) - 16;
                       }
-                      float pd_acc23[6][16];
+                      float pd_acc15[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc23[pd_r][pd_v] = 0;
+                          pd_acc15[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv23; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv15; pd_v < 16; pd_v++)
                         {
-                          pd_acc23[pd_r][pd_v] = C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
+                          pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1752,20 +1752,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                              const int64_t j = pd_b23_j + pd_v;
+                              const int64_t i = pd_b15_i + pd_min(pd_r, pd_nr15 - 1);
+                              const int64_t j = pd_b15_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv23; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv15; pd_v < 16; pd_v++)
                         {
-                          C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+                          C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
                         }
                       }
                     }
@@ -1774,32 +1774,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 31) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                         if ((pd_c2) + ((M - pd_c2)) - 32 >= (0))
                         {
-                          int64_t pd_b22_b;
-                          int64_t pd_b22_i;
-                          int64_t pd_b22_j;
-                          int64_t pd_b22_k;
-                          const int64_t pd_nr22 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                          const int64_t pd_nv22 = (M - pd_c2);
+                          int64_t pd_b14_b;
+                          int64_t pd_b14_i;
+                          int64_t pd_b14_j;
+                          int64_t pd_b14_k;
+                          const int64_t pd_nr14 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                          const int64_t pd_nv14 = (M - pd_c2);
                           {
-                            pd_b22_b = pd_c0;
-                            pd_b22_i = pd_c5;
-                            pd_b22_j = (pd_c2) + ((M - pd_c2)) - 32;
+                            pd_b14_b = pd_c0;
+                            pd_b14_i = pd_c5;
+                            pd_b14_j = (pd_c2) + ((M - pd_c2)) - 32;
                           }
-                          float pd_acc22[6][32];
+                          float pd_acc14[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc22[pd_r][pd_v] = 0;
+                              pd_acc14[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv22; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv14; pd_v < 32; pd_v++)
                             {
-                              pd_acc22[pd_r][pd_v] = C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
+                              pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1812,20 +1812,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-                                  const int64_t j = pd_b22_j + pd_v;
+                                  const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
+                                  const int64_t j = pd_b14_j + pd_v;
                                   const int64_t k = (pd_c3 + pd_c7);
-                                  pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                                  pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv22; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv14; pd_v < 32; pd_v++)
                             {
-                              C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
+                              C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
                             }
                           }
                         }
@@ -1872,14 +1872,14 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n4 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-    const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-    for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w4 = pd_t4 < pd_s4;
-      const int64_t pd_c0 = 0 + pd_t4 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -1892,7 +1892,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w4)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -1900,13 +1900,13 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
   }
   #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-    const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-    for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w5 = pd_t5 < pd_s5;
-      const int64_t pd_c0 = 0 + pd_t5 * 1;
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
       for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
@@ -1931,31 +1931,31 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 48)
+            for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
             {
               for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
               {
                 for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 32)
                 {
                   {
-                    int64_t pd_b24_b;
-                    int64_t pd_b24_i;
-                    int64_t pd_b24_j;
-                    int64_t pd_b24_k;
+                    int64_t pd_b1_b;
+                    int64_t pd_b1_i;
+                    int64_t pd_b1_j;
+                    int64_t pd_b1_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b24_b = pd_c0;
-                      pd_b24_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b24_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b1_b = pd_c0;
+                      pd_b1_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b1_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc24[6][32];
+                    float pd_acc1[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
+                        pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
@@ -1971,7 +1971,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -1981,14 +1981,14 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+                        C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
                 }
               }
             }
-            if (!pd_w5)
+            if (!pd_w2)
             {
               #pragma omp barrier
             }
@@ -2006,14 +2006,14 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-    const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-    for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w6 = pd_t6 < pd_s6;
-      const int64_t pd_c0 = 0 + pd_t6 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -2026,7 +2026,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w6)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -2036,20 +2036,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w7 = pd_t7 < pd_s7;
-        const int64_t pd_c0 = 0 + pd_t7 * 1;
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
         for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
         {
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
           {
             {
-              float pd_pk2_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk2 = pd_pk2_s;
+              float pd_pk1_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk1 = pd_pk1_s;
               for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
                 for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -2058,16 +2058,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
                     {
-                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                      pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                     }
                     for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
                     {
-                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                     }
                   }
                 }
               }
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
               {
                 if ((N >= (pd_c3 + 6)))
                 {
@@ -2076,24 +2076,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c6 = 0; pd_c6 <= 224; pd_c6 += 32)
                     {
                       {
-                        int64_t pd_b25_b;
-                        int64_t pd_b25_i;
-                        int64_t pd_b25_j;
-                        int64_t pd_b25_k;
+                        int64_t pd_b1_b;
+                        int64_t pd_b1_i;
+                        int64_t pd_b1_j;
+                        int64_t pd_b1_k;
                         {
                           const int64_t pd_c9 = 0;
                           const int64_t pd_c10 = 0;
-                          pd_b25_b = pd_c0;
-                          pd_b25_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b25_j = ((pd_c1 + pd_c6) + pd_c10);
+                          pd_b1_b = pd_c0;
+                          pd_b1_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b1_j = ((pd_c1 + pd_c6) + pd_c10);
                         }
-                        float pd_acc25[6][32];
+                        float pd_acc1[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+                            pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2109,7 +2109,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] = (pd_acc25[(i) - pd_b25_i][(j) - pd_b25_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -2119,7 +2119,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+                            C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                           }
                         }
                       }
@@ -2131,32 +2131,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       {
-                        int64_t pd_b26_b;
-                        int64_t pd_b26_i;
-                        int64_t pd_b26_j;
-                        int64_t pd_b26_k;
-                        const int64_t pd_nr26 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv26 = 32;
+                        int64_t pd_b2_b;
+                        int64_t pd_b2_i;
+                        int64_t pd_b2_j;
+                        int64_t pd_b2_k;
+                        const int64_t pd_nr2 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv2 = 32;
                         {
-                          pd_b26_b = pd_c0;
-                          pd_b26_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b26_j = (pd_c1 + pd_c6);
+                          pd_b2_b = pd_c0;
+                          pd_b2_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b2_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc26[5][32];
+                        float pd_acc2[5][32];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc26[pd_r][pd_v] = 0;
+                            pd_acc2[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                           {
-                            pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
+                            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2169,20 +2169,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                                const int64_t j = pd_b26_j + pd_v;
+                                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                                const int64_t j = pd_b2_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                           {
-                            C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+                            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                           }
                         }
                       }
@@ -2195,32 +2195,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                     {
-                      int64_t pd_b27_b;
-                      int64_t pd_b27_i;
-                      int64_t pd_b27_j;
-                      int64_t pd_b27_k;
-                      const int64_t pd_nr27 = (N - pd_c3);
-                      const int64_t pd_nv27 = 32;
+                      int64_t pd_b3_b;
+                      int64_t pd_b3_i;
+                      int64_t pd_b3_j;
+                      int64_t pd_b3_k;
+                      const int64_t pd_nr3 = (N - pd_c3);
+                      const int64_t pd_nv3 = 32;
                       {
-                        pd_b27_b = pd_c0;
-                        pd_b27_i = pd_c3;
-                        pd_b27_j = (pd_c1 + pd_c6);
+                        pd_b3_b = pd_c0;
+                        pd_b3_i = pd_c3;
+                        pd_b3_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc27[5][32];
+                      float pd_acc3[5][32];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc27[pd_r][pd_v] = 0;
+                          pd_acc3[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                          pd_acc3[pd_r][pd_v] = C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2233,27 +2233,27 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                              const int64_t j = pd_b27_j + pd_v;
+                              const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                              const int64_t j = pd_b3_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                          C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                         }
                       }
                     }
                   }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
@@ -2265,8 +2265,8 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
           {
             {
-              float pd_pk3_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk3 = pd_pk3_s;
+              float pd_pk2_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk2 = pd_pk2_s;
               for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
                 for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -2275,16 +2275,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
                     {
-                      pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
+                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
                     }
                     for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
                     {
-                      pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                     }
                   }
                 }
               }
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
               {
                 if (((N >= (pd_c3 + 6)) && ((M % 256) >= 32)))
                 {
@@ -2293,24 +2293,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 32); pd_c6 += 32)
                     {
                       {
-                        int64_t pd_b28_b;
-                        int64_t pd_b28_i;
-                        int64_t pd_b28_j;
-                        int64_t pd_b28_k;
+                        int64_t pd_b4_b;
+                        int64_t pd_b4_i;
+                        int64_t pd_b4_j;
+                        int64_t pd_b4_k;
                         {
                           const int64_t pd_c9 = 0;
                           const int64_t pd_c10 = 0;
-                          pd_b28_b = pd_c0;
-                          pd_b28_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b28_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                          pd_b4_b = pd_c0;
+                          pd_b4_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b4_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                         }
-                        float pd_acc28[6][32];
+                        float pd_acc4[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc28[pd_r][pd_v] = C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                            pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2326,7 +2326,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] = (pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc4[(i) - pd_b4_i][(j) - pd_b4_j] = (pd_acc4[(i) - pd_b4_i][(j) - pd_b4_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -2336,7 +2336,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                            C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                           }
                         }
                       }
@@ -2344,32 +2344,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b30_b;
-                        int64_t pd_b30_i;
-                        int64_t pd_b30_j;
-                        int64_t pd_b30_k;
-                        const int64_t pd_nr30 = 6;
-                        const int64_t pd_nv30 = (M % 32);
+                        int64_t pd_b6_b;
+                        int64_t pd_b6_i;
+                        int64_t pd_b6_j;
+                        int64_t pd_b6_k;
+                        const int64_t pd_nr6 = 6;
+                        const int64_t pd_nv6 = (M % 32);
                         {
-                          pd_b30_b = pd_c0;
-                          pd_b30_i = (pd_c3 + pd_c5);
-                          pd_b30_j = ((-(M % 32)) + M);
+                          pd_b6_b = pd_c0;
+                          pd_b6_i = (pd_c3 + pd_c5);
+                          pd_b6_j = ((-(M % 32)) + M);
                         }
-                        float pd_acc30[6][16];
+                        float pd_acc6[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc30[pd_r][pd_v] = 0;
+                            pd_acc6[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                           {
-                            pd_acc30[pd_r][pd_v] = C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+                            pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2382,20 +2382,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                                const int64_t j = pd_b30_j + pd_v;
+                                const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                                const int64_t j = pd_b6_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                           {
-                            C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+                            C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                           }
                         }
                       }
@@ -2404,32 +2404,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                           {
-                            int64_t pd_b29_b;
-                            int64_t pd_b29_i;
-                            int64_t pd_b29_j;
-                            int64_t pd_b29_k;
-                            const int64_t pd_nr29 = 6;
-                            const int64_t pd_nv29 = (M % 32);
+                            int64_t pd_b5_b;
+                            int64_t pd_b5_i;
+                            int64_t pd_b5_j;
+                            int64_t pd_b5_k;
+                            const int64_t pd_nr5 = 6;
+                            const int64_t pd_nv5 = (M % 32);
                             {
-                              pd_b29_b = pd_c0;
-                              pd_b29_i = (pd_c3 + pd_c5);
-                              pd_b29_j = ((-(M % 32)) + M);
+                              pd_b5_b = pd_c0;
+                              pd_b5_i = (pd_c3 + pd_c5);
+                              pd_b5_j = ((-(M % 32)) + M);
                             }
-                            float pd_acc29[6][32];
+                            float pd_acc5[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc29[pd_r][pd_v] = 0;
+                                pd_acc5[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                               {
-                                pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+                                pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2442,20 +2442,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                                    const int64_t j = pd_b29_j + pd_v;
+                                    const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                                    const int64_t j = pd_b5_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                               {
-                                C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+                                C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                               }
                             }
                           }
@@ -2474,7 +2474,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                     const int64_t j = (((-(M % 32)) + M) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
@@ -2489,32 +2489,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b32_b;
-                          int64_t pd_b32_i;
-                          int64_t pd_b32_j;
-                          int64_t pd_b32_k;
-                          const int64_t pd_nr32 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv32 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                          int64_t pd_b8_b;
+                          int64_t pd_b8_i;
+                          int64_t pd_b8_j;
+                          int64_t pd_b8_k;
+                          const int64_t pd_nr8 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv8 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                           {
-                            pd_b32_b = pd_c0;
-                            pd_b32_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b32_j = (((-(M % 256)) + M) + pd_c6);
+                            pd_b8_b = pd_c0;
+                            pd_b8_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b8_j = (((-(M % 256)) + M) + pd_c6);
                           }
-                          float pd_acc32[5][16];
+                          float pd_acc8[5][16];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc32[pd_r][pd_v] = 0;
+                              pd_acc8[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                             {
-                              pd_acc32[pd_r][pd_v] = C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)];
+                              pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2527,20 +2527,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b32_i + pd_min(pd_r, pd_nr32 - 1);
-                                  const int64_t j = pd_b32_j + pd_v;
+                                  const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                                  const int64_t j = pd_b8_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv32; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                             {
-                              C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+                              C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                             }
                           }
                         }
@@ -2549,32 +2549,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                             if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
                             {
-                              int64_t pd_b31_b;
-                              int64_t pd_b31_i;
-                              int64_t pd_b31_j;
-                              int64_t pd_b31_k;
-                              const int64_t pd_nr31 = ((N - pd_c3) % 6);
-                              const int64_t pd_nv31 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                              int64_t pd_b7_b;
+                              int64_t pd_b7_i;
+                              int64_t pd_b7_j;
+                              int64_t pd_b7_k;
+                              const int64_t pd_nr7 = ((N - pd_c3) % 6);
+                              const int64_t pd_nv7 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                               {
-                                pd_b31_b = pd_c0;
-                                pd_b31_i = ((-((N - pd_c3) % 6)) + N);
-                                pd_b31_j = (((-(M % 256)) + M) + pd_c6);
+                                pd_b7_b = pd_c0;
+                                pd_b7_i = ((-((N - pd_c3) % 6)) + N);
+                                pd_b7_j = (((-(M % 256)) + M) + pd_c6);
                               }
-                              float pd_acc31[5][32];
+                              float pd_acc7[5][32];
                               for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  pd_acc31[pd_r][pd_v] = 0;
+                                  pd_acc7[pd_r][pd_v] = 0;
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                                 {
-                                  pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+                                  pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                                 }
                               }
                               for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2587,20 +2587,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                                      const int64_t j = pd_b31_j + pd_v;
+                                      const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                                      const int64_t j = pd_b7_j + pd_v;
                                       const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                      pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                     }
                                   }
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                                 {
-                                  C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+                                  C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                                 }
                               }
                             }
@@ -2619,7 +2619,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                       const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                       const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                       const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                     }
                                   }
                                 }
@@ -2636,32 +2636,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b34_b;
-                        int64_t pd_b34_i;
-                        int64_t pd_b34_j;
-                        int64_t pd_b34_k;
-                        const int64_t pd_nr34 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv34 = (M % 256);
+                        int64_t pd_b10_b;
+                        int64_t pd_b10_i;
+                        int64_t pd_b10_j;
+                        int64_t pd_b10_k;
+                        const int64_t pd_nr10 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv10 = (M % 256);
                         {
-                          pd_b34_b = pd_c0;
-                          pd_b34_i = (pd_c3 + pd_c5);
-                          pd_b34_j = ((-(M % 256)) + M);
+                          pd_b10_b = pd_c0;
+                          pd_b10_i = (pd_c3 + pd_c5);
+                          pd_b10_j = ((-(M % 256)) + M);
                         }
-                        float pd_acc34[6][16];
+                        float pd_acc10[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc34[pd_r][pd_v] = 0;
+                            pd_acc10[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv10; pd_v++)
                           {
-                            pd_acc34[pd_r][pd_v] = C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+                            pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2674,20 +2674,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                                const int64_t j = pd_b34_j + pd_v;
+                                const int64_t i = pd_b10_i + pd_min(pd_r, pd_nr10 - 1);
+                                const int64_t j = pd_b10_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv10; pd_v++)
                           {
-                            C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                            C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                           }
                         }
                       }
@@ -2696,32 +2696,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                           {
-                            int64_t pd_b33_b;
-                            int64_t pd_b33_i;
-                            int64_t pd_b33_j;
-                            int64_t pd_b33_k;
-                            const int64_t pd_nr33 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                            const int64_t pd_nv33 = (M % 256);
+                            int64_t pd_b9_b;
+                            int64_t pd_b9_i;
+                            int64_t pd_b9_j;
+                            int64_t pd_b9_k;
+                            const int64_t pd_nr9 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                            const int64_t pd_nv9 = (M % 256);
                             {
-                              pd_b33_b = pd_c0;
-                              pd_b33_i = (pd_c3 + pd_c5);
-                              pd_b33_j = ((-(M % 256)) + M);
+                              pd_b9_b = pd_c0;
+                              pd_b9_i = (pd_c3 + pd_c5);
+                              pd_b9_j = ((-(M % 256)) + M);
                             }
-                            float pd_acc33[6][32];
+                            float pd_acc9[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc33[pd_r][pd_v] = 0;
+                                pd_acc9[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv9; pd_v++)
                               {
-                                pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                                pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2734,20 +2734,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                                    const int64_t j = pd_b33_j + pd_v;
+                                    const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
+                                    const int64_t j = pd_b9_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv9; pd_v++)
                               {
-                                C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+                                C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                               }
                             }
                           }
@@ -2766,7 +2766,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                     const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c10) + 224);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                   }
                                 }
                               }
@@ -2781,32 +2781,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if (((((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6))) <= 16 && (((((-(M % 256)) + M) + pd_c6) + 15)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b36_b;
-                          int64_t pd_b36_i;
-                          int64_t pd_b36_j;
-                          int64_t pd_b36_k;
-                          const int64_t pd_nr36 = (N - pd_c3);
-                          const int64_t pd_nv36 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                          int64_t pd_b12_b;
+                          int64_t pd_b12_i;
+                          int64_t pd_b12_j;
+                          int64_t pd_b12_k;
+                          const int64_t pd_nr12 = (N - pd_c3);
+                          const int64_t pd_nv12 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                           {
-                            pd_b36_b = pd_c0;
-                            pd_b36_i = pd_c3;
-                            pd_b36_j = (((-(M % 256)) + M) + pd_c6);
+                            pd_b12_b = pd_c0;
+                            pd_b12_i = pd_c3;
+                            pd_b12_j = (((-(M % 256)) + M) + pd_c6);
                           }
-                          float pd_acc36[5][16];
+                          float pd_acc12[5][16];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                             {
-                              pd_acc36[pd_r][pd_v] = 0;
+                              pd_acc12[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
                             {
-                              pd_acc36[pd_r][pd_v] = C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)];
+                              pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2819,20 +2819,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                                  const int64_t j = pd_b36_j + pd_v;
+                                  const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
+                                  const int64_t j = pd_b12_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv36; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
                             {
-                              C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+                              C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
                             }
                           }
                         }
@@ -2841,32 +2841,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           if ((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                             if ((((((-(M % 256)) + M) + pd_c6) + 31)) - (((-(M % 256)) + M)) < 272)
                             {
-                              int64_t pd_b35_b;
-                              int64_t pd_b35_i;
-                              int64_t pd_b35_j;
-                              int64_t pd_b35_k;
-                              const int64_t pd_nr35 = (N - pd_c3);
-                              const int64_t pd_nv35 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
+                              int64_t pd_b11_b;
+                              int64_t pd_b11_i;
+                              int64_t pd_b11_j;
+                              int64_t pd_b11_k;
+                              const int64_t pd_nr11 = (N - pd_c3);
+                              const int64_t pd_nv11 = (((M % 256) >= (pd_c6 + 33)) ? 32 : ((M % 256) - pd_c6));
                               {
-                                pd_b35_b = pd_c0;
-                                pd_b35_i = pd_c3;
-                                pd_b35_j = (((-(M % 256)) + M) + pd_c6);
+                                pd_b11_b = pd_c0;
+                                pd_b11_i = pd_c3;
+                                pd_b11_j = (((-(M % 256)) + M) + pd_c6);
                               }
-                              float pd_acc35[5][32];
+                              float pd_acc11[5][32];
                               for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                               {
                                 #pragma omp simd
                                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                                 {
-                                  pd_acc35[pd_r][pd_v] = 0;
+                                  pd_acc11[pd_r][pd_v] = 0;
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
                                 {
-                                  pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                                  pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
                                 }
                               }
                               for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2879,20 +2879,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
-                                      const int64_t j = pd_b35_j + pd_v;
+                                      const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
+                                      const int64_t j = pd_b11_j + pd_v;
                                       const int64_t k = (pd_c2 + pd_c7);
-                                      pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                      pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                     }
                                   }
                                 }
                               }
-                              for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                              for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                               {
                                 #pragma omp simd
-                                for (int64_t pd_v = 0; pd_v < pd_nv35; pd_v++)
+                                for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
                                 {
-                                  C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                                  C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
                                 }
                               }
                             }
@@ -2911,7 +2911,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                       const int64_t i = (pd_c3 + pd_c9);
                                       const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                       const int64_t k = (pd_c2 + pd_c7);
-                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                      C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                     }
                                   }
                                 }
@@ -2922,7 +2922,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
@@ -2936,18 +2936,18 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
       {
-        const int pd_w8 = pd_t8 < pd_s8;
-        const int64_t pd_c0 = 0 + pd_t8 * 1;
+        const int pd_w3 = pd_t3 < pd_s3;
+        const int64_t pd_c0 = 0 + pd_t3 * 1;
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk4_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk4 = pd_pk4_s;
+            float pd_pk3_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk3 = pd_pk3_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -2956,16 +2956,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
                   }
                   for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
             }
-            for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
+            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 48)
             {
               if ((N >= (pd_c3 + 6)))
               {
@@ -2974,24 +2974,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 < (M - 31); pd_c6 += 32)
                   {
                     {
-                      int64_t pd_b37_b;
-                      int64_t pd_b37_i;
-                      int64_t pd_b37_j;
-                      int64_t pd_b37_k;
+                      int64_t pd_b13_b;
+                      int64_t pd_b13_i;
+                      int64_t pd_b13_j;
+                      int64_t pd_b13_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b37_b = pd_c0;
-                        pd_b37_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b37_j = (pd_c6 + pd_c10);
+                        pd_b13_b = pd_c0;
+                        pd_b13_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b13_j = (pd_c6 + pd_c10);
                       }
-                      float pd_acc37[6][32];
+                      float pd_acc13[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                          pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3007,7 +3007,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = (pd_c6 + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc37[(i) - pd_b37_i][(j) - pd_b37_j] = (pd_acc37[(i) - pd_b37_i][(j) - pd_b37_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc13[(i) - pd_b13_i][(j) - pd_b13_j] = (pd_acc13[(i) - pd_b13_i][(j) - pd_b13_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -3017,7 +3017,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                          C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
                         }
                       }
                     }
@@ -3025,32 +3025,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (0) < 272)
                     {
-                      int64_t pd_b39_b;
-                      int64_t pd_b39_i;
-                      int64_t pd_b39_j;
-                      int64_t pd_b39_k;
-                      const int64_t pd_nr39 = 6;
-                      const int64_t pd_nv39 = (M % 32);
+                      int64_t pd_b15_b;
+                      int64_t pd_b15_i;
+                      int64_t pd_b15_j;
+                      int64_t pd_b15_k;
+                      const int64_t pd_nr15 = 6;
+                      const int64_t pd_nv15 = (M % 32);
                       {
-                        pd_b39_b = pd_c0;
-                        pd_b39_i = (pd_c3 + pd_c5);
-                        pd_b39_j = ((-(M % 32)) + M);
+                        pd_b15_b = pd_c0;
+                        pd_b15_i = (pd_c3 + pd_c5);
+                        pd_b15_j = ((-(M % 32)) + M);
                       }
-                      float pd_acc39[6][16];
+                      float pd_acc15[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc39[pd_r][pd_v] = 0;
+                          pd_acc15[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
                         {
-                          pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
+                          pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3063,20 +3063,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
-                              const int64_t j = pd_b39_j + pd_v;
+                              const int64_t i = pd_b15_i + pd_min(pd_r, pd_nr15 - 1);
+                              const int64_t j = pd_b15_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
                         {
-                          C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+                          C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
                         }
                       }
                     }
@@ -3085,32 +3085,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 32) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                         if (((((-(M % 32)) + M) + 31)) - (0) < 272)
                         {
-                          int64_t pd_b38_b;
-                          int64_t pd_b38_i;
-                          int64_t pd_b38_j;
-                          int64_t pd_b38_k;
-                          const int64_t pd_nr38 = 6;
-                          const int64_t pd_nv38 = (M % 32);
+                          int64_t pd_b14_b;
+                          int64_t pd_b14_i;
+                          int64_t pd_b14_j;
+                          int64_t pd_b14_k;
+                          const int64_t pd_nr14 = 6;
+                          const int64_t pd_nv14 = (M % 32);
                           {
-                            pd_b38_b = pd_c0;
-                            pd_b38_i = (pd_c3 + pd_c5);
-                            pd_b38_j = ((-(M % 32)) + M);
+                            pd_b14_b = pd_c0;
+                            pd_b14_i = (pd_c3 + pd_c5);
+                            pd_b14_j = ((-(M % 32)) + M);
                           }
-                          float pd_acc38[6][32];
+                          float pd_acc14[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc38[pd_r][pd_v] = 0;
+                              pd_acc14[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
                             {
-                              pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
+                              pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3123,20 +3123,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                                  const int64_t j = pd_b38_j + pd_v;
+                                  const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
+                                  const int64_t j = pd_b14_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
                             {
-                              C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+                              C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
                             }
                           }
                         }
@@ -3155,7 +3155,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                   const int64_t j = (((-(M % 32)) + M) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
@@ -3170,32 +3170,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
                       {
-                        int64_t pd_b41_b;
-                        int64_t pd_b41_i;
-                        int64_t pd_b41_j;
-                        int64_t pd_b41_k;
-                        const int64_t pd_nr41 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv41 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                        int64_t pd_b17_b;
+                        int64_t pd_b17_i;
+                        int64_t pd_b17_j;
+                        int64_t pd_b17_k;
+                        const int64_t pd_nr17 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv17 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                         {
-                          pd_b41_b = pd_c0;
-                          pd_b41_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b41_j = pd_c6;
+                          pd_b17_b = pd_c0;
+                          pd_b17_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b17_j = pd_c6;
                         }
-                        float pd_acc41[5][16];
+                        float pd_acc17[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc41[pd_r][pd_v] = 0;
+                            pd_acc17[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
                           {
-                            pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
+                            pd_acc17[pd_r][pd_v] = C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3208,20 +3208,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                                const int64_t j = pd_b41_j + pd_v;
+                                const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
+                                const int64_t j = pd_b17_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
                           {
-                            C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                            C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
                           }
                         }
                       }
@@ -3230,32 +3230,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                           if (((pd_c6 + 31)) - (0) < 272)
                           {
-                            int64_t pd_b40_b;
-                            int64_t pd_b40_i;
-                            int64_t pd_b40_j;
-                            int64_t pd_b40_k;
-                            const int64_t pd_nr40 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv40 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                            int64_t pd_b16_b;
+                            int64_t pd_b16_i;
+                            int64_t pd_b16_j;
+                            int64_t pd_b16_k;
+                            const int64_t pd_nr16 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv16 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                             {
-                              pd_b40_b = pd_c0;
-                              pd_b40_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b40_j = pd_c6;
+                              pd_b16_b = pd_c0;
+                              pd_b16_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b16_j = pd_c6;
                             }
-                            float pd_acc40[5][32];
+                            float pd_acc16[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc40[pd_r][pd_v] = 0;
+                                pd_acc16[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
                               {
-                                pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+                                pd_acc16[pd_r][pd_v] = C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3268,20 +3268,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                                    const int64_t j = pd_b40_j + pd_v;
+                                    const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
+                                    const int64_t j = pd_b16_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
                               {
-                                C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+                                C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
                               }
                             }
                           }
@@ -3300,7 +3300,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                     const int64_t j = (pd_c6 + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                   }
                                 }
                               }
@@ -3317,32 +3317,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                     if (((((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6))) <= 16 && ((pd_c6 + 15)) - (0) < 272)
                     {
-                      int64_t pd_b43_b;
-                      int64_t pd_b43_i;
-                      int64_t pd_b43_j;
-                      int64_t pd_b43_k;
-                      const int64_t pd_nr43 = (N - pd_c3);
-                      const int64_t pd_nv43 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                      int64_t pd_b19_b;
+                      int64_t pd_b19_i;
+                      int64_t pd_b19_j;
+                      int64_t pd_b19_k;
+                      const int64_t pd_nr19 = (N - pd_c3);
+                      const int64_t pd_nv19 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                       {
-                        pd_b43_b = pd_c0;
-                        pd_b43_i = pd_c3;
-                        pd_b43_j = pd_c6;
+                        pd_b19_b = pd_c0;
+                        pd_b19_i = pd_c3;
+                        pd_b19_j = pd_c6;
                       }
-                      float pd_acc43[5][16];
+                      float pd_acc19[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc43[pd_r][pd_v] = 0;
+                          pd_acc19[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
                         {
-                          pd_acc43[pd_r][pd_v] = C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
+                          pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3355,20 +3355,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                              const int64_t j = pd_b43_j + pd_v;
+                              const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
+                              const int64_t j = pd_b19_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
                         {
-                          C[((pd_b43_b) * N + (pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+                          C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
                         }
                       }
                     }
@@ -3377,32 +3377,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if (((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                         if (((pd_c6 + 31)) - (0) < 272)
                         {
-                          int64_t pd_b42_b;
-                          int64_t pd_b42_i;
-                          int64_t pd_b42_j;
-                          int64_t pd_b42_k;
-                          const int64_t pd_nr42 = (N - pd_c3);
-                          const int64_t pd_nv42 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
+                          int64_t pd_b18_b;
+                          int64_t pd_b18_i;
+                          int64_t pd_b18_j;
+                          int64_t pd_b18_k;
+                          const int64_t pd_nr18 = (N - pd_c3);
+                          const int64_t pd_nv18 = (((M >= (pd_c6 + 32)) && (pd_c6 >= 0)) ? 32 : (M - pd_c6));
                           {
-                            pd_b42_b = pd_c0;
-                            pd_b42_i = pd_c3;
-                            pd_b42_j = pd_c6;
+                            pd_b18_b = pd_c0;
+                            pd_b18_i = pd_c3;
+                            pd_b18_j = pd_c6;
                           }
-                          float pd_acc42[5][32];
+                          float pd_acc18[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc42[pd_r][pd_v] = 0;
+                              pd_acc18[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
                             {
-                              pd_acc42[pd_r][pd_v] = C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
+                              pd_acc18[pd_r][pd_v] = C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3415,20 +3415,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b42_i + pd_min(pd_r, pd_nr42 - 1);
-                                  const int64_t j = pd_b42_j + pd_v;
+                                  const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
+                                  const int64_t j = pd_b18_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv42; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
                             {
-                              C[((pd_b42_b) * N + (pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
+                              C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
                             }
                           }
                         }
@@ -3447,7 +3447,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = (pd_c3 + pd_c9);
                                   const int64_t j = (pd_c6 + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                                 }
                               }
                             }
@@ -3457,7 +3457,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            if (!pd_w8)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
@@ -3481,27 +3481,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b44_b;
-          int64_t pd_b44_i;
-          int64_t pd_b44_j;
-          int64_t pd_b44_k;
+          int64_t pd_b1_b;
+          int64_t pd_b1_i;
+          int64_t pd_b1_j;
+          int64_t pd_b1_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b44_b = pd_c0;
-            pd_b44_i = (pd_c2 + pd_c5);
-            pd_b44_j = pd_c6;
+            pd_b1_b = pd_c0;
+            pd_b1_i = (pd_c2 + pd_c5);
+            pd_b1_j = pd_c6;
           }
-          float pd_acc44[8][16];
+          float pd_acc1[8][16];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              const int64_t b = (pd_b44_b) - 0;
-              const int64_t i = ((pd_b44_i + pd_r)) - 0;
-              const int64_t j = ((pd_b44_j + pd_v)) - 0;
-              pd_acc44[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b1_b) - 0;
+              const int64_t i = ((pd_b1_i + pd_r)) - 0;
+              const int64_t j = ((pd_b1_j + pd_v)) - 0;
+              pd_acc1[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3517,7 +3517,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] = (pd_acc44[(i) - pd_b44_i][(j) - pd_b44_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -3527,7 +3527,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              C[((pd_b44_b) * N + (pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
+              C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
             }
           }
         }
@@ -3547,32 +3547,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b45_b;
-        int64_t pd_b45_i;
-        int64_t pd_b45_j;
-        int64_t pd_b45_k;
-        const int64_t pd_nr45 = (N % 8);
-        const int64_t pd_nv45 = 16;
+        int64_t pd_b2_b;
+        int64_t pd_b2_i;
+        int64_t pd_b2_j;
+        int64_t pd_b2_k;
+        const int64_t pd_nr2 = (N % 8);
+        const int64_t pd_nv2 = 16;
         {
-          pd_b45_b = pd_c0;
-          pd_b45_i = ((-(N % 8)) + N);
-          pd_b45_j = 0;
+          pd_b2_b = pd_c0;
+          pd_b2_i = ((-(N % 8)) + N);
+          pd_b2_j = 0;
         }
-        float pd_acc45[7][16];
+        float pd_acc2[7][16];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc45[pd_r][pd_v] = 0;
+            pd_acc2[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            pd_acc45[pd_r][pd_v] = C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3585,20 +3585,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
-                const int64_t j = pd_b45_j + pd_v;
+                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                const int64_t j = pd_b2_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            C[((pd_b45_b) * N + (pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
           }
         }
       }
@@ -3607,35 +3607,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 17)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((16) + ((M - 16)) - 16 >= (0))
           {
-            int64_t pd_b46_b;
-            int64_t pd_b46_i;
-            int64_t pd_b46_j;
-            int64_t pd_b46_k;
-            const int64_t pd_nr46 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv46 = (M - 16);
+            int64_t pd_b3_b;
+            int64_t pd_b3_i;
+            int64_t pd_b3_j;
+            int64_t pd_b3_k;
+            const int64_t pd_nr3 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv3 = (M - 16);
             {
-              pd_b46_b = pd_c0;
-              pd_b46_i = pd_c2;
-              pd_b46_j = (16) + ((M - 16)) - 16;
+              pd_b3_b = pd_c0;
+              pd_b3_i = pd_c2;
+              pd_b3_j = (16) + ((M - 16)) - 16;
             }
-            float pd_acc46[8][16];
+            float pd_acc3[8][16];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc46[pd_r][pd_v] = 0;
+                pd_acc3[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv46; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
               {
-                const int64_t b = (pd_b46_b) - 0;
-                const int64_t i = ((pd_b46_i + pd_r)) - 0;
-                const int64_t j = ((pd_b46_j + pd_v)) - 0;
-                pd_acc46[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b3_b) - 0;
+                const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                pd_acc3[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3648,20 +3648,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                    const int64_t j = pd_b46_j + pd_v;
+                    const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                    const int64_t j = pd_b3_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv46; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
               {
-                C[((pd_b46_b) * N + (pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
               }
             }
           }
@@ -3706,14 +3706,14 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n9 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-      const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-      for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w9 = pd_t9 < pd_s9;
-        const int64_t pd_c0 = 0 + pd_t9 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w9 ? 0 : pd_team_id()) * 16; pd_c1 < M; pd_c1 += (pd_w9 ? 1 : pd_team_size()) * 16)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 16; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 16)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -3731,32 +3731,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 16) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16 >= (0))
             {
-              int64_t pd_b47_b;
-              int64_t pd_b47_i;
-              int64_t pd_b47_j;
-              int64_t pd_b47_k;
-              const int64_t pd_nr47 = N;
-              const int64_t pd_nv47 = ((pd_c1 == 0) ? 16 : (M - 16));
+              int64_t pd_b4_b;
+              int64_t pd_b4_i;
+              int64_t pd_b4_j;
+              int64_t pd_b4_k;
+              const int64_t pd_nr4 = N;
+              const int64_t pd_nv4 = ((pd_c1 == 0) ? 16 : (M - 16));
               {
-                pd_b47_b = pd_c0;
-                pd_b47_i = 0;
-                pd_b47_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
+                pd_b4_b = pd_c0;
+                pd_b4_i = 0;
+                pd_b4_j = (pd_c1) + (((pd_c1 == 0) ? 16 : (M - 16))) - 16;
               }
-              float pd_acc47[7][16];
+              float pd_acc4[7][16];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  pd_acc47[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv47; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                 {
-                  pd_acc47[pd_r][pd_v] = C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                  pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3769,20 +3769,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
-                      const int64_t j = pd_b47_j + pd_v;
+                      const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                      const int64_t j = pd_b4_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 16 - pd_nv47; pd_v < 16; pd_v++)
+                for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                 {
-                  C[((pd_b47_b) * N + (pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                  C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -3808,7 +3808,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w9)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -3830,27 +3830,27 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b48_b;
-          int64_t pd_b48_i;
-          int64_t pd_b48_j;
-          int64_t pd_b48_k;
+          int64_t pd_b1_b;
+          int64_t pd_b1_i;
+          int64_t pd_b1_j;
+          int64_t pd_b1_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b48_b = pd_c0;
-            pd_b48_i = (pd_c2 + pd_c5);
-            pd_b48_j = pd_c6;
+            pd_b1_b = pd_c0;
+            pd_b1_i = (pd_c2 + pd_c5);
+            pd_b1_j = pd_c6;
           }
-          float pd_acc48[8][8];
+          float pd_acc1[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              const int64_t b = (pd_b48_b) - 0;
-              const int64_t i = ((pd_b48_i + pd_r)) - 0;
-              const int64_t j = ((pd_b48_j + pd_v)) - 0;
-              pd_acc48[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b1_b) - 0;
+              const int64_t i = ((pd_b1_i + pd_r)) - 0;
+              const int64_t j = ((pd_b1_j + pd_v)) - 0;
+              pd_acc1[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3866,7 +3866,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc48[(i) - pd_b48_i][(j) - pd_b48_j] = (pd_acc48[(i) - pd_b48_i][(j) - pd_b48_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -3876,7 +3876,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              C[((pd_b48_b) * N + (pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
+              C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
             }
           }
         }
@@ -3896,32 +3896,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b49_b;
-        int64_t pd_b49_i;
-        int64_t pd_b49_j;
-        int64_t pd_b49_k;
-        const int64_t pd_nr49 = (N % 8);
-        const int64_t pd_nv49 = 8;
+        int64_t pd_b2_b;
+        int64_t pd_b2_i;
+        int64_t pd_b2_j;
+        int64_t pd_b2_k;
+        const int64_t pd_nr2 = (N % 8);
+        const int64_t pd_nv2 = 8;
         {
-          pd_b49_b = pd_c0;
-          pd_b49_i = ((-(N % 8)) + N);
-          pd_b49_j = 0;
+          pd_b2_b = pd_c0;
+          pd_b2_i = ((-(N % 8)) + N);
+          pd_b2_j = 0;
         }
-        float pd_acc49[7][8];
+        float pd_acc2[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc49[pd_r][pd_v] = 0;
+            pd_acc2[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            pd_acc49[pd_r][pd_v] = C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)];
+            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3934,20 +3934,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b49_i + pd_min(pd_r, pd_nr49 - 1);
-                const int64_t j = pd_b49_j + pd_v;
+                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                const int64_t j = pd_b2_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc49[pd_r][pd_v] = (pd_acc49[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr49; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv49; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            C[((pd_b49_b) * N + (pd_b49_i + pd_r)) * M + (pd_b49_j + pd_v)] = pd_acc49[pd_r][pd_v];
+            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
           }
         }
       }
@@ -3956,35 +3956,35 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 9)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((8) + ((M - 8)) - 8 >= (0))
           {
-            int64_t pd_b50_b;
-            int64_t pd_b50_i;
-            int64_t pd_b50_j;
-            int64_t pd_b50_k;
-            const int64_t pd_nr50 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv50 = (M - 8);
+            int64_t pd_b3_b;
+            int64_t pd_b3_i;
+            int64_t pd_b3_j;
+            int64_t pd_b3_k;
+            const int64_t pd_nr3 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv3 = (M - 8);
             {
-              pd_b50_b = pd_c0;
-              pd_b50_i = pd_c2;
-              pd_b50_j = (8) + ((M - 8)) - 8;
+              pd_b3_b = pd_c0;
+              pd_b3_i = pd_c2;
+              pd_b3_j = (8) + ((M - 8)) - 8;
             }
-            float pd_acc50[8][8];
+            float pd_acc3[8][8];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc50[pd_r][pd_v] = 0;
+                pd_acc3[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv50; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
               {
-                const int64_t b = (pd_b50_b) - 0;
-                const int64_t i = ((pd_b50_i + pd_r)) - 0;
-                const int64_t j = ((pd_b50_j + pd_v)) - 0;
-                pd_acc50[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b3_b) - 0;
+                const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                pd_acc3[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3997,20 +3997,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b50_i + pd_min(pd_r, pd_nr50 - 1);
-                    const int64_t j = pd_b50_j + pd_v;
+                    const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                    const int64_t j = pd_b3_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc50[pd_r][pd_v] = (pd_acc50[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr50; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 8 - pd_nv50; pd_v < 8; pd_v++)
+              for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
               {
-                C[((pd_b50_b) * N + (pd_b50_i + pd_r)) * M + (pd_b50_j + pd_v)] = pd_acc50[pd_r][pd_v];
+                C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
               }
             }
           }
@@ -4055,14 +4055,14 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-      const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-      for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w10 = pd_t10 < pd_s10;
-        const int64_t pd_c0 = 0 + pd_t10 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 8)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 8)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -4080,32 +4080,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8 >= (0))
             {
-              int64_t pd_b51_b;
-              int64_t pd_b51_i;
-              int64_t pd_b51_j;
-              int64_t pd_b51_k;
-              const int64_t pd_nr51 = N;
-              const int64_t pd_nv51 = ((pd_c1 == 0) ? 8 : (M - 8));
+              int64_t pd_b4_b;
+              int64_t pd_b4_i;
+              int64_t pd_b4_j;
+              int64_t pd_b4_k;
+              const int64_t pd_nr4 = N;
+              const int64_t pd_nv4 = ((pd_c1 == 0) ? 8 : (M - 8));
               {
-                pd_b51_b = pd_c0;
-                pd_b51_i = 0;
-                pd_b51_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
+                pd_b4_b = pd_c0;
+                pd_b4_i = 0;
+                pd_b4_j = (pd_c1) + (((pd_c1 == 0) ? 8 : (M - 8))) - 8;
               }
-              float pd_acc51[7][8];
+              float pd_acc4[7][8];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  pd_acc51[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv51; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                 {
-                  pd_acc51[pd_r][pd_v] = C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)];
+                  pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4118,20 +4118,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b51_i + pd_min(pd_r, pd_nr51 - 1);
-                      const int64_t j = pd_b51_j + pd_v;
+                      const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                      const int64_t j = pd_b4_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc51[pd_r][pd_v] = (pd_acc51[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr51; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 8 - pd_nv51; pd_v < 8; pd_v++)
+                for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b51_b) * N + (pd_b51_i + pd_r)) * M + (pd_b51_j + pd_v)] = pd_acc51[pd_r][pd_v];
+                  C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -4157,7 +4157,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w10)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -4179,27 +4179,27 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b52_b;
-          int64_t pd_b52_i;
-          int64_t pd_b52_j;
-          int64_t pd_b52_k;
+          int64_t pd_b1_b;
+          int64_t pd_b1_i;
+          int64_t pd_b1_j;
+          int64_t pd_b1_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b52_b = pd_c0;
-            pd_b52_i = (pd_c2 + pd_c5);
-            pd_b52_j = pd_c6;
+            pd_b1_b = pd_c0;
+            pd_b1_i = (pd_c2 + pd_c5);
+            pd_b1_j = pd_c6;
           }
-          float pd_acc52[8][4];
+          float pd_acc1[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b52_b) - 0;
-              const int64_t i = ((pd_b52_i + pd_r)) - 0;
-              const int64_t j = ((pd_b52_j + pd_v)) - 0;
-              pd_acc52[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b1_b) - 0;
+              const int64_t i = ((pd_b1_i + pd_r)) - 0;
+              const int64_t j = ((pd_b1_j + pd_v)) - 0;
+              pd_acc1[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4215,7 +4215,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] = (pd_acc52[(i) - pd_b52_i][(j) - pd_b52_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -4225,7 +4225,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b52_b) * N + (pd_b52_i + pd_r)) * M + (pd_b52_j + pd_v)] = pd_acc52[pd_r][pd_v];
+              C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
             }
           }
         }
@@ -4245,32 +4245,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b53_b;
-        int64_t pd_b53_i;
-        int64_t pd_b53_j;
-        int64_t pd_b53_k;
-        const int64_t pd_nr53 = (N % 8);
-        const int64_t pd_nv53 = 4;
+        int64_t pd_b2_b;
+        int64_t pd_b2_i;
+        int64_t pd_b2_j;
+        int64_t pd_b2_k;
+        const int64_t pd_nr2 = (N % 8);
+        const int64_t pd_nv2 = 4;
         {
-          pd_b53_b = pd_c0;
-          pd_b53_i = ((-(N % 8)) + N);
-          pd_b53_j = 0;
+          pd_b2_b = pd_c0;
+          pd_b2_i = ((-(N % 8)) + N);
+          pd_b2_j = 0;
         }
-        float pd_acc53[7][4];
+        float pd_acc2[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc53[pd_r][pd_v] = 0;
+            pd_acc2[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            pd_acc53[pd_r][pd_v] = C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)];
+            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4283,20 +4283,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b53_i + pd_min(pd_r, pd_nr53 - 1);
-                const int64_t j = pd_b53_j + pd_v;
+                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                const int64_t j = pd_b2_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc53[pd_r][pd_v] = (pd_acc53[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr53; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv53; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            C[((pd_b53_b) * N + (pd_b53_i + pd_r)) * M + (pd_b53_j + pd_v)] = pd_acc53[pd_r][pd_v];
+            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
           }
         }
       }
@@ -4305,35 +4305,35 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b54_b;
-            int64_t pd_b54_i;
-            int64_t pd_b54_j;
-            int64_t pd_b54_k;
-            const int64_t pd_nr54 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv54 = (M - 4);
+            int64_t pd_b3_b;
+            int64_t pd_b3_i;
+            int64_t pd_b3_j;
+            int64_t pd_b3_k;
+            const int64_t pd_nr3 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv3 = (M - 4);
             {
-              pd_b54_b = pd_c0;
-              pd_b54_i = pd_c2;
-              pd_b54_j = (4) + ((M - 4)) - 4;
+              pd_b3_b = pd_c0;
+              pd_b3_i = pd_c2;
+              pd_b3_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc54[8][4];
+            float pd_acc3[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc54[pd_r][pd_v] = 0;
+                pd_acc3[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv54; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b54_b) - 0;
-                const int64_t i = ((pd_b54_i + pd_r)) - 0;
-                const int64_t j = ((pd_b54_j + pd_v)) - 0;
-                pd_acc54[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b3_b) - 0;
+                const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                pd_acc3[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4346,20 +4346,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b54_i + pd_min(pd_r, pd_nr54 - 1);
-                    const int64_t j = pd_b54_j + pd_v;
+                    const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                    const int64_t j = pd_b3_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc54[pd_r][pd_v] = (pd_acc54[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr54; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv54; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
               {
-                C[((pd_b54_b) * N + (pd_b54_i + pd_r)) * M + (pd_b54_j + pd_v)] = pd_acc54[pd_r][pd_v];
+                C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
               }
             }
           }
@@ -4404,14 +4404,14 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n11 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-      const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-      for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w11 = pd_t11 < pd_s11;
-        const int64_t pd_c0 = 0 + pd_t11 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w11 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w11 ? 1 : pd_team_size()) * 4)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 4)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -4429,32 +4429,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b55_b;
-              int64_t pd_b55_i;
-              int64_t pd_b55_j;
-              int64_t pd_b55_k;
-              const int64_t pd_nr55 = N;
-              const int64_t pd_nv55 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b4_b;
+              int64_t pd_b4_i;
+              int64_t pd_b4_j;
+              int64_t pd_b4_k;
+              const int64_t pd_nr4 = N;
+              const int64_t pd_nv4 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b55_b = pd_c0;
-                pd_b55_i = 0;
-                pd_b55_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b4_b = pd_c0;
+                pd_b4_i = 0;
+                pd_b4_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc55[7][4];
+              float pd_acc4[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc55[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv55; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                 {
-                  pd_acc55[pd_r][pd_v] = C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)];
+                  pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4467,20 +4467,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b55_i + pd_min(pd_r, pd_nr55 - 1);
-                      const int64_t j = pd_b55_j + pd_v;
+                      const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                      const int64_t j = pd_b4_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc55[pd_r][pd_v] = (pd_acc55[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr55; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv55; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b55_b) * N + (pd_b55_i + pd_r)) * M + (pd_b55_j + pd_v)] = pd_acc55[pd_r][pd_v];
+                  C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -4506,7 +4506,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w11)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -4524,39 +4524,39 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
-      const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
-      for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w12 = pd_t12 < pd_s12;
-        const int64_t pd_c0 = 0 + pd_t12 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 32; pd_c1 < (M - 31); pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 32)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 32; pd_c1 < (M - 31); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 32)
         {
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b56_b;
-              int64_t pd_b56_i;
-              int64_t pd_b56_j;
-              int64_t pd_b56_k;
+              int64_t pd_b1_b;
+              int64_t pd_b1_i;
+              int64_t pd_b1_j;
+              int64_t pd_b1_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b56_b = pd_c0;
-                pd_b56_i = (pd_c2 + pd_c5);
-                pd_b56_j = (pd_c1 + pd_c6);
+                pd_b1_b = pd_c0;
+                pd_b1_i = (pd_c2 + pd_c5);
+                pd_b1_j = (pd_c1 + pd_c6);
               }
-              float pd_acc56[6][32];
+              float pd_acc1[6][32];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  const int64_t b = (pd_b56_b) - 0;
-                  const int64_t i = ((pd_b56_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b56_j + pd_v)) - 0;
-                  pd_acc56[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t i = ((pd_b1_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b1_j + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4572,7 +4572,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] = (pd_acc56[(i) - pd_b56_i][(j) - pd_b56_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -4582,7 +4582,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                 {
-                  C[((pd_b56_b) * N + (pd_b56_i + pd_r)) * M + (pd_b56_j + pd_v)] = pd_acc56[pd_r][pd_v];
+                  C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -4602,32 +4602,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 32) == 0)))
           {
-            int64_t pd_b57_b;
-            int64_t pd_b57_i;
-            int64_t pd_b57_j;
-            int64_t pd_b57_k;
-            const int64_t pd_nr57 = (N % 6);
-            const int64_t pd_nv57 = 32;
+            int64_t pd_b2_b;
+            int64_t pd_b2_i;
+            int64_t pd_b2_j;
+            int64_t pd_b2_k;
+            const int64_t pd_nr2 = (N % 6);
+            const int64_t pd_nv2 = 32;
             {
-              pd_b57_b = pd_c0;
-              pd_b57_i = ((-(N % 6)) + N);
-              pd_b57_j = pd_c1;
+              pd_b2_b = pd_c0;
+              pd_b2_i = ((-(N % 6)) + N);
+              pd_b2_j = pd_c1;
             }
-            float pd_acc57[5][32];
+            float pd_acc2[5][32];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
               {
-                pd_acc57[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc57[pd_r][pd_v] = C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)];
+                pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4640,64 +4640,64 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b57_i + pd_min(pd_r, pd_nr57 - 1);
-                    const int64_t j = pd_b57_j + pd_v;
+                    const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                    const int64_t j = pd_b2_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc57[pd_r][pd_v] = (pd_acc57[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr57; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv57; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                C[((pd_b57_b) * N + (pd_b57_i + pd_r)) * M + (pd_b57_j + pd_v)] = pd_acc57[pd_r][pd_v];
+                C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
         }
-        if (!pd_w12)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
         if (((M % 32) >= 1))
         {
-          for (int64_t pd_c2 = 0 + (pd_w12 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w12 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 6)
           {
             if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
               if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
               {
-                int64_t pd_b59_b;
-                int64_t pd_b59_i;
-                int64_t pd_b59_j;
-                int64_t pd_b59_k;
-                const int64_t pd_nr59 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv59 = (M % 32);
+                int64_t pd_b4_b;
+                int64_t pd_b4_i;
+                int64_t pd_b4_j;
+                int64_t pd_b4_k;
+                const int64_t pd_nr4 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv4 = (M % 32);
                 {
-                  pd_b59_b = pd_c0;
-                  pd_b59_i = pd_c2;
-                  pd_b59_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+                  pd_b4_b = pd_c0;
+                  pd_b4_i = pd_c2;
+                  pd_b4_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
                 }
-                float pd_acc59[6][16];
+                float pd_acc4[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc59[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv59; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b59_b) - 0;
-                    const int64_t i = ((pd_b59_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b59_j + pd_v)) - 0;
-                    pd_acc59[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b4_b) - 0;
+                    const int64_t i = ((pd_b4_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b4_j + pd_v)) - 0;
+                    pd_acc4[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4710,20 +4710,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b59_i + pd_min(pd_r, pd_nr59 - 1);
-                        const int64_t j = pd_b59_j + pd_v;
+                        const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                        const int64_t j = pd_b4_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc59[pd_r][pd_v] = (pd_acc59[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr59; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv59; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b59_b) * N + (pd_b59_i + pd_r)) * M + (pd_b59_j + pd_v)] = pd_acc59[pd_r][pd_v];
+                    C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -4732,35 +4732,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((N >= 6) && (M >= 32)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 32) >= 1)) && ((pd_c2 % 6) == 0)))
                   if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
                   {
-                    int64_t pd_b58_b;
-                    int64_t pd_b58_i;
-                    int64_t pd_b58_j;
-                    int64_t pd_b58_k;
-                    const int64_t pd_nr58 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv58 = (M % 32);
+                    int64_t pd_b3_b;
+                    int64_t pd_b3_i;
+                    int64_t pd_b3_j;
+                    int64_t pd_b3_k;
+                    const int64_t pd_nr3 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv3 = (M % 32);
                     {
-                      pd_b58_b = pd_c0;
-                      pd_b58_i = pd_c2;
-                      pd_b58_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                      pd_b3_b = pd_c0;
+                      pd_b3_i = pd_c2;
+                      pd_b3_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                     }
-                    float pd_acc58[6][32];
+                    float pd_acc3[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc58[pd_r][pd_v] = 0;
+                        pd_acc3[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv58; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b58_b) - 0;
-                        const int64_t i = ((pd_b58_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b58_j + pd_v)) - 0;
-                        pd_acc58[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b3_b) - 0;
+                        const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                        pd_acc3[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4773,20 +4773,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b58_i + pd_min(pd_r, pd_nr58 - 1);
-                            const int64_t j = pd_b58_j + pd_v;
+                            const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                            const int64_t j = pd_b3_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc58[pd_r][pd_v] = (pd_acc58[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr58; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv58; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b58_b) * N + (pd_b58_i + pd_r)) * M + (pd_b58_j + pd_v)] = pd_acc58[pd_r][pd_v];
+                        C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                       }
                     }
                   }
@@ -4826,7 +4826,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
               }
           }
-          if (!pd_w12)
+          if (!pd_w1)
           {
             #pragma omp barrier
           }
@@ -4838,16 +4838,16 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
-      const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
-      for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w13 = pd_t13 < pd_s13;
-        const int64_t pd_c0 = 0 + pd_t13 * 1;
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
         if ((N <= 5))
         {
-          for (int64_t pd_c1 = 0 + (pd_w13 ? 0 : pd_team_id()) * 32; pd_c1 < M; pd_c1 += (pd_w13 ? 1 : pd_team_size()) * 32)
+          for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 32; pd_c1 < M; pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 32)
           {
             for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
             {
@@ -4865,32 +4865,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
               if (((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) <= 16 && (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16 >= (0))
               {
-                int64_t pd_b61_b;
-                int64_t pd_b61_i;
-                int64_t pd_b61_j;
-                int64_t pd_b61_k;
-                const int64_t pd_nr61 = N;
-                const int64_t pd_nv61 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                int64_t pd_b6_b;
+                int64_t pd_b6_i;
+                int64_t pd_b6_j;
+                int64_t pd_b6_k;
+                const int64_t pd_nr6 = N;
+                const int64_t pd_nv6 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                 {
-                  pd_b61_b = pd_c0;
-                  pd_b61_i = 0;
-                  pd_b61_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
+                  pd_b6_b = pd_c0;
+                  pd_b6_i = 0;
+                  pd_b6_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 16;
                 }
-                float pd_acc61[5][16];
+                float pd_acc6[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc61[pd_r][pd_v] = 0;
+                    pd_acc6[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv61; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                   {
-                    pd_acc61[pd_r][pd_v] = C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)];
+                    pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4903,20 +4903,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b61_i + pd_min(pd_r, pd_nr61 - 1);
-                        const int64_t j = pd_b61_j + pd_v;
+                        const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                        const int64_t j = pd_b6_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc61[pd_r][pd_v] = (pd_acc61[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr61; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv61; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b61_b) * N + (pd_b61_i + pd_r)) * M + (pd_b61_j + pd_v)] = pd_acc61[pd_r][pd_v];
+                    C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                   }
                 }
               }
@@ -4925,32 +4925,32 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 32) == 0)))
                   if ((pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32 >= (0))
                   {
-                    int64_t pd_b60_b;
-                    int64_t pd_b60_i;
-                    int64_t pd_b60_j;
-                    int64_t pd_b60_k;
-                    const int64_t pd_nr60 = N;
-                    const int64_t pd_nv60 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
+                    int64_t pd_b5_b;
+                    int64_t pd_b5_i;
+                    int64_t pd_b5_j;
+                    int64_t pd_b5_k;
+                    const int64_t pd_nr5 = N;
+                    const int64_t pd_nv5 = (((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1));
                     {
-                      pd_b60_b = pd_c0;
-                      pd_b60_i = 0;
-                      pd_b60_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
+                      pd_b5_b = pd_c0;
+                      pd_b5_i = 0;
+                      pd_b5_j = (pd_c1) + ((((M >= (pd_c1 + 32)) && (pd_c1 >= 0)) ? 32 : (M - pd_c1))) - 32;
                     }
-                    float pd_acc60[5][32];
+                    float pd_acc5[5][32];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc60[pd_r][pd_v] = 0;
+                        pd_acc5[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv60; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                       {
-                        pd_acc60[pd_r][pd_v] = C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)];
+                        pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -4963,20 +4963,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b60_i + pd_min(pd_r, pd_nr60 - 1);
-                            const int64_t j = pd_b60_j + pd_v;
+                            const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                            const int64_t j = pd_b5_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc60[pd_r][pd_v] = (pd_acc60[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr60; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv60; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b60_b) * N + (pd_b60_i + pd_r)) * M + (pd_b60_j + pd_v)] = pd_acc60[pd_r][pd_v];
+                        C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                       }
                     }
                   }
@@ -5003,47 +5003,47 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
               }
           }
-          if (!pd_w13)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
         }
         else
         {
-          for (int64_t pd_c2 = 0 + (pd_w13 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w13 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 6)
           {
             if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((M) <= 16 && (0) + (M) - 16 >= (0))
               {
-                int64_t pd_b63_b;
-                int64_t pd_b63_i;
-                int64_t pd_b63_j;
-                int64_t pd_b63_k;
-                const int64_t pd_nr63 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv63 = M;
+                int64_t pd_b8_b;
+                int64_t pd_b8_i;
+                int64_t pd_b8_j;
+                int64_t pd_b8_k;
+                const int64_t pd_nr8 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv8 = M;
                 {
-                  pd_b63_b = pd_c0;
-                  pd_b63_i = pd_c2;
-                  pd_b63_j = (0) + (M) - 16;
+                  pd_b8_b = pd_c0;
+                  pd_b8_i = pd_c2;
+                  pd_b8_j = (0) + (M) - 16;
                 }
-                float pd_acc63[6][16];
+                float pd_acc8[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc63[pd_r][pd_v] = 0;
+                    pd_acc8[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv63; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b63_b) - 0;
-                    const int64_t i = ((pd_b63_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b63_j + pd_v)) - 0;
-                    pd_acc63[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b8_b) - 0;
+                    const int64_t i = ((pd_b8_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b8_j + pd_v)) - 0;
+                    pd_acc8[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5056,20 +5056,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b63_i + pd_min(pd_r, pd_nr63 - 1);
-                        const int64_t j = pd_b63_j + pd_v;
+                        const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                        const int64_t j = pd_b8_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc63[pd_r][pd_v] = (pd_acc63[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr63; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv63; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv8; pd_v < 16; pd_v++)
                   {
-                    C[((pd_b63_b) * N + (pd_b63_i + pd_r)) * M + (pd_b63_j + pd_v)] = pd_acc63[pd_r][pd_v];
+                    C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                   }
                 }
               }
@@ -5078,35 +5078,35 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if ((((((((N >= 6) && (M <= 31)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                   if ((0) + (M) - 32 >= (0))
                   {
-                    int64_t pd_b62_b;
-                    int64_t pd_b62_i;
-                    int64_t pd_b62_j;
-                    int64_t pd_b62_k;
-                    const int64_t pd_nr62 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                    const int64_t pd_nv62 = M;
+                    int64_t pd_b7_b;
+                    int64_t pd_b7_i;
+                    int64_t pd_b7_j;
+                    int64_t pd_b7_k;
+                    const int64_t pd_nr7 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                    const int64_t pd_nv7 = M;
                     {
-                      pd_b62_b = pd_c0;
-                      pd_b62_i = pd_c2;
-                      pd_b62_j = (0) + (M) - 32;
+                      pd_b7_b = pd_c0;
+                      pd_b7_i = pd_c2;
+                      pd_b7_j = (0) + (M) - 32;
                     }
-                    float pd_acc62[6][32];
+                    float pd_acc7[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc62[pd_r][pd_v] = 0;
+                        pd_acc7[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv62; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv7; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b62_b) - 0;
-                        const int64_t i = ((pd_b62_i + pd_r)) - 0;
-                        const int64_t j = ((pd_b62_j + pd_v)) - 0;
-                        pd_acc62[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b7_b) - 0;
+                        const int64_t i = ((pd_b7_i + pd_r)) - 0;
+                        const int64_t j = ((pd_b7_j + pd_v)) - 0;
+                        pd_acc7[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -5119,20 +5119,20 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b62_i + pd_min(pd_r, pd_nr62 - 1);
-                            const int64_t j = pd_b62_j + pd_v;
+                            const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                            const int64_t j = pd_b7_j + pd_v;
                             const int64_t k = pd_c3;
-                            pd_acc62[pd_r][pd_v] = (pd_acc62[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr62; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv62; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv7; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b62_b) * N + (pd_b62_i + pd_r)) * M + (pd_b62_j + pd_v)] = pd_acc62[pd_r][pd_v];
+                        C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                       }
                     }
                   }
@@ -5172,7 +5172,7 @@ PD_VARIANT int batched_matmul_v7(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
               }
           }
-          if (!pd_w13)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -5189,14 +5189,14 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n14 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s14 = pd_n14 - pd_mod(pd_n14, pd_team_size());
-    const int64_t pd_e14 = (pd_team_id() + 1) * (pd_s14 / pd_team_size());
-    for (int64_t pd_t14 = pd_e14 - (pd_s14 / pd_team_size()); pd_t14 < pd_n14; pd_t14 = pd_t14 + 1 == pd_e14 ? pd_s14 : pd_t14 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w14 = pd_t14 < pd_s14;
-      const int64_t pd_c0 = 0 + pd_t14 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w14 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w14 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -5209,7 +5209,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w14)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -5217,20 +5217,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
   }
   #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n15 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s15 = pd_n15 - pd_mod(pd_n15, pd_team_size());
-    const int64_t pd_e15 = (pd_team_id() + 1) * (pd_s15 / pd_team_size());
-    for (int64_t pd_t15 = pd_e15 - (pd_s15 / pd_team_size()); pd_t15 < pd_n15; pd_t15 = pd_t15 + 1 == pd_e15 ? pd_s15 : pd_t15 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w15 = pd_t15 < pd_s15;
-      const int64_t pd_c0 = 0 + pd_t15 * 1;
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
       for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk5_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk5 = pd_pk5_s;
+            float pd_pk1_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk1 = pd_pk1_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -5239,16 +5239,16 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                   {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                    pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                   }
                   for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
             }
-            for (int64_t pd_c3 = 0 + (pd_w15 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w15 ? 1 : pd_team_size()) * 48)
+            for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
             {
               if (((M >= (pd_c1 + 32)) && (N >= (pd_c3 + 6))))
               {
@@ -5257,24 +5257,24 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 <= pd_min(224, ((M - pd_c1) - 32)); pd_c6 += 32)
                   {
                     {
-                      int64_t pd_b64_b;
-                      int64_t pd_b64_i;
-                      int64_t pd_b64_j;
-                      int64_t pd_b64_k;
+                      int64_t pd_b1_b;
+                      int64_t pd_b1_i;
+                      int64_t pd_b1_j;
+                      int64_t pd_b1_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b64_b = pd_c0;
-                        pd_b64_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b64_j = ((pd_c1 + pd_c6) + pd_c10);
+                        pd_b1_b = pd_c0;
+                        pd_b1_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b1_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                      float pd_acc64[6][32];
+                      float pd_acc1[6][32];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc64[pd_r][pd_v] = C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)];
+                          pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5290,7 +5290,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc64[(i) - pd_b64_i][(j) - pd_b64_j] = (pd_acc64[(i) - pd_b64_i][(j) - pd_b64_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -5300,7 +5300,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          C[((pd_b64_b) * N + (pd_b64_i + pd_r)) * M + (pd_b64_j + pd_v)] = pd_acc64[pd_r][pd_v];
+                          C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                         }
                       }
                     }
@@ -5310,32 +5310,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if ((((M - pd_c1) % 32)) <= 16 && ((((-((M - pd_c1) % 32)) + M) + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b66_b;
-                        int64_t pd_b66_i;
-                        int64_t pd_b66_j;
-                        int64_t pd_b66_k;
-                        const int64_t pd_nr66 = 6;
-                        const int64_t pd_nv66 = ((M - pd_c1) % 32);
+                        int64_t pd_b3_b;
+                        int64_t pd_b3_i;
+                        int64_t pd_b3_j;
+                        int64_t pd_b3_k;
+                        const int64_t pd_nr3 = 6;
+                        const int64_t pd_nv3 = ((M - pd_c1) % 32);
                         {
-                          pd_b66_b = pd_c0;
-                          pd_b66_i = (pd_c3 + pd_c5);
-                          pd_b66_j = ((-((M - pd_c1) % 32)) + M);
+                          pd_b3_b = pd_c0;
+                          pd_b3_i = (pd_c3 + pd_c5);
+                          pd_b3_j = ((-((M - pd_c1) % 32)) + M);
                         }
-                        float pd_acc66[6][16];
+                        float pd_acc3[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc66[pd_r][pd_v] = 0;
+                            pd_acc3[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                           {
-                            pd_acc66[pd_r][pd_v] = C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)];
+                            pd_acc3[pd_r][pd_v] = C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5348,20 +5348,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b66_i + pd_min(pd_r, pd_nr66 - 1);
-                                const int64_t j = pd_b66_j + pd_v;
+                                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                                const int64_t j = pd_b3_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc66[pd_r][pd_v] = (pd_acc66[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr66; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv66; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                           {
-                            C[((pd_b66_b) * N + (pd_b66_i + pd_r)) * M + (pd_b66_j + pd_v)] = pd_acc66[pd_r][pd_v];
+                            C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                           }
                         }
                       }
@@ -5370,32 +5370,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 32) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((((-((M - pd_c1) % 32)) + M) + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b65_b;
-                            int64_t pd_b65_i;
-                            int64_t pd_b65_j;
-                            int64_t pd_b65_k;
-                            const int64_t pd_nr65 = 6;
-                            const int64_t pd_nv65 = ((M - pd_c1) % 32);
+                            int64_t pd_b2_b;
+                            int64_t pd_b2_i;
+                            int64_t pd_b2_j;
+                            int64_t pd_b2_k;
+                            const int64_t pd_nr2 = 6;
+                            const int64_t pd_nv2 = ((M - pd_c1) % 32);
                             {
-                              pd_b65_b = pd_c0;
-                              pd_b65_i = (pd_c3 + pd_c5);
-                              pd_b65_j = ((-((M - pd_c1) % 32)) + M);
+                              pd_b2_b = pd_c0;
+                              pd_b2_i = (pd_c3 + pd_c5);
+                              pd_b2_j = ((-((M - pd_c1) % 32)) + M);
                             }
-                            float pd_acc65[6][32];
+                            float pd_acc2[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc65[pd_r][pd_v] = 0;
+                                pd_acc2[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                               {
-                                pd_acc65[pd_r][pd_v] = C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)];
+                                pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5408,20 +5408,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b65_i + pd_min(pd_r, pd_nr65 - 1);
-                                    const int64_t j = pd_b65_j + pd_v;
+                                    const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                                    const int64_t j = pd_b2_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc65[pd_r][pd_v] = (pd_acc65[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr65; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv65; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                               {
-                                C[((pd_b65_b) * N + (pd_b65_i + pd_r)) * M + (pd_b65_j + pd_v)] = pd_acc65[pd_r][pd_v];
+                                C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                               }
                             }
                           }
@@ -5440,7 +5440,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                     const int64_t j = (((-((M + 32) % 32)) + M) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -5456,32 +5456,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b68_b;
-                        int64_t pd_b68_i;
-                        int64_t pd_b68_j;
-                        int64_t pd_b68_k;
-                        const int64_t pd_nr68 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv68 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b5_b;
+                        int64_t pd_b5_i;
+                        int64_t pd_b5_j;
+                        int64_t pd_b5_k;
+                        const int64_t pd_nr5 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv5 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b68_b = pd_c0;
-                          pd_b68_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b68_j = (pd_c1 + pd_c6);
+                          pd_b5_b = pd_c0;
+                          pd_b5_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b5_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc68[5][16];
+                        float pd_acc5[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc68[pd_r][pd_v] = 0;
+                            pd_acc5[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                           {
-                            pd_acc68[pd_r][pd_v] = C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)];
+                            pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5494,20 +5494,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b68_i + pd_min(pd_r, pd_nr68 - 1);
-                                const int64_t j = pd_b68_j + pd_v;
+                                const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                                const int64_t j = pd_b5_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc68[pd_r][pd_v] = (pd_acc68[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr68; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv68; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                           {
-                            C[((pd_b68_b) * N + (pd_b68_i + pd_r)) * M + (pd_b68_j + pd_v)] = pd_acc68[pd_r][pd_v];
+                            C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                           }
                         }
                       }
@@ -5516,32 +5516,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                           if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b67_b;
-                            int64_t pd_b67_i;
-                            int64_t pd_b67_j;
-                            int64_t pd_b67_k;
-                            const int64_t pd_nr67 = ((N - pd_c3) % 6);
-                            const int64_t pd_nv67 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            int64_t pd_b4_b;
+                            int64_t pd_b4_i;
+                            int64_t pd_b4_j;
+                            int64_t pd_b4_k;
+                            const int64_t pd_nr4 = ((N - pd_c3) % 6);
+                            const int64_t pd_nv4 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                             {
-                              pd_b67_b = pd_c0;
-                              pd_b67_i = ((-((N - pd_c3) % 6)) + N);
-                              pd_b67_j = (pd_c1 + pd_c6);
+                              pd_b4_b = pd_c0;
+                              pd_b4_i = ((-((N - pd_c3) % 6)) + N);
+                              pd_b4_j = (pd_c1 + pd_c6);
                             }
-                            float pd_acc67[5][32];
+                            float pd_acc4[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc67[pd_r][pd_v] = 0;
+                                pd_acc4[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                               {
-                                pd_acc67[pd_r][pd_v] = C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)];
+                                pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5554,20 +5554,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b67_i + pd_min(pd_r, pd_nr67 - 1);
-                                    const int64_t j = pd_b67_j + pd_v;
+                                    const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                                    const int64_t j = pd_b4_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc67[pd_r][pd_v] = (pd_acc67[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr67; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv67; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                               {
-                                C[((pd_b67_b) * N + (pd_b67_i + pd_r)) * M + (pd_b67_j + pd_v)] = pd_acc67[pd_r][pd_v];
+                                C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                               }
                             }
                           }
@@ -5586,7 +5586,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                     const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -5605,32 +5605,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((M - pd_c1)) <= 16 && ((pd_c1 + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b70_b;
-                        int64_t pd_b70_i;
-                        int64_t pd_b70_j;
-                        int64_t pd_b70_k;
-                        const int64_t pd_nr70 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv70 = (M - pd_c1);
+                        int64_t pd_b7_b;
+                        int64_t pd_b7_i;
+                        int64_t pd_b7_j;
+                        int64_t pd_b7_k;
+                        const int64_t pd_nr7 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv7 = (M - pd_c1);
                         {
-                          pd_b70_b = pd_c0;
-                          pd_b70_i = (pd_c3 + pd_c5);
-                          pd_b70_j = pd_c1;
+                          pd_b7_b = pd_c0;
+                          pd_b7_i = (pd_c3 + pd_c5);
+                          pd_b7_j = pd_c1;
                         }
-                        float pd_acc70[6][16];
+                        float pd_acc7[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc70[pd_r][pd_v] = 0;
+                            pd_acc7[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv70; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                           {
-                            pd_acc70[pd_r][pd_v] = C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)];
+                            pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5643,20 +5643,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b70_i + pd_min(pd_r, pd_nr70 - 1);
-                                const int64_t j = pd_b70_j + pd_v;
+                                const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                                const int64_t j = pd_b7_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc70[pd_r][pd_v] = (pd_acc70[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr70; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv70; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                           {
-                            C[((pd_b70_b) * N + (pd_b70_i + pd_r)) * M + (pd_b70_j + pd_v)] = pd_acc70[pd_r][pd_v];
+                            C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                           }
                         }
                       }
@@ -5665,32 +5665,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 31) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                           if (((pd_c1 + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b69_b;
-                            int64_t pd_b69_i;
-                            int64_t pd_b69_j;
-                            int64_t pd_b69_k;
-                            const int64_t pd_nr69 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                            const int64_t pd_nv69 = (M - pd_c1);
+                            int64_t pd_b6_b;
+                            int64_t pd_b6_i;
+                            int64_t pd_b6_j;
+                            int64_t pd_b6_k;
+                            const int64_t pd_nr6 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                            const int64_t pd_nv6 = (M - pd_c1);
                             {
-                              pd_b69_b = pd_c0;
-                              pd_b69_i = (pd_c3 + pd_c5);
-                              pd_b69_j = pd_c1;
+                              pd_b6_b = pd_c0;
+                              pd_b6_i = (pd_c3 + pd_c5);
+                              pd_b6_j = pd_c1;
                             }
-                            float pd_acc69[6][32];
+                            float pd_acc6[6][32];
                             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc69[pd_r][pd_v] = 0;
+                                pd_acc6[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                               {
-                                pd_acc69[pd_r][pd_v] = C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)];
+                                pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5703,20 +5703,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b69_i + pd_min(pd_r, pd_nr69 - 1);
-                                    const int64_t j = pd_b69_j + pd_v;
+                                    const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                                    const int64_t j = pd_b6_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc69[pd_r][pd_v] = (pd_acc69[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr69; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv69; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                               {
-                                C[((pd_b69_b) * N + (pd_b69_i + pd_r)) * M + (pd_b69_j + pd_v)] = pd_acc69[pd_r][pd_v];
+                                C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                               }
                             }
                           }
@@ -5735,7 +5735,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                     const int64_t j = (pd_c1 + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -5751,32 +5751,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                       if (((((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6))) <= 16 && (((pd_c1 + pd_c6) + 15)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b72_b;
-                        int64_t pd_b72_i;
-                        int64_t pd_b72_j;
-                        int64_t pd_b72_k;
-                        const int64_t pd_nr72 = (N - pd_c3);
-                        const int64_t pd_nv72 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b9_b;
+                        int64_t pd_b9_i;
+                        int64_t pd_b9_j;
+                        int64_t pd_b9_k;
+                        const int64_t pd_nr9 = (N - pd_c3);
+                        const int64_t pd_nv9 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b72_b = pd_c0;
-                          pd_b72_i = pd_c3;
-                          pd_b72_j = (pd_c1 + pd_c6);
+                          pd_b9_b = pd_c0;
+                          pd_b9_i = pd_c3;
+                          pd_b9_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc72[5][16];
+                        float pd_acc9[5][16];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc72[pd_r][pd_v] = 0;
+                            pd_acc9[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv9; pd_v++)
                           {
-                            pd_acc72[pd_r][pd_v] = C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)];
+                            pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5789,20 +5789,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b72_i + pd_min(pd_r, pd_nr72 - 1);
-                                const int64_t j = pd_b72_j + pd_v;
+                                const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
+                                const int64_t j = pd_b9_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc72[pd_r][pd_v] = (pd_acc72[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr72; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv72; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv9; pd_v++)
                           {
-                            C[((pd_b72_b) * N + (pd_b72_i + pd_r)) * M + (pd_b72_j + pd_v)] = pd_acc72[pd_r][pd_v];
+                            C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                           }
                         }
                       }
@@ -5811,32 +5811,32 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                         if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 32))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 224)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 32) == 0)))
                           if ((((pd_c1 + pd_c6) + 31)) - (pd_c1) < 272)
                           {
-                            int64_t pd_b71_b;
-                            int64_t pd_b71_i;
-                            int64_t pd_b71_j;
-                            int64_t pd_b71_k;
-                            const int64_t pd_nr71 = (N - pd_c3);
-                            const int64_t pd_nv71 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
+                            int64_t pd_b8_b;
+                            int64_t pd_b8_i;
+                            int64_t pd_b8_j;
+                            int64_t pd_b8_k;
+                            const int64_t pd_nr8 = (N - pd_c3);
+                            const int64_t pd_nv8 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 32))) ? 32 : ((M - pd_c1) - pd_c6));
                             {
-                              pd_b71_b = pd_c0;
-                              pd_b71_i = pd_c3;
-                              pd_b71_j = (pd_c1 + pd_c6);
+                              pd_b8_b = pd_c0;
+                              pd_b8_i = pd_c3;
+                              pd_b8_j = (pd_c1 + pd_c6);
                             }
-                            float pd_acc71[5][32];
+                            float pd_acc8[5][32];
                             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc71[pd_r][pd_v] = 0;
+                                pd_acc8[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                               {
-                                pd_acc71[pd_r][pd_v] = C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)];
+                                pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                               }
                             }
                             for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -5849,20 +5849,20 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t i = pd_b71_i + pd_min(pd_r, pd_nr71 - 1);
-                                    const int64_t j = pd_b71_j + pd_v;
+                                    const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                                    const int64_t j = pd_b8_j + pd_v;
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    pd_acc71[pd_r][pd_v] = (pd_acc71[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr71; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 0; pd_v < pd_nv71; pd_v++)
+                              for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                               {
-                                C[((pd_b71_b) * N + (pd_b71_i + pd_r)) * M + (pd_b71_j + pd_v)] = pd_acc71[pd_r][pd_v];
+                                C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                               }
                             }
                           }
@@ -5881,7 +5881,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                                     const int64_t i = (pd_c3 + pd_c9);
                                     const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                     const int64_t k = (pd_c2 + pd_c7);
-                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                    C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                                   }
                                 }
                               }
@@ -5892,7 +5892,7 @@ PD_VARIANT int batched_matmul_v8(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            if (!pd_w15)
+            if (!pd_w2)
             {
               #pragma omp barrier
             }

@@ -60,8 +60,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_batched_matmul_0e6c96f22495", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_batched_matmul_0e6c96f22495(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_batched_matmul_94e1dfa1c589", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_batched_matmul_94e1dfa1c589(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

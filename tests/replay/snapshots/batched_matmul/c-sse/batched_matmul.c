@@ -600,24 +600,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
               {
                 {
-                  int64_t pd_b6_b;
-                  int64_t pd_b6_i;
-                  int64_t pd_b6_j;
-                  int64_t pd_b6_k;
+                  int64_t pd_b1_b;
+                  int64_t pd_b1_i;
+                  int64_t pd_b1_j;
+                  int64_t pd_b1_k;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b6_b = pd_c0;
-                    pd_b6_i = (pd_c5 + pd_c9);
-                    pd_b6_j = ((pd_c2 + pd_c6) + pd_c10);
+                    pd_b1_b = pd_c0;
+                    pd_b1_i = (pd_c5 + pd_c9);
+                    pd_b1_j = ((pd_c2 + pd_c6) + pd_c10);
                   }
-                  float pd_acc6[6][8];
+                  float pd_acc1[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
+                      pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -633,7 +633,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           const int64_t i = (pd_c5 + pd_c9);
                           const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc6[(i) - pd_b6_i][(j) - pd_b6_j] = (pd_acc6[(i) - pd_b6_i][(j) - pd_b6_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
@@ -643,7 +643,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
+                      C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
@@ -666,24 +666,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
                 {
                   {
-                    int64_t pd_b7_b;
-                    int64_t pd_b7_i;
-                    int64_t pd_b7_j;
-                    int64_t pd_b7_k;
+                    int64_t pd_b2_b;
+                    int64_t pd_b2_i;
+                    int64_t pd_b2_j;
+                    int64_t pd_b2_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b7_b = pd_c0;
-                      pd_b7_i = (pd_c5 + pd_c9);
-                      pd_b7_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                      pd_b2_b = pd_c0;
+                      pd_b2_i = (pd_c5 + pd_c9);
+                      pd_b2_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                     }
-                    float pd_acc7[6][8];
+                    float pd_acc2[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
+                        pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -699,7 +699,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = (pd_c5 + pd_c9);
                             const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] = (pd_acc7[(i) - pd_b7_i][(j) - pd_b7_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] = (pd_acc2[(i) - pd_b2_i][(j) - pd_b2_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
@@ -709,7 +709,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
+                        C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                       }
                     }
                   }
@@ -717,32 +717,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                   if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
                   {
-                    int64_t pd_b8_b;
-                    int64_t pd_b8_i;
-                    int64_t pd_b8_j;
-                    int64_t pd_b8_k;
-                    const int64_t pd_nr8 = 6;
-                    const int64_t pd_nv8 = (M % 8);
+                    int64_t pd_b3_b;
+                    int64_t pd_b3_i;
+                    int64_t pd_b3_j;
+                    int64_t pd_b3_k;
+                    const int64_t pd_nr3 = 6;
+                    const int64_t pd_nv3 = (M % 8);
                     {
-                      pd_b8_b = pd_c0;
-                      pd_b8_i = pd_c5;
-                      pd_b8_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                      pd_b3_b = pd_c0;
+                      pd_b3_i = pd_c5;
+                      pd_b3_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
                     }
-                    float pd_acc8[6][8];
+                    float pd_acc3[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc8[pd_r][pd_v] = 0;
+                        pd_acc3[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                       {
-                        pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
+                        pd_acc3[pd_r][pd_v] = C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -755,20 +755,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
-                            const int64_t j = pd_b8_j + pd_v;
+                            const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                            const int64_t j = pd_b3_j + pd_v;
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
+                        C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                       }
                     }
                   }
@@ -804,32 +804,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
               if ((((((((((((N == 48) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                 if ((((-(M % 256)) + M)) + ((M % 256)) - 8 >= (0))
                 {
-                  int64_t pd_b9_b;
-                  int64_t pd_b9_i;
-                  int64_t pd_b9_j;
-                  int64_t pd_b9_k;
-                  const int64_t pd_nr9 = 6;
-                  const int64_t pd_nv9 = (M % 256);
+                  int64_t pd_b4_b;
+                  int64_t pd_b4_i;
+                  int64_t pd_b4_j;
+                  int64_t pd_b4_k;
+                  const int64_t pd_nr4 = 6;
+                  const int64_t pd_nv4 = (M % 256);
                   {
-                    pd_b9_b = pd_c0;
-                    pd_b9_i = pd_c5;
-                    pd_b9_j = (((-(M % 256)) + M)) + ((M % 256)) - 8;
+                    pd_b4_b = pd_c0;
+                    pd_b4_i = pd_c5;
+                    pd_b4_j = (((-(M % 256)) + M)) + ((M % 256)) - 8;
                   }
-                  float pd_acc9[6][8];
+                  float pd_acc4[6][8];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc9[pd_r][pd_v] = 0;
+                      pd_acc4[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv9; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                     {
-                      pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
+                      pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -842,20 +842,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
-                          const int64_t j = pd_b9_j + pd_v;
+                          const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                          const int64_t j = pd_b4_j + pd_v;
                           const int64_t k = (pd_c3 + pd_c7);
-                          pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                          pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv9; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                     {
-                      C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
+                      C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                     }
                   }
                 }
@@ -912,24 +912,24 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c2) - 8)); pd_c6 += 8)
                 {
                   {
-                    int64_t pd_b10_b;
-                    int64_t pd_b10_i;
-                    int64_t pd_b10_j;
-                    int64_t pd_b10_k;
+                    int64_t pd_b5_b;
+                    int64_t pd_b5_i;
+                    int64_t pd_b5_j;
+                    int64_t pd_b5_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b10_b = pd_c0;
-                      pd_b10_i = (pd_c5 + pd_c9);
-                      pd_b10_j = ((pd_c2 + pd_c6) + pd_c10);
+                      pd_b5_b = pd_c0;
+                      pd_b5_i = (pd_c5 + pd_c9);
+                      pd_b5_j = ((pd_c2 + pd_c6) + pd_c10);
                     }
-                    float pd_acc10[6][8];
+                    float pd_acc5[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                        pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -945,7 +945,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = (pd_c5 + pd_c9);
                             const int64_t j = ((pd_c2 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc5[(i) - pd_b5_i][(j) - pd_b5_j] = (pd_acc5[(i) - pd_b5_i][(j) - pd_b5_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
@@ -955,7 +955,7 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                        C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                       }
                     }
                   }
@@ -965,32 +965,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N <= 47) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 8))) && ((pd_c2 + 255) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 6))) && (pd_c5 >= 0)) && (((M - pd_c2) % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((((-((M - pd_c2) % 8)) + M)) + (((M - pd_c2) % 8)) - 8 >= (0))
                     {
-                      int64_t pd_b11_b;
-                      int64_t pd_b11_i;
-                      int64_t pd_b11_j;
-                      int64_t pd_b11_k;
-                      const int64_t pd_nr11 = 6;
-                      const int64_t pd_nv11 = ((M - pd_c2) % 8);
+                      int64_t pd_b6_b;
+                      int64_t pd_b6_i;
+                      int64_t pd_b6_j;
+                      int64_t pd_b6_k;
+                      const int64_t pd_nr6 = 6;
+                      const int64_t pd_nv6 = ((M - pd_c2) % 8);
                       {
-                        pd_b11_b = pd_c0;
-                        pd_b11_i = pd_c5;
-                        pd_b11_j = (((-((M - pd_c2) % 8)) + M)) + (((M - pd_c2) % 8)) - 8;
+                        pd_b6_b = pd_c0;
+                        pd_b6_i = pd_c5;
+                        pd_b6_j = (((-((M - pd_c2) % 8)) + M)) + (((M - pd_c2) % 8)) - 8;
                       }
-                      float pd_acc11[6][8];
+                      float pd_acc6[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc11[pd_r][pd_v] = 0;
+                          pd_acc6[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv6; pd_v < 8; pd_v++)
                         {
-                          pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                          pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1003,20 +1003,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
-                              const int64_t j = pd_b11_j + pd_v;
+                              const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                              const int64_t j = pd_b6_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv6; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                          C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                         }
                       }
                     }
@@ -1048,32 +1048,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                 if (((((((((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 8))) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((N % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 8) == 0)))
                   if (((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6))) - 8 >= (0))
                   {
-                    int64_t pd_b12_b;
-                    int64_t pd_b12_i;
-                    int64_t pd_b12_j;
-                    int64_t pd_b12_k;
-                    const int64_t pd_nr12 = (N % 6);
-                    const int64_t pd_nv12 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6));
+                    int64_t pd_b7_b;
+                    int64_t pd_b7_i;
+                    int64_t pd_b7_j;
+                    int64_t pd_b7_k;
+                    const int64_t pd_nr7 = (N % 6);
+                    const int64_t pd_nv7 = (((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6));
                     {
-                      pd_b12_b = pd_c0;
-                      pd_b12_i = ((-(N % 6)) + N);
-                      pd_b12_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
+                      pd_b7_b = pd_c0;
+                      pd_b7_i = ((-(N % 6)) + N);
+                      pd_b7_j = ((pd_c2 + pd_c6)) + ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
                     }
-                    float pd_acc12[5][8];
+                    float pd_acc7[5][8];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = 0;
+                        pd_acc7[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv7; pd_v < 8; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                        pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1086,20 +1086,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
-                            const int64_t j = pd_b12_j + pd_v;
+                            const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                            const int64_t j = pd_b7_j + pd_v;
                             const int64_t k = (pd_c3 + pd_c7);
-                            pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                            pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv7; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                        C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                       }
                     }
                   }
@@ -1135,32 +1135,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c2 >= 0)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (M >= ((pd_c2 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c6 % 8) == 0)))
                     if (((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6))) - 8 >= (0))
                     {
-                      int64_t pd_b13_b;
-                      int64_t pd_b13_i;
-                      int64_t pd_b13_j;
-                      int64_t pd_b13_k;
-                      const int64_t pd_nr13 = N;
-                      const int64_t pd_nv13 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6));
+                      int64_t pd_b8_b;
+                      int64_t pd_b8_i;
+                      int64_t pd_b8_j;
+                      int64_t pd_b8_k;
+                      const int64_t pd_nr8 = N;
+                      const int64_t pd_nv8 = ((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6));
                       {
-                        pd_b13_b = pd_c0;
-                        pd_b13_i = 0;
-                        pd_b13_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
+                        pd_b8_b = pd_c0;
+                        pd_b8_i = 0;
+                        pd_b8_j = ((pd_c2 + pd_c6)) + (((((pd_c2 >= 0) && (M >= ((pd_c2 + pd_c6) + 8))) && (pd_c6 >= 0)) ? 8 : ((M - pd_c2) - pd_c6))) - 8;
                       }
-                      float pd_acc13[5][8];
+                      float pd_acc8[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc13[pd_r][pd_v] = 0;
+                          pd_acc8[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
                         {
-                          pd_acc13[pd_r][pd_v] = C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                          pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1173,20 +1173,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
-                              const int64_t j = pd_b13_j + pd_v;
+                              const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                              const int64_t j = pd_b8_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b13_b) * N + (pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                          C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                         }
                       }
                     }
@@ -1220,32 +1220,32 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((N >= 6) && (N <= 47)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c2 + 1))) && ((pd_c2 + 7) >= M)) && (K >= (pd_c3 + 1))) && (pd_c3 >= 0)) && (N >= (pd_c5 + 1))) && (pd_c5 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 256) == 0)) && ((pd_c5 % 6) == 0)))
                     if ((pd_c2) + ((M - pd_c2)) - 8 >= (0))
                     {
-                      int64_t pd_b14_b;
-                      int64_t pd_b14_i;
-                      int64_t pd_b14_j;
-                      int64_t pd_b14_k;
-                      const int64_t pd_nr14 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
-                      const int64_t pd_nv14 = (M - pd_c2);
+                      int64_t pd_b9_b;
+                      int64_t pd_b9_i;
+                      int64_t pd_b9_j;
+                      int64_t pd_b9_k;
+                      const int64_t pd_nr9 = (((N <= 47) && (N >= (pd_c5 + 6))) ? 6 : (N - pd_c5));
+                      const int64_t pd_nv9 = (M - pd_c2);
                       {
-                        pd_b14_b = pd_c0;
-                        pd_b14_i = pd_c5;
-                        pd_b14_j = (pd_c2) + ((M - pd_c2)) - 8;
+                        pd_b9_b = pd_c0;
+                        pd_b9_i = pd_c5;
+                        pd_b9_j = (pd_c2) + ((M - pd_c2)) - 8;
                       }
-                      float pd_acc14[6][8];
+                      float pd_acc9[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc14[pd_r][pd_v] = 0;
+                          pd_acc9[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv14; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv9; pd_v < 8; pd_v++)
                         {
-                          pd_acc14[pd_r][pd_v] = C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                          pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c3) - 1)); pd_c7 += 1)
@@ -1258,20 +1258,20 @@ PD_VARIANT int batched_matmul_v1(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
-                              const int64_t j = pd_b14_j + pd_v;
+                              const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
+                              const int64_t j = pd_b9_j + pd_v;
                               const int64_t k = (pd_c3 + pd_c7);
-                              pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                              pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv14; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv9; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b14_b) * N + (pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                          C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                         }
                       }
                     }
@@ -1317,14 +1317,14 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n4 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-    const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-    for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w4 = pd_t4 < pd_s4;
-      const int64_t pd_c0 = 0 + pd_t4 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -1337,7 +1337,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w4)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -1345,13 +1345,13 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
   }
   #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-    const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-    for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w5 = pd_t5 < pd_s5;
-      const int64_t pd_c0 = 0 + pd_t5 * 1;
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
       for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
@@ -1376,31 +1376,31 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 48)
+            for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
             {
               for (int64_t pd_c5 = 0; pd_c5 <= 47; pd_c5 += 6)
               {
                 for (int64_t pd_c6 = 0; pd_c6 <= 255; pd_c6 += 8)
                 {
                   {
-                    int64_t pd_b15_b;
-                    int64_t pd_b15_i;
-                    int64_t pd_b15_j;
-                    int64_t pd_b15_k;
+                    int64_t pd_b1_b;
+                    int64_t pd_b1_i;
+                    int64_t pd_b1_j;
+                    int64_t pd_b1_k;
                     {
                       const int64_t pd_c9 = 0;
                       const int64_t pd_c10 = 0;
-                      pd_b15_b = pd_c0;
-                      pd_b15_i = ((pd_c3 + pd_c5) + pd_c9);
-                      pd_b15_j = ((pd_c1 + pd_c6) + pd_c10);
+                      pd_b1_b = pd_c0;
+                      pd_b1_i = ((pd_c3 + pd_c5) + pd_c9);
+                      pd_b1_j = ((pd_c1 + pd_c6) + pd_c10);
                     }
-                    float pd_acc15[6][8];
+                    float pd_acc1[6][8];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc15[pd_r][pd_v] = C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                        pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c7 = 0; pd_c7 <= 255; pd_c7 += 1)
@@ -1416,7 +1416,7 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                             const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                             const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                             const int64_t k = (pd_c2 + pd_c7);
-                            pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                            pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                           }
                         }
                       }
@@ -1426,14 +1426,14 @@ PD_VARIANT int batched_matmul_v2(int64_t B, int64_t N, int64_t K, int64_t M, con
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        C[((pd_b15_b) * N + (pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                        C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
                 }
               }
             }
-            if (!pd_w5)
+            if (!pd_w2)
             {
               #pragma omp barrier
             }
@@ -1451,14 +1451,14 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-    const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-    for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w6 = pd_t6 < pd_s6;
-      const int64_t pd_c0 = 0 + pd_t6 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -1471,7 +1471,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w6)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -1481,20 +1481,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w7 = pd_t7 < pd_s7;
-        const int64_t pd_c0 = 0 + pd_t7 * 1;
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
         for (int64_t pd_c1 = 0; pd_c1 < (M - 255); pd_c1 += 256)
         {
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
           {
             {
-              float pd_pk2_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk2 = pd_pk2_s;
+              float pd_pk1_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk1 = pd_pk1_s;
               for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
                 for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -1503,16 +1503,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_q2 = 0; pd_q2 < (256); pd_q2++)
                     {
-                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                      pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                     }
                     for (int64_t pd_q2 = 256; pd_q2 < 272; pd_q2++)
                     {
-                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                     }
                   }
                 }
               }
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
               {
                 if ((N >= (pd_c3 + 6)))
                 {
@@ -1521,24 +1521,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c6 = 0; pd_c6 <= 248; pd_c6 += 8)
                     {
                       {
-                        int64_t pd_b16_b;
-                        int64_t pd_b16_i;
-                        int64_t pd_b16_j;
-                        int64_t pd_b16_k;
+                        int64_t pd_b1_b;
+                        int64_t pd_b1_i;
+                        int64_t pd_b1_j;
+                        int64_t pd_b1_k;
                         {
                           const int64_t pd_c9 = 0;
                           const int64_t pd_c10 = 0;
-                          pd_b16_b = pd_c0;
-                          pd_b16_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b16_j = ((pd_c1 + pd_c6) + pd_c10);
+                          pd_b1_b = pd_c0;
+                          pd_b1_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b1_j = ((pd_c1 + pd_c6) + pd_c10);
                         }
-                        float pd_acc16[6][8];
+                        float pd_acc1[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc16[pd_r][pd_v] = C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                            pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1554,7 +1554,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] = (pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -1564,7 +1564,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            C[((pd_b16_b) * N + (pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                            C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                           }
                         }
                       }
@@ -1576,32 +1576,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                       {
-                        int64_t pd_b17_b;
-                        int64_t pd_b17_i;
-                        int64_t pd_b17_j;
-                        int64_t pd_b17_k;
-                        const int64_t pd_nr17 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv17 = 8;
+                        int64_t pd_b2_b;
+                        int64_t pd_b2_i;
+                        int64_t pd_b2_j;
+                        int64_t pd_b2_k;
+                        const int64_t pd_nr2 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv2 = 8;
                         {
-                          pd_b17_b = pd_c0;
-                          pd_b17_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b17_j = (pd_c1 + pd_c6);
+                          pd_b2_b = pd_c0;
+                          pd_b2_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b2_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc17[5][8];
+                        float pd_acc2[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc17[pd_r][pd_v] = 0;
+                            pd_acc2[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                           {
-                            pd_acc17[pd_r][pd_v] = C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1614,20 +1614,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
-                                const int64_t j = pd_b17_j + pd_v;
+                                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                                const int64_t j = pd_b2_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                           {
-                            C[((pd_b17_b) * N + (pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                           }
                         }
                       }
@@ -1640,32 +1640,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 256))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                     {
-                      int64_t pd_b18_b;
-                      int64_t pd_b18_i;
-                      int64_t pd_b18_j;
-                      int64_t pd_b18_k;
-                      const int64_t pd_nr18 = (N - pd_c3);
-                      const int64_t pd_nv18 = 8;
+                      int64_t pd_b3_b;
+                      int64_t pd_b3_i;
+                      int64_t pd_b3_j;
+                      int64_t pd_b3_k;
+                      const int64_t pd_nr3 = (N - pd_c3);
+                      const int64_t pd_nv3 = 8;
                       {
-                        pd_b18_b = pd_c0;
-                        pd_b18_i = pd_c3;
-                        pd_b18_j = (pd_c1 + pd_c6);
+                        pd_b3_b = pd_c0;
+                        pd_b3_i = pd_c3;
+                        pd_b3_j = (pd_c1 + pd_c6);
                       }
-                      float pd_acc18[5][8];
+                      float pd_acc3[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc18[pd_r][pd_v] = 0;
+                          pd_acc3[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          pd_acc18[pd_r][pd_v] = C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                          pd_acc3[pd_r][pd_v] = C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1678,27 +1678,27 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                              const int64_t j = pd_b18_j + pd_v;
+                              const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                              const int64_t j = pd_b3_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          C[((pd_b18_b) * N + (pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                          C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                         }
                       }
                     }
                   }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
@@ -1710,8 +1710,8 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
           {
             {
-              float pd_pk3_s[69632] __attribute__((aligned(64)));
-              float *restrict pd_pk3 = pd_pk3_s;
+              float pd_pk2_s[69632] __attribute__((aligned(64)));
+              float *restrict pd_pk2 = pd_pk2_s;
               for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
               {
                 for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -1720,16 +1720,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     #pragma omp simd
                     for (int64_t pd_q2 = 0; pd_q2 < ((M % 256)); pd_q2++)
                     {
-                      pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
+                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((((-(M % 256)) + M)) + pd_q2)];
                     }
                     for (int64_t pd_q2 = (M % 256); pd_q2 < 272; pd_q2++)
                     {
-                      pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                      pd_pk2[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                     }
                   }
                 }
               }
-              for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 48)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
               {
                 if (((N >= (pd_c3 + 6)) && ((M % 256) >= 8)))
                 {
@@ -1738,24 +1738,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     for (int64_t pd_c6 = 0; pd_c6 <= ((M % 256) - 8); pd_c6 += 8)
                     {
                       {
-                        int64_t pd_b19_b;
-                        int64_t pd_b19_i;
-                        int64_t pd_b19_j;
-                        int64_t pd_b19_k;
+                        int64_t pd_b4_b;
+                        int64_t pd_b4_i;
+                        int64_t pd_b4_j;
+                        int64_t pd_b4_k;
                         {
                           const int64_t pd_c9 = 0;
                           const int64_t pd_c10 = 0;
-                          pd_b19_b = pd_c0;
-                          pd_b19_i = ((pd_c3 + pd_c5) + pd_c9);
-                          pd_b19_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
+                          pd_b4_b = pd_c0;
+                          pd_b4_i = ((pd_c3 + pd_c5) + pd_c9);
+                          pd_b4_j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                         }
-                        float pd_acc19[6][8];
+                        float pd_acc4[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc19[pd_r][pd_v] = C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                            pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1771,7 +1771,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] = (pd_acc19[(i) - pd_b19_i][(j) - pd_b19_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc4[(i) - pd_b4_i][(j) - pd_b4_j] = (pd_acc4[(i) - pd_b4_i][(j) - pd_b4_j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -1781,7 +1781,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            C[((pd_b19_b) * N + (pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                            C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                           }
                         }
                       }
@@ -1789,32 +1789,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((M % 256) >= 8)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((((-(M % 8)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b20_b;
-                        int64_t pd_b20_i;
-                        int64_t pd_b20_j;
-                        int64_t pd_b20_k;
-                        const int64_t pd_nr20 = 6;
-                        const int64_t pd_nv20 = (M % 8);
+                        int64_t pd_b5_b;
+                        int64_t pd_b5_i;
+                        int64_t pd_b5_j;
+                        int64_t pd_b5_k;
+                        const int64_t pd_nr5 = 6;
+                        const int64_t pd_nv5 = (M % 8);
                         {
-                          pd_b20_b = pd_c0;
-                          pd_b20_i = (pd_c3 + pd_c5);
-                          pd_b20_j = ((-(M % 8)) + M);
+                          pd_b5_b = pd_c0;
+                          pd_b5_i = (pd_c3 + pd_c5);
+                          pd_b5_j = ((-(M % 8)) + M);
                         }
-                        float pd_acc20[6][8];
+                        float pd_acc5[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc20[pd_r][pd_v] = 0;
+                            pd_acc5[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                           {
-                            pd_acc20[pd_r][pd_v] = C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
+                            pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1827,20 +1827,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
-                                const int64_t j = pd_b20_j + pd_v;
+                                const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                                const int64_t j = pd_b5_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                           {
-                            C[((pd_b20_b) * N + (pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
+                            C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                           }
                         }
                       }
@@ -1859,7 +1859,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = (((-(M % 8)) + M) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -1873,32 +1873,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if (((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                         if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b21_b;
-                          int64_t pd_b21_i;
-                          int64_t pd_b21_j;
-                          int64_t pd_b21_k;
-                          const int64_t pd_nr21 = ((N - pd_c3) % 6);
-                          const int64_t pd_nv21 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
+                          int64_t pd_b6_b;
+                          int64_t pd_b6_i;
+                          int64_t pd_b6_j;
+                          int64_t pd_b6_k;
+                          const int64_t pd_nr6 = ((N - pd_c3) % 6);
+                          const int64_t pd_nv6 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
                           {
-                            pd_b21_b = pd_c0;
-                            pd_b21_i = ((-((N - pd_c3) % 6)) + N);
-                            pd_b21_j = (((-(M % 256)) + M) + pd_c6);
+                            pd_b6_b = pd_c0;
+                            pd_b6_i = ((-((N - pd_c3) % 6)) + N);
+                            pd_b6_j = (((-(M % 256)) + M) + pd_c6);
                           }
-                          float pd_acc21[5][8];
+                          float pd_acc6[5][8];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              pd_acc21[pd_r][pd_v] = 0;
+                              pd_acc6[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                             {
-                              pd_acc21[pd_r][pd_v] = C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
+                              pd_acc6[pd_r][pd_v] = C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1911,20 +1911,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-                                  const int64_t j = pd_b21_j + pd_v;
+                                  const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                                  const int64_t j = pd_b6_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                             {
-                              C[((pd_b21_b) * N + (pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+                              C[((pd_b6_b) * N + (pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                             }
                           }
                         }
@@ -1943,7 +1943,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                   const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
@@ -1959,32 +1959,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 256) <= 7)) && ((M % 256) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((((-(M % 256)) + M) + 7)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b22_b;
-                        int64_t pd_b22_i;
-                        int64_t pd_b22_j;
-                        int64_t pd_b22_k;
-                        const int64_t pd_nr22 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv22 = (M % 256);
+                        int64_t pd_b7_b;
+                        int64_t pd_b7_i;
+                        int64_t pd_b7_j;
+                        int64_t pd_b7_k;
+                        const int64_t pd_nr7 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv7 = (M % 256);
                         {
-                          pd_b22_b = pd_c0;
-                          pd_b22_i = (pd_c3 + pd_c5);
-                          pd_b22_j = ((-(M % 256)) + M);
+                          pd_b7_b = pd_c0;
+                          pd_b7_i = (pd_c3 + pd_c5);
+                          pd_b7_j = ((-(M % 256)) + M);
                         }
-                        float pd_acc22[6][8];
+                        float pd_acc7[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc22[pd_r][pd_v] = 0;
+                            pd_acc7[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                           {
-                            pd_acc22[pd_r][pd_v] = C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
+                            pd_acc7[pd_r][pd_v] = C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -1997,20 +1997,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-                                const int64_t j = pd_b22_j + pd_v;
+                                const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                                const int64_t j = pd_b7_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                           {
-                            C[((pd_b22_b) * N + (pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
+                            C[((pd_b7_b) * N + (pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                           }
                         }
                       }
@@ -2029,7 +2029,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = ((((-((M - 8) % 256)) + M) + pd_c10) + 248);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -2043,32 +2043,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                       if ((((((((((((((M >= 256) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (pd_c6 >= 0)) && ((M % 256) >= 8)) && ((M % 256) >= (pd_c6 + 1))) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                         if ((((((-(M % 256)) + M) + pd_c6) + 7)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b23_b;
-                          int64_t pd_b23_i;
-                          int64_t pd_b23_j;
-                          int64_t pd_b23_k;
-                          const int64_t pd_nr23 = (N - pd_c3);
-                          const int64_t pd_nv23 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
+                          int64_t pd_b8_b;
+                          int64_t pd_b8_i;
+                          int64_t pd_b8_j;
+                          int64_t pd_b8_k;
+                          const int64_t pd_nr8 = (N - pd_c3);
+                          const int64_t pd_nv8 = (((M % 256) >= (pd_c6 + 9)) ? 8 : ((M % 256) - pd_c6));
                           {
-                            pd_b23_b = pd_c0;
-                            pd_b23_i = pd_c3;
-                            pd_b23_j = (((-(M % 256)) + M) + pd_c6);
+                            pd_b8_b = pd_c0;
+                            pd_b8_i = pd_c3;
+                            pd_b8_j = (((-(M % 256)) + M) + pd_c6);
                           }
-                          float pd_acc23[5][8];
+                          float pd_acc8[5][8];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                             {
-                              pd_acc23[pd_r][pd_v] = 0;
+                              pd_acc8[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                             {
-                              pd_acc23[pd_r][pd_v] = C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
+                              pd_acc8[pd_r][pd_v] = C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2081,20 +2081,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                                  const int64_t j = pd_b23_j + pd_v;
+                                  const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                                  const int64_t j = pd_b8_j + pd_v;
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                             {
-                              C[((pd_b23_b) * N + (pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+                              C[((pd_b8_b) * N + (pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                             }
                           }
                         }
@@ -2113,7 +2113,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                   const int64_t i = (pd_c3 + pd_c9);
                                   const int64_t j = ((((-(M % 256)) + M) + pd_c6) + pd_c10);
                                   const int64_t k = (pd_c2 + pd_c7);
-                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk2[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
@@ -2123,7 +2123,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   }
                 }
               }
-              if (!pd_w7)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
@@ -2137,18 +2137,18 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
       {
-        const int pd_w8 = pd_t8 < pd_s8;
-        const int64_t pd_c0 = 0 + pd_t8 * 1;
+        const int pd_w3 = pd_t3 < pd_s3;
+        const int64_t pd_c0 = 0 + pd_t3 * 1;
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk4_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk4 = pd_pk4_s;
+            float pd_pk3_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk3 = pd_pk3_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -2157,16 +2157,16 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < (M); pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((0) + pd_q2)];
                   }
                   for (int64_t pd_q2 = M; pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk4[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk3[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
             }
-            for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 48)
+            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 48)
             {
               if ((N >= (pd_c3 + 6)))
               {
@@ -2175,24 +2175,24 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 < (M - 7); pd_c6 += 8)
                   {
                     {
-                      int64_t pd_b24_b;
-                      int64_t pd_b24_i;
-                      int64_t pd_b24_j;
-                      int64_t pd_b24_k;
+                      int64_t pd_b9_b;
+                      int64_t pd_b9_i;
+                      int64_t pd_b9_j;
+                      int64_t pd_b9_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b24_b = pd_c0;
-                        pd_b24_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b24_j = (pd_c6 + pd_c10);
+                        pd_b9_b = pd_c0;
+                        pd_b9_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b9_j = (pd_c6 + pd_c10);
                       }
-                      float pd_acc24[6][8];
+                      float pd_acc9[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc24[pd_r][pd_v] = C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)];
+                          pd_acc9[pd_r][pd_v] = C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2208,7 +2208,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = (pd_c6 + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] = (pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2218,7 +2218,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b24_b) * N + (pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+                          C[((pd_b9_b) * N + (pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                         }
                       }
                     }
@@ -2226,32 +2226,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((M % 8) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                     if (((((-(M % 8)) + M) + 7)) - (0) < 272)
                     {
-                      int64_t pd_b25_b;
-                      int64_t pd_b25_i;
-                      int64_t pd_b25_j;
-                      int64_t pd_b25_k;
-                      const int64_t pd_nr25 = 6;
-                      const int64_t pd_nv25 = (M % 8);
+                      int64_t pd_b10_b;
+                      int64_t pd_b10_i;
+                      int64_t pd_b10_j;
+                      int64_t pd_b10_k;
+                      const int64_t pd_nr10 = 6;
+                      const int64_t pd_nv10 = (M % 8);
                       {
-                        pd_b25_b = pd_c0;
-                        pd_b25_i = (pd_c3 + pd_c5);
-                        pd_b25_j = ((-(M % 8)) + M);
+                        pd_b10_b = pd_c0;
+                        pd_b10_i = (pd_c3 + pd_c5);
+                        pd_b10_j = ((-(M % 8)) + M);
                       }
-                      float pd_acc25[6][8];
+                      float pd_acc10[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc25[pd_r][pd_v] = 0;
+                          pd_acc10[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv10; pd_v++)
                         {
-                          pd_acc25[pd_r][pd_v] = C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+                          pd_acc10[pd_r][pd_v] = C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2264,20 +2264,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                              const int64_t j = pd_b25_j + pd_v;
+                              const int64_t i = pd_b10_i + pd_min(pd_r, pd_nr10 - 1);
+                              const int64_t j = pd_b10_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv10; pd_v++)
                         {
-                          C[((pd_b25_b) * N + (pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+                          C[((pd_b10_b) * N + (pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
                         }
                       }
                     }
@@ -2296,7 +2296,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = (((-(M % 8)) + M) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2310,32 +2310,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                       if (((pd_c6 + 7)) - (0) < 272)
                       {
-                        int64_t pd_b26_b;
-                        int64_t pd_b26_i;
-                        int64_t pd_b26_j;
-                        int64_t pd_b26_k;
-                        const int64_t pd_nr26 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv26 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
+                        int64_t pd_b11_b;
+                        int64_t pd_b11_i;
+                        int64_t pd_b11_j;
+                        int64_t pd_b11_k;
+                        const int64_t pd_nr11 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv11 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
                         {
-                          pd_b26_b = pd_c0;
-                          pd_b26_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b26_j = pd_c6;
+                          pd_b11_b = pd_c0;
+                          pd_b11_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b11_j = pd_c6;
                         }
-                        float pd_acc26[5][8];
+                        float pd_acc11[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc26[pd_r][pd_v] = 0;
+                            pd_acc11[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
                           {
-                            pd_acc26[pd_r][pd_v] = C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
+                            pd_acc11[pd_r][pd_v] = C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2348,20 +2348,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                                const int64_t j = pd_b26_j + pd_v;
+                                const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
+                                const int64_t j = pd_b11_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
                           {
-                            C[((pd_b26_b) * N + (pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+                            C[((pd_b11_b) * N + (pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
                           }
                         }
                       }
@@ -2380,7 +2380,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                 const int64_t j = (pd_c6 + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                               }
                             }
                           }
@@ -2396,32 +2396,32 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                   if (((((((((((((M <= 255) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= (pd_c6 + 1))) && (pd_c6 >= 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                     if (((pd_c6 + 7)) - (0) < 272)
                     {
-                      int64_t pd_b27_b;
-                      int64_t pd_b27_i;
-                      int64_t pd_b27_j;
-                      int64_t pd_b27_k;
-                      const int64_t pd_nr27 = (N - pd_c3);
-                      const int64_t pd_nv27 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
+                      int64_t pd_b12_b;
+                      int64_t pd_b12_i;
+                      int64_t pd_b12_j;
+                      int64_t pd_b12_k;
+                      const int64_t pd_nr12 = (N - pd_c3);
+                      const int64_t pd_nv12 = (((M >= (pd_c6 + 8)) && (pd_c6 >= 0)) ? 8 : (M - pd_c6));
                       {
-                        pd_b27_b = pd_c0;
-                        pd_b27_i = pd_c3;
-                        pd_b27_j = pd_c6;
+                        pd_b12_b = pd_c0;
+                        pd_b12_i = pd_c3;
+                        pd_b12_j = pd_c6;
                       }
-                      float pd_acc27[5][8];
+                      float pd_acc12[5][8];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc27[pd_r][pd_v] = 0;
+                          pd_acc12[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
                         {
-                          pd_acc27[pd_r][pd_v] = C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                          pd_acc12[pd_r][pd_v] = C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -2434,20 +2434,20 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                              const int64_t j = pd_b27_j + pd_v;
+                              const int64_t i = pd_b12_i + pd_min(pd_r, pd_nr12 - 1);
+                              const int64_t j = pd_b12_j + pd_v;
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv27; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
                         {
-                          C[((pd_b27_b) * N + (pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                          C[((pd_b12_b) * N + (pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
                         }
                       }
                     }
@@ -2466,7 +2466,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = (pd_c3 + pd_c9);
                               const int64_t j = (pd_c6 + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk4[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
+                              C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk3[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (0)) * 1]));
                             }
                           }
                         }
@@ -2475,7 +2475,7 @@ PD_VARIANT int batched_matmul_v3(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            if (!pd_w8)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
@@ -2499,27 +2499,27 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       for (int64_t pd_c2 = 0; pd_c2 < (N - 7); pd_c2 += 8)
       {
         {
-          int64_t pd_b28_b;
-          int64_t pd_b28_i;
-          int64_t pd_b28_j;
-          int64_t pd_b28_k;
+          int64_t pd_b1_b;
+          int64_t pd_b1_i;
+          int64_t pd_b1_j;
+          int64_t pd_b1_k;
           {
             const int64_t pd_c5 = 0;
             const int64_t pd_c6 = 0;
-            pd_b28_b = pd_c0;
-            pd_b28_i = (pd_c2 + pd_c5);
-            pd_b28_j = pd_c6;
+            pd_b1_b = pd_c0;
+            pd_b1_i = (pd_c2 + pd_c5);
+            pd_b1_j = pd_c6;
           }
-          float pd_acc28[8][4];
+          float pd_acc1[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              const int64_t b = (pd_b28_b) - 0;
-              const int64_t i = ((pd_b28_i + pd_r)) - 0;
-              const int64_t j = ((pd_b28_j + pd_v)) - 0;
-              pd_acc28[pd_r][pd_v] = 0.0f;
+              const int64_t b = (pd_b1_b) - 0;
+              const int64_t i = ((pd_b1_i + pd_r)) - 0;
+              const int64_t j = ((pd_b1_j + pd_v)) - 0;
+              pd_acc1[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2535,7 +2535,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   const int64_t i = (pd_c2 + pd_c5);
                   const int64_t j = pd_c6;
                   const int64_t k = pd_c3;
-                  pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] = (pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                  pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                 }
               }
             }
@@ -2545,7 +2545,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              C[((pd_b28_b) * N + (pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+              C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
             }
           }
         }
@@ -2565,32 +2565,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
       }
       if (((((N >= 8) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((N % 8) >= 1)))
       {
-        int64_t pd_b29_b;
-        int64_t pd_b29_i;
-        int64_t pd_b29_j;
-        int64_t pd_b29_k;
-        const int64_t pd_nr29 = (N % 8);
-        const int64_t pd_nv29 = 4;
+        int64_t pd_b2_b;
+        int64_t pd_b2_i;
+        int64_t pd_b2_j;
+        int64_t pd_b2_k;
+        const int64_t pd_nr2 = (N % 8);
+        const int64_t pd_nv2 = 4;
         {
-          pd_b29_b = pd_c0;
-          pd_b29_i = ((-(N % 8)) + N);
-          pd_b29_j = 0;
+          pd_b2_b = pd_c0;
+          pd_b2_i = ((-(N % 8)) + N);
+          pd_b2_j = 0;
         }
-        float pd_acc29[7][4];
+        float pd_acc2[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc29[pd_r][pd_v] = 0;
+            pd_acc2[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            pd_acc29[pd_r][pd_v] = C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
           }
         }
         for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2603,20 +2603,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
             {
               {
                 const int64_t b = pd_c0;
-                const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                const int64_t j = pd_b29_j + pd_v;
+                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                const int64_t j = pd_b2_j + pd_v;
                 const int64_t k = pd_c3;
-                pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            C[((pd_b29_b) * N + (pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
           }
         }
       }
@@ -2625,35 +2625,35 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
         if ((((((((N >= 8) && (M >= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 8) == 0)))
           if ((4) + ((M - 4)) - 4 >= (0))
           {
-            int64_t pd_b30_b;
-            int64_t pd_b30_i;
-            int64_t pd_b30_j;
-            int64_t pd_b30_k;
-            const int64_t pd_nr30 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
-            const int64_t pd_nv30 = (M - 4);
+            int64_t pd_b3_b;
+            int64_t pd_b3_i;
+            int64_t pd_b3_j;
+            int64_t pd_b3_k;
+            const int64_t pd_nr3 = ((N >= (pd_c2 + 8)) ? 8 : (N - pd_c2));
+            const int64_t pd_nv3 = (M - 4);
             {
-              pd_b30_b = pd_c0;
-              pd_b30_i = pd_c2;
-              pd_b30_j = (4) + ((M - 4)) - 4;
+              pd_b3_b = pd_c0;
+              pd_b3_i = pd_c2;
+              pd_b3_j = (4) + ((M - 4)) - 4;
             }
-            float pd_acc30[8][4];
+            float pd_acc3[8][4];
             for (int64_t pd_r = 0; pd_r < 8; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc30[pd_r][pd_v] = 0;
+                pd_acc3[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv30; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
               {
-                const int64_t b = (pd_b30_b) - 0;
-                const int64_t i = ((pd_b30_i + pd_r)) - 0;
-                const int64_t j = ((pd_b30_j + pd_v)) - 0;
-                pd_acc30[pd_r][pd_v] = 0.0f;
+                const int64_t b = (pd_b3_b) - 0;
+                const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                pd_acc3[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2666,20 +2666,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                    const int64_t j = pd_b30_j + pd_v;
+                    const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                    const int64_t j = pd_b3_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 4 - pd_nv30; pd_v < 4; pd_v++)
+              for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
               {
-                C[((pd_b30_b) * N + (pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+                C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
               }
             }
           }
@@ -2724,14 +2724,14 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n9 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-      const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-      for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w9 = pd_t9 < pd_s9;
-        const int64_t pd_c0 = 0 + pd_t9 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w9 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w9 ? 1 : pd_team_size()) * 4)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 4; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 4)
         {
           for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
           {
@@ -2749,32 +2749,32 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
           if (((((((N <= 7) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 4) == 0)))
             if ((pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4 >= (0))
             {
-              int64_t pd_b31_b;
-              int64_t pd_b31_i;
-              int64_t pd_b31_j;
-              int64_t pd_b31_k;
-              const int64_t pd_nr31 = N;
-              const int64_t pd_nv31 = ((pd_c1 == 0) ? 4 : (M - 4));
+              int64_t pd_b4_b;
+              int64_t pd_b4_i;
+              int64_t pd_b4_j;
+              int64_t pd_b4_k;
+              const int64_t pd_nr4 = N;
+              const int64_t pd_nv4 = ((pd_c1 == 0) ? 4 : (M - 4));
               {
-                pd_b31_b = pd_c0;
-                pd_b31_i = 0;
-                pd_b31_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
+                pd_b4_b = pd_c0;
+                pd_b4_i = 0;
+                pd_b4_j = (pd_c1) + (((pd_c1 == 0) ? 4 : (M - 4))) - 4;
               }
-              float pd_acc31[7][4];
+              float pd_acc4[7][4];
               for (int64_t pd_r = 0; pd_r < 7; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  pd_acc31[pd_r][pd_v] = 0;
+                  pd_acc4[pd_r][pd_v] = 0;
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv31; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                 {
-                  pd_acc31[pd_r][pd_v] = C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+                  pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2787,20 +2787,20 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
                   {
                     {
                       const int64_t b = pd_c0;
-                      const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                      const int64_t j = pd_b31_j + pd_v;
+                      const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                      const int64_t j = pd_b4_j + pd_v;
                       const int64_t k = pd_c3;
-                      pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
               }
-              for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+              for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
               {
                 #pragma omp simd
-                for (int64_t pd_v = 4 - pd_nv31; pd_v < 4; pd_v++)
+                for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                 {
-                  C[((pd_b31_b) * N + (pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+                  C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                 }
               }
             }
@@ -2826,7 +2826,7 @@ PD_VARIANT int batched_matmul_v4(int64_t B, int64_t N, int64_t K, int64_t M, con
               }
             }
         }
-        if (!pd_w9)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -2844,39 +2844,39 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-      const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-      for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w10 = pd_t10 < pd_s10;
-        const int64_t pd_c0 = 0 + pd_t10 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 8; pd_c1 < (M - 7); pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 8)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 8; pd_c1 < (M - 7); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 8)
         {
           for (int64_t pd_c2 = 0; pd_c2 < (N - 5); pd_c2 += 6)
           {
             {
-              int64_t pd_b32_b;
-              int64_t pd_b32_i;
-              int64_t pd_b32_j;
-              int64_t pd_b32_k;
+              int64_t pd_b1_b;
+              int64_t pd_b1_i;
+              int64_t pd_b1_j;
+              int64_t pd_b1_k;
               {
                 const int64_t pd_c5 = 0;
                 const int64_t pd_c6 = 0;
-                pd_b32_b = pd_c0;
-                pd_b32_i = (pd_c2 + pd_c5);
-                pd_b32_j = (pd_c1 + pd_c6);
+                pd_b1_b = pd_c0;
+                pd_b1_i = (pd_c2 + pd_c5);
+                pd_b1_j = (pd_c1 + pd_c6);
               }
-              float pd_acc32[6][8];
+              float pd_acc1[6][8];
               for (int64_t pd_r = 0; pd_r < 6; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  const int64_t b = (pd_b32_b) - 0;
-                  const int64_t i = ((pd_b32_i + pd_r)) - 0;
-                  const int64_t j = ((pd_b32_j + pd_v)) - 0;
-                  pd_acc32[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t i = ((pd_b1_i + pd_r)) - 0;
+                  const int64_t j = ((pd_b1_j + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2892,7 +2892,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                       const int64_t i = (pd_c2 + pd_c5);
                       const int64_t j = (pd_c1 + pd_c6);
                       const int64_t k = pd_c3;
-                      pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] = (pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                      pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                     }
                   }
                 }
@@ -2902,7 +2902,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  C[((pd_b32_b) * N + (pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+                  C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -2922,32 +2922,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
           if ((((((((N >= 6) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && ((N % 6) >= 1)) && ((pd_c1 % 8) == 0)))
           {
-            int64_t pd_b33_b;
-            int64_t pd_b33_i;
-            int64_t pd_b33_j;
-            int64_t pd_b33_k;
-            const int64_t pd_nr33 = (N % 6);
-            const int64_t pd_nv33 = 8;
+            int64_t pd_b2_b;
+            int64_t pd_b2_i;
+            int64_t pd_b2_j;
+            int64_t pd_b2_k;
+            const int64_t pd_nr2 = (N % 6);
+            const int64_t pd_nv2 = 8;
             {
-              pd_b33_b = pd_c0;
-              pd_b33_i = ((-(N % 6)) + N);
-              pd_b33_j = pd_c1;
+              pd_b2_b = pd_c0;
+              pd_b2_i = ((-(N % 6)) + N);
+              pd_b2_j = pd_c1;
             }
-            float pd_acc33[5][8];
+            float pd_acc2[5][8];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc33[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc33[pd_r][pd_v] = C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+                pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
               }
             }
             for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -2960,64 +2960,64 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 {
                   {
                     const int64_t b = pd_c0;
-                    const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-                    const int64_t j = pd_b33_j + pd_v;
+                    const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                    const int64_t j = pd_b2_j + pd_v;
                     const int64_t k = pd_c3;
-                    pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                    pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                C[((pd_b33_b) * N + (pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+                C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
         }
-        if (!pd_w10)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
         if (((M % 8) >= 1))
         {
-          for (int64_t pd_c2 = 0 + (pd_w10 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w10 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 6)
           {
             if (((((((((N >= 6) && (M >= 8)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((M % 8) >= 1)) && ((pd_c2 % 6) == 0)))
               if ((((-(M % 8)) + M)) + ((M % 8)) - 8 >= (0))
               {
-                int64_t pd_b34_b;
-                int64_t pd_b34_i;
-                int64_t pd_b34_j;
-                int64_t pd_b34_k;
-                const int64_t pd_nr34 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv34 = (M % 8);
+                int64_t pd_b3_b;
+                int64_t pd_b3_i;
+                int64_t pd_b3_j;
+                int64_t pd_b3_k;
+                const int64_t pd_nr3 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv3 = (M % 8);
                 {
-                  pd_b34_b = pd_c0;
-                  pd_b34_i = pd_c2;
-                  pd_b34_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
+                  pd_b3_b = pd_c0;
+                  pd_b3_i = pd_c2;
+                  pd_b3_j = (((-(M % 8)) + M)) + ((M % 8)) - 8;
                 }
-                float pd_acc34[6][8];
+                float pd_acc3[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc34[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv34; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b34_b) - 0;
-                    const int64_t i = ((pd_b34_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b34_j + pd_v)) - 0;
-                    pd_acc34[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3030,20 +3030,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                        const int64_t j = pd_b34_j + pd_v;
+                        const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                        const int64_t j = pd_b3_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv34; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b34_b) * N + (pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+                    C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -3082,7 +3082,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
           }
-          if (!pd_w10)
+          if (!pd_w1)
           {
             #pragma omp barrier
           }
@@ -3094,16 +3094,16 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
   {
     #pragma omp parallel if((B) * (N) * (M) + (B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n11 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-      const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-      for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w11 = pd_t11 < pd_s11;
-        const int64_t pd_c0 = 0 + pd_t11 * 1;
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
         if ((N <= 5))
         {
-          for (int64_t pd_c1 = 0 + (pd_w11 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w11 ? 1 : pd_team_size()) * 8)
+          for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 8; pd_c1 < M; pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 8)
           {
             for (int64_t pd_c4 = 0; pd_c4 < N; pd_c4 += 1)
             {
@@ -3121,32 +3121,32 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
             if (((((((N <= 5) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
               if ((pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8 >= (0))
               {
-                int64_t pd_b35_b;
-                int64_t pd_b35_i;
-                int64_t pd_b35_j;
-                int64_t pd_b35_k;
-                const int64_t pd_nr35 = N;
-                const int64_t pd_nv35 = (((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1));
+                int64_t pd_b4_b;
+                int64_t pd_b4_i;
+                int64_t pd_b4_j;
+                int64_t pd_b4_k;
+                const int64_t pd_nr4 = N;
+                const int64_t pd_nv4 = (((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1));
                 {
-                  pd_b35_b = pd_c0;
-                  pd_b35_i = 0;
-                  pd_b35_j = (pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8;
+                  pd_b4_b = pd_c0;
+                  pd_b4_i = 0;
+                  pd_b4_j = (pd_c1) + ((((M >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (M - pd_c1))) - 8;
                 }
-                float pd_acc35[5][8];
+                float pd_acc4[5][8];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc35[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv35; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                   {
-                    pd_acc35[pd_r][pd_v] = C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)];
+                    pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3159,20 +3159,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
-                        const int64_t j = pd_b35_j + pd_v;
+                        const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                        const int64_t j = pd_b4_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv35; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b35_b) * N + (pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+                    C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -3198,47 +3198,47 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
           }
-          if (!pd_w11)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
         }
         else
         {
-          for (int64_t pd_c2 = 0 + (pd_w11 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w11 ? 1 : pd_team_size()) * 6)
+          for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c2 < N; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 6)
           {
             if ((((((((N >= 6) && (M <= 7)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (N >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
               if ((0) + (M) - 8 >= (0))
               {
-                int64_t pd_b36_b;
-                int64_t pd_b36_i;
-                int64_t pd_b36_j;
-                int64_t pd_b36_k;
-                const int64_t pd_nr36 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
-                const int64_t pd_nv36 = M;
+                int64_t pd_b5_b;
+                int64_t pd_b5_i;
+                int64_t pd_b5_j;
+                int64_t pd_b5_k;
+                const int64_t pd_nr5 = ((N >= (pd_c2 + 6)) ? 6 : (N - pd_c2));
+                const int64_t pd_nv5 = M;
                 {
-                  pd_b36_b = pd_c0;
-                  pd_b36_i = pd_c2;
-                  pd_b36_j = (0) + (M) - 8;
+                  pd_b5_b = pd_c0;
+                  pd_b5_i = pd_c2;
+                  pd_b5_j = (0) + (M) - 8;
                 }
-                float pd_acc36[6][8];
+                float pd_acc5[6][8];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc36[pd_r][pd_v] = 0;
+                    pd_acc5[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv36; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b36_b) - 0;
-                    const int64_t i = ((pd_b36_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b36_j + pd_v)) - 0;
-                    pd_acc36[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b5_b) - 0;
+                    const int64_t i = ((pd_b5_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b5_j + pd_v)) - 0;
+                    pd_acc5[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c3 = 0; pd_c3 < K; pd_c3 += 1)
@@ -3251,20 +3251,20 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t i = pd_b36_i + pd_min(pd_r, pd_nr36 - 1);
-                        const int64_t j = pd_b36_j + pd_v;
+                        const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                        const int64_t j = pd_b5_j + pd_v;
                         const int64_t k = pd_c3;
-                        pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
+                        pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * Bm[((b) * K + k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv36; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
                   {
-                    C[((pd_b36_b) * N + (pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+                    C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                   }
                 }
               }
@@ -3303,7 +3303,7 @@ PD_VARIANT int batched_matmul_v5(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
           }
-          if (!pd_w11)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -3320,14 +3320,14 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
 {
   #pragma omp parallel if((B) * (N) * (M) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
-    const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
-    for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w12 = pd_t12 < pd_s12;
-      const int64_t pd_c0 = 0 + pd_t12 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < N; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         #pragma omp simd
         for (int64_t pd_c2 = 0; pd_c2 < M; pd_c2 += 1)
@@ -3340,7 +3340,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
           }
         }
       }
-      if (!pd_w12)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -3348,20 +3348,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
   }
   #pragma omp parallel if((B) * (N) * (M) * (K) >= 32768 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
-    const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
-    for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w13 = pd_t13 < pd_s13;
-      const int64_t pd_c0 = 0 + pd_t13 * 1;
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
       for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 256)
         {
           {
-            float pd_pk5_s[69632] __attribute__((aligned(64)));
-            float *restrict pd_pk5 = pd_pk5_s;
+            float pd_pk1_s[69632] __attribute__((aligned(64)));
+            float *restrict pd_pk1 = pd_pk1_s;
             for (int64_t pd_q0 = 0; pd_q0 < (1); pd_q0++)
             {
               for (int64_t pd_q1 = 0; pd_q1 < (((K >= (pd_c2 + 256)) ? 256 : (K - pd_c2))); pd_q1++)
@@ -3370,16 +3370,16 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   #pragma omp simd
                   for (int64_t pd_q2 = 0; pd_q2 < (((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1))); pd_q2++)
                   {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
+                    pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = Bm[((((pd_c0) + pd_q0)) * K + ((pd_c2) + pd_q1)) * M + ((pd_c1) + pd_q2)];
                   }
                   for (int64_t pd_q2 = ((M >= (pd_c1 + 256)) ? 256 : (M - pd_c1)); pd_q2 < 272; pd_q2++)
                   {
-                    pd_pk5[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
+                    pd_pk1[pd_q0 * 69632 + pd_q1 * 272 + pd_q2 * 1] = 0;
                   }
                 }
               }
             }
-            for (int64_t pd_c3 = 0 + (pd_w13 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w13 ? 1 : pd_team_size()) * 48)
+            for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c3 < N; pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 48)
             {
               if (((M >= (pd_c1 + 8)) && (N >= (pd_c3 + 6))))
               {
@@ -3388,24 +3388,24 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                   for (int64_t pd_c6 = 0; pd_c6 <= pd_min(248, ((M - pd_c1) - 8)); pd_c6 += 8)
                   {
                     {
-                      int64_t pd_b37_b;
-                      int64_t pd_b37_i;
-                      int64_t pd_b37_j;
-                      int64_t pd_b37_k;
+                      int64_t pd_b1_b;
+                      int64_t pd_b1_i;
+                      int64_t pd_b1_j;
+                      int64_t pd_b1_k;
                       {
                         const int64_t pd_c9 = 0;
                         const int64_t pd_c10 = 0;
-                        pd_b37_b = pd_c0;
-                        pd_b37_i = ((pd_c3 + pd_c5) + pd_c9);
-                        pd_b37_j = ((pd_c1 + pd_c6) + pd_c10);
+                        pd_b1_b = pd_c0;
+                        pd_b1_i = ((pd_c3 + pd_c5) + pd_c9);
+                        pd_b1_j = ((pd_c1 + pd_c6) + pd_c10);
                       }
-                      float pd_acc37[6][8];
+                      float pd_acc1[6][8];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc37[pd_r][pd_v] = C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+                          pd_acc1[pd_r][pd_v] = C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3421,7 +3421,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                               const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                               const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                               const int64_t k = (pd_c2 + pd_c7);
-                              pd_acc37[(i) - pd_b37_i][(j) - pd_b37_j] = (pd_acc37[(i) - pd_b37_i][(j) - pd_b37_j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                              pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                             }
                           }
                         }
@@ -3431,7 +3431,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          C[((pd_b37_b) * N + (pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+                          C[((pd_b1_b) * N + (pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                         }
                       }
                     }
@@ -3441,32 +3441,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && ((pd_c1 + 255) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && (((M - pd_c1) % 8) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((((-((M - pd_c1) % 8)) + M) + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b38_b;
-                        int64_t pd_b38_i;
-                        int64_t pd_b38_j;
-                        int64_t pd_b38_k;
-                        const int64_t pd_nr38 = 6;
-                        const int64_t pd_nv38 = ((M - pd_c1) % 8);
+                        int64_t pd_b2_b;
+                        int64_t pd_b2_i;
+                        int64_t pd_b2_j;
+                        int64_t pd_b2_k;
+                        const int64_t pd_nr2 = 6;
+                        const int64_t pd_nv2 = ((M - pd_c1) % 8);
                         {
-                          pd_b38_b = pd_c0;
-                          pd_b38_i = (pd_c3 + pd_c5);
-                          pd_b38_j = ((-((M - pd_c1) % 8)) + M);
+                          pd_b2_b = pd_c0;
+                          pd_b2_i = (pd_c3 + pd_c5);
+                          pd_b2_j = ((-((M - pd_c1) % 8)) + M);
                         }
-                        float pd_acc38[6][8];
+                        float pd_acc2[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc38[pd_r][pd_v] = 0;
+                            pd_acc2[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                           {
-                            pd_acc38[pd_r][pd_v] = C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)];
+                            pd_acc2[pd_r][pd_v] = C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3479,20 +3479,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                                const int64_t j = pd_b38_j + pd_v;
+                                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                                const int64_t j = pd_b2_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                           {
-                            C[((pd_b38_b) * N + (pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+                            C[((pd_b2_b) * N + (pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                           }
                         }
                       }
@@ -3511,7 +3511,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = (((-((M + 8) % 8)) + M) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -3526,32 +3526,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 6))) && ((pd_c3 + 47) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && (((N - pd_c3) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                       if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b39_b;
-                        int64_t pd_b39_i;
-                        int64_t pd_b39_j;
-                        int64_t pd_b39_k;
-                        const int64_t pd_nr39 = ((N - pd_c3) % 6);
-                        const int64_t pd_nv39 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b3_b;
+                        int64_t pd_b3_i;
+                        int64_t pd_b3_j;
+                        int64_t pd_b3_k;
+                        const int64_t pd_nr3 = ((N - pd_c3) % 6);
+                        const int64_t pd_nv3 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b39_b = pd_c0;
-                          pd_b39_i = ((-((N - pd_c3) % 6)) + N);
-                          pd_b39_j = (pd_c1 + pd_c6);
+                          pd_b3_b = pd_c0;
+                          pd_b3_i = ((-((N - pd_c3) % 6)) + N);
+                          pd_b3_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc39[5][8];
+                        float pd_acc3[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc39[pd_r][pd_v] = 0;
+                            pd_acc3[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                           {
-                            pd_acc39[pd_r][pd_v] = C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)];
+                            pd_acc3[pd_r][pd_v] = C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3564,20 +3564,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
-                                const int64_t j = pd_b39_j + pd_v;
+                                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                                const int64_t j = pd_b3_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv39; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                           {
-                            C[((pd_b39_b) * N + (pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+                            C[((pd_b3_b) * N + (pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                           }
                         }
                       }
@@ -3596,7 +3596,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = (((-((N + 6) % 6)) + N) + pd_c9);
                                 const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -3614,32 +3614,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 1))) && ((pd_c1 + 7) >= M)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (pd_c3 >= 0)) && (N >= ((pd_c3 + pd_c5) + 1))) && (pd_c5 >= 0)) && (pd_c5 <= 42)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c5 % 6) == 0)))
                       if (((pd_c1 + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b40_b;
-                        int64_t pd_b40_i;
-                        int64_t pd_b40_j;
-                        int64_t pd_b40_k;
-                        const int64_t pd_nr40 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
-                        const int64_t pd_nv40 = (M - pd_c1);
+                        int64_t pd_b4_b;
+                        int64_t pd_b4_i;
+                        int64_t pd_b4_j;
+                        int64_t pd_b4_k;
+                        const int64_t pd_nr4 = ((((pd_c3 >= 0) && (N >= ((pd_c3 + pd_c5) + 6))) && (pd_c5 >= 0)) ? 6 : ((N - pd_c3) - pd_c5));
+                        const int64_t pd_nv4 = (M - pd_c1);
                         {
-                          pd_b40_b = pd_c0;
-                          pd_b40_i = (pd_c3 + pd_c5);
-                          pd_b40_j = pd_c1;
+                          pd_b4_b = pd_c0;
+                          pd_b4_i = (pd_c3 + pd_c5);
+                          pd_b4_j = pd_c1;
                         }
-                        float pd_acc40[6][8];
+                        float pd_acc4[6][8];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc40[pd_r][pd_v] = 0;
+                            pd_acc4[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                           {
-                            pd_acc40[pd_r][pd_v] = C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+                            pd_acc4[pd_r][pd_v] = C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3652,20 +3652,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                                const int64_t j = pd_b40_j + pd_v;
+                                const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                                const int64_t j = pd_b4_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv40; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                           {
-                            C[((pd_b40_b) * N + (pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+                            C[((pd_b4_b) * N + (pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                           }
                         }
                       }
@@ -3684,7 +3684,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = ((pd_c3 + pd_c5) + pd_c9);
                                 const int64_t j = (pd_c1 + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -3699,32 +3699,32 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                     if ((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (M >= (pd_c1 + 8))) && (pd_c1 >= 0)) && (K >= (pd_c2 + 1))) && (pd_c2 >= 0)) && (N >= (pd_c3 + 1))) && ((pd_c3 + 5) >= N)) && (M >= ((pd_c1 + pd_c6) + 1))) && (pd_c6 >= 0)) && (pd_c6 <= 248)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 256) == 0)) && ((pd_c3 % 48) == 0)) && ((pd_c6 % 8) == 0)))
                       if ((((pd_c1 + pd_c6) + 7)) - (pd_c1) < 272)
                       {
-                        int64_t pd_b41_b;
-                        int64_t pd_b41_i;
-                        int64_t pd_b41_j;
-                        int64_t pd_b41_k;
-                        const int64_t pd_nr41 = (N - pd_c3);
-                        const int64_t pd_nv41 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
+                        int64_t pd_b5_b;
+                        int64_t pd_b5_i;
+                        int64_t pd_b5_j;
+                        int64_t pd_b5_k;
+                        const int64_t pd_nr5 = (N - pd_c3);
+                        const int64_t pd_nv5 = (((pd_c1 >= 0) && (M >= ((pd_c1 + pd_c6) + 8))) ? 8 : ((M - pd_c1) - pd_c6));
                         {
-                          pd_b41_b = pd_c0;
-                          pd_b41_i = pd_c3;
-                          pd_b41_j = (pd_c1 + pd_c6);
+                          pd_b5_b = pd_c0;
+                          pd_b5_i = pd_c3;
+                          pd_b5_j = (pd_c1 + pd_c6);
                         }
-                        float pd_acc41[5][8];
+                        float pd_acc5[5][8];
                         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc41[pd_r][pd_v] = 0;
+                            pd_acc5[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                           {
-                            pd_acc41[pd_r][pd_v] = C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
+                            pd_acc5[pd_r][pd_v] = C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c7 = 0; pd_c7 <= pd_min(255, ((K - pd_c2) - 1)); pd_c7 += 1)
@@ -3737,20 +3737,20 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                                const int64_t j = pd_b41_j + pd_v;
+                                const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                                const int64_t j = pd_b5_j + pd_v;
                                 const int64_t k = (pd_c2 + pd_c7);
-                                pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv41; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                           {
-                            C[((pd_b41_b) * N + (pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                            C[((pd_b5_b) * N + (pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                           }
                         }
                       }
@@ -3769,7 +3769,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                                 const int64_t i = (pd_c3 + pd_c9);
                                 const int64_t j = ((pd_c1 + pd_c6) + pd_c10);
                                 const int64_t k = (pd_c2 + pd_c7);
-                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk5[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
+                                C[((b) * N + i) * M + j] = (C[((b) * N + i) * M + j] + (A[((b) * N + i) * K + k] * pd_pk1[((b) - (pd_c0)) * 69632 + ((k) - (pd_c2)) * 272 + ((j) - (pd_c1)) * 1]));
                               }
                             }
                           }
@@ -3779,7 +3779,7 @@ PD_VARIANT int batched_matmul_v6(int64_t B, int64_t N, int64_t K, int64_t M, con
                 }
               }
             }
-            if (!pd_w13)
+            if (!pd_w2)
             {
               #pragma omp barrier
             }

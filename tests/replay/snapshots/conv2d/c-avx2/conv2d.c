@@ -568,44 +568,44 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w3 = pd_t3 < pd_s3;
-        const int64_t pd_c0 = 0 + pd_t3 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c3 = 0; pd_c3 < (F - 11); pd_c3 += 12)
           {
             {
-              int64_t pd_b5_b;
-              int64_t pd_b5_f;
-              int64_t pd_b5_oy;
-              int64_t pd_b5_ox;
-              int64_t pd_b5_c;
-              int64_t pd_b5_ky;
-              int64_t pd_b5_kx;
+              int64_t pd_b1_b;
+              int64_t pd_b1_f;
+              int64_t pd_b1_oy;
+              int64_t pd_b1_ox;
+              int64_t pd_b1_c;
+              int64_t pd_b1_ky;
+              int64_t pd_b1_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b5_b = pd_c0;
-                pd_b5_f = (pd_c3 + pd_c9);
-                pd_b5_oy = pd_c1;
-                pd_b5_ox = pd_c10;
+                pd_b1_b = pd_c0;
+                pd_b1_f = (pd_c3 + pd_c9);
+                pd_b1_oy = pd_c1;
+                pd_b1_ox = pd_c10;
               }
-              float pd_acc5[12][8];
+              float pd_acc1[12][8];
               for (int64_t pd_r = 0; pd_r < 12; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  const int64_t b = (pd_b5_b) - 0;
-                  const int64_t f = ((pd_b5_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b5_oy) - 0;
-                  const int64_t ox = ((pd_b5_ox + pd_v)) - 0;
-                  pd_acc5[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b1_oy) - 0;
+                  const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -630,7 +630,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] = (pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -660,7 +660,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] = (pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -673,7 +673,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
+                  Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -694,36 +694,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 12) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 12) >= 1)))
           {
-            int64_t pd_b6_b;
-            int64_t pd_b6_f;
-            int64_t pd_b6_oy;
-            int64_t pd_b6_ox;
-            int64_t pd_b6_c;
-            int64_t pd_b6_ky;
-            int64_t pd_b6_kx;
-            const int64_t pd_nr6 = (F % 12);
-            const int64_t pd_nv6 = 8;
+            int64_t pd_b2_b;
+            int64_t pd_b2_f;
+            int64_t pd_b2_oy;
+            int64_t pd_b2_ox;
+            int64_t pd_b2_c;
+            int64_t pd_b2_ky;
+            int64_t pd_b2_kx;
+            const int64_t pd_nr2 = (F % 12);
+            const int64_t pd_nv2 = 8;
             {
-              pd_b6_b = pd_c0;
-              pd_b6_f = ((-(F % 12)) + F);
-              pd_b6_oy = pd_c1;
-              pd_b6_ox = 0;
+              pd_b2_b = pd_c0;
+              pd_b2_f = ((-(F % 12)) + F);
+              pd_b2_oy = pd_c1;
+              pd_b2_ox = 0;
             }
-            float pd_acc6[11][8];
+            float pd_acc2[11][8];
             for (int64_t pd_r = 0; pd_r < 11; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc6[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc6[pd_r][pd_v] = Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)];
+                pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
               }
             }
             for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -740,25 +740,25 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_b6_f + pd_min(pd_r, pd_nr6 - 1);
+                        const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                         const int64_t oy = pd_c1;
-                        const int64_t ox = pd_b6_ox + pd_v;
+                        const int64_t ox = pd_b2_ox + pd_v;
                         const int64_t c = pd_c6;
                         const int64_t ky = pd_c4;
                         const int64_t kx = pd_c5;
-                        pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                       }
                     }
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)] = pd_acc6[pd_r][pd_v];
+                Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
@@ -767,40 +767,40 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 12) && (W >= (KW + 8))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 12) == 0)))
               if ((8) + (((W - KW) - 7)) - 8 >= (0))
               {
-                int64_t pd_b7_b;
-                int64_t pd_b7_f;
-                int64_t pd_b7_oy;
-                int64_t pd_b7_ox;
-                int64_t pd_b7_c;
-                int64_t pd_b7_ky;
-                int64_t pd_b7_kx;
-                const int64_t pd_nr7 = ((F >= (pd_c3 + 12)) ? 12 : (F - pd_c3));
-                const int64_t pd_nv7 = ((W - KW) - 7);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((F >= (pd_c3 + 12)) ? 12 : (F - pd_c3));
+                const int64_t pd_nv3 = ((W - KW) - 7);
                 {
-                  pd_b7_b = pd_c0;
-                  pd_b7_f = pd_c3;
-                  pd_b7_oy = pd_c1;
-                  pd_b7_ox = (8) + (((W - KW) - 7)) - 8;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = pd_c3;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (8) + (((W - KW) - 7)) - 8;
                 }
-                float pd_acc7[12][8];
+                float pd_acc3[12][8];
                 for (int64_t pd_r = 0; pd_r < 12; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc7[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv7; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b7_b) - 0;
-                    const int64_t f = ((pd_b7_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b7_oy) - 0;
-                    const int64_t ox = ((pd_b7_ox + pd_v)) - 0;
-                    pd_acc7[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -819,13 +819,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b7_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b7_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -849,13 +849,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b7_f + pd_min(pd_r, pd_nr7 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b7_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -863,12 +863,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv7; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b7_b) * F + (pd_b7_f + pd_r)) * ((H - KH) + 1) + pd_b7_oy) * ((W - KW) + 1) + (pd_b7_ox + pd_v)] = pd_acc7[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -918,7 +918,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w3)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -929,14 +929,14 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n4 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-      const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-      for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w4 = pd_t4 < pd_s4;
-        const int64_t pd_c0 = 0 + pd_t4 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 1)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (W - KW); pd_c2 += 8)
           {
@@ -957,36 +957,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 11) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 8) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 8 : ((W - KW) - 7))) - 8 >= (0))
               {
-                int64_t pd_b8_b;
-                int64_t pd_b8_f;
-                int64_t pd_b8_oy;
-                int64_t pd_b8_ox;
-                int64_t pd_b8_c;
-                int64_t pd_b8_ky;
-                int64_t pd_b8_kx;
-                const int64_t pd_nr8 = F;
-                const int64_t pd_nv8 = ((pd_c2 == 0) ? 8 : ((W - KW) - 7));
+                int64_t pd_b4_b;
+                int64_t pd_b4_f;
+                int64_t pd_b4_oy;
+                int64_t pd_b4_ox;
+                int64_t pd_b4_c;
+                int64_t pd_b4_ky;
+                int64_t pd_b4_kx;
+                const int64_t pd_nr4 = F;
+                const int64_t pd_nv4 = ((pd_c2 == 0) ? 8 : ((W - KW) - 7));
                 {
-                  pd_b8_b = pd_c0;
-                  pd_b8_f = 0;
-                  pd_b8_oy = pd_c1;
-                  pd_b8_ox = (pd_c2) + (((pd_c2 == 0) ? 8 : ((W - KW) - 7))) - 8;
+                  pd_b4_b = pd_c0;
+                  pd_b4_f = 0;
+                  pd_b4_oy = pd_c1;
+                  pd_b4_ox = (pd_c2) + (((pd_c2 == 0) ? 8 : ((W - KW) - 7))) - 8;
                 }
-                float pd_acc8[11][8];
+                float pd_acc4[11][8];
                 for (int64_t pd_r = 0; pd_r < 11; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc8[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                   {
-                    pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)];
+                    pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1003,25 +1003,25 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_b8_f + pd_min(pd_r, pd_nr8 - 1);
+                            const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b8_ox + pd_v;
+                            const int64_t ox = pd_b4_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv8; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)] = pd_acc8[pd_r][pd_v];
+                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -1057,7 +1057,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w4)
+        if (!pd_w2)
         {
           #pragma omp barrier
         }
@@ -1119,44 +1119,44 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-      const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-      for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w5 = pd_t5 < pd_s5;
-        const int64_t pd_c0 = 0 + pd_t5 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w5 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w5 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c3 = 0; pd_c3 < (F - 11); pd_c3 += 12)
           {
             {
-              int64_t pd_b9_b;
-              int64_t pd_b9_f;
-              int64_t pd_b9_oy;
-              int64_t pd_b9_ox;
-              int64_t pd_b9_c;
-              int64_t pd_b9_ky;
-              int64_t pd_b9_kx;
+              int64_t pd_b1_b;
+              int64_t pd_b1_f;
+              int64_t pd_b1_oy;
+              int64_t pd_b1_ox;
+              int64_t pd_b1_c;
+              int64_t pd_b1_ky;
+              int64_t pd_b1_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b9_b = pd_c0;
-                pd_b9_f = (pd_c3 + pd_c9);
-                pd_b9_oy = pd_c1;
-                pd_b9_ox = pd_c10;
+                pd_b1_b = pd_c0;
+                pd_b1_f = (pd_c3 + pd_c9);
+                pd_b1_oy = pd_c1;
+                pd_b1_ox = pd_c10;
               }
-              float pd_acc9[12][4];
+              float pd_acc1[12][4];
               for (int64_t pd_r = 0; pd_r < 12; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  const int64_t b = (pd_b9_b) - 0;
-                  const int64_t f = ((pd_b9_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b9_oy) - 0;
-                  const int64_t ox = ((pd_b9_ox + pd_v)) - 0;
-                  pd_acc9[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b1_oy) - 0;
+                  const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -1181,7 +1181,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] = (pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -1211,7 +1211,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] = (pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -1224,7 +1224,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)] = pd_acc9[pd_r][pd_v];
+                  Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -1245,36 +1245,36 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 12) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 12) >= 1)))
           {
-            int64_t pd_b10_b;
-            int64_t pd_b10_f;
-            int64_t pd_b10_oy;
-            int64_t pd_b10_ox;
-            int64_t pd_b10_c;
-            int64_t pd_b10_ky;
-            int64_t pd_b10_kx;
-            const int64_t pd_nr10 = (F % 12);
-            const int64_t pd_nv10 = 4;
+            int64_t pd_b2_b;
+            int64_t pd_b2_f;
+            int64_t pd_b2_oy;
+            int64_t pd_b2_ox;
+            int64_t pd_b2_c;
+            int64_t pd_b2_ky;
+            int64_t pd_b2_kx;
+            const int64_t pd_nr2 = (F % 12);
+            const int64_t pd_nv2 = 4;
             {
-              pd_b10_b = pd_c0;
-              pd_b10_f = ((-(F % 12)) + F);
-              pd_b10_oy = pd_c1;
-              pd_b10_ox = 0;
+              pd_b2_b = pd_c0;
+              pd_b2_f = ((-(F % 12)) + F);
+              pd_b2_oy = pd_c1;
+              pd_b2_ox = 0;
             }
-            float pd_acc10[11][4];
+            float pd_acc2[11][4];
             for (int64_t pd_r = 0; pd_r < 11; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc10[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv10; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc10[pd_r][pd_v] = Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)];
+                pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
               }
             }
             for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1291,25 +1291,25 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     {
                       {
                         const int64_t b = pd_c0;
-                        const int64_t f = pd_b10_f + pd_min(pd_r, pd_nr10 - 1);
+                        const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                         const int64_t oy = pd_c1;
-                        const int64_t ox = pd_b10_ox + pd_v;
+                        const int64_t ox = pd_b2_ox + pd_v;
                         const int64_t c = pd_c6;
                         const int64_t ky = pd_c4;
                         const int64_t kx = pd_c5;
-                        pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                        pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                       }
                     }
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv10; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)] = pd_acc10[pd_r][pd_v];
+                Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
@@ -1318,40 +1318,40 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 12) && (W >= (KW + 4))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 12) == 0)))
               if ((4) + (((W - KW) - 3)) - 4 >= (0))
               {
-                int64_t pd_b11_b;
-                int64_t pd_b11_f;
-                int64_t pd_b11_oy;
-                int64_t pd_b11_ox;
-                int64_t pd_b11_c;
-                int64_t pd_b11_ky;
-                int64_t pd_b11_kx;
-                const int64_t pd_nr11 = ((F >= (pd_c3 + 12)) ? 12 : (F - pd_c3));
-                const int64_t pd_nv11 = ((W - KW) - 3);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((F >= (pd_c3 + 12)) ? 12 : (F - pd_c3));
+                const int64_t pd_nv3 = ((W - KW) - 3);
                 {
-                  pd_b11_b = pd_c0;
-                  pd_b11_f = pd_c3;
-                  pd_b11_oy = pd_c1;
-                  pd_b11_ox = (4) + (((W - KW) - 3)) - 4;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = pd_c3;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (4) + (((W - KW) - 3)) - 4;
                 }
-                float pd_acc11[12][4];
+                float pd_acc3[12][4];
                 for (int64_t pd_r = 0; pd_r < 12; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc11[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv11; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
                   {
-                    const int64_t b = (pd_b11_b) - 0;
-                    const int64_t f = ((pd_b11_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b11_oy) - 0;
-                    const int64_t ox = ((pd_b11_ox + pd_v)) - 0;
-                    pd_acc11[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -1370,13 +1370,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b11_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b11_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1400,13 +1400,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b11_f + pd_min(pd_r, pd_nr11 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b11_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1414,12 +1414,12 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv11; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b11_b) * F + (pd_b11_f + pd_r)) * ((H - KH) + 1) + pd_b11_oy) * ((W - KW) + 1) + (pd_b11_ox + pd_v)] = pd_acc11[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -1469,7 +1469,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w5)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -1480,14 +1480,14 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-      const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-      for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w6 = pd_t6 < pd_s6;
-        const int64_t pd_c0 = 0 + pd_t6 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 1)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (W - KW); pd_c2 += 4)
           {
@@ -1508,36 +1508,36 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 11) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 4) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4 >= (0))
               {
-                int64_t pd_b12_b;
-                int64_t pd_b12_f;
-                int64_t pd_b12_oy;
-                int64_t pd_b12_ox;
-                int64_t pd_b12_c;
-                int64_t pd_b12_ky;
-                int64_t pd_b12_kx;
-                const int64_t pd_nr12 = F;
-                const int64_t pd_nv12 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
+                int64_t pd_b4_b;
+                int64_t pd_b4_f;
+                int64_t pd_b4_oy;
+                int64_t pd_b4_ox;
+                int64_t pd_b4_c;
+                int64_t pd_b4_ky;
+                int64_t pd_b4_kx;
+                const int64_t pd_nr4 = F;
+                const int64_t pd_nv4 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
                 {
-                  pd_b12_b = pd_c0;
-                  pd_b12_f = 0;
-                  pd_b12_oy = pd_c1;
-                  pd_b12_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
+                  pd_b4_b = pd_c0;
+                  pd_b4_f = 0;
+                  pd_b4_oy = pd_c1;
+                  pd_b4_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
                 }
-                float pd_acc12[11][4];
+                float pd_acc4[11][4];
                 for (int64_t pd_r = 0; pd_r < 11; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc12[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv12; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                   {
-                    pd_acc12[pd_r][pd_v] = Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)];
+                    pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1554,25 +1554,25 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         {
                           {
                             const int64_t b = pd_c0;
-                            const int64_t f = pd_b12_f + pd_min(pd_r, pd_nr12 - 1);
+                            const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b12_ox + pd_v;
+                            const int64_t ox = pd_b4_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv12; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)] = pd_acc12[pd_r][pd_v];
+                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -1608,7 +1608,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w6)
+        if (!pd_w2)
         {
           #pragma omp barrier
         }
@@ -1629,14 +1629,14 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
   {
     #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n7 = (((F) - (0) + (1) - 1) / (1));
-      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      const int64_t pd_n1 = (((F) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w7 = pd_t7 < pd_s7;
-        const int64_t pd_c1 = 0 + pd_t7 * 1;
-        for (int64_t pd_c2 = 0 + (pd_w7 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w7 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c1 = 0 + pd_t1 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           #pragma omp simd
           for (int64_t pd_c4 = 0; pd_c4 <= (W - KW); pd_c4 += 1)
@@ -1650,7 +1650,7 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             }
           }
         }
-        if (!pd_w7)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -1663,44 +1663,44 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
     {
       #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
-        const int64_t pd_n8 = ((((H - KH)) - (0) + (1)) / (1));
-        const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-        const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-        for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+        const int64_t pd_n2 = ((((H - KH)) - (0) + (1)) / (1));
+        const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+        const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+        for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
         {
-          const int pd_w8 = pd_t8 < pd_s8;
-          const int64_t pd_c1 = 0 + pd_t8 * 1;
-          for (int64_t pd_c2 = 0 + (pd_w8 ? 0 : pd_team_id()) * 6; pd_c2 < (F - 5); pd_c2 += (pd_w8 ? 1 : pd_team_size()) * 6)
+          const int pd_w2 = pd_t2 < pd_s2;
+          const int64_t pd_c1 = 0 + pd_t2 * 1;
+          for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c2 < (F - 5); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 6)
           {
             for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 14); pd_c3 += 16)
             {
               {
-                int64_t pd_b13_b;
-                int64_t pd_b13_f;
-                int64_t pd_b13_oy;
-                int64_t pd_b13_ox;
-                int64_t pd_b13_c;
-                int64_t pd_b13_ky;
-                int64_t pd_b13_kx;
+                int64_t pd_b1_b;
+                int64_t pd_b1_f;
+                int64_t pd_b1_oy;
+                int64_t pd_b1_ox;
+                int64_t pd_b1_c;
+                int64_t pd_b1_ky;
+                int64_t pd_b1_kx;
                 {
                   const int64_t pd_c9 = 0;
                   const int64_t pd_c10 = 0;
-                  pd_b13_b = 0;
-                  pd_b13_f = (pd_c2 + pd_c9);
-                  pd_b13_oy = pd_c1;
-                  pd_b13_ox = (pd_c3 + pd_c10);
+                  pd_b1_b = 0;
+                  pd_b1_f = (pd_c2 + pd_c9);
+                  pd_b1_oy = pd_c1;
+                  pd_b1_ox = (pd_c3 + pd_c10);
                 }
-                float pd_acc13[6][16];
+                float pd_acc1[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b13_b) - 0;
-                    const int64_t f = ((pd_b13_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b13_oy) - 0;
-                    const int64_t ox = ((pd_b13_ox + pd_v)) - 0;
-                    pd_acc13[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b1_b) - 0;
+                    const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b1_oy) - 0;
+                    const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                    pd_acc1[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1723,7 +1723,7 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc13[(f) - pd_b13_f][(ox) - pd_b13_ox] = (pd_acc13[(f) - pd_b13_f][(ox) - pd_b13_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -1735,7 +1735,7 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)] = pd_acc13[pd_r][pd_v];
+                    Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                   }
                 }
               }
@@ -1757,36 +1757,36 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             if (((((((((C >= 1) && (W >= (KW + 15))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 6))) && (pd_c2 >= 0)) && ((((W - KW) - 15) % 16) >= 1)) && ((pd_c2 % 6) == 0)))
               if ((((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16 >= (0))
               {
-                int64_t pd_b14_b;
-                int64_t pd_b14_f;
-                int64_t pd_b14_oy;
-                int64_t pd_b14_ox;
-                int64_t pd_b14_c;
-                int64_t pd_b14_ky;
-                int64_t pd_b14_kx;
-                const int64_t pd_nr14 = 6;
-                const int64_t pd_nv14 = (((W - KW) - 15) % 16);
+                int64_t pd_b2_b;
+                int64_t pd_b2_f;
+                int64_t pd_b2_oy;
+                int64_t pd_b2_ox;
+                int64_t pd_b2_c;
+                int64_t pd_b2_ky;
+                int64_t pd_b2_kx;
+                const int64_t pd_nr2 = 6;
+                const int64_t pd_nv2 = (((W - KW) - 15) % 16);
                 {
-                  pd_b14_b = 0;
-                  pd_b14_f = pd_c2;
-                  pd_b14_oy = pd_c1;
-                  pd_b14_ox = (((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16;
+                  pd_b2_b = 0;
+                  pd_b2_f = pd_c2;
+                  pd_b2_oy = pd_c1;
+                  pd_b2_ox = (((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16;
                 }
-                float pd_acc14[6][16];
+                float pd_acc2[6][16];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc14[pd_r][pd_v] = 0;
+                    pd_acc2[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv2; pd_v < 16; pd_v++)
                   {
-                    pd_acc14[pd_r][pd_v] = Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)];
+                    pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1803,25 +1803,25 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                         {
                           {
                             const int64_t b = 0;
-                            const int64_t f = pd_b14_f + pd_min(pd_r, pd_nr14 - 1);
+                            const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b14_ox + pd_v;
+                            const int64_t ox = pd_b2_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv14; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv2; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)] = pd_acc14[pd_r][pd_v];
+                    Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                   }
                 }
               }
@@ -1856,49 +1856,49 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                 }
               }
           }
-          if (!pd_w8)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
-          for (int64_t pd_c3 = 0 + (pd_w8 ? 0 : pd_team_id()) * 16; pd_c3 <= (W - KW); pd_c3 += (pd_w8 ? 1 : pd_team_size()) * 16)
+          for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 16; pd_c3 <= (W - KW); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 16)
           {
             if ((((((((((C >= 1) && (F >= 6)) && (W >= (KW + 15))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 6) >= 1)) && ((pd_c3 % 16) == 0)))
               if ((pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
               {
-                int64_t pd_b15_b;
-                int64_t pd_b15_f;
-                int64_t pd_b15_oy;
-                int64_t pd_b15_ox;
-                int64_t pd_b15_c;
-                int64_t pd_b15_ky;
-                int64_t pd_b15_kx;
-                const int64_t pd_nr15 = (F % 6);
-                const int64_t pd_nv15 = ((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1));
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = (F % 6);
+                const int64_t pd_nv3 = ((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1));
                 {
-                  pd_b15_b = 0;
-                  pd_b15_f = ((-(F % 6)) + F);
-                  pd_b15_oy = pd_c1;
-                  pd_b15_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
+                  pd_b3_b = 0;
+                  pd_b3_f = ((-(F % 6)) + F);
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
                 }
-                float pd_acc15[5][16];
+                float pd_acc3[5][16];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc15[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv15; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b15_b) - 0;
-                    const int64_t f = ((pd_b15_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b15_oy) - 0;
-                    const int64_t ox = ((pd_b15_ox + pd_v)) - 0;
-                    pd_acc15[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -1915,25 +1915,25 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                         {
                           {
                             const int64_t b = 0;
-                            const int64_t f = pd_b15_f + pd_min(pd_r, pd_nr15 - 1);
+                            const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                             const int64_t oy = pd_c1;
-                            const int64_t ox = pd_b15_ox + pd_v;
+                            const int64_t ox = pd_b3_ox + pd_v;
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv15; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b15_b) * F + (pd_b15_f + pd_r)) * ((H - KH) + 1) + pd_b15_oy) * ((W - KW) + 1) + (pd_b15_ox + pd_v)] = pd_acc15[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -1982,7 +1982,7 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                 }
               }
           }
-          if (!pd_w8)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -1993,54 +1993,54 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
     {
       #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
-        const int64_t pd_n9 = ((((H - KH)) - (0) + (1)) / (1));
-        const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-        const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-        for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
+        const int64_t pd_n3 = ((((H - KH)) - (0) + (1)) / (1));
+        const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+        const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+        for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
         {
-          const int pd_w9 = pd_t9 < pd_s9;
-          const int64_t pd_c1 = 0 + pd_t9 * 1;
+          const int pd_w3 = pd_t3 < pd_s3;
+          const int64_t pd_c1 = 0 + pd_t3 * 1;
           if ((F <= 5))
           {
-            for (int64_t pd_c3 = 0 + (pd_w9 ? 0 : pd_team_id()) * 16; pd_c3 <= (W - KW); pd_c3 += (pd_w9 ? 1 : pd_team_size()) * 16)
+            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 16; pd_c3 <= (W - KW); pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 16)
             {
               if (((((((((C >= 1) && (F >= 1)) && (F <= 5)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 16) == 0)))
                 if ((pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                 {
-                  int64_t pd_b16_b;
-                  int64_t pd_b16_f;
-                  int64_t pd_b16_oy;
-                  int64_t pd_b16_ox;
-                  int64_t pd_b16_c;
-                  int64_t pd_b16_ky;
-                  int64_t pd_b16_kx;
-                  const int64_t pd_nr16 = F;
-                  const int64_t pd_nv16 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b4_b;
+                  int64_t pd_b4_f;
+                  int64_t pd_b4_oy;
+                  int64_t pd_b4_ox;
+                  int64_t pd_b4_c;
+                  int64_t pd_b4_ky;
+                  int64_t pd_b4_kx;
+                  const int64_t pd_nr4 = F;
+                  const int64_t pd_nv4 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b16_b = 0;
-                    pd_b16_f = 0;
-                    pd_b16_oy = pd_c1;
-                    pd_b16_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
+                    pd_b4_b = 0;
+                    pd_b4_f = 0;
+                    pd_b4_oy = pd_c1;
+                    pd_b4_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
                   }
-                  float pd_acc16[5][16];
+                  float pd_acc4[5][16];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc16[pd_r][pd_v] = 0;
+                      pd_acc4[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv16; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                     {
-                      const int64_t b = (pd_b16_b) - 0;
-                      const int64_t f = ((pd_b16_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b16_oy) - 0;
-                      const int64_t ox = ((pd_b16_ox + pd_v)) - 0;
-                      pd_acc16[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b4_b) - 0;
+                      const int64_t f = ((pd_b4_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b4_oy) - 0;
+                      const int64_t ox = ((pd_b4_ox + pd_v)) - 0;
+                      pd_acc4[pd_r][pd_v] = 0.0f;
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2057,25 +2057,25 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b16_f + pd_min(pd_r, pd_nr16 - 1);
+                              const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b16_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv16; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)] = pd_acc16[pd_r][pd_v];
+                      Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                     }
                   }
                 }
@@ -2124,14 +2124,14 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   }
                 }
             }
-            if (!pd_w9)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
           }
           else
           {
-            for (int64_t pd_c2 = 0 + (pd_w9 ? 0 : pd_team_id()) * 6; pd_c2 < F; pd_c2 += (pd_w9 ? 1 : pd_team_size()) * 6)
+            for (int64_t pd_c2 = 0 + (pd_w3 ? 0 : pd_team_id()) * 6; pd_c2 < F; pd_c2 += (pd_w3 ? 1 : pd_team_size()) * 6)
             {
               for (int64_t pd_c5 = pd_c2; pd_c5 <= pd_min((F - 1), (pd_c2 + 5)); pd_c5 += 1)
               {
@@ -2150,36 +2150,36 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
               if (((((((((C >= 1) && (F >= 6)) && ((KW + 14) >= W)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                 if ((0) + (((W - KW) + 1)) - 16 >= (0))
                 {
-                  int64_t pd_b17_b;
-                  int64_t pd_b17_f;
-                  int64_t pd_b17_oy;
-                  int64_t pd_b17_ox;
-                  int64_t pd_b17_c;
-                  int64_t pd_b17_ky;
-                  int64_t pd_b17_kx;
-                  const int64_t pd_nr17 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
-                  const int64_t pd_nv17 = ((W - KW) + 1);
+                  int64_t pd_b5_b;
+                  int64_t pd_b5_f;
+                  int64_t pd_b5_oy;
+                  int64_t pd_b5_ox;
+                  int64_t pd_b5_c;
+                  int64_t pd_b5_ky;
+                  int64_t pd_b5_kx;
+                  const int64_t pd_nr5 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
+                  const int64_t pd_nv5 = ((W - KW) + 1);
                   {
-                    pd_b17_b = 0;
-                    pd_b17_f = pd_c2;
-                    pd_b17_oy = pd_c1;
-                    pd_b17_ox = (0) + (((W - KW) + 1)) - 16;
+                    pd_b5_b = 0;
+                    pd_b5_f = pd_c2;
+                    pd_b5_oy = pd_c1;
+                    pd_b5_ox = (0) + (((W - KW) + 1)) - 16;
                   }
-                  float pd_acc17[6][16];
+                  float pd_acc5[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc17[pd_r][pd_v] = 0;
+                      pd_acc5[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv17; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                     {
-                      pd_acc17[pd_r][pd_v] = Y[(((pd_b17_b) * F + (pd_b17_f + pd_r)) * ((H - KH) + 1) + pd_b17_oy) * ((W - KW) + 1) + (pd_b17_ox + pd_v)];
+                      pd_acc5[pd_r][pd_v] = Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)];
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2196,25 +2196,25 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b17_f + pd_min(pd_r, pd_nr17 - 1);
+                              const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b17_ox + pd_v;
+                              const int64_t ox = pd_b5_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv17; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b17_b) * F + (pd_b17_f + pd_r)) * ((H - KH) + 1) + pd_b17_oy) * ((W - KW) + 1) + (pd_b17_ox + pd_v)] = pd_acc17[pd_r][pd_v];
+                      Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                     }
                   }
                 }
@@ -2249,7 +2249,7 @@ PD_VARIANT int conv2d_v3(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   }
                 }
             }
-            if (!pd_w9)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
@@ -2269,14 +2269,14 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-      const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-      for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w10 = pd_t10 < pd_s10;
-        const int64_t pd_c0 = 0 + pd_t10 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
           {
@@ -2293,7 +2293,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             }
           }
         }
-        if (!pd_w10)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -2306,46 +2306,46 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     {
       #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
       {
-        const int64_t pd_n11 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-        const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-        for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
+        const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+        const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+        const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+        for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
         {
-          const int pd_w11 = pd_t11 < pd_s11;
-          const int64_t pd_c0 = 0 + pd_t11 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w11 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w11 ? 1 : pd_team_size()) * 1)
+          const int pd_w2 = pd_t2 < pd_s2;
+          const int64_t pd_c0 = 0 + pd_t2 * 1;
+          for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
           {
             for (int64_t pd_c2 = 0; pd_c2 < (F - 5); pd_c2 += 6)
             {
               for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 14); pd_c3 += 16)
               {
                 {
-                  int64_t pd_b18_b;
-                  int64_t pd_b18_f;
-                  int64_t pd_b18_oy;
-                  int64_t pd_b18_ox;
-                  int64_t pd_b18_c;
-                  int64_t pd_b18_ky;
-                  int64_t pd_b18_kx;
+                  int64_t pd_b1_b;
+                  int64_t pd_b1_f;
+                  int64_t pd_b1_oy;
+                  int64_t pd_b1_ox;
+                  int64_t pd_b1_c;
+                  int64_t pd_b1_ky;
+                  int64_t pd_b1_kx;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b18_b = pd_c0;
-                    pd_b18_f = (pd_c2 + pd_c9);
-                    pd_b18_oy = pd_c1;
-                    pd_b18_ox = (pd_c3 + pd_c10);
+                    pd_b1_b = pd_c0;
+                    pd_b1_f = (pd_c2 + pd_c9);
+                    pd_b1_oy = pd_c1;
+                    pd_b1_ox = (pd_c3 + pd_c10);
                   }
-                  float pd_acc18[6][16];
+                  float pd_acc1[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      const int64_t b = (pd_b18_b) - 0;
-                      const int64_t f = ((pd_b18_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b18_oy) - 0;
-                      const int64_t ox = ((pd_b18_ox + pd_v)) - 0;
-                      pd_acc18[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b1_b) - 0;
+                      const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b1_oy) - 0;
+                      const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                      pd_acc1[pd_r][pd_v] = 0.0f;
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2368,7 +2368,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc18[(f) - pd_b18_f][(ox) - pd_b18_ox] = (pd_acc18[(f) - pd_b18_f][(ox) - pd_b18_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -2380,7 +2380,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)] = pd_acc18[pd_r][pd_v];
+                      Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
@@ -2402,36 +2402,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if (((((((((((C >= 1) && (W >= (KW + 15))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 6))) && (pd_c2 >= 0)) && ((((W - KW) - 15) % 16) >= 1)) && ((pd_c2 % 6) == 0)))
                 if ((((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16 >= (0))
                 {
-                  int64_t pd_b19_b;
-                  int64_t pd_b19_f;
-                  int64_t pd_b19_oy;
-                  int64_t pd_b19_ox;
-                  int64_t pd_b19_c;
-                  int64_t pd_b19_ky;
-                  int64_t pd_b19_kx;
-                  const int64_t pd_nr19 = 6;
-                  const int64_t pd_nv19 = (((W - KW) - 15) % 16);
+                  int64_t pd_b2_b;
+                  int64_t pd_b2_f;
+                  int64_t pd_b2_oy;
+                  int64_t pd_b2_ox;
+                  int64_t pd_b2_c;
+                  int64_t pd_b2_ky;
+                  int64_t pd_b2_kx;
+                  const int64_t pd_nr2 = 6;
+                  const int64_t pd_nv2 = (((W - KW) - 15) % 16);
                   {
-                    pd_b19_b = pd_c0;
-                    pd_b19_f = pd_c2;
-                    pd_b19_oy = pd_c1;
-                    pd_b19_ox = (((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16;
+                    pd_b2_b = pd_c0;
+                    pd_b2_f = pd_c2;
+                    pd_b2_oy = pd_c1;
+                    pd_b2_ox = (((((-(((W - KW) - 15) % 16)) + W) - KW) + 1)) + ((((W - KW) - 15) % 16)) - 16;
                   }
-                  float pd_acc19[6][16];
+                  float pd_acc2[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc19[pd_r][pd_v] = 0;
+                      pd_acc2[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv19; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv2; pd_v < 16; pd_v++)
                     {
-                      pd_acc19[pd_r][pd_v] = Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)];
+                      pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2448,25 +2448,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b19_f + pd_min(pd_r, pd_nr19 - 1);
+                              const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b19_ox + pd_v;
+                              const int64_t ox = pd_b2_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv19; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv2; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)] = pd_acc19[pd_r][pd_v];
+                      Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                     }
                   }
                 }
@@ -2506,40 +2506,40 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if ((((((((((((C >= 1) && (F >= 6)) && (W >= (KW + 15))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 6) >= 1)) && ((pd_c3 % 16) == 0)))
                 if ((pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                 {
-                  int64_t pd_b20_b;
-                  int64_t pd_b20_f;
-                  int64_t pd_b20_oy;
-                  int64_t pd_b20_ox;
-                  int64_t pd_b20_c;
-                  int64_t pd_b20_ky;
-                  int64_t pd_b20_kx;
-                  const int64_t pd_nr20 = (F % 6);
-                  const int64_t pd_nv20 = ((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b3_b;
+                  int64_t pd_b3_f;
+                  int64_t pd_b3_oy;
+                  int64_t pd_b3_ox;
+                  int64_t pd_b3_c;
+                  int64_t pd_b3_ky;
+                  int64_t pd_b3_kx;
+                  const int64_t pd_nr3 = (F % 6);
+                  const int64_t pd_nv3 = ((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b20_b = pd_c0;
-                    pd_b20_f = ((-(F % 6)) + F);
-                    pd_b20_oy = pd_c1;
-                    pd_b20_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
+                    pd_b3_b = pd_c0;
+                    pd_b3_f = ((-(F % 6)) + F);
+                    pd_b3_oy = pd_c1;
+                    pd_b3_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 15)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
                   }
-                  float pd_acc20[5][16];
+                  float pd_acc3[5][16];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc20[pd_r][pd_v] = 0;
+                      pd_acc3[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv20; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                     {
-                      const int64_t b = (pd_b20_b) - 0;
-                      const int64_t f = ((pd_b20_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b20_oy) - 0;
-                      const int64_t ox = ((pd_b20_ox + pd_v)) - 0;
-                      pd_acc20[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b3_b) - 0;
+                      const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b3_oy) - 0;
+                      const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                      pd_acc3[pd_r][pd_v] = 0.0f;
                     }
                   }
                   for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2556,25 +2556,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b20_f + pd_min(pd_r, pd_nr20 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b20_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv20; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)] = pd_acc20[pd_r][pd_v];
+                      Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                     }
                   }
                 }
@@ -2624,7 +2624,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
             }
           }
-          if (!pd_w11)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -2635,14 +2635,14 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     {
       #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
       {
-        const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
-        const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
-        for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
+        const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+        const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+        const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+        for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
         {
-          const int pd_w12 = pd_t12 < pd_s12;
-          const int64_t pd_c0 = 0 + pd_t12 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 1)
+          const int pd_w3 = pd_t3 < pd_s3;
+          const int64_t pd_c0 = 0 + pd_t3 * 1;
+          for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
           {
             if ((F <= 5))
             {
@@ -2651,40 +2651,40 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 1)) && (F <= 5)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 16) == 0)))
                   if ((pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                   {
-                    int64_t pd_b21_b;
-                    int64_t pd_b21_f;
-                    int64_t pd_b21_oy;
-                    int64_t pd_b21_ox;
-                    int64_t pd_b21_c;
-                    int64_t pd_b21_ky;
-                    int64_t pd_b21_kx;
-                    const int64_t pd_nr21 = F;
-                    const int64_t pd_nv21 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
+                    int64_t pd_b4_b;
+                    int64_t pd_b4_f;
+                    int64_t pd_b4_oy;
+                    int64_t pd_b4_ox;
+                    int64_t pd_b4_c;
+                    int64_t pd_b4_ky;
+                    int64_t pd_b4_kx;
+                    const int64_t pd_nr4 = F;
+                    const int64_t pd_nv4 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
                     {
-                      pd_b21_b = pd_c0;
-                      pd_b21_f = 0;
-                      pd_b21_oy = pd_c1;
-                      pd_b21_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
+                      pd_b4_b = pd_c0;
+                      pd_b4_f = 0;
+                      pd_b4_oy = pd_c1;
+                      pd_b4_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
                     }
-                    float pd_acc21[5][16];
+                    float pd_acc4[5][16];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc21[pd_r][pd_v] = 0;
+                        pd_acc4[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                       {
-                        const int64_t b = (pd_b21_b) - 0;
-                        const int64_t f = ((pd_b21_f + pd_r)) - 0;
-                        const int64_t oy = (pd_b21_oy) - 0;
-                        const int64_t ox = ((pd_b21_ox + pd_v)) - 0;
-                        pd_acc21[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b4_b) - 0;
+                        const int64_t f = ((pd_b4_f + pd_r)) - 0;
+                        const int64_t oy = (pd_b4_oy) - 0;
+                        const int64_t ox = ((pd_b4_ox + pd_v)) - 0;
+                        pd_acc4[pd_r][pd_v] = 0.0f;
                       }
                     }
                     for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2701,25 +2701,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b21_f + pd_min(pd_r, pd_nr21 - 1);
+                                const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b21_ox + pd_v;
+                                const int64_t ox = pd_b4_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                       {
-                        Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)] = pd_acc21[pd_r][pd_v];
+                        Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                       }
                     }
                   }
@@ -2790,36 +2790,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 6)) && ((KW + 14) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 6) == 0)))
                   if ((0) + (((W - KW) + 1)) - 16 >= (0))
                   {
-                    int64_t pd_b22_b;
-                    int64_t pd_b22_f;
-                    int64_t pd_b22_oy;
-                    int64_t pd_b22_ox;
-                    int64_t pd_b22_c;
-                    int64_t pd_b22_ky;
-                    int64_t pd_b22_kx;
-                    const int64_t pd_nr22 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
-                    const int64_t pd_nv22 = ((W - KW) + 1);
+                    int64_t pd_b5_b;
+                    int64_t pd_b5_f;
+                    int64_t pd_b5_oy;
+                    int64_t pd_b5_ox;
+                    int64_t pd_b5_c;
+                    int64_t pd_b5_ky;
+                    int64_t pd_b5_kx;
+                    const int64_t pd_nr5 = ((F >= (pd_c2 + 6)) ? 6 : (F - pd_c2));
+                    const int64_t pd_nv5 = ((W - KW) + 1);
                     {
-                      pd_b22_b = pd_c0;
-                      pd_b22_f = pd_c2;
-                      pd_b22_oy = pd_c1;
-                      pd_b22_ox = (0) + (((W - KW) + 1)) - 16;
+                      pd_b5_b = pd_c0;
+                      pd_b5_f = pd_c2;
+                      pd_b5_oy = pd_c1;
+                      pd_b5_ox = (0) + (((W - KW) + 1)) - 16;
                     }
-                    float pd_acc22[6][16];
+                    float pd_acc5[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc22[pd_r][pd_v] = 0;
+                        pd_acc5[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv22; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                       {
-                        pd_acc22[pd_r][pd_v] = Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)];
+                        pd_acc5[pd_r][pd_v] = Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c4 = 0; pd_c4 < KH; pd_c4 += 1)
@@ -2836,25 +2836,25 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b22_f + pd_min(pd_r, pd_nr22 - 1);
+                                const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b22_ox + pd_v;
+                                const int64_t ox = pd_b5_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv22; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                       {
-                        Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)] = pd_acc22[pd_r][pd_v];
+                        Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                       }
                     }
                   }
@@ -2891,7 +2891,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
             }
           }
-          if (!pd_w12)
+          if (!pd_w3)
           {
             #pragma omp barrier
           }
@@ -2908,14 +2908,14 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
 {
   #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
-    const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
-    for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w13 = pd_t13 < pd_s13;
-      const int64_t pd_c0 = 0 + pd_t13 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w13 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w13 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
@@ -2932,7 +2932,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
         }
       }
-      if (!pd_w13)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -2940,14 +2940,14 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   }
   #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n14 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s14 = pd_n14 - pd_mod(pd_n14, pd_team_size());
-    const int64_t pd_e14 = (pd_team_id() + 1) * (pd_s14 / pd_team_size());
-    for (int64_t pd_t14 = pd_e14 - (pd_s14 / pd_team_size()); pd_t14 < pd_n14; pd_t14 = pd_t14 + 1 == pd_e14 ? pd_s14 : pd_t14 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w14 = pd_t14 < pd_s14;
-      const int64_t pd_c0 = 0 + pd_t14 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w14 ? 0 : pd_team_id()) * 48; pd_c1 < F; pd_c1 += (pd_w14 ? 1 : pd_team_size()) * 48)
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 48; pd_c1 < F; pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 48)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
@@ -2960,28 +2960,28 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(42, ((F - pd_c1) - 6)); pd_c7 += 6)
                 {
                   {
-                    int64_t pd_b23_b;
-                    int64_t pd_b23_f;
-                    int64_t pd_b23_oy;
-                    int64_t pd_b23_ox;
-                    int64_t pd_b23_c;
-                    int64_t pd_b23_ky;
-                    int64_t pd_b23_kx;
+                    int64_t pd_b1_b;
+                    int64_t pd_b1_f;
+                    int64_t pd_b1_oy;
+                    int64_t pd_b1_ox;
+                    int64_t pd_b1_c;
+                    int64_t pd_b1_ky;
+                    int64_t pd_b1_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b23_b = pd_c0;
-                      pd_b23_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b23_oy = pd_c2;
-                      pd_b23_ox = (pd_c3 + pd_c15);
+                      pd_b1_b = pd_c0;
+                      pd_b1_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b1_oy = pd_c2;
+                      pd_b1_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc23[6][16];
+                    float pd_acc1[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc23[pd_r][pd_v] = Y[(((pd_b23_b) * F + (pd_b23_f + pd_r)) * ((H - KH) + 1) + pd_b23_oy) * ((W - KW) + 1) + (pd_b23_ox + pd_v)];
+                        pd_acc1[pd_r][pd_v] = Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -3004,7 +3004,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t c = (pd_c4 + pd_c11);
                                 const int64_t ky = pd_c9;
                                 const int64_t kx = pd_c10;
-                                pd_acc23[(f) - pd_b23_f][(ox) - pd_b23_ox] = (pd_acc23[(f) - pd_b23_f][(ox) - pd_b23_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -3016,7 +3016,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        Y[(((pd_b23_b) * F + (pd_b23_f + pd_r)) * ((H - KH) + 1) + pd_b23_oy) * ((W - KW) + 1) + (pd_b23_ox + pd_v)] = pd_acc23[pd_r][pd_v];
+                        Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
@@ -3025,36 +3025,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 {
                   if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && ((pd_c1 + 47) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 15))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 6) >= 1)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
                   {
-                    int64_t pd_b24_b;
-                    int64_t pd_b24_f;
-                    int64_t pd_b24_oy;
-                    int64_t pd_b24_ox;
-                    int64_t pd_b24_c;
-                    int64_t pd_b24_ky;
-                    int64_t pd_b24_kx;
-                    const int64_t pd_nr24 = ((F - pd_c1) % 6);
-                    const int64_t pd_nv24 = 16;
+                    int64_t pd_b2_b;
+                    int64_t pd_b2_f;
+                    int64_t pd_b2_oy;
+                    int64_t pd_b2_ox;
+                    int64_t pd_b2_c;
+                    int64_t pd_b2_ky;
+                    int64_t pd_b2_kx;
+                    const int64_t pd_nr2 = ((F - pd_c1) % 6);
+                    const int64_t pd_nv2 = 16;
                     {
-                      pd_b24_b = pd_c0;
-                      pd_b24_f = ((-((F - pd_c1) % 6)) + F);
-                      pd_b24_oy = pd_c2;
-                      pd_b24_ox = pd_c3;
+                      pd_b2_b = pd_c0;
+                      pd_b2_f = ((-((F - pd_c1) % 6)) + F);
+                      pd_b2_oy = pd_c2;
+                      pd_b2_ox = pd_c3;
                     }
-                    float pd_acc24[5][16];
+                    float pd_acc2[5][16];
                     for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc24[pd_r][pd_v] = 0;
+                        pd_acc2[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                       {
-                        pd_acc24[pd_r][pd_v] = Y[(((pd_b24_b) * F + (pd_b24_f + pd_r)) * ((H - KH) + 1) + pd_b24_oy) * ((W - KW) + 1) + (pd_b24_ox + pd_v)];
+                        pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                       }
                     }
                     for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -3071,25 +3071,25 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b24_f + pd_min(pd_r, pd_nr24 - 1);
+                                const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                                 const int64_t oy = pd_c2;
-                                const int64_t ox = pd_b24_ox + pd_v;
+                                const int64_t ox = pd_b2_ox + pd_v;
                                 const int64_t c = (pd_c4 + pd_c11);
                                 const int64_t ky = pd_c9;
                                 const int64_t kx = pd_c10;
-                                pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv24; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                       {
-                        Y[(((pd_b24_b) * F + (pd_b24_f + pd_r)) * ((H - KH) + 1) + pd_b24_oy) * ((W - KW) + 1) + (pd_b24_ox + pd_v)] = pd_acc24[pd_r][pd_v];
+                        Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                       }
                     }
                   }
@@ -3104,36 +3104,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 6))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 14) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 42)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 6) == 0)))
                       if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
                       {
-                        int64_t pd_b25_b;
-                        int64_t pd_b25_f;
-                        int64_t pd_b25_oy;
-                        int64_t pd_b25_ox;
-                        int64_t pd_b25_c;
-                        int64_t pd_b25_ky;
-                        int64_t pd_b25_kx;
-                        const int64_t pd_nr25 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 6))) ? 6 : ((F - pd_c1) - pd_c7));
-                        const int64_t pd_nv25 = (((W - KW) - pd_c3) + 1);
+                        int64_t pd_b3_b;
+                        int64_t pd_b3_f;
+                        int64_t pd_b3_oy;
+                        int64_t pd_b3_ox;
+                        int64_t pd_b3_c;
+                        int64_t pd_b3_ky;
+                        int64_t pd_b3_kx;
+                        const int64_t pd_nr3 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 6))) ? 6 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv3 = (((W - KW) - pd_c3) + 1);
                         {
-                          pd_b25_b = pd_c0;
-                          pd_b25_f = (pd_c1 + pd_c7);
-                          pd_b25_oy = pd_c2;
-                          pd_b25_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
+                          pd_b3_b = pd_c0;
+                          pd_b3_f = (pd_c1 + pd_c7);
+                          pd_b3_oy = pd_c2;
+                          pd_b3_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
                         }
-                        float pd_acc25[6][16];
+                        float pd_acc3[6][16];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc25[pd_r][pd_v] = 0;
+                            pd_acc3[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv25; pd_v < 16; pd_v++)
+                          for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                           {
-                            pd_acc25[pd_r][pd_v] = Y[(((pd_b25_b) * F + (pd_b25_f + pd_r)) * ((H - KH) + 1) + pd_b25_oy) * ((W - KW) + 1) + (pd_b25_ox + pd_v)];
+                            pd_acc3[pd_r][pd_v] = Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)];
                           }
                         }
                         for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -3150,25 +3150,25 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b25_f + pd_min(pd_r, pd_nr25 - 1);
+                                    const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b25_ox + pd_v;
+                                    const int64_t ox = pd_b3_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv25; pd_v < 16; pd_v++)
+                          for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                           {
-                            Y[(((pd_b25_b) * F + (pd_b25_f + pd_r)) * ((H - KH) + 1) + pd_b25_oy) * ((W - KW) + 1) + (pd_b25_ox + pd_v)] = pd_acc25[pd_r][pd_v];
+                            Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                           }
                         }
                       }
@@ -3209,36 +3209,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 5) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 48) == 0)) && ((pd_c3 % 16) == 0)) && ((pd_c4 % 64) == 0)))
                     if ((pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                     {
-                      int64_t pd_b26_b;
-                      int64_t pd_b26_f;
-                      int64_t pd_b26_oy;
-                      int64_t pd_b26_ox;
-                      int64_t pd_b26_c;
-                      int64_t pd_b26_ky;
-                      int64_t pd_b26_kx;
-                      const int64_t pd_nr26 = (F - pd_c1);
-                      const int64_t pd_nv26 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
+                      int64_t pd_b4_b;
+                      int64_t pd_b4_f;
+                      int64_t pd_b4_oy;
+                      int64_t pd_b4_ox;
+                      int64_t pd_b4_c;
+                      int64_t pd_b4_ky;
+                      int64_t pd_b4_kx;
+                      const int64_t pd_nr4 = (F - pd_c1);
+                      const int64_t pd_nv4 = (((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1));
                       {
-                        pd_b26_b = pd_c0;
-                        pd_b26_f = pd_c1;
-                        pd_b26_oy = pd_c2;
-                        pd_b26_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
+                        pd_b4_b = pd_c0;
+                        pd_b4_f = pd_c1;
+                        pd_b4_oy = pd_c2;
+                        pd_b4_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 15)) && (pd_c3 >= 0)) ? 16 : (((W - KW) - pd_c3) + 1))) - 16;
                       }
-                      float pd_acc26[5][16];
+                      float pd_acc4[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc26[pd_r][pd_v] = 0;
+                          pd_acc4[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                         {
-                          pd_acc26[pd_r][pd_v] = Y[(((pd_b26_b) * F + (pd_b26_f + pd_r)) * ((H - KH) + 1) + pd_b26_oy) * ((W - KW) + 1) + (pd_b26_ox + pd_v)];
+                          pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                         }
                       }
                       for (int64_t pd_c9 = 0; pd_c9 < KH; pd_c9 += 1)
@@ -3255,25 +3255,25 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b26_f + pd_min(pd_r, pd_nr26 - 1);
+                                  const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b26_ox + pd_v;
+                                  const int64_t ox = pd_b4_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                         {
-                          Y[(((pd_b26_b) * F + (pd_b26_f + pd_r)) * ((H - KH) + 1) + pd_b26_oy) * ((W - KW) + 1) + (pd_b26_ox + pd_v)] = pd_acc26[pd_r][pd_v];
+                          Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                         }
                       }
                     }
@@ -3313,7 +3313,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
         }
       }
-      if (!pd_w14)
+      if (!pd_w2)
       {
         #pragma omp barrier
       }

@@ -68,8 +68,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_f36b227843b4", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_conv2d_f36b227843b4(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_88d6e888f7af", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_conv2d_88d6e888f7af(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

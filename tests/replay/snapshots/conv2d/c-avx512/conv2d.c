@@ -720,44 +720,44 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w3 = pd_t3 < pd_s3;
-        const int64_t pd_c0 = 0 + pd_t3 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c3 = 0; pd_c3 < (F - 15); pd_c3 += 16)
           {
             {
-              int64_t pd_b7_b;
-              int64_t pd_b7_f;
-              int64_t pd_b7_oy;
-              int64_t pd_b7_ox;
-              int64_t pd_b7_c;
-              int64_t pd_b7_ky;
-              int64_t pd_b7_kx;
+              int64_t pd_b1_b;
+              int64_t pd_b1_f;
+              int64_t pd_b1_oy;
+              int64_t pd_b1_ox;
+              int64_t pd_b1_c;
+              int64_t pd_b1_ky;
+              int64_t pd_b1_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b7_b = pd_c0;
-                pd_b7_f = (pd_c3 + pd_c9);
-                pd_b7_oy = pd_c1;
-                pd_b7_ox = pd_c10;
+                pd_b1_b = pd_c0;
+                pd_b1_f = (pd_c3 + pd_c9);
+                pd_b1_oy = pd_c1;
+                pd_b1_ox = pd_c10;
               }
-              float pd_acc7[16][16];
+              float pd_acc1[16][16];
               for (int64_t pd_r = 0; pd_r < 16; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  const int64_t b = (pd_b7_b) - 0;
-                  const int64_t f = ((pd_b7_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b7_oy) - 0;
-                  const int64_t ox = ((pd_b7_ox + pd_v)) - 0;
-                  pd_acc7[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b1_oy) - 0;
+                  const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -782,7 +782,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc7[(f) - pd_b7_f][(ox) - pd_b7_ox] = (pd_acc7[(f) - pd_b7_f][(ox) - pd_b7_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -812,7 +812,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc7[(f) - pd_b7_f][(ox) - pd_b7_ox] = (pd_acc7[(f) - pd_b7_f][(ox) - pd_b7_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -825,7 +825,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
-                  Y[(((pd_b7_b) * F + (pd_b7_f + pd_r)) * ((H - KH) + 1) + pd_b7_oy) * ((W - KW) + 1) + (pd_b7_ox + pd_v)] = pd_acc7[pd_r][pd_v];
+                  Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -846,36 +846,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 16) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 16) >= 1)))
           {
-            int64_t pd_b8_b;
-            int64_t pd_b8_f;
-            int64_t pd_b8_oy;
-            int64_t pd_b8_ox;
-            int64_t pd_b8_c;
-            int64_t pd_b8_ky;
-            int64_t pd_b8_kx;
-            const int64_t pd_nr8 = (F % 16);
-            const int64_t pd_nv8 = 16;
+            int64_t pd_b2_b;
+            int64_t pd_b2_f;
+            int64_t pd_b2_oy;
+            int64_t pd_b2_ox;
+            int64_t pd_b2_c;
+            int64_t pd_b2_ky;
+            int64_t pd_b2_kx;
+            const int64_t pd_nr2 = (F % 16);
+            const int64_t pd_nv2 = 16;
             {
-              pd_b8_b = pd_c0;
-              pd_b8_f = ((-(F % 16)) + F);
-              pd_b8_oy = pd_c1;
-              pd_b8_ox = 0;
+              pd_b2_b = pd_c0;
+              pd_b2_f = ((-(F % 16)) + F);
+              pd_b2_oy = pd_c1;
+              pd_b2_ox = 0;
             }
-            float pd_acc8[15][16];
+            float pd_acc2[15][16];
             for (int64_t pd_r = 0; pd_r < 15; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc8[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)];
+                pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
               }
             }
             if (pd_rp1)
@@ -894,13 +894,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b8_f + pd_r;
+                          const int64_t f = pd_b2_f + pd_r;
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b8_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                         }
                       }
                     }
@@ -924,13 +924,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b8_f + pd_min(pd_r, pd_nr8 - 1);
+                          const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b8_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                         }
                       }
                     }
@@ -938,12 +938,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)] = pd_acc8[pd_r][pd_v];
+                Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
@@ -952,40 +952,40 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 16) && (W >= (KW + 16))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 16) == 0)))
               if ((16) + (((W - KW) - 15)) - 16 >= (0))
               {
-                int64_t pd_b9_b;
-                int64_t pd_b9_f;
-                int64_t pd_b9_oy;
-                int64_t pd_b9_ox;
-                int64_t pd_b9_c;
-                int64_t pd_b9_ky;
-                int64_t pd_b9_kx;
-                const int64_t pd_nr9 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
-                const int64_t pd_nv9 = ((W - KW) - 15);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
+                const int64_t pd_nv3 = ((W - KW) - 15);
                 {
-                  pd_b9_b = pd_c0;
-                  pd_b9_f = pd_c3;
-                  pd_b9_oy = pd_c1;
-                  pd_b9_ox = (16) + (((W - KW) - 15)) - 16;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = pd_c3;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (16) + (((W - KW) - 15)) - 16;
                 }
-                float pd_acc9[16][16];
+                float pd_acc3[16][16];
                 for (int64_t pd_r = 0; pd_r < 16; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc9[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b9_b) - 0;
-                    const int64_t f = ((pd_b9_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b9_oy) - 0;
-                    const int64_t ox = ((pd_b9_ox + pd_v)) - 0;
-                    pd_acc9[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -1004,13 +1004,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b9_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b9_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1034,13 +1034,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b9_f + pd_min(pd_r, pd_nr9 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b9_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1048,12 +1048,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)] = pd_acc9[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -1103,7 +1103,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w3)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -1114,14 +1114,14 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n4 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-      const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-      for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w4 = pd_t4 < pd_s4;
-        const int64_t pd_c0 = 0 + pd_t4 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 1)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (W - KW); pd_c2 += 16)
           {
@@ -1142,36 +1142,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 15) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 16) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 16 : ((W - KW) - 15))) - 16 >= (0))
               {
-                int64_t pd_b10_b;
-                int64_t pd_b10_f;
-                int64_t pd_b10_oy;
-                int64_t pd_b10_ox;
-                int64_t pd_b10_c;
-                int64_t pd_b10_ky;
-                int64_t pd_b10_kx;
-                const int64_t pd_nr10 = F;
-                const int64_t pd_nv10 = ((pd_c2 == 0) ? 16 : ((W - KW) - 15));
+                int64_t pd_b4_b;
+                int64_t pd_b4_f;
+                int64_t pd_b4_oy;
+                int64_t pd_b4_ox;
+                int64_t pd_b4_c;
+                int64_t pd_b4_ky;
+                int64_t pd_b4_kx;
+                const int64_t pd_nr4 = F;
+                const int64_t pd_nv4 = ((pd_c2 == 0) ? 16 : ((W - KW) - 15));
                 {
-                  pd_b10_b = pd_c0;
-                  pd_b10_f = 0;
-                  pd_b10_oy = pd_c1;
-                  pd_b10_ox = (pd_c2) + (((pd_c2 == 0) ? 16 : ((W - KW) - 15))) - 16;
+                  pd_b4_b = pd_c0;
+                  pd_b4_f = 0;
+                  pd_b4_oy = pd_c1;
+                  pd_b4_ox = (pd_c2) + (((pd_c2 == 0) ? 16 : ((W - KW) - 15))) - 16;
                 }
-                float pd_acc10[15][16];
+                float pd_acc4[15][16];
                 for (int64_t pd_r = 0; pd_r < 15; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv10; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)];
+                    pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                   }
                 }
                 if (pd_rp1)
@@ -1190,13 +1190,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b10_f + pd_r;
+                              const int64_t f = pd_b4_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b10_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1220,13 +1220,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b10_f + pd_min(pd_r, pd_nr10 - 1);
+                              const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b10_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1234,12 +1234,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv10; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)] = pd_acc10[pd_r][pd_v];
+                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -1275,7 +1275,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w4)
+        if (!pd_w2)
         {
           #pragma omp barrier
         }
@@ -1337,44 +1337,44 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n5 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-      const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-      for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w5 = pd_t5 < pd_s5;
-        const int64_t pd_c0 = 0 + pd_t5 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w5 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w5 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c3 = 0; pd_c3 < (F - 15); pd_c3 += 16)
           {
             {
-              int64_t pd_b11_b;
-              int64_t pd_b11_f;
-              int64_t pd_b11_oy;
-              int64_t pd_b11_ox;
-              int64_t pd_b11_c;
-              int64_t pd_b11_ky;
-              int64_t pd_b11_kx;
+              int64_t pd_b1_b;
+              int64_t pd_b1_f;
+              int64_t pd_b1_oy;
+              int64_t pd_b1_ox;
+              int64_t pd_b1_c;
+              int64_t pd_b1_ky;
+              int64_t pd_b1_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b11_b = pd_c0;
-                pd_b11_f = (pd_c3 + pd_c9);
-                pd_b11_oy = pd_c1;
-                pd_b11_ox = pd_c10;
+                pd_b1_b = pd_c0;
+                pd_b1_f = (pd_c3 + pd_c9);
+                pd_b1_oy = pd_c1;
+                pd_b1_ox = pd_c10;
               }
-              float pd_acc11[16][8];
+              float pd_acc1[16][8];
               for (int64_t pd_r = 0; pd_r < 16; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  const int64_t b = (pd_b11_b) - 0;
-                  const int64_t f = ((pd_b11_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b11_oy) - 0;
-                  const int64_t ox = ((pd_b11_ox + pd_v)) - 0;
-                  pd_acc11[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b1_oy) - 0;
+                  const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -1399,7 +1399,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc11[(f) - pd_b11_f][(ox) - pd_b11_ox] = (pd_acc11[(f) - pd_b11_f][(ox) - pd_b11_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -1429,7 +1429,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc11[(f) - pd_b11_f][(ox) - pd_b11_ox] = (pd_acc11[(f) - pd_b11_f][(ox) - pd_b11_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -1442,7 +1442,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                 {
-                  Y[(((pd_b11_b) * F + (pd_b11_f + pd_r)) * ((H - KH) + 1) + pd_b11_oy) * ((W - KW) + 1) + (pd_b11_ox + pd_v)] = pd_acc11[pd_r][pd_v];
+                  Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -1463,36 +1463,36 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 16) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 16) >= 1)))
           {
-            int64_t pd_b12_b;
-            int64_t pd_b12_f;
-            int64_t pd_b12_oy;
-            int64_t pd_b12_ox;
-            int64_t pd_b12_c;
-            int64_t pd_b12_ky;
-            int64_t pd_b12_kx;
-            const int64_t pd_nr12 = (F % 16);
-            const int64_t pd_nv12 = 8;
+            int64_t pd_b2_b;
+            int64_t pd_b2_f;
+            int64_t pd_b2_oy;
+            int64_t pd_b2_ox;
+            int64_t pd_b2_c;
+            int64_t pd_b2_ky;
+            int64_t pd_b2_kx;
+            const int64_t pd_nr2 = (F % 16);
+            const int64_t pd_nv2 = 8;
             {
-              pd_b12_b = pd_c0;
-              pd_b12_f = ((-(F % 16)) + F);
-              pd_b12_oy = pd_c1;
-              pd_b12_ox = 0;
+              pd_b2_b = pd_c0;
+              pd_b2_f = ((-(F % 16)) + F);
+              pd_b2_oy = pd_c1;
+              pd_b2_ox = 0;
             }
-            float pd_acc12[15][8];
+            float pd_acc2[15][8];
             for (int64_t pd_r = 0; pd_r < 15; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
-                pd_acc12[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc12[pd_r][pd_v] = Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)];
+                pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
               }
             }
             if (pd_rp1)
@@ -1511,13 +1511,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b12_f + pd_r;
+                          const int64_t f = pd_b2_f + pd_r;
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b12_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                         }
                       }
                     }
@@ -1541,13 +1541,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b12_f + pd_min(pd_r, pd_nr12 - 1);
+                          const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b12_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                         }
                       }
                     }
@@ -1555,12 +1555,12 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv12; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)] = pd_acc12[pd_r][pd_v];
+                Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
@@ -1569,40 +1569,40 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 16) && (W >= (KW + 8))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 16) == 0)))
               if ((8) + (((W - KW) - 7)) - 8 >= (0))
               {
-                int64_t pd_b13_b;
-                int64_t pd_b13_f;
-                int64_t pd_b13_oy;
-                int64_t pd_b13_ox;
-                int64_t pd_b13_c;
-                int64_t pd_b13_ky;
-                int64_t pd_b13_kx;
-                const int64_t pd_nr13 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
-                const int64_t pd_nv13 = ((W - KW) - 7);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
+                const int64_t pd_nv3 = ((W - KW) - 7);
                 {
-                  pd_b13_b = pd_c0;
-                  pd_b13_f = pd_c3;
-                  pd_b13_oy = pd_c1;
-                  pd_b13_ox = (8) + (((W - KW) - 7)) - 8;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = pd_c3;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (8) + (((W - KW) - 7)) - 8;
                 }
-                float pd_acc13[16][8];
+                float pd_acc3[16][8];
                 for (int64_t pd_r = 0; pd_r < 16; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc13[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b13_b) - 0;
-                    const int64_t f = ((pd_b13_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b13_oy) - 0;
-                    const int64_t ox = ((pd_b13_ox + pd_v)) - 0;
-                    pd_acc13[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -1621,13 +1621,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b13_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b13_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1651,13 +1651,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b13_f + pd_min(pd_r, pd_nr13 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b13_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1665,12 +1665,12 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)] = pd_acc13[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -1720,7 +1720,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w5)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -1731,14 +1731,14 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n6 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-      const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-      for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w6 = pd_t6 < pd_s6;
-        const int64_t pd_c0 = 0 + pd_t6 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w6 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w6 ? 1 : pd_team_size()) * 1)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (W - KW); pd_c2 += 8)
           {
@@ -1759,36 +1759,36 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 15) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 8) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 8 : ((W - KW) - 7))) - 8 >= (0))
               {
-                int64_t pd_b14_b;
-                int64_t pd_b14_f;
-                int64_t pd_b14_oy;
-                int64_t pd_b14_ox;
-                int64_t pd_b14_c;
-                int64_t pd_b14_ky;
-                int64_t pd_b14_kx;
-                const int64_t pd_nr14 = F;
-                const int64_t pd_nv14 = ((pd_c2 == 0) ? 8 : ((W - KW) - 7));
+                int64_t pd_b4_b;
+                int64_t pd_b4_f;
+                int64_t pd_b4_oy;
+                int64_t pd_b4_ox;
+                int64_t pd_b4_c;
+                int64_t pd_b4_ky;
+                int64_t pd_b4_kx;
+                const int64_t pd_nr4 = F;
+                const int64_t pd_nv4 = ((pd_c2 == 0) ? 8 : ((W - KW) - 7));
                 {
-                  pd_b14_b = pd_c0;
-                  pd_b14_f = 0;
-                  pd_b14_oy = pd_c1;
-                  pd_b14_ox = (pd_c2) + (((pd_c2 == 0) ? 8 : ((W - KW) - 7))) - 8;
+                  pd_b4_b = pd_c0;
+                  pd_b4_f = 0;
+                  pd_b4_oy = pd_c1;
+                  pd_b4_ox = (pd_c2) + (((pd_c2 == 0) ? 8 : ((W - KW) - 7))) - 8;
                 }
-                float pd_acc14[15][8];
+                float pd_acc4[15][8];
                 for (int64_t pd_r = 0; pd_r < 15; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc14[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv14; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                   {
-                    pd_acc14[pd_r][pd_v] = Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)];
+                    pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                   }
                 }
                 if (pd_rp1)
@@ -1807,13 +1807,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b14_f + pd_r;
+                              const int64_t f = pd_b4_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b14_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1837,13 +1837,13 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b14_f + pd_min(pd_r, pd_nr14 - 1);
+                              const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b14_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1851,12 +1851,12 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv14; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)] = pd_acc14[pd_r][pd_v];
+                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -1892,7 +1892,7 @@ PD_VARIANT int conv2d_v2(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w6)
+        if (!pd_w2)
         {
           #pragma omp barrier
         }
@@ -1954,44 +1954,44 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n7 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-      const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-      for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w7 = pd_t7 < pd_s7;
-        const int64_t pd_c0 = 0 + pd_t7 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w7 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w7 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c3 = 0; pd_c3 < (F - 15); pd_c3 += 16)
           {
             {
-              int64_t pd_b15_b;
-              int64_t pd_b15_f;
-              int64_t pd_b15_oy;
-              int64_t pd_b15_ox;
-              int64_t pd_b15_c;
-              int64_t pd_b15_ky;
-              int64_t pd_b15_kx;
+              int64_t pd_b1_b;
+              int64_t pd_b1_f;
+              int64_t pd_b1_oy;
+              int64_t pd_b1_ox;
+              int64_t pd_b1_c;
+              int64_t pd_b1_ky;
+              int64_t pd_b1_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b15_b = pd_c0;
-                pd_b15_f = (pd_c3 + pd_c9);
-                pd_b15_oy = pd_c1;
-                pd_b15_ox = pd_c10;
+                pd_b1_b = pd_c0;
+                pd_b1_f = (pd_c3 + pd_c9);
+                pd_b1_oy = pd_c1;
+                pd_b1_ox = pd_c10;
               }
-              float pd_acc15[16][4];
+              float pd_acc1[16][4];
               for (int64_t pd_r = 0; pd_r < 16; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  const int64_t b = (pd_b15_b) - 0;
-                  const int64_t f = ((pd_b15_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b15_oy) - 0;
-                  const int64_t ox = ((pd_b15_ox + pd_v)) - 0;
-                  pd_acc15[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b1_oy) - 0;
+                  const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -2016,7 +2016,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc15[(f) - pd_b15_f][(ox) - pd_b15_ox] = (pd_acc15[(f) - pd_b15_f][(ox) - pd_b15_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -2046,7 +2046,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc15[(f) - pd_b15_f][(ox) - pd_b15_ox] = (pd_acc15[(f) - pd_b15_f][(ox) - pd_b15_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -2059,7 +2059,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  Y[(((pd_b15_b) * F + (pd_b15_f + pd_r)) * ((H - KH) + 1) + pd_b15_oy) * ((W - KW) + 1) + (pd_b15_ox + pd_v)] = pd_acc15[pd_r][pd_v];
+                  Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -2080,36 +2080,36 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 16) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 16) >= 1)))
           {
-            int64_t pd_b16_b;
-            int64_t pd_b16_f;
-            int64_t pd_b16_oy;
-            int64_t pd_b16_ox;
-            int64_t pd_b16_c;
-            int64_t pd_b16_ky;
-            int64_t pd_b16_kx;
-            const int64_t pd_nr16 = (F % 16);
-            const int64_t pd_nv16 = 4;
+            int64_t pd_b2_b;
+            int64_t pd_b2_f;
+            int64_t pd_b2_oy;
+            int64_t pd_b2_ox;
+            int64_t pd_b2_c;
+            int64_t pd_b2_ky;
+            int64_t pd_b2_kx;
+            const int64_t pd_nr2 = (F % 16);
+            const int64_t pd_nv2 = 4;
             {
-              pd_b16_b = pd_c0;
-              pd_b16_f = ((-(F % 16)) + F);
-              pd_b16_oy = pd_c1;
-              pd_b16_ox = 0;
+              pd_b2_b = pd_c0;
+              pd_b2_f = ((-(F % 16)) + F);
+              pd_b2_oy = pd_c1;
+              pd_b2_ox = 0;
             }
-            float pd_acc16[15][4];
+            float pd_acc2[15][4];
             for (int64_t pd_r = 0; pd_r < 15; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc16[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc16[pd_r][pd_v] = Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)];
+                pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
               }
             }
             if (pd_rp1)
@@ -2128,13 +2128,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b16_f + pd_r;
+                          const int64_t f = pd_b2_f + pd_r;
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b16_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                         }
                       }
                     }
@@ -2158,13 +2158,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b16_f + pd_min(pd_r, pd_nr16 - 1);
+                          const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b16_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                         }
                       }
                     }
@@ -2172,12 +2172,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)] = pd_acc16[pd_r][pd_v];
+                Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
@@ -2186,40 +2186,40 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 16) && (W >= (KW + 4))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 16) == 0)))
               if ((4) + (((W - KW) - 3)) - 4 >= (0))
               {
-                int64_t pd_b17_b;
-                int64_t pd_b17_f;
-                int64_t pd_b17_oy;
-                int64_t pd_b17_ox;
-                int64_t pd_b17_c;
-                int64_t pd_b17_ky;
-                int64_t pd_b17_kx;
-                const int64_t pd_nr17 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
-                const int64_t pd_nv17 = ((W - KW) - 3);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
+                const int64_t pd_nv3 = ((W - KW) - 3);
                 {
-                  pd_b17_b = pd_c0;
-                  pd_b17_f = pd_c3;
-                  pd_b17_oy = pd_c1;
-                  pd_b17_ox = (4) + (((W - KW) - 3)) - 4;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = pd_c3;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (4) + (((W - KW) - 3)) - 4;
                 }
-                float pd_acc17[16][4];
+                float pd_acc3[16][4];
                 for (int64_t pd_r = 0; pd_r < 16; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc17[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv17; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
                   {
-                    const int64_t b = (pd_b17_b) - 0;
-                    const int64_t f = ((pd_b17_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b17_oy) - 0;
-                    const int64_t ox = ((pd_b17_ox + pd_v)) - 0;
-                    pd_acc17[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -2238,13 +2238,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b17_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b17_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -2268,13 +2268,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b17_f + pd_min(pd_r, pd_nr17 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b17_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -2282,12 +2282,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv17; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b17_b) * F + (pd_b17_f + pd_r)) * ((H - KH) + 1) + pd_b17_oy) * ((W - KW) + 1) + (pd_b17_ox + pd_v)] = pd_acc17[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -2337,7 +2337,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w7)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -2348,14 +2348,14 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w8 = pd_t8 < pd_s8;
-        const int64_t pd_c0 = 0 + pd_t8 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w8 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w8 ? 1 : pd_team_size()) * 1)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (W - KW); pd_c2 += 4)
           {
@@ -2376,36 +2376,36 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 15) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 4) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4 >= (0))
               {
-                int64_t pd_b18_b;
-                int64_t pd_b18_f;
-                int64_t pd_b18_oy;
-                int64_t pd_b18_ox;
-                int64_t pd_b18_c;
-                int64_t pd_b18_ky;
-                int64_t pd_b18_kx;
-                const int64_t pd_nr18 = F;
-                const int64_t pd_nv18 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
+                int64_t pd_b4_b;
+                int64_t pd_b4_f;
+                int64_t pd_b4_oy;
+                int64_t pd_b4_ox;
+                int64_t pd_b4_c;
+                int64_t pd_b4_ky;
+                int64_t pd_b4_kx;
+                const int64_t pd_nr4 = F;
+                const int64_t pd_nv4 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
                 {
-                  pd_b18_b = pd_c0;
-                  pd_b18_f = 0;
-                  pd_b18_oy = pd_c1;
-                  pd_b18_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
+                  pd_b4_b = pd_c0;
+                  pd_b4_f = 0;
+                  pd_b4_oy = pd_c1;
+                  pd_b4_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
                 }
-                float pd_acc18[15][4];
+                float pd_acc4[15][4];
                 for (int64_t pd_r = 0; pd_r < 15; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc18[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv18; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                   {
-                    pd_acc18[pd_r][pd_v] = Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)];
+                    pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                   }
                 }
                 if (pd_rp1)
@@ -2424,13 +2424,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b18_f + pd_r;
+                              const int64_t f = pd_b4_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b18_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -2454,13 +2454,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b18_f + pd_min(pd_r, pd_nr18 - 1);
+                              const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b18_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -2468,12 +2468,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv18; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)] = pd_acc18[pd_r][pd_v];
+                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -2509,7 +2509,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w8)
+        if (!pd_w2)
         {
           #pragma omp barrier
         }
@@ -2573,14 +2573,14 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
   {
     #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n9 = (((F) - (0) + (1) - 1) / (1));
-      const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-      const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-      for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
+      const int64_t pd_n1 = (((F) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w9 = pd_t9 < pd_s9;
-        const int64_t pd_c1 = 0 + pd_t9 * 1;
-        for (int64_t pd_c2 = 0 + (pd_w9 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w9 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c1 = 0 + pd_t1 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           #pragma omp simd
           for (int64_t pd_c4 = 0; pd_c4 <= (W - KW); pd_c4 += 1)
@@ -2594,7 +2594,7 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             }
           }
         }
-        if (!pd_w9)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -2607,44 +2607,44 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
     {
       #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
-        const int64_t pd_n10 = ((((H - KH)) - (0) + (1)) / (1));
-        const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-        const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-        for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
+        const int64_t pd_n2 = ((((H - KH)) - (0) + (1)) / (1));
+        const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+        const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+        for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
         {
-          const int pd_w10 = pd_t10 < pd_s10;
-          const int64_t pd_c1 = 0 + pd_t10 * 1;
-          for (int64_t pd_c2 = 0 + (pd_w10 ? 0 : pd_team_id()) * 14; pd_c2 < (F - 13); pd_c2 += (pd_w10 ? 1 : pd_team_size()) * 14)
+          const int pd_w2 = pd_t2 < pd_s2;
+          const int64_t pd_c1 = 0 + pd_t2 * 1;
+          for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 14; pd_c2 < (F - 13); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 14)
           {
             for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 30); pd_c3 += 32)
             {
               {
-                int64_t pd_b19_b;
-                int64_t pd_b19_f;
-                int64_t pd_b19_oy;
-                int64_t pd_b19_ox;
-                int64_t pd_b19_c;
-                int64_t pd_b19_ky;
-                int64_t pd_b19_kx;
+                int64_t pd_b1_b;
+                int64_t pd_b1_f;
+                int64_t pd_b1_oy;
+                int64_t pd_b1_ox;
+                int64_t pd_b1_c;
+                int64_t pd_b1_ky;
+                int64_t pd_b1_kx;
                 {
                   const int64_t pd_c9 = 0;
                   const int64_t pd_c10 = 0;
-                  pd_b19_b = 0;
-                  pd_b19_f = (pd_c2 + pd_c9);
-                  pd_b19_oy = pd_c1;
-                  pd_b19_ox = (pd_c3 + pd_c10);
+                  pd_b1_b = 0;
+                  pd_b1_f = (pd_c2 + pd_c9);
+                  pd_b1_oy = pd_c1;
+                  pd_b1_ox = (pd_c3 + pd_c10);
                 }
-                float pd_acc19[14][32];
+                float pd_acc1[14][32];
                 for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    const int64_t b = (pd_b19_b) - 0;
-                    const int64_t f = ((pd_b19_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b19_oy) - 0;
-                    const int64_t ox = ((pd_b19_ox + pd_v)) - 0;
-                    pd_acc19[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b1_b) - 0;
+                    const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b1_oy) - 0;
+                    const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                    pd_acc1[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -2669,7 +2669,7 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] = (pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -2699,7 +2699,7 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] = (pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -2712,7 +2712,7 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)] = pd_acc19[pd_r][pd_v];
+                    Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                   }
                 }
               }
@@ -2734,36 +2734,36 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             if (((((((((C >= 1) && (W >= (KW + 31))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 14))) && (pd_c2 >= 0)) && ((((W - KW) - 31) % 32) >= 1)) && ((pd_c2 % 14) == 0)))
               if (((((W - KW) - 31) % 32)) <= 16 && (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16 >= (0))
               {
-                int64_t pd_b21_b;
-                int64_t pd_b21_f;
-                int64_t pd_b21_oy;
-                int64_t pd_b21_ox;
-                int64_t pd_b21_c;
-                int64_t pd_b21_ky;
-                int64_t pd_b21_kx;
-                const int64_t pd_nr21 = 14;
-                const int64_t pd_nv21 = (((W - KW) - 31) % 32);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = 14;
+                const int64_t pd_nv3 = (((W - KW) - 31) % 32);
                 {
-                  pd_b21_b = 0;
-                  pd_b21_f = pd_c2;
-                  pd_b21_oy = pd_c1;
-                  pd_b21_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16;
+                  pd_b3_b = 0;
+                  pd_b3_f = pd_c2;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16;
                 }
-                float pd_acc21[14][16];
+                float pd_acc3[14][16];
                 for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc21[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    pd_acc21[pd_r][pd_v] = Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)];
+                    pd_acc3[pd_r][pd_v] = Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)];
                   }
                 }
                 if (pd_rp1)
@@ -2782,13 +2782,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b21_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b21_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -2812,13 +2812,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b21_f + pd_min(pd_r, pd_nr21 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b21_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -2826,12 +2826,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv21; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)] = pd_acc21[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -2840,36 +2840,36 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                 if (((((((((C >= 1) && (W >= (KW + 31))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 14))) && (pd_c2 >= 0)) && ((((W - KW) - 31) % 32) >= 1)) && ((pd_c2 % 14) == 0)))
                   if ((((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32 >= (0))
                   {
-                    int64_t pd_b20_b;
-                    int64_t pd_b20_f;
-                    int64_t pd_b20_oy;
-                    int64_t pd_b20_ox;
-                    int64_t pd_b20_c;
-                    int64_t pd_b20_ky;
-                    int64_t pd_b20_kx;
-                    const int64_t pd_nr20 = 14;
-                    const int64_t pd_nv20 = (((W - KW) - 31) % 32);
+                    int64_t pd_b2_b;
+                    int64_t pd_b2_f;
+                    int64_t pd_b2_oy;
+                    int64_t pd_b2_ox;
+                    int64_t pd_b2_c;
+                    int64_t pd_b2_ky;
+                    int64_t pd_b2_kx;
+                    const int64_t pd_nr2 = 14;
+                    const int64_t pd_nv2 = (((W - KW) - 31) % 32);
                     {
-                      pd_b20_b = 0;
-                      pd_b20_f = pd_c2;
-                      pd_b20_oy = pd_c1;
-                      pd_b20_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32;
+                      pd_b2_b = 0;
+                      pd_b2_f = pd_c2;
+                      pd_b2_oy = pd_c1;
+                      pd_b2_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32;
                     }
-                    float pd_acc20[14][32];
+                    float pd_acc2[14][32];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc20[pd_r][pd_v] = 0;
+                        pd_acc2[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv20; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv2; pd_v < 32; pd_v++)
                       {
-                        pd_acc20[pd_r][pd_v] = Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)];
+                        pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -2888,13 +2888,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               {
                                 {
                                   const int64_t b = 0;
-                                  const int64_t f = pd_b20_f + pd_r;
+                                  const int64_t f = pd_b2_f + pd_r;
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b20_ox + pd_v;
+                                  const int64_t ox = pd_b2_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -2918,13 +2918,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               {
                                 {
                                   const int64_t b = 0;
-                                  const int64_t f = pd_b20_f + pd_min(pd_r, pd_nr20 - 1);
+                                  const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b20_ox + pd_v;
+                                  const int64_t ox = pd_b2_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -2932,12 +2932,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv20; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv2; pd_v < 32; pd_v++)
                       {
-                        Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)] = pd_acc20[pd_r][pd_v];
+                        Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                       }
                     }
                   }
@@ -2973,49 +2973,49 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   }
               }
           }
-          if (!pd_w10)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
-          for (int64_t pd_c3 = 0 + (pd_w10 ? 0 : pd_team_id()) * 32; pd_c3 <= (W - KW); pd_c3 += (pd_w10 ? 1 : pd_team_size()) * 32)
+          for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 32; pd_c3 <= (W - KW); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 32)
           {
             if ((((((((((C >= 1) && (F >= 14)) && (W >= (KW + 31))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 14) >= 1)) && ((pd_c3 % 32) == 0)))
               if ((((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
               {
-                int64_t pd_b23_b;
-                int64_t pd_b23_f;
-                int64_t pd_b23_oy;
-                int64_t pd_b23_ox;
-                int64_t pd_b23_c;
-                int64_t pd_b23_ky;
-                int64_t pd_b23_kx;
-                const int64_t pd_nr23 = (F % 14);
-                const int64_t pd_nv23 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
+                int64_t pd_b5_b;
+                int64_t pd_b5_f;
+                int64_t pd_b5_oy;
+                int64_t pd_b5_ox;
+                int64_t pd_b5_c;
+                int64_t pd_b5_ky;
+                int64_t pd_b5_kx;
+                const int64_t pd_nr5 = (F % 14);
+                const int64_t pd_nv5 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
                 {
-                  pd_b23_b = 0;
-                  pd_b23_f = ((-(F % 14)) + F);
-                  pd_b23_oy = pd_c1;
-                  pd_b23_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
+                  pd_b5_b = 0;
+                  pd_b5_f = ((-(F % 14)) + F);
+                  pd_b5_oy = pd_c1;
+                  pd_b5_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
                 }
-                float pd_acc23[13][16];
+                float pd_acc5[13][16];
                 for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                   {
-                    pd_acc23[pd_r][pd_v] = 0;
+                    pd_acc5[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv23; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                   {
-                    const int64_t b = (pd_b23_b) - 0;
-                    const int64_t f = ((pd_b23_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b23_oy) - 0;
-                    const int64_t ox = ((pd_b23_ox + pd_v)) - 0;
-                    pd_acc23[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b5_b) - 0;
+                    const int64_t f = ((pd_b5_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b5_oy) - 0;
+                    const int64_t ox = ((pd_b5_ox + pd_v)) - 0;
+                    pd_acc5[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -3034,13 +3034,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b23_f + pd_r;
+                              const int64_t f = pd_b5_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b23_ox + pd_v;
+                              const int64_t ox = pd_b5_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -3064,13 +3064,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b23_f + pd_min(pd_r, pd_nr23 - 1);
+                              const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b23_ox + pd_v;
+                              const int64_t ox = pd_b5_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -3078,12 +3078,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 16 - pd_nv23; pd_v < 16; pd_v++)
+                  for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                   {
-                    Y[(((pd_b23_b) * F + (pd_b23_f + pd_r)) * ((H - KH) + 1) + pd_b23_oy) * ((W - KW) + 1) + (pd_b23_ox + pd_v)] = pd_acc23[pd_r][pd_v];
+                    Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                   }
                 }
               }
@@ -3092,40 +3092,40 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                 if ((((((((((C >= 1) && (F >= 14)) && (W >= (KW + 31))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 14) >= 1)) && ((pd_c3 % 32) == 0)))
                   if ((pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
                   {
-                    int64_t pd_b22_b;
-                    int64_t pd_b22_f;
-                    int64_t pd_b22_oy;
-                    int64_t pd_b22_ox;
-                    int64_t pd_b22_c;
-                    int64_t pd_b22_ky;
-                    int64_t pd_b22_kx;
-                    const int64_t pd_nr22 = (F % 14);
-                    const int64_t pd_nv22 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
+                    int64_t pd_b4_b;
+                    int64_t pd_b4_f;
+                    int64_t pd_b4_oy;
+                    int64_t pd_b4_ox;
+                    int64_t pd_b4_c;
+                    int64_t pd_b4_ky;
+                    int64_t pd_b4_kx;
+                    const int64_t pd_nr4 = (F % 14);
+                    const int64_t pd_nv4 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
                     {
-                      pd_b22_b = 0;
-                      pd_b22_f = ((-(F % 14)) + F);
-                      pd_b22_oy = pd_c1;
-                      pd_b22_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
+                      pd_b4_b = 0;
+                      pd_b4_f = ((-(F % 14)) + F);
+                      pd_b4_oy = pd_c1;
+                      pd_b4_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
                     }
-                    float pd_acc22[13][32];
+                    float pd_acc4[13][32];
                     for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc22[pd_r][pd_v] = 0;
+                        pd_acc4[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv22; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv4; pd_v < 32; pd_v++)
                       {
-                        const int64_t b = (pd_b22_b) - 0;
-                        const int64_t f = ((pd_b22_f + pd_r)) - 0;
-                        const int64_t oy = (pd_b22_oy) - 0;
-                        const int64_t ox = ((pd_b22_ox + pd_v)) - 0;
-                        pd_acc22[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b4_b) - 0;
+                        const int64_t f = ((pd_b4_f + pd_r)) - 0;
+                        const int64_t oy = (pd_b4_oy) - 0;
+                        const int64_t ox = ((pd_b4_ox + pd_v)) - 0;
+                        pd_acc4[pd_r][pd_v] = 0.0f;
                       }
                     }
                     if (pd_rp1)
@@ -3144,13 +3144,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               {
                                 {
                                   const int64_t b = 0;
-                                  const int64_t f = pd_b22_f + pd_r;
+                                  const int64_t f = pd_b4_f + pd_r;
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b22_ox + pd_v;
+                                  const int64_t ox = pd_b4_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -3174,13 +3174,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               {
                                 {
                                   const int64_t b = 0;
-                                  const int64_t f = pd_b22_f + pd_min(pd_r, pd_nr22 - 1);
+                                  const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b22_ox + pd_v;
+                                  const int64_t ox = pd_b4_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -3188,12 +3188,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 32 - pd_nv22; pd_v < 32; pd_v++)
+                      for (int64_t pd_v = 32 - pd_nv4; pd_v < 32; pd_v++)
                       {
-                        Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)] = pd_acc22[pd_r][pd_v];
+                        Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                       }
                     }
                   }
@@ -3243,7 +3243,7 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   }
               }
           }
-          if (!pd_w10)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -3254,54 +3254,54 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
     {
       #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
-        const int64_t pd_n11 = ((((H - KH)) - (0) + (1)) / (1));
-        const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-        const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-        for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
+        const int64_t pd_n3 = ((((H - KH)) - (0) + (1)) / (1));
+        const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+        const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+        for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
         {
-          const int pd_w11 = pd_t11 < pd_s11;
-          const int64_t pd_c1 = 0 + pd_t11 * 1;
+          const int pd_w3 = pd_t3 < pd_s3;
+          const int64_t pd_c1 = 0 + pd_t3 * 1;
           if ((F <= 13))
           {
-            for (int64_t pd_c3 = 0 + (pd_w11 ? 0 : pd_team_id()) * 32; pd_c3 <= (W - KW); pd_c3 += (pd_w11 ? 1 : pd_team_size()) * 32)
+            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 32; pd_c3 <= (W - KW); pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 32)
             {
               if (((((((((C >= 1) && (F >= 1)) && (F <= 13)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 32) == 0)))
                 if (((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                 {
-                  int64_t pd_b25_b;
-                  int64_t pd_b25_f;
-                  int64_t pd_b25_oy;
-                  int64_t pd_b25_ox;
-                  int64_t pd_b25_c;
-                  int64_t pd_b25_ky;
-                  int64_t pd_b25_kx;
-                  const int64_t pd_nr25 = F;
-                  const int64_t pd_nv25 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b7_b;
+                  int64_t pd_b7_f;
+                  int64_t pd_b7_oy;
+                  int64_t pd_b7_ox;
+                  int64_t pd_b7_c;
+                  int64_t pd_b7_ky;
+                  int64_t pd_b7_kx;
+                  const int64_t pd_nr7 = F;
+                  const int64_t pd_nv7 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b25_b = 0;
-                    pd_b25_f = 0;
-                    pd_b25_oy = pd_c1;
-                    pd_b25_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
+                    pd_b7_b = 0;
+                    pd_b7_f = 0;
+                    pd_b7_oy = pd_c1;
+                    pd_b7_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
                   }
-                  float pd_acc25[13][16];
+                  float pd_acc7[13][16];
                   for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc25[pd_r][pd_v] = 0;
+                      pd_acc7[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv25; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
                     {
-                      const int64_t b = (pd_b25_b) - 0;
-                      const int64_t f = ((pd_b25_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b25_oy) - 0;
-                      const int64_t ox = ((pd_b25_ox + pd_v)) - 0;
-                      pd_acc25[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b7_b) - 0;
+                      const int64_t f = ((pd_b7_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b7_oy) - 0;
+                      const int64_t ox = ((pd_b7_ox + pd_v)) - 0;
+                      pd_acc7[pd_r][pd_v] = 0.0f;
                     }
                   }
                   if (pd_rp1)
@@ -3320,13 +3320,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b25_f + pd_r;
+                                const int64_t f = pd_b7_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b25_ox + pd_v;
+                                const int64_t ox = pd_b7_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -3350,13 +3350,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b25_f + pd_min(pd_r, pd_nr25 - 1);
+                                const int64_t f = pd_b7_f + pd_min(pd_r, pd_nr7 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b25_ox + pd_v;
+                                const int64_t ox = pd_b7_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -3364,12 +3364,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv25; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b25_b) * F + (pd_b25_f + pd_r)) * ((H - KH) + 1) + pd_b25_oy) * ((W - KW) + 1) + (pd_b25_ox + pd_v)] = pd_acc25[pd_r][pd_v];
+                      Y[(((pd_b7_b) * F + (pd_b7_f + pd_r)) * ((H - KH) + 1) + pd_b7_oy) * ((W - KW) + 1) + (pd_b7_ox + pd_v)] = pd_acc7[pd_r][pd_v];
                     }
                   }
                 }
@@ -3378,40 +3378,40 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   if (((((((((C >= 1) && (F >= 1)) && (F <= 13)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 32) == 0)))
                     if ((pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
                     {
-                      int64_t pd_b24_b;
-                      int64_t pd_b24_f;
-                      int64_t pd_b24_oy;
-                      int64_t pd_b24_ox;
-                      int64_t pd_b24_c;
-                      int64_t pd_b24_ky;
-                      int64_t pd_b24_kx;
-                      const int64_t pd_nr24 = F;
-                      const int64_t pd_nv24 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                      int64_t pd_b6_b;
+                      int64_t pd_b6_f;
+                      int64_t pd_b6_oy;
+                      int64_t pd_b6_ox;
+                      int64_t pd_b6_c;
+                      int64_t pd_b6_ky;
+                      int64_t pd_b6_kx;
+                      const int64_t pd_nr6 = F;
+                      const int64_t pd_nv6 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                       {
-                        pd_b24_b = 0;
-                        pd_b24_f = 0;
-                        pd_b24_oy = pd_c1;
-                        pd_b24_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
+                        pd_b6_b = 0;
+                        pd_b6_f = 0;
+                        pd_b6_oy = pd_c1;
+                        pd_b6_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
                       }
-                      float pd_acc24[13][32];
+                      float pd_acc6[13][32];
                       for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc24[pd_r][pd_v] = 0;
+                          pd_acc6[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv24; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv6; pd_v < 32; pd_v++)
                         {
-                          const int64_t b = (pd_b24_b) - 0;
-                          const int64_t f = ((pd_b24_f + pd_r)) - 0;
-                          const int64_t oy = (pd_b24_oy) - 0;
-                          const int64_t ox = ((pd_b24_ox + pd_v)) - 0;
-                          pd_acc24[pd_r][pd_v] = 0.0f;
+                          const int64_t b = (pd_b6_b) - 0;
+                          const int64_t f = ((pd_b6_f + pd_r)) - 0;
+                          const int64_t oy = (pd_b6_oy) - 0;
+                          const int64_t ox = ((pd_b6_ox + pd_v)) - 0;
+                          pd_acc6[pd_r][pd_v] = 0.0f;
                         }
                       }
                       if (pd_rp1)
@@ -3430,13 +3430,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                                 {
                                   {
                                     const int64_t b = 0;
-                                    const int64_t f = pd_b24_f + pd_r;
+                                    const int64_t f = pd_b6_f + pd_r;
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b24_ox + pd_v;
+                                    const int64_t ox = pd_b6_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -3460,13 +3460,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                                 {
                                   {
                                     const int64_t b = 0;
-                                    const int64_t f = pd_b24_f + pd_min(pd_r, pd_nr24 - 1);
+                                    const int64_t f = pd_b6_f + pd_min(pd_r, pd_nr6 - 1);
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b24_ox + pd_v;
+                                    const int64_t ox = pd_b6_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc24[pd_r][pd_v] = (pd_acc24[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -3474,12 +3474,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr24; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv24; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv6; pd_v < 32; pd_v++)
                         {
-                          Y[(((pd_b24_b) * F + (pd_b24_f + pd_r)) * ((H - KH) + 1) + pd_b24_oy) * ((W - KW) + 1) + (pd_b24_ox + pd_v)] = pd_acc24[pd_r][pd_v];
+                          Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)] = pd_acc6[pd_r][pd_v];
                         }
                       }
                     }
@@ -3529,14 +3529,14 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                     }
                 }
             }
-            if (!pd_w11)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
           }
           else
           {
-            for (int64_t pd_c2 = 0 + (pd_w11 ? 0 : pd_team_id()) * 14; pd_c2 < F; pd_c2 += (pd_w11 ? 1 : pd_team_size()) * 14)
+            for (int64_t pd_c2 = 0 + (pd_w3 ? 0 : pd_team_id()) * 14; pd_c2 < F; pd_c2 += (pd_w3 ? 1 : pd_team_size()) * 14)
             {
               for (int64_t pd_c5 = pd_c2; pd_c5 <= pd_min((F - 1), (pd_c2 + 13)); pd_c5 += 1)
               {
@@ -3555,36 +3555,36 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
               if (((((((((C >= 1) && (F >= 14)) && ((KW + 30) >= W)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 14) == 0)))
                 if ((((W - KW) + 1)) <= 16 && (0) + (((W - KW) + 1)) - 16 >= (0))
                 {
-                  int64_t pd_b27_b;
-                  int64_t pd_b27_f;
-                  int64_t pd_b27_oy;
-                  int64_t pd_b27_ox;
-                  int64_t pd_b27_c;
-                  int64_t pd_b27_ky;
-                  int64_t pd_b27_kx;
-                  const int64_t pd_nr27 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
-                  const int64_t pd_nv27 = ((W - KW) + 1);
+                  int64_t pd_b9_b;
+                  int64_t pd_b9_f;
+                  int64_t pd_b9_oy;
+                  int64_t pd_b9_ox;
+                  int64_t pd_b9_c;
+                  int64_t pd_b9_ky;
+                  int64_t pd_b9_kx;
+                  const int64_t pd_nr9 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
+                  const int64_t pd_nv9 = ((W - KW) + 1);
                   {
-                    pd_b27_b = 0;
-                    pd_b27_f = pd_c2;
-                    pd_b27_oy = pd_c1;
-                    pd_b27_ox = (0) + (((W - KW) + 1)) - 16;
+                    pd_b9_b = 0;
+                    pd_b9_f = pd_c2;
+                    pd_b9_oy = pd_c1;
+                    pd_b9_ox = (0) + (((W - KW) + 1)) - 16;
                   }
-                  float pd_acc27[14][16];
+                  float pd_acc9[14][16];
                   for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc27[pd_r][pd_v] = 0;
+                      pd_acc9[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv27; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                     {
-                      pd_acc27[pd_r][pd_v] = Y[(((pd_b27_b) * F + (pd_b27_f + pd_r)) * ((H - KH) + 1) + pd_b27_oy) * ((W - KW) + 1) + (pd_b27_ox + pd_v)];
+                      pd_acc9[pd_r][pd_v] = Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)];
                     }
                   }
                   if (pd_rp1)
@@ -3603,13 +3603,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b27_f + pd_r;
+                                const int64_t f = pd_b9_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b27_ox + pd_v;
+                                const int64_t ox = pd_b9_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -3633,13 +3633,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b27_f + pd_min(pd_r, pd_nr27 - 1);
+                                const int64_t f = pd_b9_f + pd_min(pd_r, pd_nr9 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b27_ox + pd_v;
+                                const int64_t ox = pd_b9_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -3647,12 +3647,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv27; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b27_b) * F + (pd_b27_f + pd_r)) * ((H - KH) + 1) + pd_b27_oy) * ((W - KW) + 1) + (pd_b27_ox + pd_v)] = pd_acc27[pd_r][pd_v];
+                      Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)] = pd_acc9[pd_r][pd_v];
                     }
                   }
                 }
@@ -3661,36 +3661,36 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   if (((((((((C >= 1) && (F >= 14)) && ((KW + 30) >= W)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 14) == 0)))
                     if ((0) + (((W - KW) + 1)) - 32 >= (0))
                     {
-                      int64_t pd_b26_b;
-                      int64_t pd_b26_f;
-                      int64_t pd_b26_oy;
-                      int64_t pd_b26_ox;
-                      int64_t pd_b26_c;
-                      int64_t pd_b26_ky;
-                      int64_t pd_b26_kx;
-                      const int64_t pd_nr26 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
-                      const int64_t pd_nv26 = ((W - KW) + 1);
+                      int64_t pd_b8_b;
+                      int64_t pd_b8_f;
+                      int64_t pd_b8_oy;
+                      int64_t pd_b8_ox;
+                      int64_t pd_b8_c;
+                      int64_t pd_b8_ky;
+                      int64_t pd_b8_kx;
+                      const int64_t pd_nr8 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
+                      const int64_t pd_nv8 = ((W - KW) + 1);
                       {
-                        pd_b26_b = 0;
-                        pd_b26_f = pd_c2;
-                        pd_b26_oy = pd_c1;
-                        pd_b26_ox = (0) + (((W - KW) + 1)) - 32;
+                        pd_b8_b = 0;
+                        pd_b8_f = pd_c2;
+                        pd_b8_oy = pd_c1;
+                        pd_b8_ox = (0) + (((W - KW) + 1)) - 32;
                       }
-                      float pd_acc26[14][32];
+                      float pd_acc8[14][32];
                       for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc26[pd_r][pd_v] = 0;
+                          pd_acc8[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv26; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv8; pd_v < 32; pd_v++)
                         {
-                          pd_acc26[pd_r][pd_v] = Y[(((pd_b26_b) * F + (pd_b26_f + pd_r)) * ((H - KH) + 1) + pd_b26_oy) * ((W - KW) + 1) + (pd_b26_ox + pd_v)];
+                          pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)];
                         }
                       }
                       if (pd_rp1)
@@ -3709,13 +3709,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                                 {
                                   {
                                     const int64_t b = 0;
-                                    const int64_t f = pd_b26_f + pd_r;
+                                    const int64_t f = pd_b8_f + pd_r;
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b26_ox + pd_v;
+                                    const int64_t ox = pd_b8_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -3739,13 +3739,13 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                                 {
                                   {
                                     const int64_t b = 0;
-                                    const int64_t f = pd_b26_f + pd_min(pd_r, pd_nr26 - 1);
+                                    const int64_t f = pd_b8_f + pd_min(pd_r, pd_nr8 - 1);
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b26_ox + pd_v;
+                                    const int64_t ox = pd_b8_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -3753,12 +3753,12 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv26; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv8; pd_v < 32; pd_v++)
                         {
-                          Y[(((pd_b26_b) * F + (pd_b26_f + pd_r)) * ((H - KH) + 1) + pd_b26_oy) * ((W - KW) + 1) + (pd_b26_ox + pd_v)] = pd_acc26[pd_r][pd_v];
+                          Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)] = pd_acc8[pd_r][pd_v];
                         }
                       }
                     }
@@ -3794,7 +3794,7 @@ PD_VARIANT int conv2d_v4(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                     }
                 }
             }
-            if (!pd_w11)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
@@ -3858,14 +3858,14 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
-      const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
-      for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w12 = pd_t12 < pd_s12;
-        const int64_t pd_c0 = 0 + pd_t12 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
           {
@@ -3882,7 +3882,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             }
           }
         }
-        if (!pd_w12)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -3895,46 +3895,46 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     {
       #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
       {
-        const int64_t pd_n13 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s13 = pd_n13 - pd_mod(pd_n13, pd_team_size());
-        const int64_t pd_e13 = (pd_team_id() + 1) * (pd_s13 / pd_team_size());
-        for (int64_t pd_t13 = pd_e13 - (pd_s13 / pd_team_size()); pd_t13 < pd_n13; pd_t13 = pd_t13 + 1 == pd_e13 ? pd_s13 : pd_t13 + 1)
+        const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+        const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+        const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+        for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
         {
-          const int pd_w13 = pd_t13 < pd_s13;
-          const int64_t pd_c0 = 0 + pd_t13 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w13 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w13 ? 1 : pd_team_size()) * 1)
+          const int pd_w2 = pd_t2 < pd_s2;
+          const int64_t pd_c0 = 0 + pd_t2 * 1;
+          for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
           {
             for (int64_t pd_c2 = 0; pd_c2 < (F - 13); pd_c2 += 14)
             {
               for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 30); pd_c3 += 32)
               {
                 {
-                  int64_t pd_b28_b;
-                  int64_t pd_b28_f;
-                  int64_t pd_b28_oy;
-                  int64_t pd_b28_ox;
-                  int64_t pd_b28_c;
-                  int64_t pd_b28_ky;
-                  int64_t pd_b28_kx;
+                  int64_t pd_b1_b;
+                  int64_t pd_b1_f;
+                  int64_t pd_b1_oy;
+                  int64_t pd_b1_ox;
+                  int64_t pd_b1_c;
+                  int64_t pd_b1_ky;
+                  int64_t pd_b1_kx;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b28_b = pd_c0;
-                    pd_b28_f = (pd_c2 + pd_c9);
-                    pd_b28_oy = pd_c1;
-                    pd_b28_ox = (pd_c3 + pd_c10);
+                    pd_b1_b = pd_c0;
+                    pd_b1_f = (pd_c2 + pd_c9);
+                    pd_b1_oy = pd_c1;
+                    pd_b1_ox = (pd_c3 + pd_c10);
                   }
-                  float pd_acc28[14][32];
+                  float pd_acc1[14][32];
                   for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      const int64_t b = (pd_b28_b) - 0;
-                      const int64_t f = ((pd_b28_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b28_oy) - 0;
-                      const int64_t ox = ((pd_b28_ox + pd_v)) - 0;
-                      pd_acc28[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b1_b) - 0;
+                      const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b1_oy) - 0;
+                      const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                      pd_acc1[pd_r][pd_v] = 0.0f;
                     }
                   }
                   if (pd_rp1)
@@ -3959,7 +3959,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc28[(f) - pd_b28_f][(ox) - pd_b28_ox] = (pd_acc28[(f) - pd_b28_f][(ox) - pd_b28_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -3989,7 +3989,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc28[(f) - pd_b28_f][(ox) - pd_b28_ox] = (pd_acc28[(f) - pd_b28_f][(ox) - pd_b28_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -4002,7 +4002,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      Y[(((pd_b28_b) * F + (pd_b28_f + pd_r)) * ((H - KH) + 1) + pd_b28_oy) * ((W - KW) + 1) + (pd_b28_ox + pd_v)] = pd_acc28[pd_r][pd_v];
+                      Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
@@ -4024,36 +4024,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if (((((((((((C >= 1) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 14))) && (pd_c2 >= 0)) && ((((W - KW) - 31) % 32) >= 1)) && ((pd_c2 % 14) == 0)))
                 if (((((W - KW) - 31) % 32)) <= 16 && (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16 >= (0))
                 {
-                  int64_t pd_b30_b;
-                  int64_t pd_b30_f;
-                  int64_t pd_b30_oy;
-                  int64_t pd_b30_ox;
-                  int64_t pd_b30_c;
-                  int64_t pd_b30_ky;
-                  int64_t pd_b30_kx;
-                  const int64_t pd_nr30 = 14;
-                  const int64_t pd_nv30 = (((W - KW) - 31) % 32);
+                  int64_t pd_b3_b;
+                  int64_t pd_b3_f;
+                  int64_t pd_b3_oy;
+                  int64_t pd_b3_ox;
+                  int64_t pd_b3_c;
+                  int64_t pd_b3_ky;
+                  int64_t pd_b3_kx;
+                  const int64_t pd_nr3 = 14;
+                  const int64_t pd_nv3 = (((W - KW) - 31) % 32);
                   {
-                    pd_b30_b = pd_c0;
-                    pd_b30_f = pd_c2;
-                    pd_b30_oy = pd_c1;
-                    pd_b30_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16;
+                    pd_b3_b = pd_c0;
+                    pd_b3_f = pd_c2;
+                    pd_b3_oy = pd_c1;
+                    pd_b3_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 16;
                   }
-                  float pd_acc30[14][16];
+                  float pd_acc3[14][16];
                   for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc30[pd_r][pd_v] = 0;
+                      pd_acc3[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv30; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                     {
-                      pd_acc30[pd_r][pd_v] = Y[(((pd_b30_b) * F + (pd_b30_f + pd_r)) * ((H - KH) + 1) + pd_b30_oy) * ((W - KW) + 1) + (pd_b30_ox + pd_v)];
+                      pd_acc3[pd_r][pd_v] = Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)];
                     }
                   }
                   if (pd_rp1)
@@ -4072,13 +4072,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b30_f + pd_r;
+                                const int64_t f = pd_b3_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b30_ox + pd_v;
+                                const int64_t ox = pd_b3_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -4102,13 +4102,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b30_f + pd_min(pd_r, pd_nr30 - 1);
+                                const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b30_ox + pd_v;
+                                const int64_t ox = pd_b3_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -4116,12 +4116,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv30; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b30_b) * F + (pd_b30_f + pd_r)) * ((H - KH) + 1) + pd_b30_oy) * ((W - KW) + 1) + (pd_b30_ox + pd_v)] = pd_acc30[pd_r][pd_v];
+                      Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                     }
                   }
                 }
@@ -4130,36 +4130,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   if (((((((((((C >= 1) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 14))) && (pd_c2 >= 0)) && ((((W - KW) - 31) % 32) >= 1)) && ((pd_c2 % 14) == 0)))
                     if ((((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32 >= (0))
                     {
-                      int64_t pd_b29_b;
-                      int64_t pd_b29_f;
-                      int64_t pd_b29_oy;
-                      int64_t pd_b29_ox;
-                      int64_t pd_b29_c;
-                      int64_t pd_b29_ky;
-                      int64_t pd_b29_kx;
-                      const int64_t pd_nr29 = 14;
-                      const int64_t pd_nv29 = (((W - KW) - 31) % 32);
+                      int64_t pd_b2_b;
+                      int64_t pd_b2_f;
+                      int64_t pd_b2_oy;
+                      int64_t pd_b2_ox;
+                      int64_t pd_b2_c;
+                      int64_t pd_b2_ky;
+                      int64_t pd_b2_kx;
+                      const int64_t pd_nr2 = 14;
+                      const int64_t pd_nv2 = (((W - KW) - 31) % 32);
                       {
-                        pd_b29_b = pd_c0;
-                        pd_b29_f = pd_c2;
-                        pd_b29_oy = pd_c1;
-                        pd_b29_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32;
+                        pd_b2_b = pd_c0;
+                        pd_b2_f = pd_c2;
+                        pd_b2_oy = pd_c1;
+                        pd_b2_ox = (((((-(((W - KW) - 31) % 32)) + W) - KW) + 1)) + ((((W - KW) - 31) % 32)) - 32;
                       }
-                      float pd_acc29[14][32];
+                      float pd_acc2[14][32];
                       for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc29[pd_r][pd_v] = 0;
+                          pd_acc2[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv29; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv2; pd_v < 32; pd_v++)
                         {
-                          pd_acc29[pd_r][pd_v] = Y[(((pd_b29_b) * F + (pd_b29_f + pd_r)) * ((H - KH) + 1) + pd_b29_oy) * ((W - KW) + 1) + (pd_b29_ox + pd_v)];
+                          pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                         }
                       }
                       if (pd_rp1)
@@ -4178,13 +4178,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b29_f + pd_r;
+                                    const int64_t f = pd_b2_f + pd_r;
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b29_ox + pd_v;
+                                    const int64_t ox = pd_b2_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -4208,13 +4208,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b29_f + pd_min(pd_r, pd_nr29 - 1);
+                                    const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b29_ox + pd_v;
+                                    const int64_t ox = pd_b2_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -4222,12 +4222,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv29; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv2; pd_v < 32; pd_v++)
                         {
-                          Y[(((pd_b29_b) * F + (pd_b29_f + pd_r)) * ((H - KH) + 1) + pd_b29_oy) * ((W - KW) + 1) + (pd_b29_ox + pd_v)] = pd_acc29[pd_r][pd_v];
+                          Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                         }
                       }
                     }
@@ -4268,40 +4268,40 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if ((((((((((((C >= 1) && (F >= 14)) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 14) >= 1)) && ((pd_c3 % 32) == 0)))
                 if ((((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                 {
-                  int64_t pd_b32_b;
-                  int64_t pd_b32_f;
-                  int64_t pd_b32_oy;
-                  int64_t pd_b32_ox;
-                  int64_t pd_b32_c;
-                  int64_t pd_b32_ky;
-                  int64_t pd_b32_kx;
-                  const int64_t pd_nr32 = (F % 14);
-                  const int64_t pd_nv32 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b5_b;
+                  int64_t pd_b5_f;
+                  int64_t pd_b5_oy;
+                  int64_t pd_b5_ox;
+                  int64_t pd_b5_c;
+                  int64_t pd_b5_ky;
+                  int64_t pd_b5_kx;
+                  const int64_t pd_nr5 = (F % 14);
+                  const int64_t pd_nv5 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b32_b = pd_c0;
-                    pd_b32_f = ((-(F % 14)) + F);
-                    pd_b32_oy = pd_c1;
-                    pd_b32_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
+                    pd_b5_b = pd_c0;
+                    pd_b5_f = ((-(F % 14)) + F);
+                    pd_b5_oy = pd_c1;
+                    pd_b5_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
                   }
-                  float pd_acc32[13][16];
+                  float pd_acc5[13][16];
                   for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc32[pd_r][pd_v] = 0;
+                      pd_acc5[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                     {
-                      const int64_t b = (pd_b32_b) - 0;
-                      const int64_t f = ((pd_b32_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b32_oy) - 0;
-                      const int64_t ox = ((pd_b32_ox + pd_v)) - 0;
-                      pd_acc32[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b5_b) - 0;
+                      const int64_t f = ((pd_b5_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b5_oy) - 0;
+                      const int64_t ox = ((pd_b5_ox + pd_v)) - 0;
+                      pd_acc5[pd_r][pd_v] = 0.0f;
                     }
                   }
                   if (pd_rp1)
@@ -4320,13 +4320,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b32_f + pd_r;
+                                const int64_t f = pd_b5_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b32_ox + pd_v;
+                                const int64_t ox = pd_b5_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -4350,13 +4350,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b32_f + pd_min(pd_r, pd_nr32 - 1);
+                                const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b32_ox + pd_v;
+                                const int64_t ox = pd_b5_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc32[pd_r][pd_v] = (pd_acc32[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -4364,12 +4364,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr32; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 16 - pd_nv32; pd_v < 16; pd_v++)
+                    for (int64_t pd_v = 16 - pd_nv5; pd_v < 16; pd_v++)
                     {
-                      Y[(((pd_b32_b) * F + (pd_b32_f + pd_r)) * ((H - KH) + 1) + pd_b32_oy) * ((W - KW) + 1) + (pd_b32_ox + pd_v)] = pd_acc32[pd_r][pd_v];
+                      Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                     }
                   }
                 }
@@ -4378,40 +4378,40 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   if ((((((((((((C >= 1) && (F >= 14)) && (W >= (KW + 31))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 14) >= 1)) && ((pd_c3 % 32) == 0)))
                     if ((pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
                     {
-                      int64_t pd_b31_b;
-                      int64_t pd_b31_f;
-                      int64_t pd_b31_oy;
-                      int64_t pd_b31_ox;
-                      int64_t pd_b31_c;
-                      int64_t pd_b31_ky;
-                      int64_t pd_b31_kx;
-                      const int64_t pd_nr31 = (F % 14);
-                      const int64_t pd_nv31 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
+                      int64_t pd_b4_b;
+                      int64_t pd_b4_f;
+                      int64_t pd_b4_oy;
+                      int64_t pd_b4_ox;
+                      int64_t pd_b4_c;
+                      int64_t pd_b4_ky;
+                      int64_t pd_b4_kx;
+                      const int64_t pd_nr4 = (F % 14);
+                      const int64_t pd_nv4 = ((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1));
                       {
-                        pd_b31_b = pd_c0;
-                        pd_b31_f = ((-(F % 14)) + F);
-                        pd_b31_oy = pd_c1;
-                        pd_b31_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
+                        pd_b4_b = pd_c0;
+                        pd_b4_f = ((-(F % 14)) + F);
+                        pd_b4_oy = pd_c1;
+                        pd_b4_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 31)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
                       }
-                      float pd_acc31[13][32];
+                      float pd_acc4[13][32];
                       for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                         {
-                          pd_acc31[pd_r][pd_v] = 0;
+                          pd_acc4[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv31; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv4; pd_v < 32; pd_v++)
                         {
-                          const int64_t b = (pd_b31_b) - 0;
-                          const int64_t f = ((pd_b31_f + pd_r)) - 0;
-                          const int64_t oy = (pd_b31_oy) - 0;
-                          const int64_t ox = ((pd_b31_ox + pd_v)) - 0;
-                          pd_acc31[pd_r][pd_v] = 0.0f;
+                          const int64_t b = (pd_b4_b) - 0;
+                          const int64_t f = ((pd_b4_f + pd_r)) - 0;
+                          const int64_t oy = (pd_b4_oy) - 0;
+                          const int64_t ox = ((pd_b4_ox + pd_v)) - 0;
+                          pd_acc4[pd_r][pd_v] = 0.0f;
                         }
                       }
                       if (pd_rp1)
@@ -4430,13 +4430,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b31_f + pd_r;
+                                    const int64_t f = pd_b4_f + pd_r;
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b31_ox + pd_v;
+                                    const int64_t ox = pd_b4_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -4460,13 +4460,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b31_f + pd_min(pd_r, pd_nr31 - 1);
+                                    const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                     const int64_t oy = pd_c1;
-                                    const int64_t ox = pd_b31_ox + pd_v;
+                                    const int64_t ox = pd_b4_ox + pd_v;
                                     const int64_t c = pd_c6;
                                     const int64_t ky = pd_c4;
                                     const int64_t kx = pd_c5;
-                                    pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -4474,12 +4474,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 32 - pd_nv31; pd_v < 32; pd_v++)
+                        for (int64_t pd_v = 32 - pd_nv4; pd_v < 32; pd_v++)
                         {
-                          Y[(((pd_b31_b) * F + (pd_b31_f + pd_r)) * ((H - KH) + 1) + pd_b31_oy) * ((W - KW) + 1) + (pd_b31_ox + pd_v)] = pd_acc31[pd_r][pd_v];
+                          Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                         }
                       }
                     }
@@ -4530,7 +4530,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
             }
           }
-          if (!pd_w13)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -4541,14 +4541,14 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     {
       #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
       {
-        const int64_t pd_n14 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s14 = pd_n14 - pd_mod(pd_n14, pd_team_size());
-        const int64_t pd_e14 = (pd_team_id() + 1) * (pd_s14 / pd_team_size());
-        for (int64_t pd_t14 = pd_e14 - (pd_s14 / pd_team_size()); pd_t14 < pd_n14; pd_t14 = pd_t14 + 1 == pd_e14 ? pd_s14 : pd_t14 + 1)
+        const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+        const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+        const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+        for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
         {
-          const int pd_w14 = pd_t14 < pd_s14;
-          const int64_t pd_c0 = 0 + pd_t14 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w14 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w14 ? 1 : pd_team_size()) * 1)
+          const int pd_w3 = pd_t3 < pd_s3;
+          const int64_t pd_c0 = 0 + pd_t3 * 1;
+          for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
           {
             if ((F <= 13))
             {
@@ -4557,40 +4557,40 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 1)) && (F <= 13)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 32) == 0)))
                   if (((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                   {
-                    int64_t pd_b34_b;
-                    int64_t pd_b34_f;
-                    int64_t pd_b34_oy;
-                    int64_t pd_b34_ox;
-                    int64_t pd_b34_c;
-                    int64_t pd_b34_ky;
-                    int64_t pd_b34_kx;
-                    const int64_t pd_nr34 = F;
-                    const int64_t pd_nv34 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                    int64_t pd_b7_b;
+                    int64_t pd_b7_f;
+                    int64_t pd_b7_oy;
+                    int64_t pd_b7_ox;
+                    int64_t pd_b7_c;
+                    int64_t pd_b7_ky;
+                    int64_t pd_b7_kx;
+                    const int64_t pd_nr7 = F;
+                    const int64_t pd_nv7 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                     {
-                      pd_b34_b = pd_c0;
-                      pd_b34_f = 0;
-                      pd_b34_oy = pd_c1;
-                      pd_b34_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
+                      pd_b7_b = pd_c0;
+                      pd_b7_f = 0;
+                      pd_b7_oy = pd_c1;
+                      pd_b7_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
                     }
-                    float pd_acc34[13][16];
+                    float pd_acc7[13][16];
                     for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc34[pd_r][pd_v] = 0;
+                        pd_acc7[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv34; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
                       {
-                        const int64_t b = (pd_b34_b) - 0;
-                        const int64_t f = ((pd_b34_f + pd_r)) - 0;
-                        const int64_t oy = (pd_b34_oy) - 0;
-                        const int64_t ox = ((pd_b34_ox + pd_v)) - 0;
-                        pd_acc34[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b7_b) - 0;
+                        const int64_t f = ((pd_b7_f + pd_r)) - 0;
+                        const int64_t oy = (pd_b7_oy) - 0;
+                        const int64_t ox = ((pd_b7_ox + pd_v)) - 0;
+                        pd_acc7[pd_r][pd_v] = 0.0f;
                       }
                     }
                     if (pd_rp1)
@@ -4609,13 +4609,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b34_f + pd_r;
+                                  const int64_t f = pd_b7_f + pd_r;
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b34_ox + pd_v;
+                                  const int64_t ox = pd_b7_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -4639,13 +4639,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b34_f + pd_min(pd_r, pd_nr34 - 1);
+                                  const int64_t f = pd_b7_f + pd_min(pd_r, pd_nr7 - 1);
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b34_ox + pd_v;
+                                  const int64_t ox = pd_b7_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -4653,12 +4653,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv34; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv7; pd_v < 16; pd_v++)
                       {
-                        Y[(((pd_b34_b) * F + (pd_b34_f + pd_r)) * ((H - KH) + 1) + pd_b34_oy) * ((W - KW) + 1) + (pd_b34_ox + pd_v)] = pd_acc34[pd_r][pd_v];
+                        Y[(((pd_b7_b) * F + (pd_b7_f + pd_r)) * ((H - KH) + 1) + pd_b7_oy) * ((W - KW) + 1) + (pd_b7_ox + pd_v)] = pd_acc7[pd_r][pd_v];
                       }
                     }
                   }
@@ -4667,40 +4667,40 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     if (((((((((((C >= 1) && (F >= 1)) && (F <= 13)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 32) == 0)))
                       if ((pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
                       {
-                        int64_t pd_b33_b;
-                        int64_t pd_b33_f;
-                        int64_t pd_b33_oy;
-                        int64_t pd_b33_ox;
-                        int64_t pd_b33_c;
-                        int64_t pd_b33_ky;
-                        int64_t pd_b33_kx;
-                        const int64_t pd_nr33 = F;
-                        const int64_t pd_nv33 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                        int64_t pd_b6_b;
+                        int64_t pd_b6_f;
+                        int64_t pd_b6_oy;
+                        int64_t pd_b6_ox;
+                        int64_t pd_b6_c;
+                        int64_t pd_b6_ky;
+                        int64_t pd_b6_kx;
+                        const int64_t pd_nr6 = F;
+                        const int64_t pd_nv6 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                         {
-                          pd_b33_b = pd_c0;
-                          pd_b33_f = 0;
-                          pd_b33_oy = pd_c1;
-                          pd_b33_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
+                          pd_b6_b = pd_c0;
+                          pd_b6_f = 0;
+                          pd_b6_oy = pd_c1;
+                          pd_b6_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
                         }
-                        float pd_acc33[13][32];
+                        float pd_acc6[13][32];
                         for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc33[pd_r][pd_v] = 0;
+                            pd_acc6[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv33; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv6; pd_v < 32; pd_v++)
                           {
-                            const int64_t b = (pd_b33_b) - 0;
-                            const int64_t f = ((pd_b33_f + pd_r)) - 0;
-                            const int64_t oy = (pd_b33_oy) - 0;
-                            const int64_t ox = ((pd_b33_ox + pd_v)) - 0;
-                            pd_acc33[pd_r][pd_v] = 0.0f;
+                            const int64_t b = (pd_b6_b) - 0;
+                            const int64_t f = ((pd_b6_f + pd_r)) - 0;
+                            const int64_t oy = (pd_b6_oy) - 0;
+                            const int64_t ox = ((pd_b6_ox + pd_v)) - 0;
+                            pd_acc6[pd_r][pd_v] = 0.0f;
                           }
                         }
                         if (pd_rp1)
@@ -4719,13 +4719,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b33_f + pd_r;
+                                      const int64_t f = pd_b6_f + pd_r;
                                       const int64_t oy = pd_c1;
-                                      const int64_t ox = pd_b33_ox + pd_v;
+                                      const int64_t ox = pd_b6_ox + pd_v;
                                       const int64_t c = pd_c6;
                                       const int64_t ky = pd_c4;
                                       const int64_t kx = pd_c5;
-                                      pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                      pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                     }
                                   }
                                 }
@@ -4749,13 +4749,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b33_f + pd_min(pd_r, pd_nr33 - 1);
+                                      const int64_t f = pd_b6_f + pd_min(pd_r, pd_nr6 - 1);
                                       const int64_t oy = pd_c1;
-                                      const int64_t ox = pd_b33_ox + pd_v;
+                                      const int64_t ox = pd_b6_ox + pd_v;
                                       const int64_t c = pd_c6;
                                       const int64_t ky = pd_c4;
                                       const int64_t kx = pd_c5;
-                                      pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                      pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                     }
                                   }
                                 }
@@ -4763,12 +4763,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv33; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv6; pd_v < 32; pd_v++)
                           {
-                            Y[(((pd_b33_b) * F + (pd_b33_f + pd_r)) * ((H - KH) + 1) + pd_b33_oy) * ((W - KW) + 1) + (pd_b33_ox + pd_v)] = pd_acc33[pd_r][pd_v];
+                            Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)] = pd_acc6[pd_r][pd_v];
                           }
                         }
                       }
@@ -4840,36 +4840,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 14)) && ((KW + 30) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 14) == 0)))
                   if ((((W - KW) + 1)) <= 16 && (0) + (((W - KW) + 1)) - 16 >= (0))
                   {
-                    int64_t pd_b36_b;
-                    int64_t pd_b36_f;
-                    int64_t pd_b36_oy;
-                    int64_t pd_b36_ox;
-                    int64_t pd_b36_c;
-                    int64_t pd_b36_ky;
-                    int64_t pd_b36_kx;
-                    const int64_t pd_nr36 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
-                    const int64_t pd_nv36 = ((W - KW) + 1);
+                    int64_t pd_b9_b;
+                    int64_t pd_b9_f;
+                    int64_t pd_b9_oy;
+                    int64_t pd_b9_ox;
+                    int64_t pd_b9_c;
+                    int64_t pd_b9_ky;
+                    int64_t pd_b9_kx;
+                    const int64_t pd_nr9 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
+                    const int64_t pd_nv9 = ((W - KW) + 1);
                     {
-                      pd_b36_b = pd_c0;
-                      pd_b36_f = pd_c2;
-                      pd_b36_oy = pd_c1;
-                      pd_b36_ox = (0) + (((W - KW) + 1)) - 16;
+                      pd_b9_b = pd_c0;
+                      pd_b9_f = pd_c2;
+                      pd_b9_oy = pd_c1;
+                      pd_b9_ox = (0) + (((W - KW) + 1)) - 16;
                     }
-                    float pd_acc36[14][16];
+                    float pd_acc9[14][16];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc36[pd_r][pd_v] = 0;
+                        pd_acc9[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv36; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                       {
-                        pd_acc36[pd_r][pd_v] = Y[(((pd_b36_b) * F + (pd_b36_f + pd_r)) * ((H - KH) + 1) + pd_b36_oy) * ((W - KW) + 1) + (pd_b36_ox + pd_v)];
+                        pd_acc9[pd_r][pd_v] = Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -4888,13 +4888,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b36_f + pd_r;
+                                  const int64_t f = pd_b9_f + pd_r;
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b36_ox + pd_v;
+                                  const int64_t ox = pd_b9_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -4918,13 +4918,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b36_f + pd_min(pd_r, pd_nr36 - 1);
+                                  const int64_t f = pd_b9_f + pd_min(pd_r, pd_nr9 - 1);
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b36_ox + pd_v;
+                                  const int64_t ox = pd_b9_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc36[pd_r][pd_v] = (pd_acc36[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -4932,12 +4932,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr36; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 16 - pd_nv36; pd_v < 16; pd_v++)
+                      for (int64_t pd_v = 16 - pd_nv9; pd_v < 16; pd_v++)
                       {
-                        Y[(((pd_b36_b) * F + (pd_b36_f + pd_r)) * ((H - KH) + 1) + pd_b36_oy) * ((W - KW) + 1) + (pd_b36_ox + pd_v)] = pd_acc36[pd_r][pd_v];
+                        Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)] = pd_acc9[pd_r][pd_v];
                       }
                     }
                   }
@@ -4946,36 +4946,36 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     if (((((((((((C >= 1) && (F >= 14)) && ((KW + 30) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 14) == 0)))
                       if ((0) + (((W - KW) + 1)) - 32 >= (0))
                       {
-                        int64_t pd_b35_b;
-                        int64_t pd_b35_f;
-                        int64_t pd_b35_oy;
-                        int64_t pd_b35_ox;
-                        int64_t pd_b35_c;
-                        int64_t pd_b35_ky;
-                        int64_t pd_b35_kx;
-                        const int64_t pd_nr35 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
-                        const int64_t pd_nv35 = ((W - KW) + 1);
+                        int64_t pd_b8_b;
+                        int64_t pd_b8_f;
+                        int64_t pd_b8_oy;
+                        int64_t pd_b8_ox;
+                        int64_t pd_b8_c;
+                        int64_t pd_b8_ky;
+                        int64_t pd_b8_kx;
+                        const int64_t pd_nr8 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
+                        const int64_t pd_nv8 = ((W - KW) + 1);
                         {
-                          pd_b35_b = pd_c0;
-                          pd_b35_f = pd_c2;
-                          pd_b35_oy = pd_c1;
-                          pd_b35_ox = (0) + (((W - KW) + 1)) - 32;
+                          pd_b8_b = pd_c0;
+                          pd_b8_f = pd_c2;
+                          pd_b8_oy = pd_c1;
+                          pd_b8_ox = (0) + (((W - KW) + 1)) - 32;
                         }
-                        float pd_acc35[14][32];
+                        float pd_acc8[14][32];
                         for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc35[pd_r][pd_v] = 0;
+                            pd_acc8[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv35; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv8; pd_v < 32; pd_v++)
                           {
-                            pd_acc35[pd_r][pd_v] = Y[(((pd_b35_b) * F + (pd_b35_f + pd_r)) * ((H - KH) + 1) + pd_b35_oy) * ((W - KW) + 1) + (pd_b35_ox + pd_v)];
+                            pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)];
                           }
                         }
                         if (pd_rp1)
@@ -4994,13 +4994,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b35_f + pd_r;
+                                      const int64_t f = pd_b8_f + pd_r;
                                       const int64_t oy = pd_c1;
-                                      const int64_t ox = pd_b35_ox + pd_v;
+                                      const int64_t ox = pd_b8_ox + pd_v;
                                       const int64_t c = pd_c6;
                                       const int64_t ky = pd_c4;
                                       const int64_t kx = pd_c5;
-                                      pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                      pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                     }
                                   }
                                 }
@@ -5024,13 +5024,13 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b35_f + pd_min(pd_r, pd_nr35 - 1);
+                                      const int64_t f = pd_b8_f + pd_min(pd_r, pd_nr8 - 1);
                                       const int64_t oy = pd_c1;
-                                      const int64_t ox = pd_b35_ox + pd_v;
+                                      const int64_t ox = pd_b8_ox + pd_v;
                                       const int64_t c = pd_c6;
                                       const int64_t ky = pd_c4;
                                       const int64_t kx = pd_c5;
-                                      pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                      pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                     }
                                   }
                                 }
@@ -5038,12 +5038,12 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 32 - pd_nv35; pd_v < 32; pd_v++)
+                          for (int64_t pd_v = 32 - pd_nv8; pd_v < 32; pd_v++)
                           {
-                            Y[(((pd_b35_b) * F + (pd_b35_f + pd_r)) * ((H - KH) + 1) + pd_b35_oy) * ((W - KW) + 1) + (pd_b35_ox + pd_v)] = pd_acc35[pd_r][pd_v];
+                            Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)] = pd_acc8[pd_r][pd_v];
                           }
                         }
                       }
@@ -5081,7 +5081,7 @@ PD_VARIANT int conv2d_v5(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
             }
           }
-          if (!pd_w14)
+          if (!pd_w3)
           {
             #pragma omp barrier
           }
@@ -5142,14 +5142,14 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   }
   #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n15 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s15 = pd_n15 - pd_mod(pd_n15, pd_team_size());
-    const int64_t pd_e15 = (pd_team_id() + 1) * (pd_s15 / pd_team_size());
-    for (int64_t pd_t15 = pd_e15 - (pd_s15 / pd_team_size()); pd_t15 < pd_n15; pd_t15 = pd_t15 + 1 == pd_e15 ? pd_s15 : pd_t15 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w15 = pd_t15 < pd_s15;
-      const int64_t pd_c0 = 0 + pd_t15 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w15 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w15 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
@@ -5166,7 +5166,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
         }
       }
-      if (!pd_w15)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -5174,14 +5174,14 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   }
   #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n16 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s16 = pd_n16 - pd_mod(pd_n16, pd_team_size());
-    const int64_t pd_e16 = (pd_team_id() + 1) * (pd_s16 / pd_team_size());
-    for (int64_t pd_t16 = pd_e16 - (pd_s16 / pd_team_size()); pd_t16 < pd_n16; pd_t16 = pd_t16 + 1 == pd_e16 ? pd_s16 : pd_t16 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w16 = pd_t16 < pd_s16;
-      const int64_t pd_c0 = 0 + pd_t16 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w16 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w16 ? 1 : pd_team_size()) * 112)
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 112)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
@@ -5194,28 +5194,28 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(98, ((F - pd_c1) - 14)); pd_c7 += 14)
                 {
                   {
-                    int64_t pd_b37_b;
-                    int64_t pd_b37_f;
-                    int64_t pd_b37_oy;
-                    int64_t pd_b37_ox;
-                    int64_t pd_b37_c;
-                    int64_t pd_b37_ky;
-                    int64_t pd_b37_kx;
+                    int64_t pd_b1_b;
+                    int64_t pd_b1_f;
+                    int64_t pd_b1_oy;
+                    int64_t pd_b1_ox;
+                    int64_t pd_b1_c;
+                    int64_t pd_b1_ky;
+                    int64_t pd_b1_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b37_b = pd_c0;
-                      pd_b37_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b37_oy = pd_c2;
-                      pd_b37_ox = (pd_c3 + pd_c15);
+                      pd_b1_b = pd_c0;
+                      pd_b1_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b1_oy = pd_c2;
+                      pd_b1_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc37[14][32];
+                    float pd_acc1[14][32];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc37[pd_r][pd_v] = Y[(((pd_b37_b) * F + (pd_b37_f + pd_r)) * ((H - KH) + 1) + pd_b37_oy) * ((W - KW) + 1) + (pd_b37_ox + pd_v)];
+                        pd_acc1[pd_r][pd_v] = Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -5240,7 +5240,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc37[(f) - pd_b37_f][(ox) - pd_b37_ox] = (pd_acc37[(f) - pd_b37_f][(ox) - pd_b37_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -5270,7 +5270,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc37[(f) - pd_b37_f][(ox) - pd_b37_ox] = (pd_acc37[(f) - pd_b37_f][(ox) - pd_b37_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -5283,7 +5283,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        Y[(((pd_b37_b) * F + (pd_b37_f + pd_r)) * ((H - KH) + 1) + pd_b37_oy) * ((W - KW) + 1) + (pd_b37_ox + pd_v)] = pd_acc37[pd_r][pd_v];
+                        Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
@@ -5292,36 +5292,36 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 {
                   if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && ((pd_c1 + 111) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 31))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 14) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
                   {
-                    int64_t pd_b38_b;
-                    int64_t pd_b38_f;
-                    int64_t pd_b38_oy;
-                    int64_t pd_b38_ox;
-                    int64_t pd_b38_c;
-                    int64_t pd_b38_ky;
-                    int64_t pd_b38_kx;
-                    const int64_t pd_nr38 = ((F - pd_c1) % 14);
-                    const int64_t pd_nv38 = 32;
+                    int64_t pd_b2_b;
+                    int64_t pd_b2_f;
+                    int64_t pd_b2_oy;
+                    int64_t pd_b2_ox;
+                    int64_t pd_b2_c;
+                    int64_t pd_b2_ky;
+                    int64_t pd_b2_kx;
+                    const int64_t pd_nr2 = ((F - pd_c1) % 14);
+                    const int64_t pd_nv2 = 32;
                     {
-                      pd_b38_b = pd_c0;
-                      pd_b38_f = ((-((F - pd_c1) % 14)) + F);
-                      pd_b38_oy = pd_c2;
-                      pd_b38_ox = pd_c3;
+                      pd_b2_b = pd_c0;
+                      pd_b2_f = ((-((F - pd_c1) % 14)) + F);
+                      pd_b2_oy = pd_c2;
+                      pd_b2_ox = pd_c3;
                     }
-                    float pd_acc38[13][32];
+                    float pd_acc2[13][32];
                     for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc38[pd_r][pd_v] = 0;
+                        pd_acc2[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                       {
-                        pd_acc38[pd_r][pd_v] = Y[(((pd_b38_b) * F + (pd_b38_f + pd_r)) * ((H - KH) + 1) + pd_b38_oy) * ((W - KW) + 1) + (pd_b38_ox + pd_v)];
+                        pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -5340,13 +5340,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b38_f + pd_r;
+                                  const int64_t f = pd_b2_f + pd_r;
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b38_ox + pd_v;
+                                  const int64_t ox = pd_b2_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -5370,13 +5370,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b38_f + pd_min(pd_r, pd_nr38 - 1);
+                                  const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b38_ox + pd_v;
+                                  const int64_t ox = pd_b2_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -5384,12 +5384,12 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv38; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                       {
-                        Y[(((pd_b38_b) * F + (pd_b38_f + pd_r)) * ((H - KH) + 1) + pd_b38_oy) * ((W - KW) + 1) + (pd_b38_ox + pd_v)] = pd_acc38[pd_r][pd_v];
+                        Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                       }
                     }
                   }
@@ -5404,36 +5404,36 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
                       if (((((W - KW) - pd_c3) + 1)) <= 16 && (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16 >= (0))
                       {
-                        int64_t pd_b40_b;
-                        int64_t pd_b40_f;
-                        int64_t pd_b40_oy;
-                        int64_t pd_b40_ox;
-                        int64_t pd_b40_c;
-                        int64_t pd_b40_ky;
-                        int64_t pd_b40_kx;
-                        const int64_t pd_nr40 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
-                        const int64_t pd_nv40 = (((W - KW) - pd_c3) + 1);
+                        int64_t pd_b4_b;
+                        int64_t pd_b4_f;
+                        int64_t pd_b4_oy;
+                        int64_t pd_b4_ox;
+                        int64_t pd_b4_c;
+                        int64_t pd_b4_ky;
+                        int64_t pd_b4_kx;
+                        const int64_t pd_nr4 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv4 = (((W - KW) - pd_c3) + 1);
                         {
-                          pd_b40_b = pd_c0;
-                          pd_b40_f = (pd_c1 + pd_c7);
-                          pd_b40_oy = pd_c2;
-                          pd_b40_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
+                          pd_b4_b = pd_c0;
+                          pd_b4_f = (pd_c1 + pd_c7);
+                          pd_b4_oy = pd_c2;
+                          pd_b4_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 16;
                         }
-                        float pd_acc40[14][16];
+                        float pd_acc4[14][16];
                         for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
-                            pd_acc40[pd_r][pd_v] = 0;
+                            pd_acc4[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv40; pd_v < 16; pd_v++)
+                          for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                           {
-                            pd_acc40[pd_r][pd_v] = Y[(((pd_b40_b) * F + (pd_b40_f + pd_r)) * ((H - KH) + 1) + pd_b40_oy) * ((W - KW) + 1) + (pd_b40_ox + pd_v)];
+                            pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                           }
                         }
                         if (pd_rp1)
@@ -5452,13 +5452,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b40_f + pd_r;
+                                      const int64_t f = pd_b4_f + pd_r;
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b40_ox + pd_v;
+                                      const int64_t ox = pd_b4_ox + pd_v;
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
-                                      pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                     }
                                   }
                                 }
@@ -5482,13 +5482,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b40_f + pd_min(pd_r, pd_nr40 - 1);
+                                      const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b40_ox + pd_v;
+                                      const int64_t ox = pd_b4_ox + pd_v;
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
-                                      pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                      pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                     }
                                   }
                                 }
@@ -5496,12 +5496,12 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 16 - pd_nv40; pd_v < 16; pd_v++)
+                          for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
                           {
-                            Y[(((pd_b40_b) * F + (pd_b40_f + pd_r)) * ((H - KH) + 1) + pd_b40_oy) * ((W - KW) + 1) + (pd_b40_ox + pd_v)] = pd_acc40[pd_r][pd_v];
+                            Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                           }
                         }
                       }
@@ -5510,36 +5510,36 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 30) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
                           if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32 >= (0))
                           {
-                            int64_t pd_b39_b;
-                            int64_t pd_b39_f;
-                            int64_t pd_b39_oy;
-                            int64_t pd_b39_ox;
-                            int64_t pd_b39_c;
-                            int64_t pd_b39_ky;
-                            int64_t pd_b39_kx;
-                            const int64_t pd_nr39 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
-                            const int64_t pd_nv39 = (((W - KW) - pd_c3) + 1);
+                            int64_t pd_b3_b;
+                            int64_t pd_b3_f;
+                            int64_t pd_b3_oy;
+                            int64_t pd_b3_ox;
+                            int64_t pd_b3_c;
+                            int64_t pd_b3_ky;
+                            int64_t pd_b3_kx;
+                            const int64_t pd_nr3 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
+                            const int64_t pd_nv3 = (((W - KW) - pd_c3) + 1);
                             {
-                              pd_b39_b = pd_c0;
-                              pd_b39_f = (pd_c1 + pd_c7);
-                              pd_b39_oy = pd_c2;
-                              pd_b39_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32;
+                              pd_b3_b = pd_c0;
+                              pd_b3_f = (pd_c1 + pd_c7);
+                              pd_b3_oy = pd_c2;
+                              pd_b3_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 32;
                             }
-                            float pd_acc39[14][32];
+                            float pd_acc3[14][32];
                             for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                             {
                               #pragma omp simd
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
-                                pd_acc39[pd_r][pd_v] = 0;
+                                pd_acc3[pd_r][pd_v] = 0;
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv39; pd_v < 32; pd_v++)
+                              for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                               {
-                                pd_acc39[pd_r][pd_v] = Y[(((pd_b39_b) * F + (pd_b39_f + pd_r)) * ((H - KH) + 1) + pd_b39_oy) * ((W - KW) + 1) + (pd_b39_ox + pd_v)];
+                                pd_acc3[pd_r][pd_v] = Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)];
                               }
                             }
                             if (pd_rp1)
@@ -5558,13 +5558,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                       {
                                         {
                                           const int64_t b = pd_c0;
-                                          const int64_t f = pd_b39_f + pd_r;
+                                          const int64_t f = pd_b3_f + pd_r;
                                           const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b39_ox + pd_v;
+                                          const int64_t ox = pd_b3_ox + pd_v;
                                           const int64_t c = (pd_c4 + pd_c11);
                                           const int64_t ky = pd_c9;
                                           const int64_t kx = pd_c10;
-                                          pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                          pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                         }
                                       }
                                     }
@@ -5588,13 +5588,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                       {
                                         {
                                           const int64_t b = pd_c0;
-                                          const int64_t f = pd_b39_f + pd_min(pd_r, pd_nr39 - 1);
+                                          const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                                           const int64_t oy = pd_c2;
-                                          const int64_t ox = pd_b39_ox + pd_v;
+                                          const int64_t ox = pd_b3_ox + pd_v;
                                           const int64_t c = (pd_c4 + pd_c11);
                                           const int64_t ky = pd_c9;
                                           const int64_t kx = pd_c10;
-                                          pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                          pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                         }
                                       }
                                     }
@@ -5602,12 +5602,12 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 }
                               }
                             }
-                            for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+                            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                             {
                               #pragma omp simd
-                              for (int64_t pd_v = 32 - pd_nv39; pd_v < 32; pd_v++)
+                              for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                               {
-                                Y[(((pd_b39_b) * F + (pd_b39_f + pd_r)) * ((H - KH) + 1) + pd_b39_oy) * ((W - KW) + 1) + (pd_b39_ox + pd_v)] = pd_acc39[pd_r][pd_v];
+                                Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                               }
                             }
                           }
@@ -5649,36 +5649,36 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
                     if (((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) <= 16 && (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16 >= (0))
                     {
-                      int64_t pd_b42_b;
-                      int64_t pd_b42_f;
-                      int64_t pd_b42_oy;
-                      int64_t pd_b42_ox;
-                      int64_t pd_b42_c;
-                      int64_t pd_b42_ky;
-                      int64_t pd_b42_kx;
-                      const int64_t pd_nr42 = (F - pd_c1);
-                      const int64_t pd_nv42 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                      int64_t pd_b6_b;
+                      int64_t pd_b6_f;
+                      int64_t pd_b6_oy;
+                      int64_t pd_b6_ox;
+                      int64_t pd_b6_c;
+                      int64_t pd_b6_ky;
+                      int64_t pd_b6_kx;
+                      const int64_t pd_nr6 = (F - pd_c1);
+                      const int64_t pd_nv6 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                       {
-                        pd_b42_b = pd_c0;
-                        pd_b42_f = pd_c1;
-                        pd_b42_oy = pd_c2;
-                        pd_b42_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
+                        pd_b6_b = pd_c0;
+                        pd_b6_f = pd_c1;
+                        pd_b6_oy = pd_c2;
+                        pd_b6_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 16;
                       }
-                      float pd_acc42[13][16];
+                      float pd_acc6[13][16];
                       for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc42[pd_r][pd_v] = 0;
+                          pd_acc6[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv42; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                         {
-                          pd_acc42[pd_r][pd_v] = Y[(((pd_b42_b) * F + (pd_b42_f + pd_r)) * ((H - KH) + 1) + pd_b42_oy) * ((W - KW) + 1) + (pd_b42_ox + pd_v)];
+                          pd_acc6[pd_r][pd_v] = Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)];
                         }
                       }
                       if (pd_rp1)
@@ -5697,13 +5697,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b42_f + pd_r;
+                                    const int64_t f = pd_b6_f + pd_r;
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b42_ox + pd_v;
+                                    const int64_t ox = pd_b6_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -5727,13 +5727,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b42_f + pd_min(pd_r, pd_nr42 - 1);
+                                    const int64_t f = pd_b6_f + pd_min(pd_r, pd_nr6 - 1);
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b42_ox + pd_v;
+                                    const int64_t ox = pd_b6_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc42[pd_r][pd_v] = (pd_acc42[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -5741,12 +5741,12 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr42; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 16 - pd_nv42; pd_v < 16; pd_v++)
+                        for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
                         {
-                          Y[(((pd_b42_b) * F + (pd_b42_f + pd_r)) * ((H - KH) + 1) + pd_b42_oy) * ((W - KW) + 1) + (pd_b42_ox + pd_v)] = pd_acc42[pd_r][pd_v];
+                          Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)] = pd_acc6[pd_r][pd_v];
                         }
                       }
                     }
@@ -5755,36 +5755,36 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 32) == 0)) && ((pd_c4 % 64) == 0)))
                         if ((pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32 >= (0))
                         {
-                          int64_t pd_b41_b;
-                          int64_t pd_b41_f;
-                          int64_t pd_b41_oy;
-                          int64_t pd_b41_ox;
-                          int64_t pd_b41_c;
-                          int64_t pd_b41_ky;
-                          int64_t pd_b41_kx;
-                          const int64_t pd_nr41 = (F - pd_c1);
-                          const int64_t pd_nv41 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
+                          int64_t pd_b5_b;
+                          int64_t pd_b5_f;
+                          int64_t pd_b5_oy;
+                          int64_t pd_b5_ox;
+                          int64_t pd_b5_c;
+                          int64_t pd_b5_ky;
+                          int64_t pd_b5_kx;
+                          const int64_t pd_nr5 = (F - pd_c1);
+                          const int64_t pd_nv5 = (((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1));
                           {
-                            pd_b41_b = pd_c0;
-                            pd_b41_f = pd_c1;
-                            pd_b41_oy = pd_c2;
-                            pd_b41_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
+                            pd_b5_b = pd_c0;
+                            pd_b5_f = pd_c1;
+                            pd_b5_oy = pd_c2;
+                            pd_b5_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 31)) && (pd_c3 >= 0)) ? 32 : (((W - KW) - pd_c3) + 1))) - 32;
                           }
-                          float pd_acc41[13][32];
+                          float pd_acc5[13][32];
                           for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc41[pd_r][pd_v] = 0;
+                              pd_acc5[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv41; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                             {
-                              pd_acc41[pd_r][pd_v] = Y[(((pd_b41_b) * F + (pd_b41_f + pd_r)) * ((H - KH) + 1) + pd_b41_oy) * ((W - KW) + 1) + (pd_b41_ox + pd_v)];
+                              pd_acc5[pd_r][pd_v] = Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)];
                             }
                           }
                           if (pd_rp1)
@@ -5803,13 +5803,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                     {
                                       {
                                         const int64_t b = pd_c0;
-                                        const int64_t f = pd_b41_f + pd_r;
+                                        const int64_t f = pd_b5_f + pd_r;
                                         const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b41_ox + pd_v;
+                                        const int64_t ox = pd_b5_ox + pd_v;
                                         const int64_t c = (pd_c4 + pd_c11);
                                         const int64_t ky = pd_c9;
                                         const int64_t kx = pd_c10;
-                                        pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                        pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                       }
                                     }
                                   }
@@ -5833,13 +5833,13 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                     {
                                       {
                                         const int64_t b = pd_c0;
-                                        const int64_t f = pd_b41_f + pd_min(pd_r, pd_nr41 - 1);
+                                        const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                                         const int64_t oy = pd_c2;
-                                        const int64_t ox = pd_b41_ox + pd_v;
+                                        const int64_t ox = pd_b5_ox + pd_v;
                                         const int64_t c = (pd_c4 + pd_c11);
                                         const int64_t ky = pd_c9;
                                         const int64_t kx = pd_c10;
-                                        pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                        pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                       }
                                     }
                                   }
@@ -5847,12 +5847,12 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 32 - pd_nv41; pd_v < 32; pd_v++)
+                            for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                             {
-                              Y[(((pd_b41_b) * F + (pd_b41_f + pd_r)) * ((H - KH) + 1) + pd_b41_oy) * ((W - KW) + 1) + (pd_b41_ox + pd_v)] = pd_acc41[pd_r][pd_v];
+                              Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                             }
                           }
                         }
@@ -5893,7 +5893,7 @@ PD_VARIANT int conv2d_v6(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
         }
       }
-      if (!pd_w16)
+      if (!pd_w2)
       {
         #pragma omp barrier
       }

@@ -68,8 +68,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_66ee262ab611", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_conv2d_66ee262ab611(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_c5b457085d1d", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_conv2d_c5b457085d1d(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -568,44 +568,44 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-      const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-      for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w3 = pd_t3 < pd_s3;
-        const int64_t pd_c0 = 0 + pd_t3 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c3 = 0; pd_c3 < (F - 15); pd_c3 += 16)
           {
             {
-              int64_t pd_b5_b;
-              int64_t pd_b5_f;
-              int64_t pd_b5_oy;
-              int64_t pd_b5_ox;
-              int64_t pd_b5_c;
-              int64_t pd_b5_ky;
-              int64_t pd_b5_kx;
+              int64_t pd_b1_b;
+              int64_t pd_b1_f;
+              int64_t pd_b1_oy;
+              int64_t pd_b1_ox;
+              int64_t pd_b1_c;
+              int64_t pd_b1_ky;
+              int64_t pd_b1_kx;
               {
                 const int64_t pd_c9 = 0;
                 const int64_t pd_c10 = 0;
-                pd_b5_b = pd_c0;
-                pd_b5_f = (pd_c3 + pd_c9);
-                pd_b5_oy = pd_c1;
-                pd_b5_ox = pd_c10;
+                pd_b1_b = pd_c0;
+                pd_b1_f = (pd_c3 + pd_c9);
+                pd_b1_oy = pd_c1;
+                pd_b1_ox = pd_c10;
               }
-              float pd_acc5[16][4];
+              float pd_acc1[16][4];
               for (int64_t pd_r = 0; pd_r < 16; pd_r++)
               {
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  const int64_t b = (pd_b5_b) - 0;
-                  const int64_t f = ((pd_b5_f + pd_r)) - 0;
-                  const int64_t oy = (pd_b5_oy) - 0;
-                  const int64_t ox = ((pd_b5_ox + pd_v)) - 0;
-                  pd_acc5[pd_r][pd_v] = 0.0f;
+                  const int64_t b = (pd_b1_b) - 0;
+                  const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                  const int64_t oy = (pd_b1_oy) - 0;
+                  const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                  pd_acc1[pd_r][pd_v] = 0.0f;
                 }
               }
               if (pd_rp1)
@@ -630,7 +630,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] = (pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                           }
                         }
                       }
@@ -660,7 +660,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             const int64_t c = pd_c6;
                             const int64_t ky = pd_c4;
                             const int64_t kx = pd_c5;
-                            pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] = (pd_acc5[(f) - pd_b5_f][(ox) - pd_b5_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                            pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                           }
                         }
                       }
@@ -673,7 +673,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 #pragma omp simd
                 for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                 {
-                  Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
+                  Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                 }
               }
             }
@@ -694,36 +694,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
           if (((((((F >= 16) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && ((F % 16) >= 1)))
           {
-            int64_t pd_b6_b;
-            int64_t pd_b6_f;
-            int64_t pd_b6_oy;
-            int64_t pd_b6_ox;
-            int64_t pd_b6_c;
-            int64_t pd_b6_ky;
-            int64_t pd_b6_kx;
-            const int64_t pd_nr6 = (F % 16);
-            const int64_t pd_nv6 = 4;
+            int64_t pd_b2_b;
+            int64_t pd_b2_f;
+            int64_t pd_b2_oy;
+            int64_t pd_b2_ox;
+            int64_t pd_b2_c;
+            int64_t pd_b2_ky;
+            int64_t pd_b2_kx;
+            const int64_t pd_nr2 = (F % 16);
+            const int64_t pd_nv2 = 4;
             {
-              pd_b6_b = pd_c0;
-              pd_b6_f = ((-(F % 16)) + F);
-              pd_b6_oy = pd_c1;
-              pd_b6_ox = 0;
+              pd_b2_b = pd_c0;
+              pd_b2_f = ((-(F % 16)) + F);
+              pd_b2_oy = pd_c1;
+              pd_b2_ox = 0;
             }
-            float pd_acc6[15][4];
+            float pd_acc2[15][4];
             for (int64_t pd_r = 0; pd_r < 15; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
-                pd_acc6[pd_r][pd_v] = 0;
+                pd_acc2[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                pd_acc6[pd_r][pd_v] = Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)];
+                pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
               }
             }
             if (pd_rp1)
@@ -742,13 +742,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b6_f + pd_r;
+                          const int64_t f = pd_b2_f + pd_r;
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b6_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                         }
                       }
                     }
@@ -772,13 +772,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       {
                         {
                           const int64_t b = pd_c0;
-                          const int64_t f = pd_b6_f + pd_min(pd_r, pd_nr6 - 1);
+                          const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                           const int64_t oy = pd_c1;
-                          const int64_t ox = pd_b6_ox + pd_v;
+                          const int64_t ox = pd_b2_ox + pd_v;
                           const int64_t c = pd_c6;
                           const int64_t ky = pd_c4;
                           const int64_t kx = pd_c5;
-                          pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                         }
                       }
                     }
@@ -786,12 +786,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
+              for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
               {
-                Y[(((pd_b6_b) * F + (pd_b6_f + pd_r)) * ((H - KH) + 1) + pd_b6_oy) * ((W - KW) + 1) + (pd_b6_ox + pd_v)] = pd_acc6[pd_r][pd_v];
+                Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
               }
             }
           }
@@ -800,40 +800,40 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if ((((((((((F >= 16) && (W >= (KW + 4))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c3 + 1))) && (pd_c3 >= 0)) && ((pd_c3 % 16) == 0)))
               if ((4) + (((W - KW) - 3)) - 4 >= (0))
               {
-                int64_t pd_b7_b;
-                int64_t pd_b7_f;
-                int64_t pd_b7_oy;
-                int64_t pd_b7_ox;
-                int64_t pd_b7_c;
-                int64_t pd_b7_ky;
-                int64_t pd_b7_kx;
-                const int64_t pd_nr7 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
-                const int64_t pd_nv7 = ((W - KW) - 3);
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = ((F >= (pd_c3 + 16)) ? 16 : (F - pd_c3));
+                const int64_t pd_nv3 = ((W - KW) - 3);
                 {
-                  pd_b7_b = pd_c0;
-                  pd_b7_f = pd_c3;
-                  pd_b7_oy = pd_c1;
-                  pd_b7_ox = (4) + (((W - KW) - 3)) - 4;
+                  pd_b3_b = pd_c0;
+                  pd_b3_f = pd_c3;
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (4) + (((W - KW) - 3)) - 4;
                 }
-                float pd_acc7[16][4];
+                float pd_acc3[16][4];
                 for (int64_t pd_r = 0; pd_r < 16; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc7[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv7; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
                   {
-                    const int64_t b = (pd_b7_b) - 0;
-                    const int64_t f = ((pd_b7_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b7_oy) - 0;
-                    const int64_t ox = ((pd_b7_ox + pd_v)) - 0;
-                    pd_acc7[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -852,13 +852,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b7_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b7_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -882,13 +882,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b7_f + pd_min(pd_r, pd_nr7 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b7_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -896,12 +896,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv7; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv3; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b7_b) * F + (pd_b7_f + pd_r)) * ((H - KH) + 1) + pd_b7_oy) * ((W - KW) + 1) + (pd_b7_ox + pd_v)] = pd_acc7[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -951,7 +951,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w3)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -962,14 +962,14 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n4 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-      const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-      for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+      const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+      const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+      for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
       {
-        const int pd_w4 = pd_t4 < pd_s4;
-        const int64_t pd_c0 = 0 + pd_t4 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 1)
+        const int pd_w2 = pd_t2 < pd_s2;
+        const int64_t pd_c0 = 0 + pd_t2 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (W - KW); pd_c2 += 4)
           {
@@ -990,36 +990,36 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             if (((((((((F <= 15) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c2 >= 0)) && (W >= (KW + pd_c2))) && ((pd_c2 % 4) == 0)))
               if ((pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4 >= (0))
               {
-                int64_t pd_b8_b;
-                int64_t pd_b8_f;
-                int64_t pd_b8_oy;
-                int64_t pd_b8_ox;
-                int64_t pd_b8_c;
-                int64_t pd_b8_ky;
-                int64_t pd_b8_kx;
-                const int64_t pd_nr8 = F;
-                const int64_t pd_nv8 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
+                int64_t pd_b4_b;
+                int64_t pd_b4_f;
+                int64_t pd_b4_oy;
+                int64_t pd_b4_ox;
+                int64_t pd_b4_c;
+                int64_t pd_b4_ky;
+                int64_t pd_b4_kx;
+                const int64_t pd_nr4 = F;
+                const int64_t pd_nv4 = ((pd_c2 == 0) ? 4 : ((W - KW) - 3));
                 {
-                  pd_b8_b = pd_c0;
-                  pd_b8_f = 0;
-                  pd_b8_oy = pd_c1;
-                  pd_b8_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
+                  pd_b4_b = pd_c0;
+                  pd_b4_f = 0;
+                  pd_b4_oy = pd_c1;
+                  pd_b4_ox = (pd_c2) + (((pd_c2 == 0) ? 4 : ((W - KW) - 3))) - 4;
                 }
-                float pd_acc8[15][4];
+                float pd_acc4[15][4];
                 for (int64_t pd_r = 0; pd_r < 15; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 4; pd_v++)
                   {
-                    pd_acc8[pd_r][pd_v] = 0;
+                    pd_acc4[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv8; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                   {
-                    pd_acc8[pd_r][pd_v] = Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)];
+                    pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                   }
                 }
                 if (pd_rp1)
@@ -1038,13 +1038,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b8_f + pd_r;
+                              const int64_t f = pd_b4_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b8_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1068,13 +1068,13 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           {
                             {
                               const int64_t b = pd_c0;
-                              const int64_t f = pd_b8_f + pd_min(pd_r, pd_nr8 - 1);
+                              const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b8_ox + pd_v;
+                              const int64_t ox = pd_b4_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1082,12 +1082,12 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 4 - pd_nv8; pd_v < 4; pd_v++)
+                  for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
                   {
-                    Y[(((pd_b8_b) * F + (pd_b8_f + pd_r)) * ((H - KH) + 1) + pd_b8_oy) * ((W - KW) + 1) + (pd_b8_ox + pd_v)] = pd_acc8[pd_r][pd_v];
+                    Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                   }
                 }
               }
@@ -1123,7 +1123,7 @@ PD_VARIANT int conv2d_v1(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
           }
         }
-        if (!pd_w4)
+        if (!pd_w2)
         {
           #pragma omp barrier
         }
@@ -1187,14 +1187,14 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
   {
     #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((F) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n5 = (((F) - (0) + (1) - 1) / (1));
-      const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-      const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-      for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+      const int64_t pd_n1 = (((F) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w5 = pd_t5 < pd_s5;
-        const int64_t pd_c1 = 0 + pd_t5 * 1;
-        for (int64_t pd_c2 = 0 + (pd_w5 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w5 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c1 = 0 + pd_t1 * 1;
+        for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c2 <= (H - KH); pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           #pragma omp simd
           for (int64_t pd_c4 = 0; pd_c4 <= (W - KW); pd_c4 += 1)
@@ -1208,7 +1208,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             }
           }
         }
-        if (!pd_w5)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -1221,44 +1221,44 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
     {
       #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
-        const int64_t pd_n6 = ((((H - KH)) - (0) + (1)) / (1));
-        const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-        const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-        for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+        const int64_t pd_n2 = ((((H - KH)) - (0) + (1)) / (1));
+        const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+        const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+        for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
         {
-          const int pd_w6 = pd_t6 < pd_s6;
-          const int64_t pd_c1 = 0 + pd_t6 * 1;
-          for (int64_t pd_c2 = 0 + (pd_w6 ? 0 : pd_team_id()) * 14; pd_c2 < (F - 13); pd_c2 += (pd_w6 ? 1 : pd_team_size()) * 14)
+          const int pd_w2 = pd_t2 < pd_s2;
+          const int64_t pd_c1 = 0 + pd_t2 * 1;
+          for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 14; pd_c2 < (F - 13); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 14)
           {
             for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 6); pd_c3 += 8)
             {
               {
-                int64_t pd_b9_b;
-                int64_t pd_b9_f;
-                int64_t pd_b9_oy;
-                int64_t pd_b9_ox;
-                int64_t pd_b9_c;
-                int64_t pd_b9_ky;
-                int64_t pd_b9_kx;
+                int64_t pd_b1_b;
+                int64_t pd_b1_f;
+                int64_t pd_b1_oy;
+                int64_t pd_b1_ox;
+                int64_t pd_b1_c;
+                int64_t pd_b1_ky;
+                int64_t pd_b1_kx;
                 {
                   const int64_t pd_c9 = 0;
                   const int64_t pd_c10 = 0;
-                  pd_b9_b = 0;
-                  pd_b9_f = (pd_c2 + pd_c9);
-                  pd_b9_oy = pd_c1;
-                  pd_b9_ox = (pd_c3 + pd_c10);
+                  pd_b1_b = 0;
+                  pd_b1_f = (pd_c2 + pd_c9);
+                  pd_b1_oy = pd_c1;
+                  pd_b1_ox = (pd_c3 + pd_c10);
                 }
-                float pd_acc9[14][8];
+                float pd_acc1[14][8];
                 for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b9_b) - 0;
-                    const int64_t f = ((pd_b9_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b9_oy) - 0;
-                    const int64_t ox = ((pd_b9_ox + pd_v)) - 0;
-                    pd_acc9[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b1_b) - 0;
+                    const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b1_oy) - 0;
+                    const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                    pd_acc1[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -1283,7 +1283,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] = (pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1313,7 +1313,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] = (pd_acc9[(f) - pd_b9_f][(ox) - pd_b9_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1326,7 +1326,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b9_b) * F + (pd_b9_f + pd_r)) * ((H - KH) + 1) + pd_b9_oy) * ((W - KW) + 1) + (pd_b9_ox + pd_v)] = pd_acc9[pd_r][pd_v];
+                    Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                   }
                 }
               }
@@ -1348,36 +1348,36 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
             if (((((((((C >= 1) && (W >= (KW + 7))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 14))) && (pd_c2 >= 0)) && ((((W - KW) - 7) % 8) >= 1)) && ((pd_c2 % 14) == 0)))
               if ((((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8 >= (0))
               {
-                int64_t pd_b10_b;
-                int64_t pd_b10_f;
-                int64_t pd_b10_oy;
-                int64_t pd_b10_ox;
-                int64_t pd_b10_c;
-                int64_t pd_b10_ky;
-                int64_t pd_b10_kx;
-                const int64_t pd_nr10 = 14;
-                const int64_t pd_nv10 = (((W - KW) - 7) % 8);
+                int64_t pd_b2_b;
+                int64_t pd_b2_f;
+                int64_t pd_b2_oy;
+                int64_t pd_b2_ox;
+                int64_t pd_b2_c;
+                int64_t pd_b2_ky;
+                int64_t pd_b2_kx;
+                const int64_t pd_nr2 = 14;
+                const int64_t pd_nv2 = (((W - KW) - 7) % 8);
                 {
-                  pd_b10_b = 0;
-                  pd_b10_f = pd_c2;
-                  pd_b10_oy = pd_c1;
-                  pd_b10_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
+                  pd_b2_b = 0;
+                  pd_b2_f = pd_c2;
+                  pd_b2_oy = pd_c1;
+                  pd_b2_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
                 }
-                float pd_acc10[14][8];
+                float pd_acc2[14][8];
                 for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = 0;
+                    pd_acc2[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv10; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv2; pd_v < 8; pd_v++)
                   {
-                    pd_acc10[pd_r][pd_v] = Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)];
+                    pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                   }
                 }
                 if (pd_rp1)
@@ -1396,13 +1396,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b10_f + pd_r;
+                              const int64_t f = pd_b2_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b10_ox + pd_v;
+                              const int64_t ox = pd_b2_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1426,13 +1426,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b10_f + pd_min(pd_r, pd_nr10 - 1);
+                              const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b10_ox + pd_v;
+                              const int64_t ox = pd_b2_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc10[pd_r][pd_v] = (pd_acc10[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1440,12 +1440,12 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr10; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv10; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv2; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b10_b) * F + (pd_b10_f + pd_r)) * ((H - KH) + 1) + pd_b10_oy) * ((W - KW) + 1) + (pd_b10_ox + pd_v)] = pd_acc10[pd_r][pd_v];
+                    Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                   }
                 }
               }
@@ -1480,49 +1480,49 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                 }
               }
           }
-          if (!pd_w6)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
-          for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 8; pd_c3 <= (W - KW); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 8)
+          for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 8; pd_c3 <= (W - KW); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 8)
           {
             if ((((((((((C >= 1) && (F >= 14)) && (W >= (KW + 7))) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 14) >= 1)) && ((pd_c3 % 8) == 0)))
               if ((pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
               {
-                int64_t pd_b11_b;
-                int64_t pd_b11_f;
-                int64_t pd_b11_oy;
-                int64_t pd_b11_ox;
-                int64_t pd_b11_c;
-                int64_t pd_b11_ky;
-                int64_t pd_b11_kx;
-                const int64_t pd_nr11 = (F % 14);
-                const int64_t pd_nv11 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
+                int64_t pd_b3_b;
+                int64_t pd_b3_f;
+                int64_t pd_b3_oy;
+                int64_t pd_b3_ox;
+                int64_t pd_b3_c;
+                int64_t pd_b3_ky;
+                int64_t pd_b3_kx;
+                const int64_t pd_nr3 = (F % 14);
+                const int64_t pd_nv3 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
                 {
-                  pd_b11_b = 0;
-                  pd_b11_f = ((-(F % 14)) + F);
-                  pd_b11_oy = pd_c1;
-                  pd_b11_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                  pd_b3_b = 0;
+                  pd_b3_f = ((-(F % 14)) + F);
+                  pd_b3_oy = pd_c1;
+                  pd_b3_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                 }
-                float pd_acc11[13][8];
+                float pd_acc3[13][8];
                 for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                   {
-                    pd_acc11[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    const int64_t b = (pd_b11_b) - 0;
-                    const int64_t f = ((pd_b11_f + pd_r)) - 0;
-                    const int64_t oy = (pd_b11_oy) - 0;
-                    const int64_t ox = ((pd_b11_ox + pd_v)) - 0;
-                    pd_acc11[pd_r][pd_v] = 0.0f;
+                    const int64_t b = (pd_b3_b) - 0;
+                    const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                    const int64_t oy = (pd_b3_oy) - 0;
+                    const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 if (pd_rp1)
@@ -1541,13 +1541,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b11_f + pd_r;
+                              const int64_t f = pd_b3_f + pd_r;
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b11_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                             }
                           }
                         }
@@ -1571,13 +1571,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                           {
                             {
                               const int64_t b = 0;
-                              const int64_t f = pd_b11_f + pd_min(pd_r, pd_nr11 - 1);
+                              const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                               const int64_t oy = pd_c1;
-                              const int64_t ox = pd_b11_ox + pd_v;
+                              const int64_t ox = pd_b3_ox + pd_v;
                               const int64_t c = pd_c6;
                               const int64_t ky = pd_c4;
                               const int64_t kx = pd_c5;
-                              pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                             }
                           }
                         }
@@ -1585,12 +1585,12 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 8 - pd_nv11; pd_v < 8; pd_v++)
+                  for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                   {
-                    Y[(((pd_b11_b) * F + (pd_b11_f + pd_r)) * ((H - KH) + 1) + pd_b11_oy) * ((W - KW) + 1) + (pd_b11_ox + pd_v)] = pd_acc11[pd_r][pd_v];
+                    Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -1639,7 +1639,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                 }
               }
           }
-          if (!pd_w6)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -1650,54 +1650,54 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
     {
       #pragma omp parallel if((int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (int64_t)(1) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && ((((H - KH)) - (0) + (1)) / (1)) >= 1)
       {
-        const int64_t pd_n7 = ((((H - KH)) - (0) + (1)) / (1));
-        const int64_t pd_s7 = pd_n7 - pd_mod(pd_n7, pd_team_size());
-        const int64_t pd_e7 = (pd_team_id() + 1) * (pd_s7 / pd_team_size());
-        for (int64_t pd_t7 = pd_e7 - (pd_s7 / pd_team_size()); pd_t7 < pd_n7; pd_t7 = pd_t7 + 1 == pd_e7 ? pd_s7 : pd_t7 + 1)
+        const int64_t pd_n3 = ((((H - KH)) - (0) + (1)) / (1));
+        const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+        const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+        for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
         {
-          const int pd_w7 = pd_t7 < pd_s7;
-          const int64_t pd_c1 = 0 + pd_t7 * 1;
+          const int pd_w3 = pd_t3 < pd_s3;
+          const int64_t pd_c1 = 0 + pd_t3 * 1;
           if ((F <= 13))
           {
-            for (int64_t pd_c3 = 0 + (pd_w7 ? 0 : pd_team_id()) * 8; pd_c3 <= (W - KW); pd_c3 += (pd_w7 ? 1 : pd_team_size()) * 8)
+            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 8; pd_c3 <= (W - KW); pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 8)
             {
               if (((((((((C >= 1) && (F >= 1)) && (F <= 13)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 8) == 0)))
                 if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                 {
-                  int64_t pd_b12_b;
-                  int64_t pd_b12_f;
-                  int64_t pd_b12_oy;
-                  int64_t pd_b12_ox;
-                  int64_t pd_b12_c;
-                  int64_t pd_b12_ky;
-                  int64_t pd_b12_kx;
-                  const int64_t pd_nr12 = F;
-                  const int64_t pd_nv12 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b4_b;
+                  int64_t pd_b4_f;
+                  int64_t pd_b4_oy;
+                  int64_t pd_b4_ox;
+                  int64_t pd_b4_c;
+                  int64_t pd_b4_ky;
+                  int64_t pd_b4_kx;
+                  const int64_t pd_nr4 = F;
+                  const int64_t pd_nv4 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b12_b = 0;
-                    pd_b12_f = 0;
-                    pd_b12_oy = pd_c1;
-                    pd_b12_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                    pd_b4_b = 0;
+                    pd_b4_f = 0;
+                    pd_b4_oy = pd_c1;
+                    pd_b4_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                   }
-                  float pd_acc12[13][8];
+                  float pd_acc4[13][8];
                   for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc12[pd_r][pd_v] = 0;
+                      pd_acc4[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                     {
-                      const int64_t b = (pd_b12_b) - 0;
-                      const int64_t f = ((pd_b12_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b12_oy) - 0;
-                      const int64_t ox = ((pd_b12_ox + pd_v)) - 0;
-                      pd_acc12[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b4_b) - 0;
+                      const int64_t f = ((pd_b4_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b4_oy) - 0;
+                      const int64_t ox = ((pd_b4_ox + pd_v)) - 0;
+                      pd_acc4[pd_r][pd_v] = 0.0f;
                     }
                   }
                   if (pd_rp1)
@@ -1716,13 +1716,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b12_f + pd_r;
+                                const int64_t f = pd_b4_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b12_ox + pd_v;
+                                const int64_t ox = pd_b4_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -1746,13 +1746,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b12_f + pd_min(pd_r, pd_nr12 - 1);
+                                const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b12_ox + pd_v;
+                                const int64_t ox = pd_b4_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc12[pd_r][pd_v] = (pd_acc12[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -1760,12 +1760,12 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr12; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv12; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b12_b) * F + (pd_b12_f + pd_r)) * ((H - KH) + 1) + pd_b12_oy) * ((W - KW) + 1) + (pd_b12_ox + pd_v)] = pd_acc12[pd_r][pd_v];
+                      Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                     }
                   }
                 }
@@ -1814,14 +1814,14 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   }
                 }
             }
-            if (!pd_w7)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
           }
           else
           {
-            for (int64_t pd_c2 = 0 + (pd_w7 ? 0 : pd_team_id()) * 14; pd_c2 < F; pd_c2 += (pd_w7 ? 1 : pd_team_size()) * 14)
+            for (int64_t pd_c2 = 0 + (pd_w3 ? 0 : pd_team_id()) * 14; pd_c2 < F; pd_c2 += (pd_w3 ? 1 : pd_team_size()) * 14)
             {
               for (int64_t pd_c5 = pd_c2; pd_c5 <= pd_min((F - 1), (pd_c2 + 13)); pd_c5 += 1)
               {
@@ -1840,36 +1840,36 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
               if (((((((((C >= 1) && (F >= 14)) && ((KW + 6) >= W)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 14) == 0)))
                 if ((0) + (((W - KW) + 1)) - 8 >= (0))
                 {
-                  int64_t pd_b13_b;
-                  int64_t pd_b13_f;
-                  int64_t pd_b13_oy;
-                  int64_t pd_b13_ox;
-                  int64_t pd_b13_c;
-                  int64_t pd_b13_ky;
-                  int64_t pd_b13_kx;
-                  const int64_t pd_nr13 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
-                  const int64_t pd_nv13 = ((W - KW) + 1);
+                  int64_t pd_b5_b;
+                  int64_t pd_b5_f;
+                  int64_t pd_b5_oy;
+                  int64_t pd_b5_ox;
+                  int64_t pd_b5_c;
+                  int64_t pd_b5_ky;
+                  int64_t pd_b5_kx;
+                  const int64_t pd_nr5 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
+                  const int64_t pd_nv5 = ((W - KW) + 1);
                   {
-                    pd_b13_b = 0;
-                    pd_b13_f = pd_c2;
-                    pd_b13_oy = pd_c1;
-                    pd_b13_ox = (0) + (((W - KW) + 1)) - 8;
+                    pd_b5_b = 0;
+                    pd_b5_f = pd_c2;
+                    pd_b5_oy = pd_c1;
+                    pd_b5_ox = (0) + (((W - KW) + 1)) - 8;
                   }
-                  float pd_acc13[14][8];
+                  float pd_acc5[14][8];
                   for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc13[pd_r][pd_v] = 0;
+                      pd_acc5[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
                     {
-                      pd_acc13[pd_r][pd_v] = Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)];
+                      pd_acc5[pd_r][pd_v] = Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)];
                     }
                   }
                   if (pd_rp1)
@@ -1888,13 +1888,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b13_f + pd_r;
+                                const int64_t f = pd_b5_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b13_ox + pd_v;
+                                const int64_t ox = pd_b5_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -1918,13 +1918,13 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                             {
                               {
                                 const int64_t b = 0;
-                                const int64_t f = pd_b13_f + pd_min(pd_r, pd_nr13 - 1);
+                                const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b13_ox + pd_v;
+                                const int64_t ox = pd_b5_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -1932,12 +1932,12 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv13; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b13_b) * F + (pd_b13_f + pd_r)) * ((H - KH) + 1) + pd_b13_oy) * ((W - KW) + 1) + (pd_b13_ox + pd_v)] = pd_acc13[pd_r][pd_v];
+                      Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                     }
                   }
                 }
@@ -1972,7 +1972,7 @@ PD_VARIANT int conv2d_v2(int64_t pd_arg_B, int64_t C, int64_t H, int64_t W, int6
                   }
                 }
             }
-            if (!pd_w7)
+            if (!pd_w3)
             {
               #pragma omp barrier
             }
@@ -2036,14 +2036,14 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   {
     #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
     {
-      const int64_t pd_n8 = (((B) - (0) + (1) - 1) / (1));
-      const int64_t pd_s8 = pd_n8 - pd_mod(pd_n8, pd_team_size());
-      const int64_t pd_e8 = (pd_team_id() + 1) * (pd_s8 / pd_team_size());
-      for (int64_t pd_t8 = pd_e8 - (pd_s8 / pd_team_size()); pd_t8 < pd_n8; pd_t8 = pd_t8 + 1 == pd_e8 ? pd_s8 : pd_t8 + 1)
+      const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+      const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+      const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+      for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
       {
-        const int pd_w8 = pd_t8 < pd_s8;
-        const int64_t pd_c0 = 0 + pd_t8 * 1;
-        for (int64_t pd_c1 = 0 + (pd_w8 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w8 ? 1 : pd_team_size()) * 1)
+        const int pd_w1 = pd_t1 < pd_s1;
+        const int64_t pd_c0 = 0 + pd_t1 * 1;
+        for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
         {
           for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
           {
@@ -2060,7 +2060,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
             }
           }
         }
-        if (!pd_w8)
+        if (!pd_w1)
         {
           #pragma omp barrier
         }
@@ -2073,46 +2073,46 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     {
       #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
       {
-        const int64_t pd_n9 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s9 = pd_n9 - pd_mod(pd_n9, pd_team_size());
-        const int64_t pd_e9 = (pd_team_id() + 1) * (pd_s9 / pd_team_size());
-        for (int64_t pd_t9 = pd_e9 - (pd_s9 / pd_team_size()); pd_t9 < pd_n9; pd_t9 = pd_t9 + 1 == pd_e9 ? pd_s9 : pd_t9 + 1)
+        const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+        const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+        const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+        for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
         {
-          const int pd_w9 = pd_t9 < pd_s9;
-          const int64_t pd_c0 = 0 + pd_t9 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w9 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w9 ? 1 : pd_team_size()) * 1)
+          const int pd_w2 = pd_t2 < pd_s2;
+          const int64_t pd_c0 = 0 + pd_t2 * 1;
+          for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 1)
           {
             for (int64_t pd_c2 = 0; pd_c2 < (F - 13); pd_c2 += 14)
             {
               for (int64_t pd_c3 = 0; pd_c3 < ((W - KW) - 6); pd_c3 += 8)
               {
                 {
-                  int64_t pd_b14_b;
-                  int64_t pd_b14_f;
-                  int64_t pd_b14_oy;
-                  int64_t pd_b14_ox;
-                  int64_t pd_b14_c;
-                  int64_t pd_b14_ky;
-                  int64_t pd_b14_kx;
+                  int64_t pd_b1_b;
+                  int64_t pd_b1_f;
+                  int64_t pd_b1_oy;
+                  int64_t pd_b1_ox;
+                  int64_t pd_b1_c;
+                  int64_t pd_b1_ky;
+                  int64_t pd_b1_kx;
                   {
                     const int64_t pd_c9 = 0;
                     const int64_t pd_c10 = 0;
-                    pd_b14_b = pd_c0;
-                    pd_b14_f = (pd_c2 + pd_c9);
-                    pd_b14_oy = pd_c1;
-                    pd_b14_ox = (pd_c3 + pd_c10);
+                    pd_b1_b = pd_c0;
+                    pd_b1_f = (pd_c2 + pd_c9);
+                    pd_b1_oy = pd_c1;
+                    pd_b1_ox = (pd_c3 + pd_c10);
                   }
-                  float pd_acc14[14][8];
+                  float pd_acc1[14][8];
                   for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      const int64_t b = (pd_b14_b) - 0;
-                      const int64_t f = ((pd_b14_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b14_oy) - 0;
-                      const int64_t ox = ((pd_b14_ox + pd_v)) - 0;
-                      pd_acc14[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b1_b) - 0;
+                      const int64_t f = ((pd_b1_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b1_oy) - 0;
+                      const int64_t ox = ((pd_b1_ox + pd_v)) - 0;
+                      pd_acc1[pd_r][pd_v] = 0.0f;
                     }
                   }
                   if (pd_rp1)
@@ -2137,7 +2137,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc14[(f) - pd_b14_f][(ox) - pd_b14_ox] = (pd_acc14[(f) - pd_b14_f][(ox) - pd_b14_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -2167,7 +2167,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc14[(f) - pd_b14_f][(ox) - pd_b14_ox] = (pd_acc14[(f) - pd_b14_f][(ox) - pd_b14_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -2180,7 +2180,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b14_b) * F + (pd_b14_f + pd_r)) * ((H - KH) + 1) + pd_b14_oy) * ((W - KW) + 1) + (pd_b14_ox + pd_v)] = pd_acc14[pd_r][pd_v];
+                      Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
@@ -2202,36 +2202,36 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if (((((((((((C >= 1) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 14))) && (pd_c2 >= 0)) && ((((W - KW) - 7) % 8) >= 1)) && ((pd_c2 % 14) == 0)))
                 if ((((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8 >= (0))
                 {
-                  int64_t pd_b15_b;
-                  int64_t pd_b15_f;
-                  int64_t pd_b15_oy;
-                  int64_t pd_b15_ox;
-                  int64_t pd_b15_c;
-                  int64_t pd_b15_ky;
-                  int64_t pd_b15_kx;
-                  const int64_t pd_nr15 = 14;
-                  const int64_t pd_nv15 = (((W - KW) - 7) % 8);
+                  int64_t pd_b2_b;
+                  int64_t pd_b2_f;
+                  int64_t pd_b2_oy;
+                  int64_t pd_b2_ox;
+                  int64_t pd_b2_c;
+                  int64_t pd_b2_ky;
+                  int64_t pd_b2_kx;
+                  const int64_t pd_nr2 = 14;
+                  const int64_t pd_nv2 = (((W - KW) - 7) % 8);
                   {
-                    pd_b15_b = pd_c0;
-                    pd_b15_f = pd_c2;
-                    pd_b15_oy = pd_c1;
-                    pd_b15_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
+                    pd_b2_b = pd_c0;
+                    pd_b2_f = pd_c2;
+                    pd_b2_oy = pd_c1;
+                    pd_b2_ox = (((((-(((W - KW) - 7) % 8)) + W) - KW) + 1)) + ((((W - KW) - 7) % 8)) - 8;
                   }
-                  float pd_acc15[14][8];
+                  float pd_acc2[14][8];
                   for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc15[pd_r][pd_v] = 0;
+                      pd_acc2[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv15; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv2; pd_v < 8; pd_v++)
                     {
-                      pd_acc15[pd_r][pd_v] = Y[(((pd_b15_b) * F + (pd_b15_f + pd_r)) * ((H - KH) + 1) + pd_b15_oy) * ((W - KW) + 1) + (pd_b15_ox + pd_v)];
+                      pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                     }
                   }
                   if (pd_rp1)
@@ -2250,13 +2250,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b15_f + pd_r;
+                                const int64_t f = pd_b2_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b15_ox + pd_v;
+                                const int64_t ox = pd_b2_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -2280,13 +2280,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b15_f + pd_min(pd_r, pd_nr15 - 1);
+                                const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b15_ox + pd_v;
+                                const int64_t ox = pd_b2_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -2294,12 +2294,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv15; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv2; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b15_b) * F + (pd_b15_f + pd_r)) * ((H - KH) + 1) + pd_b15_oy) * ((W - KW) + 1) + (pd_b15_ox + pd_v)] = pd_acc15[pd_r][pd_v];
+                      Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                     }
                   }
                 }
@@ -2339,40 +2339,40 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               if ((((((((((((C >= 1) && (F >= 14)) && (W >= (KW + 7))) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((F % 14) >= 1)) && ((pd_c3 % 8) == 0)))
                 if ((pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                 {
-                  int64_t pd_b16_b;
-                  int64_t pd_b16_f;
-                  int64_t pd_b16_oy;
-                  int64_t pd_b16_ox;
-                  int64_t pd_b16_c;
-                  int64_t pd_b16_ky;
-                  int64_t pd_b16_kx;
-                  const int64_t pd_nr16 = (F % 14);
-                  const int64_t pd_nv16 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
+                  int64_t pd_b3_b;
+                  int64_t pd_b3_f;
+                  int64_t pd_b3_oy;
+                  int64_t pd_b3_ox;
+                  int64_t pd_b3_c;
+                  int64_t pd_b3_ky;
+                  int64_t pd_b3_kx;
+                  const int64_t pd_nr3 = (F % 14);
+                  const int64_t pd_nv3 = ((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1));
                   {
-                    pd_b16_b = pd_c0;
-                    pd_b16_f = ((-(F % 14)) + F);
-                    pd_b16_oy = pd_c1;
-                    pd_b16_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                    pd_b3_b = pd_c0;
+                    pd_b3_f = ((-(F % 14)) + F);
+                    pd_b3_oy = pd_c1;
+                    pd_b3_ox = (pd_c3) + (((W >= ((KW + pd_c3) + 7)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                   }
-                  float pd_acc16[13][8];
+                  float pd_acc3[13][8];
                   for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                     {
-                      pd_acc16[pd_r][pd_v] = 0;
+                      pd_acc3[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv16; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                     {
-                      const int64_t b = (pd_b16_b) - 0;
-                      const int64_t f = ((pd_b16_f + pd_r)) - 0;
-                      const int64_t oy = (pd_b16_oy) - 0;
-                      const int64_t ox = ((pd_b16_ox + pd_v)) - 0;
-                      pd_acc16[pd_r][pd_v] = 0.0f;
+                      const int64_t b = (pd_b3_b) - 0;
+                      const int64_t f = ((pd_b3_f + pd_r)) - 0;
+                      const int64_t oy = (pd_b3_oy) - 0;
+                      const int64_t ox = ((pd_b3_ox + pd_v)) - 0;
+                      pd_acc3[pd_r][pd_v] = 0.0f;
                     }
                   }
                   if (pd_rp1)
@@ -2391,13 +2391,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b16_f + pd_r;
+                                const int64_t f = pd_b3_f + pd_r;
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b16_ox + pd_v;
+                                const int64_t ox = pd_b3_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                               }
                             }
                           }
@@ -2421,13 +2421,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             {
                               {
                                 const int64_t b = pd_c0;
-                                const int64_t f = pd_b16_f + pd_min(pd_r, pd_nr16 - 1);
+                                const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                                 const int64_t oy = pd_c1;
-                                const int64_t ox = pd_b16_ox + pd_v;
+                                const int64_t ox = pd_b3_ox + pd_v;
                                 const int64_t c = pd_c6;
                                 const int64_t ky = pd_c4;
                                 const int64_t kx = pd_c5;
-                                pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                               }
                             }
                           }
@@ -2435,12 +2435,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 8 - pd_nv16; pd_v < 8; pd_v++)
+                    for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                     {
-                      Y[(((pd_b16_b) * F + (pd_b16_f + pd_r)) * ((H - KH) + 1) + pd_b16_oy) * ((W - KW) + 1) + (pd_b16_ox + pd_v)] = pd_acc16[pd_r][pd_v];
+                      Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                     }
                   }
                 }
@@ -2490,7 +2490,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 }
             }
           }
-          if (!pd_w9)
+          if (!pd_w2)
           {
             #pragma omp barrier
           }
@@ -2501,14 +2501,14 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
     {
       #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) + (B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
       {
-        const int64_t pd_n10 = (((B) - (0) + (1) - 1) / (1));
-        const int64_t pd_s10 = pd_n10 - pd_mod(pd_n10, pd_team_size());
-        const int64_t pd_e10 = (pd_team_id() + 1) * (pd_s10 / pd_team_size());
-        for (int64_t pd_t10 = pd_e10 - (pd_s10 / pd_team_size()); pd_t10 < pd_n10; pd_t10 = pd_t10 + 1 == pd_e10 ? pd_s10 : pd_t10 + 1)
+        const int64_t pd_n3 = (((B) - (0) + (1) - 1) / (1));
+        const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
+        const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
+        for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
         {
-          const int pd_w10 = pd_t10 < pd_s10;
-          const int64_t pd_c0 = 0 + pd_t10 * 1;
-          for (int64_t pd_c1 = 0 + (pd_w10 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w10 ? 1 : pd_team_size()) * 1)
+          const int pd_w3 = pd_t3 < pd_s3;
+          const int64_t pd_c0 = 0 + pd_t3 * 1;
+          for (int64_t pd_c1 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c1 <= (H - KH); pd_c1 += (pd_w3 ? 1 : pd_team_size()) * 1)
           {
             if ((F <= 13))
             {
@@ -2517,40 +2517,40 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 1)) && (F <= 13)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && ((pd_c3 % 8) == 0)))
                   if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                   {
-                    int64_t pd_b17_b;
-                    int64_t pd_b17_f;
-                    int64_t pd_b17_oy;
-                    int64_t pd_b17_ox;
-                    int64_t pd_b17_c;
-                    int64_t pd_b17_ky;
-                    int64_t pd_b17_kx;
-                    const int64_t pd_nr17 = F;
-                    const int64_t pd_nv17 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                    int64_t pd_b4_b;
+                    int64_t pd_b4_f;
+                    int64_t pd_b4_oy;
+                    int64_t pd_b4_ox;
+                    int64_t pd_b4_c;
+                    int64_t pd_b4_ky;
+                    int64_t pd_b4_kx;
+                    const int64_t pd_nr4 = F;
+                    const int64_t pd_nv4 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
                     {
-                      pd_b17_b = pd_c0;
-                      pd_b17_f = 0;
-                      pd_b17_oy = pd_c1;
-                      pd_b17_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                      pd_b4_b = pd_c0;
+                      pd_b4_f = 0;
+                      pd_b4_oy = pd_c1;
+                      pd_b4_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                     }
-                    float pd_acc17[13][8];
+                    float pd_acc4[13][8];
                     for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc17[pd_r][pd_v] = 0;
+                        pd_acc4[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv17; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                       {
-                        const int64_t b = (pd_b17_b) - 0;
-                        const int64_t f = ((pd_b17_f + pd_r)) - 0;
-                        const int64_t oy = (pd_b17_oy) - 0;
-                        const int64_t ox = ((pd_b17_ox + pd_v)) - 0;
-                        pd_acc17[pd_r][pd_v] = 0.0f;
+                        const int64_t b = (pd_b4_b) - 0;
+                        const int64_t f = ((pd_b4_f + pd_r)) - 0;
+                        const int64_t oy = (pd_b4_oy) - 0;
+                        const int64_t ox = ((pd_b4_ox + pd_v)) - 0;
+                        pd_acc4[pd_r][pd_v] = 0.0f;
                       }
                     }
                     if (pd_rp1)
@@ -2569,13 +2569,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b17_f + pd_r;
+                                  const int64_t f = pd_b4_f + pd_r;
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b17_ox + pd_v;
+                                  const int64_t ox = pd_b4_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -2599,13 +2599,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b17_f + pd_min(pd_r, pd_nr17 - 1);
+                                  const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b17_ox + pd_v;
+                                  const int64_t ox = pd_b4_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -2613,12 +2613,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv17; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                       {
-                        Y[(((pd_b17_b) * F + (pd_b17_f + pd_r)) * ((H - KH) + 1) + pd_b17_oy) * ((W - KW) + 1) + (pd_b17_ox + pd_v)] = pd_acc17[pd_r][pd_v];
+                        Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                       }
                     }
                   }
@@ -2689,36 +2689,36 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 if (((((((((((C >= 1) && (F >= 14)) && ((KW + 6) >= W)) && (B >= (pd_c0 + 1))) && (pd_c0 >= 0)) && (pd_c1 >= 0)) && (H >= (KH + pd_c1))) && (F >= (pd_c2 + 1))) && (pd_c2 >= 0)) && ((pd_c2 % 14) == 0)))
                   if ((0) + (((W - KW) + 1)) - 8 >= (0))
                   {
-                    int64_t pd_b18_b;
-                    int64_t pd_b18_f;
-                    int64_t pd_b18_oy;
-                    int64_t pd_b18_ox;
-                    int64_t pd_b18_c;
-                    int64_t pd_b18_ky;
-                    int64_t pd_b18_kx;
-                    const int64_t pd_nr18 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
-                    const int64_t pd_nv18 = ((W - KW) + 1);
+                    int64_t pd_b5_b;
+                    int64_t pd_b5_f;
+                    int64_t pd_b5_oy;
+                    int64_t pd_b5_ox;
+                    int64_t pd_b5_c;
+                    int64_t pd_b5_ky;
+                    int64_t pd_b5_kx;
+                    const int64_t pd_nr5 = ((F >= (pd_c2 + 14)) ? 14 : (F - pd_c2));
+                    const int64_t pd_nv5 = ((W - KW) + 1);
                     {
-                      pd_b18_b = pd_c0;
-                      pd_b18_f = pd_c2;
-                      pd_b18_oy = pd_c1;
-                      pd_b18_ox = (0) + (((W - KW) + 1)) - 8;
+                      pd_b5_b = pd_c0;
+                      pd_b5_f = pd_c2;
+                      pd_b5_oy = pd_c1;
+                      pd_b5_ox = (0) + (((W - KW) + 1)) - 8;
                     }
-                    float pd_acc18[14][8];
+                    float pd_acc5[14][8];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc18[pd_r][pd_v] = 0;
+                        pd_acc5[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv18; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
                       {
-                        pd_acc18[pd_r][pd_v] = Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)];
+                        pd_acc5[pd_r][pd_v] = Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -2737,13 +2737,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b18_f + pd_r;
+                                  const int64_t f = pd_b5_f + pd_r;
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b18_ox + pd_v;
+                                  const int64_t ox = pd_b5_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -2767,13 +2767,13 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b18_f + pd_min(pd_r, pd_nr18 - 1);
+                                  const int64_t f = pd_b5_f + pd_min(pd_r, pd_nr5 - 1);
                                   const int64_t oy = pd_c1;
-                                  const int64_t ox = pd_b18_ox + pd_v;
+                                  const int64_t ox = pd_b5_ox + pd_v;
                                   const int64_t c = pd_c6;
                                   const int64_t ky = pd_c4;
                                   const int64_t kx = pd_c5;
-                                  pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -2781,12 +2781,12 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 8 - pd_nv18; pd_v < 8; pd_v++)
+                      for (int64_t pd_v = 8 - pd_nv5; pd_v < 8; pd_v++)
                       {
-                        Y[(((pd_b18_b) * F + (pd_b18_f + pd_r)) * ((H - KH) + 1) + pd_b18_oy) * ((W - KW) + 1) + (pd_b18_ox + pd_v)] = pd_acc18[pd_r][pd_v];
+                        Y[(((pd_b5_b) * F + (pd_b5_f + pd_r)) * ((H - KH) + 1) + pd_b5_oy) * ((W - KW) + 1) + (pd_b5_ox + pd_v)] = pd_acc5[pd_r][pd_v];
                       }
                     }
                   }
@@ -2823,7 +2823,7 @@ PD_VARIANT int conv2d_v3(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
               }
             }
           }
-          if (!pd_w10)
+          if (!pd_w3)
           {
             #pragma omp barrier
           }
@@ -2884,14 +2884,14 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   }
   #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) >= 8192 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n11 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s11 = pd_n11 - pd_mod(pd_n11, pd_team_size());
-    const int64_t pd_e11 = (pd_team_id() + 1) * (pd_s11 / pd_team_size());
-    for (int64_t pd_t11 = pd_e11 - (pd_s11 / pd_team_size()); pd_t11 < pd_n11; pd_t11 = pd_t11 + 1 == pd_e11 ? pd_s11 : pd_t11 + 1)
+    const int64_t pd_n1 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w11 = pd_t11 < pd_s11;
-      const int64_t pd_c0 = 0 + pd_t11 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w11 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w11 ? 1 : pd_team_size()) * 1)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c1 < F; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
@@ -2908,7 +2908,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
         }
       }
-      if (!pd_w11)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -2916,14 +2916,14 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
   }
   #pragma omp parallel if((B) * (F) * (((H - KH) + 1)) * (((W - KW) + 1)) * (C) * (KH) * (KW) >= 4194304 && (((B) - (0) + (1) - 1) / (1)) >= 1)
   {
-    const int64_t pd_n12 = (((B) - (0) + (1) - 1) / (1));
-    const int64_t pd_s12 = pd_n12 - pd_mod(pd_n12, pd_team_size());
-    const int64_t pd_e12 = (pd_team_id() + 1) * (pd_s12 / pd_team_size());
-    for (int64_t pd_t12 = pd_e12 - (pd_s12 / pd_team_size()); pd_t12 < pd_n12; pd_t12 = pd_t12 + 1 == pd_e12 ? pd_s12 : pd_t12 + 1)
+    const int64_t pd_n2 = (((B) - (0) + (1) - 1) / (1));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w12 = pd_t12 < pd_s12;
-      const int64_t pd_c0 = 0 + pd_t12 * 1;
-      for (int64_t pd_c1 = 0 + (pd_w12 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w12 ? 1 : pd_team_size()) * 112)
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c0 = 0 + pd_t2 * 1;
+      for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 112; pd_c1 < F; pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 112)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= (H - KH); pd_c2 += 1)
         {
@@ -2936,28 +2936,28 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 for (int64_t pd_c7 = 0; pd_c7 <= pd_min(98, ((F - pd_c1) - 14)); pd_c7 += 14)
                 {
                   {
-                    int64_t pd_b19_b;
-                    int64_t pd_b19_f;
-                    int64_t pd_b19_oy;
-                    int64_t pd_b19_ox;
-                    int64_t pd_b19_c;
-                    int64_t pd_b19_ky;
-                    int64_t pd_b19_kx;
+                    int64_t pd_b1_b;
+                    int64_t pd_b1_f;
+                    int64_t pd_b1_oy;
+                    int64_t pd_b1_ox;
+                    int64_t pd_b1_c;
+                    int64_t pd_b1_ky;
+                    int64_t pd_b1_kx;
                     {
                       const int64_t pd_c14 = 0;
                       const int64_t pd_c15 = 0;
-                      pd_b19_b = pd_c0;
-                      pd_b19_f = ((pd_c1 + pd_c7) + pd_c14);
-                      pd_b19_oy = pd_c2;
-                      pd_b19_ox = (pd_c3 + pd_c15);
+                      pd_b1_b = pd_c0;
+                      pd_b1_f = ((pd_c1 + pd_c7) + pd_c14);
+                      pd_b1_oy = pd_c2;
+                      pd_b1_ox = (pd_c3 + pd_c15);
                     }
-                    float pd_acc19[14][8];
+                    float pd_acc1[14][8];
                     for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)];
+                        pd_acc1[pd_r][pd_v] = Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -2982,7 +2982,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] = (pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -3012,7 +3012,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] = (pd_acc19[(f) - pd_b19_f][(ox) - pd_b19_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] = (pd_acc1[(f) - pd_b1_f][(ox) - pd_b1_ox] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -3025,7 +3025,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        Y[(((pd_b19_b) * F + (pd_b19_f + pd_r)) * ((H - KH) + 1) + pd_b19_oy) * ((W - KW) + 1) + (pd_b19_ox + pd_v)] = pd_acc19[pd_r][pd_v];
+                        Y[(((pd_b1_b) * F + (pd_b1_f + pd_r)) * ((H - KH) + 1) + pd_b1_oy) * ((W - KW) + 1) + (pd_b1_ox + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
@@ -3034,36 +3034,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                 {
                   if (((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && ((pd_c1 + 111) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= ((KW + pd_c3) + 7))) && (pd_c3 >= 0)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (((F - pd_c1) % 14) >= 1)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
                   {
-                    int64_t pd_b20_b;
-                    int64_t pd_b20_f;
-                    int64_t pd_b20_oy;
-                    int64_t pd_b20_ox;
-                    int64_t pd_b20_c;
-                    int64_t pd_b20_ky;
-                    int64_t pd_b20_kx;
-                    const int64_t pd_nr20 = ((F - pd_c1) % 14);
-                    const int64_t pd_nv20 = 8;
+                    int64_t pd_b2_b;
+                    int64_t pd_b2_f;
+                    int64_t pd_b2_oy;
+                    int64_t pd_b2_ox;
+                    int64_t pd_b2_c;
+                    int64_t pd_b2_ky;
+                    int64_t pd_b2_kx;
+                    const int64_t pd_nr2 = ((F - pd_c1) % 14);
+                    const int64_t pd_nv2 = 8;
                     {
-                      pd_b20_b = pd_c0;
-                      pd_b20_f = ((-((F - pd_c1) % 14)) + F);
-                      pd_b20_oy = pd_c2;
-                      pd_b20_ox = pd_c3;
+                      pd_b2_b = pd_c0;
+                      pd_b2_f = ((-((F - pd_c1) % 14)) + F);
+                      pd_b2_oy = pd_c2;
+                      pd_b2_ox = pd_c3;
                     }
-                    float pd_acc20[13][8];
+                    float pd_acc2[13][8];
                     for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                       {
-                        pd_acc20[pd_r][pd_v] = 0;
+                        pd_acc2[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                       {
-                        pd_acc20[pd_r][pd_v] = Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)];
+                        pd_acc2[pd_r][pd_v] = Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)];
                       }
                     }
                     if (pd_rp1)
@@ -3082,13 +3082,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b20_f + pd_r;
+                                  const int64_t f = pd_b2_f + pd_r;
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b20_ox + pd_v;
+                                  const int64_t ox = pd_b2_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                 }
                               }
                             }
@@ -3112,13 +3112,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                               {
                                 {
                                   const int64_t b = pd_c0;
-                                  const int64_t f = pd_b20_f + pd_min(pd_r, pd_nr20 - 1);
+                                  const int64_t f = pd_b2_f + pd_min(pd_r, pd_nr2 - 1);
                                   const int64_t oy = pd_c2;
-                                  const int64_t ox = pd_b20_ox + pd_v;
+                                  const int64_t ox = pd_b2_ox + pd_v;
                                   const int64_t c = (pd_c4 + pd_c11);
                                   const int64_t ky = pd_c9;
                                   const int64_t kx = pd_c10;
-                                  pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                 }
                               }
                             }
@@ -3126,12 +3126,12 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                       {
-                        Y[(((pd_b20_b) * F + (pd_b20_f + pd_r)) * ((H - KH) + 1) + pd_b20_oy) * ((W - KW) + 1) + (pd_b20_ox + pd_v)] = pd_acc20[pd_r][pd_v];
+                        Y[(((pd_b2_b) * F + (pd_b2_f + pd_r)) * ((H - KH) + 1) + pd_b2_oy) * ((W - KW) + 1) + (pd_b2_ox + pd_v)] = pd_acc2[pd_r][pd_v];
                       }
                     }
                   }
@@ -3146,36 +3146,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                     if ((((((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 14))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (W >= (KW + pd_c3))) && (((KW + pd_c3) + 6) >= W)) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && (F >= ((pd_c1 + pd_c7) + 1))) && (pd_c7 >= 0)) && (pd_c7 <= 98)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)) && ((pd_c7 % 14) == 0)))
                       if ((pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8 >= (0))
                       {
-                        int64_t pd_b21_b;
-                        int64_t pd_b21_f;
-                        int64_t pd_b21_oy;
-                        int64_t pd_b21_ox;
-                        int64_t pd_b21_c;
-                        int64_t pd_b21_ky;
-                        int64_t pd_b21_kx;
-                        const int64_t pd_nr21 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
-                        const int64_t pd_nv21 = (((W - KW) - pd_c3) + 1);
+                        int64_t pd_b3_b;
+                        int64_t pd_b3_f;
+                        int64_t pd_b3_oy;
+                        int64_t pd_b3_ox;
+                        int64_t pd_b3_c;
+                        int64_t pd_b3_ky;
+                        int64_t pd_b3_kx;
+                        const int64_t pd_nr3 = (((pd_c1 >= 0) && (F >= ((pd_c1 + pd_c7) + 14))) ? 14 : ((F - pd_c1) - pd_c7));
+                        const int64_t pd_nv3 = (((W - KW) - pd_c3) + 1);
                         {
-                          pd_b21_b = pd_c0;
-                          pd_b21_f = (pd_c1 + pd_c7);
-                          pd_b21_oy = pd_c2;
-                          pd_b21_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
+                          pd_b3_b = pd_c0;
+                          pd_b3_f = (pd_c1 + pd_c7);
+                          pd_b3_oy = pd_c2;
+                          pd_b3_ox = (pd_c3) + ((((W - KW) - pd_c3) + 1)) - 8;
                         }
-                        float pd_acc21[14][8];
+                        float pd_acc3[14][8];
                         for (int64_t pd_r = 0; pd_r < 14; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                           {
-                            pd_acc21[pd_r][pd_v] = 0;
+                            pd_acc3[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
+                          for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                           {
-                            pd_acc21[pd_r][pd_v] = Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)];
+                            pd_acc3[pd_r][pd_v] = Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)];
                           }
                         }
                         if (pd_rp1)
@@ -3194,13 +3194,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b21_f + pd_r;
+                                      const int64_t f = pd_b3_f + pd_r;
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b21_ox + pd_v;
+                                      const int64_t ox = pd_b3_ox + pd_v;
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
-                                      pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                      pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                     }
                                   }
                                 }
@@ -3224,13 +3224,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                   {
                                     {
                                       const int64_t b = pd_c0;
-                                      const int64_t f = pd_b21_f + pd_min(pd_r, pd_nr21 - 1);
+                                      const int64_t f = pd_b3_f + pd_min(pd_r, pd_nr3 - 1);
                                       const int64_t oy = pd_c2;
-                                      const int64_t ox = pd_b21_ox + pd_v;
+                                      const int64_t ox = pd_b3_ox + pd_v;
                                       const int64_t c = (pd_c4 + pd_c11);
                                       const int64_t ky = pd_c9;
                                       const int64_t kx = pd_c10;
-                                      pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                      pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                     }
                                   }
                                 }
@@ -3238,12 +3238,12 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 8 - pd_nv21; pd_v < 8; pd_v++)
+                          for (int64_t pd_v = 8 - pd_nv3; pd_v < 8; pd_v++)
                           {
-                            Y[(((pd_b21_b) * F + (pd_b21_f + pd_r)) * ((H - KH) + 1) + pd_b21_oy) * ((W - KW) + 1) + (pd_b21_ox + pd_v)] = pd_acc21[pd_r][pd_v];
+                            Y[(((pd_b3_b) * F + (pd_b3_f + pd_r)) * ((H - KH) + 1) + pd_b3_oy) * ((W - KW) + 1) + (pd_b3_ox + pd_v)] = pd_acc3[pd_r][pd_v];
                           }
                         }
                       }
@@ -3284,36 +3284,36 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                   if ((((((((((((((B >= (pd_c0 + 1)) && (pd_c0 >= 0)) && (F >= (pd_c1 + 1))) && ((pd_c1 + 13) >= F)) && (pd_c2 >= 0)) && (H >= (KH + pd_c2))) && (pd_c3 >= 0)) && (W >= (KW + pd_c3))) && (C >= (pd_c4 + 1))) && (pd_c4 >= 0)) && ((pd_c1 % 112) == 0)) && ((pd_c3 % 8) == 0)) && ((pd_c4 % 64) == 0)))
                     if ((pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8 >= (0))
                     {
-                      int64_t pd_b22_b;
-                      int64_t pd_b22_f;
-                      int64_t pd_b22_oy;
-                      int64_t pd_b22_ox;
-                      int64_t pd_b22_c;
-                      int64_t pd_b22_ky;
-                      int64_t pd_b22_kx;
-                      const int64_t pd_nr22 = (F - pd_c1);
-                      const int64_t pd_nv22 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
+                      int64_t pd_b4_b;
+                      int64_t pd_b4_f;
+                      int64_t pd_b4_oy;
+                      int64_t pd_b4_ox;
+                      int64_t pd_b4_c;
+                      int64_t pd_b4_ky;
+                      int64_t pd_b4_kx;
+                      const int64_t pd_nr4 = (F - pd_c1);
+                      const int64_t pd_nv4 = (((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1));
                       {
-                        pd_b22_b = pd_c0;
-                        pd_b22_f = pd_c1;
-                        pd_b22_oy = pd_c2;
-                        pd_b22_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
+                        pd_b4_b = pd_c0;
+                        pd_b4_f = pd_c1;
+                        pd_b4_oy = pd_c2;
+                        pd_b4_ox = (pd_c3) + ((((W >= ((KW + pd_c3) + 7)) && (pd_c3 >= 0)) ? 8 : (((W - KW) - pd_c3) + 1))) - 8;
                       }
-                      float pd_acc22[13][8];
+                      float pd_acc4[13][8];
                       for (int64_t pd_r = 0; pd_r < 13; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
                         {
-                          pd_acc22[pd_r][pd_v] = 0;
+                          pd_acc4[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                         {
-                          pd_acc22[pd_r][pd_v] = Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)];
+                          pd_acc4[pd_r][pd_v] = Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)];
                         }
                       }
                       if (pd_rp1)
@@ -3332,13 +3332,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b22_f + pd_r;
+                                    const int64_t f = pd_b4_f + pd_r;
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b22_ox + pd_v;
+                                    const int64_t ox = pd_b4_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
+                                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * pd_rp1[((f) - (0)) * 1 + ((c) - (0)) * pd_rp1_n + ((ky) - (0)) * pd_rp1_n * (C) * (KW) + ((kx) - (0)) * pd_rp1_n * (C)]));
                                   }
                                 }
                               }
@@ -3362,13 +3362,13 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                                 {
                                   {
                                     const int64_t b = pd_c0;
-                                    const int64_t f = pd_b22_f + pd_min(pd_r, pd_nr22 - 1);
+                                    const int64_t f = pd_b4_f + pd_min(pd_r, pd_nr4 - 1);
                                     const int64_t oy = pd_c2;
-                                    const int64_t ox = pd_b22_ox + pd_v;
+                                    const int64_t ox = pd_b4_ox + pd_v;
                                     const int64_t c = (pd_c4 + pd_c11);
                                     const int64_t ky = pd_c9;
                                     const int64_t kx = pd_c10;
-                                    pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
+                                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (X[(((b) * C + c) * H + (oy + ky)) * W + (ox + kx)] * Wt[(((f) * C + c) * KH + ky) * KW + kx]));
                                   }
                                 }
                               }
@@ -3376,12 +3376,12 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 8 - pd_nv22; pd_v < 8; pd_v++)
+                        for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
                         {
-                          Y[(((pd_b22_b) * F + (pd_b22_f + pd_r)) * ((H - KH) + 1) + pd_b22_oy) * ((W - KW) + 1) + (pd_b22_ox + pd_v)] = pd_acc22[pd_r][pd_v];
+                          Y[(((pd_b4_b) * F + (pd_b4_f + pd_r)) * ((H - KH) + 1) + pd_b4_oy) * ((W - KW) + 1) + (pd_b4_ox + pd_v)] = pd_acc4[pd_r][pd_v];
                         }
                       }
                     }
@@ -3421,7 +3421,7 @@ PD_VARIANT int conv2d_v4(int64_t B, int64_t C, int64_t H, int64_t W, int64_t F, 
           }
         }
       }
-      if (!pd_w12)
+      if (!pd_w2)
       {
         #pragma omp barrier
       }

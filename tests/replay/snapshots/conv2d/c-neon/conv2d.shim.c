@@ -68,8 +68,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_f5e76a7e3ad4", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_conv2d_f5e76a7e3ad4(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_d62a98e81f41", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_conv2d_d62a98e81f41(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -68,8 +68,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_d6c733356778", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_conv2d_d6c733356778(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_conv2d_d83408decd94", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_conv2d_d83408decd94(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

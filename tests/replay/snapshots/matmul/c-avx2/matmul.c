@@ -973,34 +973,34 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
           }
         }
         {
-          const int64_t pd_n3 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-          const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-          for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
+          const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+          const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+          for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
           {
-            const int pd_w3 = pd_t3 < pd_s3;
-            const int64_t pd_c2 = 0 + pd_t3 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 6; pd_c3 <= 47; pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 6)
+            const int pd_w1 = pd_t1 < pd_s1;
+            const int64_t pd_c2 = 0 + pd_t1 * 48;
+            for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= 47; pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
             {
               for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 16)
               {
                 {
-                  int64_t pd_b9_i;
-                  int64_t pd_b9_j;
-                  int64_t pd_b9_k;
+                  int64_t pd_b1_i;
+                  int64_t pd_b1_j;
+                  int64_t pd_b1_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b9_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b9_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b1_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b1_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc9[6][16];
+                  float pd_acc1[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc9[pd_r][pd_v] = C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
+                      pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
@@ -1015,7 +1015,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] = (pd_acc9[(i) - pd_b9_i][(j) - pd_b9_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1025,13 +1025,13 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
+                      C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
               }
             }
-            if (!pd_w3)
+            if (!pd_w1)
             {
               #pragma omp barrier
             }
@@ -1067,51 +1067,51 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk2_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk2 = pd_pk2_s;
+        float pd_pk1_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk1 = pd_pk1_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
             {
-              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
             {
-              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-          const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-          for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+          const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+          const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+          for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
           {
-            const int pd_w4 = pd_t4 < pd_s4;
-            const int64_t pd_c2 = 0 + pd_t4 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+            const int pd_w1 = pd_t1 < pd_s1;
+            const int64_t pd_c2 = 0 + pd_t1 * 48;
+            for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
             {
               for (int64_t pd_c4 = 0; pd_c4 <= 240; pd_c4 += 16)
               {
                 {
-                  int64_t pd_b10_i;
-                  int64_t pd_b10_j;
-                  int64_t pd_b10_k;
+                  int64_t pd_b1_i;
+                  int64_t pd_b1_j;
+                  int64_t pd_b1_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b10_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b10_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b1_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b1_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc10[6][16];
+                  float pd_acc1[6][16];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc10[pd_r][pd_v] = C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)];
+                      pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1126,7 +1126,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] = (pd_acc10[(i) - pd_b10_i][(j) - pd_b10_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1136,46 +1136,46 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      C[((pd_b10_i + pd_r)) * M + (pd_b10_j + pd_v)] = pd_acc10[pd_r][pd_v];
+                      C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
               }
             }
-            if (!pd_w4)
+            if (!pd_w1)
             {
               #pragma omp barrier
             }
             if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
             {
-              for (int64_t pd_c4 = 0 + (pd_w4 ? 0 : pd_team_id()) * 16; pd_c4 <= 255; pd_c4 += (pd_w4 ? 1 : pd_team_size()) * 16)
+              for (int64_t pd_c4 = 0 + (pd_w1 ? 0 : pd_team_id()) * 16; pd_c4 <= 255; pd_c4 += (pd_w1 ? 1 : pd_team_size()) * 16)
               {
                 if ((((((((((((((M >= (pd_c0 + 256)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
                 {
-                  int64_t pd_b11_i;
-                  int64_t pd_b11_j;
-                  int64_t pd_b11_k;
-                  const int64_t pd_nr11 = ((N - pd_c2) % 6);
-                  const int64_t pd_nv11 = 16;
+                  int64_t pd_b2_i;
+                  int64_t pd_b2_j;
+                  int64_t pd_b2_k;
+                  const int64_t pd_nr2 = ((N - pd_c2) % 6);
+                  const int64_t pd_nv2 = 16;
                   {
-                    pd_b11_i = ((-((N - pd_c2) % 6)) + N);
-                    pd_b11_j = (pd_c0 + pd_c4);
+                    pd_b2_i = ((-((N - pd_c2) % 6)) + N);
+                    pd_b2_j = (pd_c0 + pd_c4);
                   }
-                  float pd_acc11[5][16];
+                  float pd_acc2[5][16];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                     {
-                      pd_acc11[pd_r][pd_v] = 0;
+                      pd_acc2[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                     {
-                      pd_acc11[pd_r][pd_v] = C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)];
+                      pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1187,25 +1187,25 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
                         {
-                          const int64_t i = pd_b11_i + pd_min(pd_r, pd_nr11 - 1);
-                          const int64_t j = pd_b11_j + pd_v;
+                          const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                          const int64_t j = pd_b2_j + pd_v;
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc11[pd_r][pd_v] = (pd_acc11[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr11; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv11; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                     {
-                      C[((pd_b11_i + pd_r)) * M + (pd_b11_j + pd_v)] = pd_acc11[pd_r][pd_v];
+                      C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                     }
                   }
                 }
               }
-              if (!pd_w4)
+              if (!pd_w1)
               {
                 #pragma omp barrier
               }
@@ -1222,53 +1222,53 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk3_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk3 = pd_pk3_s;
+        float pd_pk2_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk2 = pd_pk2_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
             {
-              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
             }
             for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
             {
-              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-          const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-          for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+          const int64_t pd_n2 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+          const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+          for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
           {
-            const int pd_w5 = pd_t5 < pd_s5;
-            const int64_t pd_c2 = 0 + pd_t5 * 48;
+            const int pd_w2 = pd_t2 < pd_s2;
+            const int64_t pd_c2 = 0 + pd_t2 * 48;
             if (((M % 256) >= 16))
             {
-              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 16); pd_c4 += 16)
                 {
                   {
-                    int64_t pd_b12_i;
-                    int64_t pd_b12_j;
-                    int64_t pd_b12_k;
+                    int64_t pd_b3_i;
+                    int64_t pd_b3_j;
+                    int64_t pd_b3_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b12_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b12_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                      pd_b3_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b3_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                     }
-                    float pd_acc12[6][16];
+                    float pd_acc3[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc12[pd_r][pd_v] = C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)];
+                        pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1283,7 +1283,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc12[(i) - pd_b12_i][(j) - pd_b12_j] = (pd_acc12[(i) - pd_b12_i][(j) - pd_b12_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] = (pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
@@ -1293,7 +1293,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b12_i + pd_r)) * M + (pd_b12_j + pd_v)] = pd_acc12[pd_r][pd_v];
+                        C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                       }
                     }
                   }
@@ -1301,30 +1301,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 16) >= 1)) && ((M % 256) >= 16)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                   if (((((-(M % 16)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                   {
-                    int64_t pd_b13_i;
-                    int64_t pd_b13_j;
-                    int64_t pd_b13_k;
-                    const int64_t pd_nr13 = 6;
-                    const int64_t pd_nv13 = (M % 16);
+                    int64_t pd_b4_i;
+                    int64_t pd_b4_j;
+                    int64_t pd_b4_k;
+                    const int64_t pd_nr4 = 6;
+                    const int64_t pd_nv4 = (M % 16);
                     {
-                      pd_b13_i = (pd_c2 + pd_c3);
-                      pd_b13_j = ((-(M % 16)) + M);
+                      pd_b4_i = (pd_c2 + pd_c3);
+                      pd_b4_j = ((-(M % 16)) + M);
                     }
-                    float pd_acc13[6][16];
+                    float pd_acc4[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc13[pd_r][pd_v] = 0;
+                        pd_acc4[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv13; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                       {
-                        pd_acc13[pd_r][pd_v] = C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)];
+                        pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1336,20 +1336,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b13_i + pd_min(pd_r, pd_nr13 - 1);
-                            const int64_t j = pd_b13_j + pd_v;
+                            const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                            const int64_t j = pd_b4_j + pd_v;
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc13[pd_r][pd_v] = (pd_acc13[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr13; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv13; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                       {
-                        C[((pd_b13_i + pd_r)) * M + (pd_b13_j + pd_v)] = pd_acc13[pd_r][pd_v];
+                        C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                       }
                     }
                   }
@@ -1367,49 +1367,49 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = (((-(M % 16)) + M) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
                   }
               }
-              if (!pd_w5)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
             }
             if ((((M % 256) <= 15) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
             {
-              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 6)
               {
                 if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 15)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                   if (((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                   {
-                    int64_t pd_b14_i;
-                    int64_t pd_b14_j;
-                    int64_t pd_b14_k;
-                    const int64_t pd_nr14 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                    const int64_t pd_nv14 = (M % 256);
+                    int64_t pd_b5_i;
+                    int64_t pd_b5_j;
+                    int64_t pd_b5_k;
+                    const int64_t pd_nr5 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                    const int64_t pd_nv5 = (M % 256);
                     {
-                      pd_b14_i = (pd_c2 + pd_c3);
-                      pd_b14_j = ((-(M % 256)) + M);
+                      pd_b5_i = (pd_c2 + pd_c3);
+                      pd_b5_j = ((-(M % 256)) + M);
                     }
-                    float pd_acc14[6][16];
+                    float pd_acc5[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc14[pd_r][pd_v] = 0;
+                        pd_acc5[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                       {
-                        pd_acc14[pd_r][pd_v] = C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                        pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1421,20 +1421,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b14_i + pd_min(pd_r, pd_nr14 - 1);
-                            const int64_t j = pd_b14_j + pd_v;
+                            const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                            const int64_t j = pd_b5_j + pd_v;
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc14[pd_r][pd_v] = (pd_acc14[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr14; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv14; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                       {
-                        C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                        C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                       }
                     }
                   }
@@ -1452,48 +1452,48 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((((-((M - 16) % 256)) + M) + pd_c7) + 240);
                             const int64_t k = (pd_c1 + pd_c5);
-                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
                   }
               }
-              if (!pd_w5)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
               if ((((pd_c2 + 47) >= N) && ((M % 256) >= 16)))
               {
-                for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 16; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 16)
+                for (int64_t pd_c4 = 0 + (pd_w2 ? 0 : pd_team_id()) * 16; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w2 ? 1 : pd_team_size()) * 16)
                 {
                   if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 16)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
                     if ((((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
                     {
-                      int64_t pd_b15_i;
-                      int64_t pd_b15_j;
-                      int64_t pd_b15_k;
-                      const int64_t pd_nr15 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv15 = (((M % 256) >= (pd_c4 + 17)) ? 16 : ((M % 256) - pd_c4));
+                      int64_t pd_b6_i;
+                      int64_t pd_b6_j;
+                      int64_t pd_b6_k;
+                      const int64_t pd_nr6 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv6 = (((M % 256) >= (pd_c4 + 17)) ? 16 : ((M % 256) - pd_c4));
                       {
-                        pd_b15_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b15_j = (((-(M % 256)) + M) + pd_c4);
+                        pd_b6_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b6_j = (((-(M % 256)) + M) + pd_c4);
                       }
-                      float pd_acc15[5][16];
+                      float pd_acc6[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc15[pd_r][pd_v] = 0;
+                          pd_acc6[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                         {
-                          pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                          pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1505,20 +1505,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b15_i + pd_min(pd_r, pd_nr15 - 1);
-                              const int64_t j = pd_b15_j + pd_v;
+                              const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                              const int64_t j = pd_b6_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc15[pd_r][pd_v] = (pd_acc15[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr15; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv15; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                         {
-                          C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                          C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                         }
                       }
                     }
@@ -1536,14 +1536,14 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                               const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
                       }
                     }
                 }
-                if (!pd_w5)
+                if (!pd_w2)
                 {
                   #pragma omp barrier
                 }
@@ -1568,24 +1568,24 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b16_i;
-        int64_t pd_b16_j;
-        int64_t pd_b16_k;
+        int64_t pd_b1_i;
+        int64_t pd_b1_j;
+        int64_t pd_b1_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b16_i = (pd_c1 + pd_c3);
-          pd_b16_j = pd_c4;
+          pd_b1_i = (pd_c1 + pd_c3);
+          pd_b1_j = pd_c4;
         }
-        float pd_acc16[8][8];
+        float pd_acc1[8][8];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            const int64_t i = ((pd_b16_i + pd_r)) - 0;
-            const int64_t j = ((pd_b16_j + pd_v)) - 0;
-            pd_acc16[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b1_i + pd_r)) - 0;
+            const int64_t j = ((pd_b1_j + pd_v)) - 0;
+            pd_acc1[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1600,7 +1600,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] = (pd_acc16[(i) - pd_b16_i][(j) - pd_b16_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -1610,7 +1610,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+            C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
           }
         }
       }
@@ -1629,30 +1629,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b17_i;
-      int64_t pd_b17_j;
-      int64_t pd_b17_k;
-      const int64_t pd_nr17 = (N % 8);
-      const int64_t pd_nv17 = 8;
+      int64_t pd_b2_i;
+      int64_t pd_b2_j;
+      int64_t pd_b2_k;
+      const int64_t pd_nr2 = (N % 8);
+      const int64_t pd_nv2 = 8;
       {
-        pd_b17_i = ((-(N % 8)) + N);
-        pd_b17_j = 0;
+        pd_b2_i = ((-(N % 8)) + N);
+        pd_b2_j = 0;
       }
-      float pd_acc17[7][8];
+      float pd_acc2[7][8];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
         {
-          pd_acc17[pd_r][pd_v] = 0;
+          pd_acc2[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+          pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1664,20 +1664,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
             {
-              const int64_t i = pd_b17_i + pd_min(pd_r, pd_nr17 - 1);
-              const int64_t j = pd_b17_j + pd_v;
+              const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+              const int64_t j = pd_b2_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc17[pd_r][pd_v] = (pd_acc17[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr17; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv17; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+          C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
         }
       }
     }
@@ -1700,30 +1700,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b18_i;
-        int64_t pd_b18_j;
-        int64_t pd_b18_k;
-        const int64_t pd_nr18 = N;
-        const int64_t pd_nv18 = 8;
+        int64_t pd_b3_i;
+        int64_t pd_b3_j;
+        int64_t pd_b3_k;
+        const int64_t pd_nr3 = N;
+        const int64_t pd_nv3 = 8;
         {
-          pd_b18_i = 0;
-          pd_b18_j = 0;
+          pd_b3_i = 0;
+          pd_b3_j = 0;
         }
-        float pd_acc18[7][8];
+        float pd_acc3[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc18[pd_r][pd_v] = 0;
+            pd_acc3[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+            pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1735,20 +1735,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
               {
-                const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                const int64_t j = pd_b18_j + pd_v;
+                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                const int64_t j = pd_b3_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+            C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
           }
         }
       }
@@ -1759,32 +1759,32 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 9) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((8) + ((M - 8)) - 8 >= (0))
         {
-          int64_t pd_b19_i;
-          int64_t pd_b19_j;
-          int64_t pd_b19_k;
-          const int64_t pd_nr19 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv19 = (M - 8);
+          int64_t pd_b4_i;
+          int64_t pd_b4_j;
+          int64_t pd_b4_k;
+          const int64_t pd_nr4 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv4 = (M - 8);
           {
-            pd_b19_i = pd_c1;
-            pd_b19_j = (8) + ((M - 8)) - 8;
+            pd_b4_i = pd_c1;
+            pd_b4_j = (8) + ((M - 8)) - 8;
           }
-          float pd_acc19[8][8];
+          float pd_acc4[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              pd_acc19[pd_r][pd_v] = 0;
+              pd_acc4[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv19; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
             {
-              const int64_t i = ((pd_b19_i + pd_r)) - 0;
-              const int64_t j = ((pd_b19_j + pd_v)) - 0;
-              pd_acc19[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b4_i + pd_r)) - 0;
+              const int64_t j = ((pd_b4_j + pd_v)) - 0;
+              pd_acc4[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1796,20 +1796,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
                 {
-                  const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
-                  const int64_t j = pd_b19_j + pd_v;
+                  const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                  const int64_t j = pd_b4_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv19; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
             {
-              C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+              C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
             }
           }
         }
@@ -1860,24 +1860,24 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b20_i;
-        int64_t pd_b20_j;
-        int64_t pd_b20_k;
+        int64_t pd_b1_i;
+        int64_t pd_b1_j;
+        int64_t pd_b1_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b20_i = (pd_c1 + pd_c3);
-          pd_b20_j = pd_c4;
+          pd_b1_i = (pd_c1 + pd_c3);
+          pd_b1_j = pd_c4;
         }
-        float pd_acc20[8][4];
+        float pd_acc1[8][4];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            const int64_t i = ((pd_b20_i + pd_r)) - 0;
-            const int64_t j = ((pd_b20_j + pd_v)) - 0;
-            pd_acc20[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b1_i + pd_r)) - 0;
+            const int64_t j = ((pd_b1_j + pd_v)) - 0;
+            pd_acc1[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1892,7 +1892,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] = (pd_acc20[(i) - pd_b20_i][(j) - pd_b20_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -1902,7 +1902,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            C[((pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
+            C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
           }
         }
       }
@@ -1921,30 +1921,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b21_i;
-      int64_t pd_b21_j;
-      int64_t pd_b21_k;
-      const int64_t pd_nr21 = (N % 8);
-      const int64_t pd_nv21 = 4;
+      int64_t pd_b2_i;
+      int64_t pd_b2_j;
+      int64_t pd_b2_k;
+      const int64_t pd_nr2 = (N % 8);
+      const int64_t pd_nv2 = 4;
       {
-        pd_b21_i = ((-(N % 8)) + N);
-        pd_b21_j = 0;
+        pd_b2_i = ((-(N % 8)) + N);
+        pd_b2_j = 0;
       }
-      float pd_acc21[7][4];
+      float pd_acc2[7][4];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 4; pd_v++)
         {
-          pd_acc21[pd_r][pd_v] = 0;
+          pd_acc2[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          pd_acc21[pd_r][pd_v] = C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
+          pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -1956,20 +1956,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
             {
-              const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-              const int64_t j = pd_b21_j + pd_v;
+              const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+              const int64_t j = pd_b2_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+          C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
         }
       }
     }
@@ -1992,30 +1992,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b22_i;
-        int64_t pd_b22_j;
-        int64_t pd_b22_k;
-        const int64_t pd_nr22 = N;
-        const int64_t pd_nv22 = 4;
+        int64_t pd_b3_i;
+        int64_t pd_b3_j;
+        int64_t pd_b3_k;
+        const int64_t pd_nr3 = N;
+        const int64_t pd_nv3 = 4;
         {
-          pd_b22_i = 0;
-          pd_b22_j = 0;
+          pd_b3_i = 0;
+          pd_b3_j = 0;
         }
-        float pd_acc22[7][4];
+        float pd_acc3[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc22[pd_r][pd_v] = 0;
+            pd_acc3[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
+            pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2027,20 +2027,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
               {
-                const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-                const int64_t j = pd_b22_j + pd_v;
+                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                const int64_t j = pd_b3_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
+            C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
           }
         }
       }
@@ -2051,32 +2051,32 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 5) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((4) + ((M - 4)) - 4 >= (0))
         {
-          int64_t pd_b23_i;
-          int64_t pd_b23_j;
-          int64_t pd_b23_k;
-          const int64_t pd_nr23 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv23 = (M - 4);
+          int64_t pd_b4_i;
+          int64_t pd_b4_j;
+          int64_t pd_b4_k;
+          const int64_t pd_nr4 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv4 = (M - 4);
           {
-            pd_b23_i = pd_c1;
-            pd_b23_j = (4) + ((M - 4)) - 4;
+            pd_b4_i = pd_c1;
+            pd_b4_j = (4) + ((M - 4)) - 4;
           }
-          float pd_acc23[8][4];
+          float pd_acc4[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              pd_acc23[pd_r][pd_v] = 0;
+              pd_acc4[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv23; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
             {
-              const int64_t i = ((pd_b23_i + pd_r)) - 0;
-              const int64_t j = ((pd_b23_j + pd_v)) - 0;
-              pd_acc23[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b4_i + pd_r)) - 0;
+              const int64_t j = ((pd_b4_j + pd_v)) - 0;
+              pd_acc4[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2088,20 +2088,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
                 {
-                  const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                  const int64_t j = pd_b23_j + pd_v;
+                  const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                  const int64_t j = pd_b4_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv23; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
             {
-              C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+              C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
             }
           }
         }
@@ -2154,24 +2154,24 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       for (int64_t pd_c1 = 0; pd_c1 < (N - 5); pd_c1 += 6)
       {
         {
-          int64_t pd_b24_i;
-          int64_t pd_b24_j;
-          int64_t pd_b24_k;
+          int64_t pd_b1_i;
+          int64_t pd_b1_j;
+          int64_t pd_b1_k;
           {
             const int64_t pd_c3 = 0;
             const int64_t pd_c4 = 0;
-            pd_b24_i = (pd_c1 + pd_c3);
-            pd_b24_j = (pd_c0 + pd_c4);
+            pd_b1_i = (pd_c1 + pd_c3);
+            pd_b1_j = (pd_c0 + pd_c4);
           }
-          float pd_acc24[6][16];
+          float pd_acc1[6][16];
           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              const int64_t i = ((pd_b24_i + pd_r)) - 0;
-              const int64_t j = ((pd_b24_j + pd_v)) - 0;
-              pd_acc24[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b1_i + pd_r)) - 0;
+              const int64_t j = ((pd_b1_j + pd_v)) - 0;
+              pd_acc1[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2186,7 +2186,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                   const int64_t i = (pd_c1 + pd_c3);
                   const int64_t j = (pd_c0 + pd_c4);
                   const int64_t k = pd_c2;
-                  pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
@@ -2196,7 +2196,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+              C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
             }
           }
         }
@@ -2215,30 +2215,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((((((N >= 6) && (M >= (pd_c0 + 16))) && (pd_c0 >= 0)) && ((N % 6) >= 1)) && ((pd_c0 % 16) == 0)))
       {
-        int64_t pd_b25_i;
-        int64_t pd_b25_j;
-        int64_t pd_b25_k;
-        const int64_t pd_nr25 = (N % 6);
-        const int64_t pd_nv25 = 16;
+        int64_t pd_b2_i;
+        int64_t pd_b2_j;
+        int64_t pd_b2_k;
+        const int64_t pd_nr2 = (N % 6);
+        const int64_t pd_nv2 = 16;
         {
-          pd_b25_i = ((-(N % 6)) + N);
-          pd_b25_j = pd_c0;
+          pd_b2_i = ((-(N % 6)) + N);
+          pd_b2_j = pd_c0;
         }
-        float pd_acc25[5][16];
+        float pd_acc2[5][16];
         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc25[pd_r][pd_v] = 0;
+            pd_acc2[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+            pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2250,20 +2250,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
               {
-                const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-                const int64_t j = pd_b25_j + pd_v;
+                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                const int64_t j = pd_b2_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+            C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
           }
         }
       }
@@ -2279,32 +2279,32 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
         if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 16) >= 1)) && ((pd_c1 % 6) == 0)))
           if ((((-(M % 16)) + M)) + ((M % 16)) - 16 >= (0))
           {
-            int64_t pd_b26_i;
-            int64_t pd_b26_j;
-            int64_t pd_b26_k;
-            const int64_t pd_nr26 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-            const int64_t pd_nv26 = (M % 16);
+            int64_t pd_b3_i;
+            int64_t pd_b3_j;
+            int64_t pd_b3_k;
+            const int64_t pd_nr3 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+            const int64_t pd_nv3 = (M % 16);
             {
-              pd_b26_i = pd_c1;
-              pd_b26_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
+              pd_b3_i = pd_c1;
+              pd_b3_j = (((-(M % 16)) + M)) + ((M % 16)) - 16;
             }
-            float pd_acc26[6][16];
+            float pd_acc3[6][16];
             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc26[pd_r][pd_v] = 0;
+                pd_acc3[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
               {
-                const int64_t i = ((pd_b26_i + pd_r)) - 0;
-                const int64_t j = ((pd_b26_j + pd_v)) - 0;
-                pd_acc26[pd_r][pd_v] = 0.0f;
+                const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                pd_acc3[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2316,20 +2316,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                    const int64_t j = pd_b26_j + pd_v;
+                    const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                    const int64_t j = pd_b3_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv26; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv3; pd_v < 16; pd_v++)
               {
-                C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+                C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
               }
             }
           }
@@ -2387,30 +2387,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
         if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 16) == 0)))
           if ((pd_c0) + ((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0))) - 16 >= (0))
           {
-            int64_t pd_b27_i;
-            int64_t pd_b27_j;
-            int64_t pd_b27_k;
-            const int64_t pd_nr27 = N;
-            const int64_t pd_nv27 = (((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0));
+            int64_t pd_b4_i;
+            int64_t pd_b4_j;
+            int64_t pd_b4_k;
+            const int64_t pd_nr4 = N;
+            const int64_t pd_nv4 = (((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0));
             {
-              pd_b27_i = 0;
-              pd_b27_j = (pd_c0) + ((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0))) - 16;
+              pd_b4_i = 0;
+              pd_b4_j = (pd_c0) + ((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) ? 16 : (M - pd_c0))) - 16;
             }
-            float pd_acc27[5][16];
+            float pd_acc4[5][16];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc27[pd_r][pd_v] = 0;
+                pd_acc4[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv27; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
               {
-                pd_acc27[pd_r][pd_v] = C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)];
+                pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2422,20 +2422,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                    const int64_t j = pd_b27_j + pd_v;
+                    const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                    const int64_t j = pd_b4_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv27; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
               {
-                C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+                C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
               }
             }
           }
@@ -2488,53 +2488,53 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk4_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk4 = pd_pk4_s;
+        float pd_pk1_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk1 = pd_pk1_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
             {
-              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-          const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-          for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+          const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+          const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+          for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
           {
-            const int pd_w6 = pd_t6 < pd_s6;
-            const int64_t pd_c2 = 0 + pd_t6 * 48;
+            const int pd_w1 = pd_t1 < pd_s1;
+            const int64_t pd_c2 = 0 + pd_t1 * 48;
             if ((M >= (pd_c0 + 16)))
             {
-              for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(240, ((M - pd_c0) - 16)); pd_c4 += 16)
                 {
                   {
-                    int64_t pd_b28_i;
-                    int64_t pd_b28_j;
-                    int64_t pd_b28_k;
+                    int64_t pd_b1_i;
+                    int64_t pd_b1_j;
+                    int64_t pd_b1_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b28_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b28_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b1_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b1_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc28[6][16];
+                    float pd_acc1[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc28[pd_r][pd_v] = C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)];
+                        pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2549,7 +2549,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] = (pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -2559,7 +2559,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+                        C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
@@ -2569,30 +2569,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((((M >= (pd_c0 + 16)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 16) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((((-((M - pd_c0) % 16)) + M) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b29_i;
-                      int64_t pd_b29_j;
-                      int64_t pd_b29_k;
-                      const int64_t pd_nr29 = 6;
-                      const int64_t pd_nv29 = ((M - pd_c0) % 16);
+                      int64_t pd_b2_i;
+                      int64_t pd_b2_j;
+                      int64_t pd_b2_k;
+                      const int64_t pd_nr2 = 6;
+                      const int64_t pd_nv2 = ((M - pd_c0) % 16);
                       {
-                        pd_b29_i = (pd_c2 + pd_c3);
-                        pd_b29_j = ((-((M - pd_c0) % 16)) + M);
+                        pd_b2_i = (pd_c2 + pd_c3);
+                        pd_b2_j = ((-((M - pd_c0) % 16)) + M);
                       }
-                      float pd_acc29[6][16];
+                      float pd_acc2[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc29[pd_r][pd_v] = 0;
+                          pd_acc2[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                         {
-                          pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+                          pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2604,20 +2604,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-                              const int64_t j = pd_b29_j + pd_v;
+                              const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                              const int64_t j = pd_b2_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                         {
-                          C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+                          C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                         }
                       }
                     }
@@ -2635,7 +2635,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (((-((M + 16) % 16)) + M) + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
@@ -2643,7 +2643,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
-              if (!pd_w6)
+              if (!pd_w1)
               {
                 #pragma omp barrier
               }
@@ -2652,35 +2652,35 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             {
               if (((pd_c0 + 15) >= M))
               {
-                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
+                for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
                 {
                   if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 15) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((pd_c0 + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b30_i;
-                      int64_t pd_b30_j;
-                      int64_t pd_b30_k;
-                      const int64_t pd_nr30 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv30 = (M - pd_c0);
+                      int64_t pd_b3_i;
+                      int64_t pd_b3_j;
+                      int64_t pd_b3_k;
+                      const int64_t pd_nr3 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv3 = (M - pd_c0);
                       {
-                        pd_b30_i = (pd_c2 + pd_c3);
-                        pd_b30_j = pd_c0;
+                        pd_b3_i = (pd_c2 + pd_c3);
+                        pd_b3_j = pd_c0;
                       }
-                      float pd_acc30[6][16];
+                      float pd_acc3[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc30[pd_r][pd_v] = 0;
+                          pd_acc3[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+                          pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2692,20 +2692,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                              const int64_t j = pd_b30_j + pd_v;
+                              const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                              const int64_t j = pd_b3_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+                          C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                         }
                       }
                     }
@@ -2723,49 +2723,49 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                               const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                               const int64_t j = (pd_c0 + pd_c7);
                               const int64_t k = (pd_c1 + pd_c5);
-                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
                     }
                 }
-                if (!pd_w6)
+                if (!pd_w1)
                 {
                   #pragma omp barrier
                 }
               }
               else
               {
-                for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 16; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 16)
+                for (int64_t pd_c4 = 0 + (pd_w1 ? 0 : pd_team_id()) * 16; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w1 ? 1 : pd_team_size()) * 16)
                 {
                   if (((((((((((((((M >= (pd_c0 + 16)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 240)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 16) == 0)))
                     if ((((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b31_i;
-                      int64_t pd_b31_j;
-                      int64_t pd_b31_k;
-                      const int64_t pd_nr31 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv31 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b4_i;
+                      int64_t pd_b4_j;
+                      int64_t pd_b4_k;
+                      const int64_t pd_nr4 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv4 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 16))) ? 16 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b31_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b31_j = (pd_c0 + pd_c4);
+                        pd_b4_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b4_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc31[5][16];
+                      float pd_acc4[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc31[pd_r][pd_v] = 0;
+                          pd_acc4[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                         {
-                          pd_acc31[pd_r][pd_v] = C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)];
+                          pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -2777,20 +2777,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                              const int64_t j = pd_b31_j + pd_v;
+                              const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                              const int64_t j = pd_b4_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv31; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                         {
-                          C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+                          C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                         }
                       }
                     }
@@ -2810,7 +2810,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                                 const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                 const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                 const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                               }
                             }
                           }
@@ -2818,7 +2818,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                       }
                     }
                 }
-                if (!pd_w6)
+                if (!pd_w1)
                 {
                   #pragma omp barrier
                 }

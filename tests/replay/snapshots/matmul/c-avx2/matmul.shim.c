@@ -56,8 +56,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_af8abf9517b4", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_matmul_af8abf9517b4(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_85dee37aad4a", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_matmul_85dee37aad4a(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

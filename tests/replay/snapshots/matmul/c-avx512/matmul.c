@@ -1263,34 +1263,34 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
           }
         }
         {
-          const int64_t pd_n3 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-          const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-          for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
+          const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+          const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+          for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
           {
-            const int pd_w3 = pd_t3 < pd_s3;
-            const int64_t pd_c2 = 0 + pd_t3 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w3 ? 0 : pd_team_id()) * 6; pd_c3 <= 47; pd_c3 += (pd_w3 ? 1 : pd_team_size()) * 6)
+            const int pd_w1 = pd_t1 < pd_s1;
+            const int64_t pd_c2 = 0 + pd_t1 * 48;
+            for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= 47; pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
             {
               for (int64_t pd_c4 = 0; pd_c4 <= 255; pd_c4 += 32)
               {
                 {
-                  int64_t pd_b14_i;
-                  int64_t pd_b14_j;
-                  int64_t pd_b14_k;
+                  int64_t pd_b1_i;
+                  int64_t pd_b1_j;
+                  int64_t pd_b1_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b14_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b14_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b1_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b1_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc14[6][32];
+                  float pd_acc1[6][32];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc14[pd_r][pd_v] = C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)];
+                      pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= 255; pd_c5 += 1)
@@ -1305,7 +1305,7 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc14[(i) - pd_b14_i][(j) - pd_b14_j] = (pd_acc14[(i) - pd_b14_i][(j) - pd_b14_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1315,13 +1315,13 @@ PD_VARIANT int matmul_v2(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      C[((pd_b14_i + pd_r)) * M + (pd_b14_j + pd_v)] = pd_acc14[pd_r][pd_v];
+                      C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
               }
             }
-            if (!pd_w3)
+            if (!pd_w1)
             {
               #pragma omp barrier
             }
@@ -1357,51 +1357,51 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk2_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk2 = pd_pk2_s;
+        float pd_pk1_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk1 = pd_pk1_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (256); pd_q1++)
             {
-              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = 256; pd_q1 < 272; pd_q1++)
             {
-              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-          const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-          for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+          const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+          const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+          for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
           {
-            const int pd_w4 = pd_t4 < pd_s4;
-            const int64_t pd_c2 = 0 + pd_t4 * 48;
-            for (int64_t pd_c3 = 0 + (pd_w4 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w4 ? 1 : pd_team_size()) * 6)
+            const int pd_w1 = pd_t1 < pd_s1;
+            const int64_t pd_c2 = 0 + pd_t1 * 48;
+            for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
             {
               for (int64_t pd_c4 = 0; pd_c4 <= 224; pd_c4 += 32)
               {
                 {
-                  int64_t pd_b15_i;
-                  int64_t pd_b15_j;
-                  int64_t pd_b15_k;
+                  int64_t pd_b1_i;
+                  int64_t pd_b1_j;
+                  int64_t pd_b1_k;
                   {
                     const int64_t pd_c6 = 0;
                     const int64_t pd_c7 = 0;
-                    pd_b15_i = ((pd_c2 + pd_c3) + pd_c6);
-                    pd_b15_j = ((pd_c0 + pd_c4) + pd_c7);
+                    pd_b1_i = ((pd_c2 + pd_c3) + pd_c6);
+                    pd_b1_j = ((pd_c0 + pd_c4) + pd_c7);
                   }
-                  float pd_acc15[6][32];
+                  float pd_acc1[6][32];
                   for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc15[pd_r][pd_v] = C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)];
+                      pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1416,7 +1416,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                           const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] = (pd_acc15[(i) - pd_b15_i][(j) - pd_b15_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
@@ -1426,46 +1426,46 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      C[((pd_b15_i + pd_r)) * M + (pd_b15_j + pd_v)] = pd_acc15[pd_r][pd_v];
+                      C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                     }
                   }
                 }
               }
             }
-            if (!pd_w4)
+            if (!pd_w1)
             {
               #pragma omp barrier
             }
             if ((((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1)))
             {
-              for (int64_t pd_c4 = 0 + (pd_w4 ? 0 : pd_team_id()) * 32; pd_c4 <= 255; pd_c4 += (pd_w4 ? 1 : pd_team_size()) * 32)
+              for (int64_t pd_c4 = 0 + (pd_w1 ? 0 : pd_team_id()) * 32; pd_c4 <= 255; pd_c4 += (pd_w1 ? 1 : pd_team_size()) * 32)
               {
                 if ((((((((((((((M >= (pd_c0 + 256)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                 {
-                  int64_t pd_b16_i;
-                  int64_t pd_b16_j;
-                  int64_t pd_b16_k;
-                  const int64_t pd_nr16 = ((N - pd_c2) % 6);
-                  const int64_t pd_nv16 = 32;
+                  int64_t pd_b2_i;
+                  int64_t pd_b2_j;
+                  int64_t pd_b2_k;
+                  const int64_t pd_nr2 = ((N - pd_c2) % 6);
+                  const int64_t pd_nv2 = 32;
                   {
-                    pd_b16_i = ((-((N - pd_c2) % 6)) + N);
-                    pd_b16_j = (pd_c0 + pd_c4);
+                    pd_b2_i = ((-((N - pd_c2) % 6)) + N);
+                    pd_b2_j = (pd_c0 + pd_c4);
                   }
-                  float pd_acc16[5][32];
+                  float pd_acc2[5][32];
                   for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                   {
                     #pragma omp simd
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
-                      pd_acc16[pd_r][pd_v] = 0;
+                      pd_acc2[pd_r][pd_v] = 0;
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                     {
-                      pd_acc16[pd_r][pd_v] = C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)];
+                      pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                     }
                   }
                   for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1477,25 +1477,25 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
                         {
-                          const int64_t i = pd_b16_i + pd_min(pd_r, pd_nr16 - 1);
-                          const int64_t j = pd_b16_j + pd_v;
+                          const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                          const int64_t j = pd_b2_j + pd_v;
                           const int64_t k = (pd_c1 + pd_c5);
-                          pd_acc16[pd_r][pd_v] = (pd_acc16[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                          pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                         }
                       }
                     }
                   }
-                  for (int64_t pd_r = 0; pd_r < pd_nr16; pd_r++)
+                  for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                   {
                     #pragma omp simd
-                    for (int64_t pd_v = 0; pd_v < pd_nv16; pd_v++)
+                    for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                     {
-                      C[((pd_b16_i + pd_r)) * M + (pd_b16_j + pd_v)] = pd_acc16[pd_r][pd_v];
+                      C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                     }
                   }
                 }
               }
-              if (!pd_w4)
+              if (!pd_w1)
               {
                 #pragma omp barrier
               }
@@ -1512,53 +1512,53 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk3_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk3 = pd_pk3_s;
+        float pd_pk2_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk2 = pd_pk2_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < ((M % 256)); pd_q1++)
             {
-              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((((-(M % 256)) + M)) + pd_q1)];
             }
             for (int64_t pd_q1 = (M % 256); pd_q1 < 272; pd_q1++)
             {
-              pd_pk3[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk2[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n5 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s5 = pd_n5 - pd_mod(pd_n5, pd_team_size());
-          const int64_t pd_e5 = (pd_team_id() + 1) * (pd_s5 / pd_team_size());
-          for (int64_t pd_t5 = pd_e5 - (pd_s5 / pd_team_size()); pd_t5 < pd_n5; pd_t5 = pd_t5 + 1 == pd_e5 ? pd_s5 : pd_t5 + 1)
+          const int64_t pd_n2 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+          const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+          for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
           {
-            const int pd_w5 = pd_t5 < pd_s5;
-            const int64_t pd_c2 = 0 + pd_t5 * 48;
+            const int pd_w2 = pd_t2 < pd_s2;
+            const int64_t pd_c2 = 0 + pd_t2 * 48;
             if (((M % 256) >= 32))
             {
-              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= ((M % 256) - 32); pd_c4 += 32)
                 {
                   {
-                    int64_t pd_b17_i;
-                    int64_t pd_b17_j;
-                    int64_t pd_b17_k;
+                    int64_t pd_b3_i;
+                    int64_t pd_b3_j;
+                    int64_t pd_b3_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b17_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b17_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
+                      pd_b3_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b3_j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                     }
-                    float pd_acc17[6][32];
+                    float pd_acc3[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc17[pd_r][pd_v] = C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)];
+                        pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1573,7 +1573,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] = (pd_acc17[(i) - pd_b17_i][(j) - pd_b17_j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] = (pd_acc3[(i) - pd_b3_i][(j) - pd_b3_j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
@@ -1583,7 +1583,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b17_i + pd_r)) * M + (pd_b17_j + pd_v)] = pd_acc17[pd_r][pd_v];
+                        C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                       }
                     }
                   }
@@ -1591,30 +1591,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                 if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                   if (((M % 32)) <= 16 && ((((-(M % 32)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                   {
-                    int64_t pd_b19_i;
-                    int64_t pd_b19_j;
-                    int64_t pd_b19_k;
-                    const int64_t pd_nr19 = 6;
-                    const int64_t pd_nv19 = (M % 32);
+                    int64_t pd_b5_i;
+                    int64_t pd_b5_j;
+                    int64_t pd_b5_k;
+                    const int64_t pd_nr5 = 6;
+                    const int64_t pd_nv5 = (M % 32);
                     {
-                      pd_b19_i = (pd_c2 + pd_c3);
-                      pd_b19_j = ((-(M % 32)) + M);
+                      pd_b5_i = (pd_c2 + pd_c3);
+                      pd_b5_j = ((-(M % 32)) + M);
                     }
-                    float pd_acc19[6][16];
+                    float pd_acc5[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = 0;
+                        pd_acc5[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                       {
-                        pd_acc19[pd_r][pd_v] = C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)];
+                        pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1626,20 +1626,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b19_i + pd_min(pd_r, pd_nr19 - 1);
-                            const int64_t j = pd_b19_j + pd_v;
+                            const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                            const int64_t j = pd_b5_j + pd_v;
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc19[pd_r][pd_v] = (pd_acc19[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr19; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv19; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                       {
-                        C[((pd_b19_i + pd_r)) * M + (pd_b19_j + pd_v)] = pd_acc19[pd_r][pd_v];
+                        C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                       }
                     }
                   }
@@ -1648,30 +1648,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 32) >= 1)) && ((M % 256) >= 32)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                       if (((((-(M % 32)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b18_i;
-                        int64_t pd_b18_j;
-                        int64_t pd_b18_k;
-                        const int64_t pd_nr18 = 6;
-                        const int64_t pd_nv18 = (M % 32);
+                        int64_t pd_b4_i;
+                        int64_t pd_b4_j;
+                        int64_t pd_b4_k;
+                        const int64_t pd_nr4 = 6;
+                        const int64_t pd_nv4 = (M % 32);
                         {
-                          pd_b18_i = (pd_c2 + pd_c3);
-                          pd_b18_j = ((-(M % 32)) + M);
+                          pd_b4_i = (pd_c2 + pd_c3);
+                          pd_b4_j = ((-(M % 32)) + M);
                         }
-                        float pd_acc18[6][32];
+                        float pd_acc4[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc18[pd_r][pd_v] = 0;
+                            pd_acc4[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                           {
-                            pd_acc18[pd_r][pd_v] = C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)];
+                            pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1683,20 +1683,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
                               {
-                                const int64_t i = pd_b18_i + pd_min(pd_r, pd_nr18 - 1);
-                                const int64_t j = pd_b18_j + pd_v;
+                                const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                                const int64_t j = pd_b4_j + pd_v;
                                 const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc18[pd_r][pd_v] = (pd_acc18[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr18; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv18; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                           {
-                            C[((pd_b18_i + pd_r)) * M + (pd_b18_j + pd_v)] = pd_acc18[pd_r][pd_v];
+                            C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                           }
                         }
                       }
@@ -1714,7 +1714,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                                 const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                 const int64_t j = (((-(M % 32)) + M) + pd_c7);
                                 const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -1722,42 +1722,42 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       }
                   }
               }
-              if (!pd_w5)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
             }
             if ((((M % 256) <= 31) || (((pd_c2 + 47) >= N) && (((N - pd_c2) % 6) >= 1))))
             {
-              for (int64_t pd_c3 = 0 + (pd_w5 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w5 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w2 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w2 ? 1 : pd_team_size()) * 6)
               {
                 if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                   if (((M % 256)) <= 16 && ((((-(M % 256)) + M) + 15)) - (((-(M % 256)) + M)) < 272)
                   {
-                    int64_t pd_b21_i;
-                    int64_t pd_b21_j;
-                    int64_t pd_b21_k;
-                    const int64_t pd_nr21 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                    const int64_t pd_nv21 = (M % 256);
+                    int64_t pd_b7_i;
+                    int64_t pd_b7_j;
+                    int64_t pd_b7_k;
+                    const int64_t pd_nr7 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                    const int64_t pd_nv7 = (M % 256);
                     {
-                      pd_b21_i = (pd_c2 + pd_c3);
-                      pd_b21_j = ((-(M % 256)) + M);
+                      pd_b7_i = (pd_c2 + pd_c3);
+                      pd_b7_j = ((-(M % 256)) + M);
                     }
-                    float pd_acc21[6][16];
+                    float pd_acc7[6][16];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                       {
-                        pd_acc21[pd_r][pd_v] = 0;
+                        pd_acc7[pd_r][pd_v] = 0;
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                       {
-                        pd_acc21[pd_r][pd_v] = C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)];
+                        pd_acc7[pd_r][pd_v] = C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1769,20 +1769,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
                           {
-                            const int64_t i = pd_b21_i + pd_min(pd_r, pd_nr21 - 1);
-                            const int64_t j = pd_b21_j + pd_v;
+                            const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                            const int64_t j = pd_b7_j + pd_v;
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc21[pd_r][pd_v] = (pd_acc21[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                            pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                           }
                         }
                       }
                     }
-                    for (int64_t pd_r = 0; pd_r < pd_nr21; pd_r++)
+                    for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                     {
                       #pragma omp simd
-                      for (int64_t pd_v = 0; pd_v < pd_nv21; pd_v++)
+                      for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                       {
-                        C[((pd_b21_i + pd_r)) * M + (pd_b21_j + pd_v)] = pd_acc21[pd_r][pd_v];
+                        C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                       }
                     }
                   }
@@ -1791,30 +1791,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                     if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((M % 256) <= 31)) && ((M % 256) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                       if (((((-(M % 256)) + M) + 31)) - (((-(M % 256)) + M)) < 272)
                       {
-                        int64_t pd_b20_i;
-                        int64_t pd_b20_j;
-                        int64_t pd_b20_k;
-                        const int64_t pd_nr20 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                        const int64_t pd_nv20 = (M % 256);
+                        int64_t pd_b6_i;
+                        int64_t pd_b6_j;
+                        int64_t pd_b6_k;
+                        const int64_t pd_nr6 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                        const int64_t pd_nv6 = (M % 256);
                         {
-                          pd_b20_i = (pd_c2 + pd_c3);
-                          pd_b20_j = ((-(M % 256)) + M);
+                          pd_b6_i = (pd_c2 + pd_c3);
+                          pd_b6_j = ((-(M % 256)) + M);
                         }
-                        float pd_acc20[6][32];
+                        float pd_acc6[6][32];
                         for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                         {
                           #pragma omp simd
                           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                           {
-                            pd_acc20[pd_r][pd_v] = 0;
+                            pd_acc6[pd_r][pd_v] = 0;
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                           {
-                            pd_acc20[pd_r][pd_v] = C[((pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)];
+                            pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                           }
                         }
                         for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1826,20 +1826,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
                               {
-                                const int64_t i = pd_b20_i + pd_min(pd_r, pd_nr20 - 1);
-                                const int64_t j = pd_b20_j + pd_v;
+                                const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                                const int64_t j = pd_b6_j + pd_v;
                                 const int64_t k = (pd_c1 + pd_c5);
-                                pd_acc20[pd_r][pd_v] = (pd_acc20[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
                         }
-                        for (int64_t pd_r = 0; pd_r < pd_nr20; pd_r++)
+                        for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                         {
                           #pragma omp simd
-                          for (int64_t pd_v = 0; pd_v < pd_nv20; pd_v++)
+                          for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                           {
-                            C[((pd_b20_i + pd_r)) * M + (pd_b20_j + pd_v)] = pd_acc20[pd_r][pd_v];
+                            C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                           }
                         }
                       }
@@ -1857,7 +1857,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                                 const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                 const int64_t j = ((((-((M - 32) % 256)) + M) + pd_c7) + 224);
                                 const int64_t k = (pd_c1 + pd_c5);
-                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                               }
                             }
                           }
@@ -1865,41 +1865,41 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       }
                   }
               }
-              if (!pd_w5)
+              if (!pd_w2)
               {
                 #pragma omp barrier
               }
               if ((((pd_c2 + 47) >= N) && ((M % 256) >= 32)))
               {
-                for (int64_t pd_c4 = 0 + (pd_w5 ? 0 : pd_team_id()) * 32; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w5 ? 1 : pd_team_size()) * 32)
+                for (int64_t pd_c4 = 0 + (pd_w2 ? 0 : pd_team_id()) * 32; pd_c4 <= ((M % 256) - 1); pd_c4 += (pd_w2 ? 1 : pd_team_size()) * 32)
                 {
                   if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                     if (((((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4))) <= 16 && (((((-(M % 256)) + M) + pd_c4) + 15)) - (((-(M % 256)) + M)) < 272)
                     {
-                      int64_t pd_b23_i;
-                      int64_t pd_b23_j;
-                      int64_t pd_b23_k;
-                      const int64_t pd_nr23 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv23 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
+                      int64_t pd_b9_i;
+                      int64_t pd_b9_j;
+                      int64_t pd_b9_k;
+                      const int64_t pd_nr9 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv9 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
                       {
-                        pd_b23_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b23_j = (((-(M % 256)) + M) + pd_c4);
+                        pd_b9_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b9_j = (((-(M % 256)) + M) + pd_c4);
                       }
-                      float pd_acc23[5][16];
+                      float pd_acc9[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc23[pd_r][pd_v] = 0;
+                          pd_acc9[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv9; pd_v++)
                         {
-                          pd_acc23[pd_r][pd_v] = C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)];
+                          pd_acc9[pd_r][pd_v] = C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1911,20 +1911,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b23_i + pd_min(pd_r, pd_nr23 - 1);
-                              const int64_t j = pd_b23_j + pd_v;
+                              const int64_t i = pd_b9_i + pd_min(pd_r, pd_nr9 - 1);
+                              const int64_t j = pd_b9_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc23[pd_r][pd_v] = (pd_acc23[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                              pd_acc9[pd_r][pd_v] = (pd_acc9[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr23; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr9; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv23; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv9; pd_v++)
                         {
-                          C[((pd_b23_i + pd_r)) * M + (pd_b23_j + pd_v)] = pd_acc23[pd_r][pd_v];
+                          C[((pd_b9_i + pd_r)) * M + (pd_b9_j + pd_v)] = pd_acc9[pd_r][pd_v];
                         }
                       }
                     }
@@ -1933,30 +1933,30 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if ((((((((((((K >= (pd_c1 + 1)) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (pd_c4 >= 0)) && ((M % 256) >= 32)) && ((M % 256) >= (pd_c4 + 1))) && (((N - pd_c2) % 6) >= 1)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                         if ((((((-(M % 256)) + M) + pd_c4) + 31)) - (((-(M % 256)) + M)) < 272)
                         {
-                          int64_t pd_b22_i;
-                          int64_t pd_b22_j;
-                          int64_t pd_b22_k;
-                          const int64_t pd_nr22 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv22 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
+                          int64_t pd_b8_i;
+                          int64_t pd_b8_j;
+                          int64_t pd_b8_k;
+                          const int64_t pd_nr8 = ((N - pd_c2) % 6);
+                          const int64_t pd_nv8 = (((M % 256) >= (pd_c4 + 33)) ? 32 : ((M % 256) - pd_c4));
                           {
-                            pd_b22_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b22_j = (((-(M % 256)) + M) + pd_c4);
+                            pd_b8_i = ((-((N - pd_c2) % 6)) + N);
+                            pd_b8_j = (((-(M % 256)) + M) + pd_c4);
                           }
-                          float pd_acc22[5][32];
+                          float pd_acc8[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc22[pd_r][pd_v] = 0;
+                              pd_acc8[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                             {
-                              pd_acc22[pd_r][pd_v] = C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)];
+                              pd_acc8[pd_r][pd_v] = C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -1968,20 +1968,20 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b22_i + pd_min(pd_r, pd_nr22 - 1);
-                                  const int64_t j = pd_b22_j + pd_v;
+                                  const int64_t i = pd_b8_i + pd_min(pd_r, pd_nr8 - 1);
+                                  const int64_t j = pd_b8_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc22[pd_r][pd_v] = (pd_acc22[pd_r][pd_v] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  pd_acc8[pd_r][pd_v] = (pd_acc8[pd_r][pd_v] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr22; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr8; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv22; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv8; pd_v++)
                             {
-                              C[((pd_b22_i + pd_r)) * M + (pd_b22_j + pd_v)] = pd_acc22[pd_r][pd_v];
+                              C[((pd_b8_i + pd_r)) * M + (pd_b8_j + pd_v)] = pd_acc8[pd_r][pd_v];
                             }
                           }
                         }
@@ -1999,7 +1999,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                                   const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                   const int64_t j = ((((-(M % 256)) + M) + pd_c4) + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk3[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk2[((k) - (pd_c1)) * 272 + ((j) - (((-(M % 256)) + M))) * 1]));
                                 }
                               }
                             }
@@ -2007,7 +2007,7 @@ PD_VARIANT int matmul_v3(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
-                if (!pd_w5)
+                if (!pd_w2)
                 {
                   #pragma omp barrier
                 }
@@ -2032,24 +2032,24 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b24_i;
-        int64_t pd_b24_j;
-        int64_t pd_b24_k;
+        int64_t pd_b1_i;
+        int64_t pd_b1_j;
+        int64_t pd_b1_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b24_i = (pd_c1 + pd_c3);
-          pd_b24_j = pd_c4;
+          pd_b1_i = (pd_c1 + pd_c3);
+          pd_b1_j = pd_c4;
         }
-        float pd_acc24[8][16];
+        float pd_acc1[8][16];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            const int64_t i = ((pd_b24_i + pd_r)) - 0;
-            const int64_t j = ((pd_b24_j + pd_v)) - 0;
-            pd_acc24[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b1_i + pd_r)) - 0;
+            const int64_t j = ((pd_b1_j + pd_v)) - 0;
+            pd_acc1[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2064,7 +2064,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] = (pd_acc24[(i) - pd_b24_i][(j) - pd_b24_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2074,7 +2074,7 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            C[((pd_b24_i + pd_r)) * M + (pd_b24_j + pd_v)] = pd_acc24[pd_r][pd_v];
+            C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
           }
         }
       }
@@ -2093,30 +2093,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b25_i;
-      int64_t pd_b25_j;
-      int64_t pd_b25_k;
-      const int64_t pd_nr25 = (N % 8);
-      const int64_t pd_nv25 = 16;
+      int64_t pd_b2_i;
+      int64_t pd_b2_j;
+      int64_t pd_b2_k;
+      const int64_t pd_nr2 = (N % 8);
+      const int64_t pd_nv2 = 16;
       {
-        pd_b25_i = ((-(N % 8)) + N);
-        pd_b25_j = 0;
+        pd_b2_i = ((-(N % 8)) + N);
+        pd_b2_j = 0;
       }
-      float pd_acc25[7][16];
+      float pd_acc2[7][16];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
         {
-          pd_acc25[pd_r][pd_v] = 0;
+          pd_acc2[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          pd_acc25[pd_r][pd_v] = C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)];
+          pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2128,20 +2128,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
             {
-              const int64_t i = pd_b25_i + pd_min(pd_r, pd_nr25 - 1);
-              const int64_t j = pd_b25_j + pd_v;
+              const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+              const int64_t j = pd_b2_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc25[pd_r][pd_v] = (pd_acc25[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr25; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv25; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          C[((pd_b25_i + pd_r)) * M + (pd_b25_j + pd_v)] = pd_acc25[pd_r][pd_v];
+          C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
         }
       }
     }
@@ -2164,30 +2164,30 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b26_i;
-        int64_t pd_b26_j;
-        int64_t pd_b26_k;
-        const int64_t pd_nr26 = N;
-        const int64_t pd_nv26 = 16;
+        int64_t pd_b3_i;
+        int64_t pd_b3_j;
+        int64_t pd_b3_k;
+        const int64_t pd_nr3 = N;
+        const int64_t pd_nv3 = 16;
         {
-          pd_b26_i = 0;
-          pd_b26_j = 0;
+          pd_b3_i = 0;
+          pd_b3_j = 0;
         }
-        float pd_acc26[7][16];
+        float pd_acc3[7][16];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
           {
-            pd_acc26[pd_r][pd_v] = 0;
+            pd_acc3[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            pd_acc26[pd_r][pd_v] = C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)];
+            pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2199,20 +2199,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
               {
-                const int64_t i = pd_b26_i + pd_min(pd_r, pd_nr26 - 1);
-                const int64_t j = pd_b26_j + pd_v;
+                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                const int64_t j = pd_b3_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc26[pd_r][pd_v] = (pd_acc26[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr26; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv26; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            C[((pd_b26_i + pd_r)) * M + (pd_b26_j + pd_v)] = pd_acc26[pd_r][pd_v];
+            C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
           }
         }
       }
@@ -2223,32 +2223,32 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 17) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((16) + ((M - 16)) - 16 >= (0))
         {
-          int64_t pd_b27_i;
-          int64_t pd_b27_j;
-          int64_t pd_b27_k;
-          const int64_t pd_nr27 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv27 = (M - 16);
+          int64_t pd_b4_i;
+          int64_t pd_b4_j;
+          int64_t pd_b4_k;
+          const int64_t pd_nr4 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv4 = (M - 16);
           {
-            pd_b27_i = pd_c1;
-            pd_b27_j = (16) + ((M - 16)) - 16;
+            pd_b4_i = pd_c1;
+            pd_b4_j = (16) + ((M - 16)) - 16;
           }
-          float pd_acc27[8][16];
+          float pd_acc4[8][16];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 16; pd_v++)
             {
-              pd_acc27[pd_r][pd_v] = 0;
+              pd_acc4[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 16 - pd_nv27; pd_v < 16; pd_v++)
+            for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
             {
-              const int64_t i = ((pd_b27_i + pd_r)) - 0;
-              const int64_t j = ((pd_b27_j + pd_v)) - 0;
-              pd_acc27[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b4_i + pd_r)) - 0;
+              const int64_t j = ((pd_b4_j + pd_v)) - 0;
+              pd_acc4[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2260,20 +2260,20 @@ PD_VARIANT int matmul_v4(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
                 {
-                  const int64_t i = pd_b27_i + pd_min(pd_r, pd_nr27 - 1);
-                  const int64_t j = pd_b27_j + pd_v;
+                  const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                  const int64_t j = pd_b4_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc27[pd_r][pd_v] = (pd_acc27[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr27; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 16 - pd_nv27; pd_v < 16; pd_v++)
+            for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
             {
-              C[((pd_b27_i + pd_r)) * M + (pd_b27_j + pd_v)] = pd_acc27[pd_r][pd_v];
+              C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
             }
           }
         }
@@ -2324,24 +2324,24 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b28_i;
-        int64_t pd_b28_j;
-        int64_t pd_b28_k;
+        int64_t pd_b1_i;
+        int64_t pd_b1_j;
+        int64_t pd_b1_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b28_i = (pd_c1 + pd_c3);
-          pd_b28_j = pd_c4;
+          pd_b1_i = (pd_c1 + pd_c3);
+          pd_b1_j = pd_c4;
         }
-        float pd_acc28[8][8];
+        float pd_acc1[8][8];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            const int64_t i = ((pd_b28_i + pd_r)) - 0;
-            const int64_t j = ((pd_b28_j + pd_v)) - 0;
-            pd_acc28[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b1_i + pd_r)) - 0;
+            const int64_t j = ((pd_b1_j + pd_v)) - 0;
+            pd_acc1[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2356,7 +2356,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] = (pd_acc28[(i) - pd_b28_i][(j) - pd_b28_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2366,7 +2366,7 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            C[((pd_b28_i + pd_r)) * M + (pd_b28_j + pd_v)] = pd_acc28[pd_r][pd_v];
+            C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
           }
         }
       }
@@ -2385,30 +2385,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b29_i;
-      int64_t pd_b29_j;
-      int64_t pd_b29_k;
-      const int64_t pd_nr29 = (N % 8);
-      const int64_t pd_nv29 = 8;
+      int64_t pd_b2_i;
+      int64_t pd_b2_j;
+      int64_t pd_b2_k;
+      const int64_t pd_nr2 = (N % 8);
+      const int64_t pd_nv2 = 8;
       {
-        pd_b29_i = ((-(N % 8)) + N);
-        pd_b29_j = 0;
+        pd_b2_i = ((-(N % 8)) + N);
+        pd_b2_j = 0;
       }
-      float pd_acc29[7][8];
+      float pd_acc2[7][8];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 8; pd_v++)
         {
-          pd_acc29[pd_r][pd_v] = 0;
+          pd_acc2[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          pd_acc29[pd_r][pd_v] = C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)];
+          pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2420,20 +2420,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
             {
-              const int64_t i = pd_b29_i + pd_min(pd_r, pd_nr29 - 1);
-              const int64_t j = pd_b29_j + pd_v;
+              const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+              const int64_t j = pd_b2_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc29[pd_r][pd_v] = (pd_acc29[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr29; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv29; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          C[((pd_b29_i + pd_r)) * M + (pd_b29_j + pd_v)] = pd_acc29[pd_r][pd_v];
+          C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
         }
       }
     }
@@ -2456,30 +2456,30 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b30_i;
-        int64_t pd_b30_j;
-        int64_t pd_b30_k;
-        const int64_t pd_nr30 = N;
-        const int64_t pd_nv30 = 8;
+        int64_t pd_b3_i;
+        int64_t pd_b3_j;
+        int64_t pd_b3_k;
+        const int64_t pd_nr3 = N;
+        const int64_t pd_nv3 = 8;
         {
-          pd_b30_i = 0;
-          pd_b30_j = 0;
+          pd_b3_i = 0;
+          pd_b3_j = 0;
         }
-        float pd_acc30[7][8];
+        float pd_acc3[7][8];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 8; pd_v++)
           {
-            pd_acc30[pd_r][pd_v] = 0;
+            pd_acc3[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            pd_acc30[pd_r][pd_v] = C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)];
+            pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2491,20 +2491,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
               {
-                const int64_t i = pd_b30_i + pd_min(pd_r, pd_nr30 - 1);
-                const int64_t j = pd_b30_j + pd_v;
+                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                const int64_t j = pd_b3_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc30[pd_r][pd_v] = (pd_acc30[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr30; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv30; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            C[((pd_b30_i + pd_r)) * M + (pd_b30_j + pd_v)] = pd_acc30[pd_r][pd_v];
+            C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
           }
         }
       }
@@ -2515,32 +2515,32 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 9) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((8) + ((M - 8)) - 8 >= (0))
         {
-          int64_t pd_b31_i;
-          int64_t pd_b31_j;
-          int64_t pd_b31_k;
-          const int64_t pd_nr31 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv31 = (M - 8);
+          int64_t pd_b4_i;
+          int64_t pd_b4_j;
+          int64_t pd_b4_k;
+          const int64_t pd_nr4 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv4 = (M - 8);
           {
-            pd_b31_i = pd_c1;
-            pd_b31_j = (8) + ((M - 8)) - 8;
+            pd_b4_i = pd_c1;
+            pd_b4_j = (8) + ((M - 8)) - 8;
           }
-          float pd_acc31[8][8];
+          float pd_acc4[8][8];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 8; pd_v++)
             {
-              pd_acc31[pd_r][pd_v] = 0;
+              pd_acc4[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv31; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
             {
-              const int64_t i = ((pd_b31_i + pd_r)) - 0;
-              const int64_t j = ((pd_b31_j + pd_v)) - 0;
-              pd_acc31[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b4_i + pd_r)) - 0;
+              const int64_t j = ((pd_b4_j + pd_v)) - 0;
+              pd_acc4[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2552,20 +2552,20 @@ PD_VARIANT int matmul_v5(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 8; pd_v++)
               {
                 {
-                  const int64_t i = pd_b31_i + pd_min(pd_r, pd_nr31 - 1);
-                  const int64_t j = pd_b31_j + pd_v;
+                  const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                  const int64_t j = pd_b4_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc31[pd_r][pd_v] = (pd_acc31[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr31; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 8 - pd_nv31; pd_v < 8; pd_v++)
+            for (int64_t pd_v = 8 - pd_nv4; pd_v < 8; pd_v++)
             {
-              C[((pd_b31_i + pd_r)) * M + (pd_b31_j + pd_v)] = pd_acc31[pd_r][pd_v];
+              C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
             }
           }
         }
@@ -2616,24 +2616,24 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
     for (int64_t pd_c1 = 0; pd_c1 < (N - 7); pd_c1 += 8)
     {
       {
-        int64_t pd_b32_i;
-        int64_t pd_b32_j;
-        int64_t pd_b32_k;
+        int64_t pd_b1_i;
+        int64_t pd_b1_j;
+        int64_t pd_b1_k;
         {
           const int64_t pd_c3 = 0;
           const int64_t pd_c4 = 0;
-          pd_b32_i = (pd_c1 + pd_c3);
-          pd_b32_j = pd_c4;
+          pd_b1_i = (pd_c1 + pd_c3);
+          pd_b1_j = pd_c4;
         }
-        float pd_acc32[8][4];
+        float pd_acc1[8][4];
         for (int64_t pd_r = 0; pd_r < 8; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            const int64_t i = ((pd_b32_i + pd_r)) - 0;
-            const int64_t j = ((pd_b32_j + pd_v)) - 0;
-            pd_acc32[pd_r][pd_v] = 0.0f;
+            const int64_t i = ((pd_b1_i + pd_r)) - 0;
+            const int64_t j = ((pd_b1_j + pd_v)) - 0;
+            pd_acc1[pd_r][pd_v] = 0.0f;
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2648,7 +2648,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
                 const int64_t i = (pd_c1 + pd_c3);
                 const int64_t j = pd_c4;
                 const int64_t k = pd_c2;
-                pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] = (pd_acc32[(i) - pd_b32_i][(j) - pd_b32_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
@@ -2658,7 +2658,7 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            C[((pd_b32_i + pd_r)) * M + (pd_b32_j + pd_v)] = pd_acc32[pd_r][pd_v];
+            C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
           }
         }
       }
@@ -2677,30 +2677,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
     }
     if (((N >= 8) && ((N % 8) >= 1)))
     {
-      int64_t pd_b33_i;
-      int64_t pd_b33_j;
-      int64_t pd_b33_k;
-      const int64_t pd_nr33 = (N % 8);
-      const int64_t pd_nv33 = 4;
+      int64_t pd_b2_i;
+      int64_t pd_b2_j;
+      int64_t pd_b2_k;
+      const int64_t pd_nr2 = (N % 8);
+      const int64_t pd_nv2 = 4;
       {
-        pd_b33_i = ((-(N % 8)) + N);
-        pd_b33_j = 0;
+        pd_b2_i = ((-(N % 8)) + N);
+        pd_b2_j = 0;
       }
-      float pd_acc33[7][4];
+      float pd_acc2[7][4];
       for (int64_t pd_r = 0; pd_r < 7; pd_r++)
       {
         #pragma omp simd
         for (int64_t pd_v = 0; pd_v < 4; pd_v++)
         {
-          pd_acc33[pd_r][pd_v] = 0;
+          pd_acc2[pd_r][pd_v] = 0;
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          pd_acc33[pd_r][pd_v] = C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)];
+          pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
         }
       }
       for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2712,20 +2712,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
             {
-              const int64_t i = pd_b33_i + pd_min(pd_r, pd_nr33 - 1);
-              const int64_t j = pd_b33_j + pd_v;
+              const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+              const int64_t j = pd_b2_j + pd_v;
               const int64_t k = pd_c2;
-              pd_acc33[pd_r][pd_v] = (pd_acc33[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+              pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
             }
           }
         }
       }
-      for (int64_t pd_r = 0; pd_r < pd_nr33; pd_r++)
+      for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
       {
         #pragma omp simd
-        for (int64_t pd_v = 0; pd_v < pd_nv33; pd_v++)
+        for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
         {
-          C[((pd_b33_i + pd_r)) * M + (pd_b33_j + pd_v)] = pd_acc33[pd_r][pd_v];
+          C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
         }
       }
     }
@@ -2748,30 +2748,30 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((N <= 7))
       {
-        int64_t pd_b34_i;
-        int64_t pd_b34_j;
-        int64_t pd_b34_k;
-        const int64_t pd_nr34 = N;
-        const int64_t pd_nv34 = 4;
+        int64_t pd_b3_i;
+        int64_t pd_b3_j;
+        int64_t pd_b3_k;
+        const int64_t pd_nr3 = N;
+        const int64_t pd_nv3 = 4;
         {
-          pd_b34_i = 0;
-          pd_b34_j = 0;
+          pd_b3_i = 0;
+          pd_b3_j = 0;
         }
-        float pd_acc34[7][4];
+        float pd_acc3[7][4];
         for (int64_t pd_r = 0; pd_r < 7; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 4; pd_v++)
           {
-            pd_acc34[pd_r][pd_v] = 0;
+            pd_acc3[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            pd_acc34[pd_r][pd_v] = C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)];
+            pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2783,20 +2783,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
               {
-                const int64_t i = pd_b34_i + pd_min(pd_r, pd_nr34 - 1);
-                const int64_t j = pd_b34_j + pd_v;
+                const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                const int64_t j = pd_b3_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc34[pd_r][pd_v] = (pd_acc34[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr34; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv34; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
           {
-            C[((pd_b34_i + pd_r)) * M + (pd_b34_j + pd_v)] = pd_acc34[pd_r][pd_v];
+            C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
           }
         }
       }
@@ -2807,32 +2807,32 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
       if (((((M >= 5) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((pd_c1 % 8) == 0)))
         if ((4) + ((M - 4)) - 4 >= (0))
         {
-          int64_t pd_b35_i;
-          int64_t pd_b35_j;
-          int64_t pd_b35_k;
-          const int64_t pd_nr35 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
-          const int64_t pd_nv35 = (M - 4);
+          int64_t pd_b4_i;
+          int64_t pd_b4_j;
+          int64_t pd_b4_k;
+          const int64_t pd_nr4 = (((N >= (pd_c1 + 8)) && (pd_c1 >= 0)) ? 8 : (N - pd_c1));
+          const int64_t pd_nv4 = (M - 4);
           {
-            pd_b35_i = pd_c1;
-            pd_b35_j = (4) + ((M - 4)) - 4;
+            pd_b4_i = pd_c1;
+            pd_b4_j = (4) + ((M - 4)) - 4;
           }
-          float pd_acc35[8][4];
+          float pd_acc4[8][4];
           for (int64_t pd_r = 0; pd_r < 8; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 4; pd_v++)
             {
-              pd_acc35[pd_r][pd_v] = 0;
+              pd_acc4[pd_r][pd_v] = 0;
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv35; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
             {
-              const int64_t i = ((pd_b35_i + pd_r)) - 0;
-              const int64_t j = ((pd_b35_j + pd_v)) - 0;
-              pd_acc35[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b4_i + pd_r)) - 0;
+              const int64_t j = ((pd_b4_j + pd_v)) - 0;
+              pd_acc4[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2844,20 +2844,20 @@ PD_VARIANT int matmul_v6(int64_t N, int64_t K, int64_t M, const float *restrict 
               for (int64_t pd_v = 0; pd_v < 4; pd_v++)
               {
                 {
-                  const int64_t i = pd_b35_i + pd_min(pd_r, pd_nr35 - 1);
-                  const int64_t j = pd_b35_j + pd_v;
+                  const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                  const int64_t j = pd_b4_j + pd_v;
                   const int64_t k = pd_c2;
-                  pd_acc35[pd_r][pd_v] = (pd_acc35[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
           }
-          for (int64_t pd_r = 0; pd_r < pd_nr35; pd_r++)
+          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
           {
             #pragma omp simd
-            for (int64_t pd_v = 4 - pd_nv35; pd_v < 4; pd_v++)
+            for (int64_t pd_v = 4 - pd_nv4; pd_v < 4; pd_v++)
             {
-              C[((pd_b35_i + pd_r)) * M + (pd_b35_j + pd_v)] = pd_acc35[pd_r][pd_v];
+              C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
             }
           }
         }
@@ -2910,24 +2910,24 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
       for (int64_t pd_c1 = 0; pd_c1 < (N - 5); pd_c1 += 6)
       {
         {
-          int64_t pd_b36_i;
-          int64_t pd_b36_j;
-          int64_t pd_b36_k;
+          int64_t pd_b1_i;
+          int64_t pd_b1_j;
+          int64_t pd_b1_k;
           {
             const int64_t pd_c3 = 0;
             const int64_t pd_c4 = 0;
-            pd_b36_i = (pd_c1 + pd_c3);
-            pd_b36_j = (pd_c0 + pd_c4);
+            pd_b1_i = (pd_c1 + pd_c3);
+            pd_b1_j = (pd_c0 + pd_c4);
           }
-          float pd_acc36[6][32];
+          float pd_acc1[6][32];
           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
           {
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
             {
-              const int64_t i = ((pd_b36_i + pd_r)) - 0;
-              const int64_t j = ((pd_b36_j + pd_v)) - 0;
-              pd_acc36[pd_r][pd_v] = 0.0f;
+              const int64_t i = ((pd_b1_i + pd_r)) - 0;
+              const int64_t j = ((pd_b1_j + pd_v)) - 0;
+              pd_acc1[pd_r][pd_v] = 0.0f;
             }
           }
           for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -2942,7 +2942,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                   const int64_t i = (pd_c1 + pd_c3);
                   const int64_t j = (pd_c0 + pd_c4);
                   const int64_t k = pd_c2;
-                  pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] = (pd_acc36[(i) - pd_b36_i][(j) - pd_b36_j] + (A[(i) * K + k] * B[(k) * M + j]));
+                  pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * B[(k) * M + j]));
                 }
               }
             }
@@ -2952,7 +2952,7 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             #pragma omp simd
             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
             {
-              C[((pd_b36_i + pd_r)) * M + (pd_b36_j + pd_v)] = pd_acc36[pd_r][pd_v];
+              C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
             }
           }
         }
@@ -2971,30 +2971,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
       }
       if ((((((N >= 6) && (M >= (pd_c0 + 32))) && (pd_c0 >= 0)) && ((N % 6) >= 1)) && ((pd_c0 % 32) == 0)))
       {
-        int64_t pd_b37_i;
-        int64_t pd_b37_j;
-        int64_t pd_b37_k;
-        const int64_t pd_nr37 = (N % 6);
-        const int64_t pd_nv37 = 32;
+        int64_t pd_b2_i;
+        int64_t pd_b2_j;
+        int64_t pd_b2_k;
+        const int64_t pd_nr2 = (N % 6);
+        const int64_t pd_nv2 = 32;
         {
-          pd_b37_i = ((-(N % 6)) + N);
-          pd_b37_j = pd_c0;
+          pd_b2_i = ((-(N % 6)) + N);
+          pd_b2_j = pd_c0;
         }
-        float pd_acc37[5][32];
+        float pd_acc2[5][32];
         for (int64_t pd_r = 0; pd_r < 5; pd_r++)
         {
           #pragma omp simd
           for (int64_t pd_v = 0; pd_v < 32; pd_v++)
           {
-            pd_acc37[pd_r][pd_v] = 0;
+            pd_acc2[pd_r][pd_v] = 0;
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            pd_acc37[pd_r][pd_v] = C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)];
+            pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
           }
         }
         for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3006,20 +3006,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
             {
               {
-                const int64_t i = pd_b37_i + pd_min(pd_r, pd_nr37 - 1);
-                const int64_t j = pd_b37_j + pd_v;
+                const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                const int64_t j = pd_b2_j + pd_v;
                 const int64_t k = pd_c2;
-                pd_acc37[pd_r][pd_v] = (pd_acc37[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
               }
             }
           }
         }
-        for (int64_t pd_r = 0; pd_r < pd_nr37; pd_r++)
+        for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
         {
           #pragma omp simd
-          for (int64_t pd_v = 0; pd_v < pd_nv37; pd_v++)
+          for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
           {
-            C[((pd_b37_i + pd_r)) * M + (pd_b37_j + pd_v)] = pd_acc37[pd_r][pd_v];
+            C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
           }
         }
       }
@@ -3035,32 +3035,32 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
         if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 32) >= 1)) && ((pd_c1 % 6) == 0)))
           if (((M % 32)) <= 16 && (((-(M % 32)) + M)) + ((M % 32)) - 16 >= (0))
           {
-            int64_t pd_b39_i;
-            int64_t pd_b39_j;
-            int64_t pd_b39_k;
-            const int64_t pd_nr39 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-            const int64_t pd_nv39 = (M % 32);
+            int64_t pd_b4_i;
+            int64_t pd_b4_j;
+            int64_t pd_b4_k;
+            const int64_t pd_nr4 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+            const int64_t pd_nv4 = (M % 32);
             {
-              pd_b39_i = pd_c1;
-              pd_b39_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
+              pd_b4_i = pd_c1;
+              pd_b4_j = (((-(M % 32)) + M)) + ((M % 32)) - 16;
             }
-            float pd_acc39[6][16];
+            float pd_acc4[6][16];
             for (int64_t pd_r = 0; pd_r < 6; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc39[pd_r][pd_v] = 0;
+                pd_acc4[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv39; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
               {
-                const int64_t i = ((pd_b39_i + pd_r)) - 0;
-                const int64_t j = ((pd_b39_j + pd_v)) - 0;
-                pd_acc39[pd_r][pd_v] = 0.0f;
+                const int64_t i = ((pd_b4_i + pd_r)) - 0;
+                const int64_t j = ((pd_b4_j + pd_v)) - 0;
+                pd_acc4[pd_r][pd_v] = 0.0f;
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3072,20 +3072,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b39_i + pd_min(pd_r, pd_nr39 - 1);
-                    const int64_t j = pd_b39_j + pd_v;
+                    const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                    const int64_t j = pd_b4_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc39[pd_r][pd_v] = (pd_acc39[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr39; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv39; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv4; pd_v < 16; pd_v++)
               {
-                C[((pd_b39_i + pd_r)) * M + (pd_b39_j + pd_v)] = pd_acc39[pd_r][pd_v];
+                C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
               }
             }
           }
@@ -3094,32 +3094,32 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             if ((((((N >= 6) && (N >= (pd_c1 + 1))) && (pd_c1 >= 0)) && ((M % 32) >= 1)) && ((pd_c1 % 6) == 0)))
               if ((((-(M % 32)) + M)) + ((M % 32)) - 32 >= (0))
               {
-                int64_t pd_b38_i;
-                int64_t pd_b38_j;
-                int64_t pd_b38_k;
-                const int64_t pd_nr38 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
-                const int64_t pd_nv38 = (M % 32);
+                int64_t pd_b3_i;
+                int64_t pd_b3_j;
+                int64_t pd_b3_k;
+                const int64_t pd_nr3 = ((N >= (pd_c1 + 6)) ? 6 : (N - pd_c1));
+                const int64_t pd_nv3 = (M % 32);
                 {
-                  pd_b38_i = pd_c1;
-                  pd_b38_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
+                  pd_b3_i = pd_c1;
+                  pd_b3_j = (((-(M % 32)) + M)) + ((M % 32)) - 32;
                 }
-                float pd_acc38[6][32];
+                float pd_acc3[6][32];
                 for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    pd_acc38[pd_r][pd_v] = 0;
+                    pd_acc3[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv38; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                   {
-                    const int64_t i = ((pd_b38_i + pd_r)) - 0;
-                    const int64_t j = ((pd_b38_j + pd_v)) - 0;
-                    pd_acc38[pd_r][pd_v] = 0.0f;
+                    const int64_t i = ((pd_b3_i + pd_r)) - 0;
+                    const int64_t j = ((pd_b3_j + pd_v)) - 0;
+                    pd_acc3[pd_r][pd_v] = 0.0f;
                   }
                 }
                 for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3131,20 +3131,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b38_i + pd_min(pd_r, pd_nr38 - 1);
-                        const int64_t j = pd_b38_j + pd_v;
+                        const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                        const int64_t j = pd_b3_j + pd_v;
                         const int64_t k = pd_c2;
-                        pd_acc38[pd_r][pd_v] = (pd_acc38[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr38; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv38; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv3; pd_v < 32; pd_v++)
                   {
-                    C[((pd_b38_i + pd_r)) * M + (pd_b38_j + pd_v)] = pd_acc38[pd_r][pd_v];
+                    C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                   }
                 }
               }
@@ -3203,30 +3203,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
         if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 32) == 0)))
           if (((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) <= 16 && (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 16 >= (0))
           {
-            int64_t pd_b41_i;
-            int64_t pd_b41_j;
-            int64_t pd_b41_k;
-            const int64_t pd_nr41 = N;
-            const int64_t pd_nv41 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
+            int64_t pd_b6_i;
+            int64_t pd_b6_j;
+            int64_t pd_b6_k;
+            const int64_t pd_nr6 = N;
+            const int64_t pd_nv6 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
             {
-              pd_b41_i = 0;
-              pd_b41_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 16;
+              pd_b6_i = 0;
+              pd_b6_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 16;
             }
-            float pd_acc41[5][16];
+            float pd_acc6[5][16];
             for (int64_t pd_r = 0; pd_r < 5; pd_r++)
             {
               #pragma omp simd
               for (int64_t pd_v = 0; pd_v < 16; pd_v++)
               {
-                pd_acc41[pd_r][pd_v] = 0;
+                pd_acc6[pd_r][pd_v] = 0;
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv41; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
               {
-                pd_acc41[pd_r][pd_v] = C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)];
+                pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
               }
             }
             for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3238,20 +3238,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                 for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                 {
                   {
-                    const int64_t i = pd_b41_i + pd_min(pd_r, pd_nr41 - 1);
-                    const int64_t j = pd_b41_j + pd_v;
+                    const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                    const int64_t j = pd_b6_j + pd_v;
                     const int64_t k = pd_c2;
-                    pd_acc41[pd_r][pd_v] = (pd_acc41[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                    pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                   }
                 }
               }
             }
-            for (int64_t pd_r = 0; pd_r < pd_nr41; pd_r++)
+            for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
             {
               #pragma omp simd
-              for (int64_t pd_v = 16 - pd_nv41; pd_v < 16; pd_v++)
+              for (int64_t pd_v = 16 - pd_nv6; pd_v < 16; pd_v++)
               {
-                C[((pd_b41_i + pd_r)) * M + (pd_b41_j + pd_v)] = pd_acc41[pd_r][pd_v];
+                C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
               }
             }
           }
@@ -3260,30 +3260,30 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
             if (((((N <= 5) && (M >= (pd_c0 + 1))) && (pd_c0 >= 0)) && ((pd_c0 % 32) == 0)))
               if ((pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 32 >= (0))
               {
-                int64_t pd_b40_i;
-                int64_t pd_b40_j;
-                int64_t pd_b40_k;
-                const int64_t pd_nr40 = N;
-                const int64_t pd_nv40 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
+                int64_t pd_b5_i;
+                int64_t pd_b5_j;
+                int64_t pd_b5_k;
+                const int64_t pd_nr5 = N;
+                const int64_t pd_nv5 = (((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0));
                 {
-                  pd_b40_i = 0;
-                  pd_b40_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 32;
+                  pd_b5_i = 0;
+                  pd_b5_j = (pd_c0) + ((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) ? 32 : (M - pd_c0))) - 32;
                 }
-                float pd_acc40[5][32];
+                float pd_acc5[5][32];
                 for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                 {
                   #pragma omp simd
                   for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                   {
-                    pd_acc40[pd_r][pd_v] = 0;
+                    pd_acc5[pd_r][pd_v] = 0;
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv40; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                   {
-                    pd_acc40[pd_r][pd_v] = C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)];
+                    pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                   }
                 }
                 for (int64_t pd_c2 = 0; pd_c2 < K; pd_c2 += 1)
@@ -3295,20 +3295,20 @@ PD_VARIANT int matmul_v7(int64_t N, int64_t K, int64_t M, const float *restrict 
                     for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                     {
                       {
-                        const int64_t i = pd_b40_i + pd_min(pd_r, pd_nr40 - 1);
-                        const int64_t j = pd_b40_j + pd_v;
+                        const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                        const int64_t j = pd_b5_j + pd_v;
                         const int64_t k = pd_c2;
-                        pd_acc40[pd_r][pd_v] = (pd_acc40[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
+                        pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[(i) * K + k] * B[(k) * M + j]));
                       }
                     }
                   }
                 }
-                for (int64_t pd_r = 0; pd_r < pd_nr40; pd_r++)
+                for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                 {
                   #pragma omp simd
-                  for (int64_t pd_v = 32 - pd_nv40; pd_v < 32; pd_v++)
+                  for (int64_t pd_v = 32 - pd_nv5; pd_v < 32; pd_v++)
                   {
-                    C[((pd_b40_i + pd_r)) * M + (pd_b40_j + pd_v)] = pd_acc40[pd_r][pd_v];
+                    C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                   }
                 }
               }
@@ -3362,53 +3362,53 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
     {
       #pragma omp parallel if((N) * (M) * (K) >= 1048576)
       {
-        float pd_pk4_s[69632] __attribute__((aligned(64)));
-        float *restrict pd_pk4 = pd_pk4_s;
+        float pd_pk1_s[69632] __attribute__((aligned(64)));
+        float *restrict pd_pk1 = pd_pk1_s;
         for (int64_t pd_q0 = 0; pd_q0 < (((K >= (pd_c1 + 256)) ? 256 : (K - pd_c1))); pd_q0++)
         {
           {
             #pragma omp simd
             for (int64_t pd_q1 = 0; pd_q1 < (((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0))); pd_q1++)
             {
-              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = B[(((pd_c1) + pd_q0)) * M + ((pd_c0) + pd_q1)];
             }
             for (int64_t pd_q1 = ((M >= (pd_c0 + 256)) ? 256 : (M - pd_c0)); pd_q1 < 272; pd_q1++)
             {
-              pd_pk4[pd_q0 * 272 + pd_q1 * 1] = 0;
+              pd_pk1[pd_q0 * 272 + pd_q1 * 1] = 0;
             }
           }
         }
         {
-          const int64_t pd_n6 = (((N) - (0) + (48) - 1) / (48));
-          const int64_t pd_s6 = pd_n6 - pd_mod(pd_n6, pd_team_size());
-          const int64_t pd_e6 = (pd_team_id() + 1) * (pd_s6 / pd_team_size());
-          for (int64_t pd_t6 = pd_e6 - (pd_s6 / pd_team_size()); pd_t6 < pd_n6; pd_t6 = pd_t6 + 1 == pd_e6 ? pd_s6 : pd_t6 + 1)
+          const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+          const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+          const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+          for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
           {
-            const int pd_w6 = pd_t6 < pd_s6;
-            const int64_t pd_c2 = 0 + pd_t6 * 48;
+            const int pd_w1 = pd_t1 < pd_s1;
+            const int64_t pd_c2 = 0 + pd_t1 * 48;
             if ((M >= (pd_c0 + 32)))
             {
-              for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
+              for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(42, ((N - pd_c2) - 6)); pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
               {
                 for (int64_t pd_c4 = 0; pd_c4 <= pd_min(224, ((M - pd_c0) - 32)); pd_c4 += 32)
                 {
                   {
-                    int64_t pd_b42_i;
-                    int64_t pd_b42_j;
-                    int64_t pd_b42_k;
+                    int64_t pd_b1_i;
+                    int64_t pd_b1_j;
+                    int64_t pd_b1_k;
                     {
                       const int64_t pd_c6 = 0;
                       const int64_t pd_c7 = 0;
-                      pd_b42_i = ((pd_c2 + pd_c3) + pd_c6);
-                      pd_b42_j = ((pd_c0 + pd_c4) + pd_c7);
+                      pd_b1_i = ((pd_c2 + pd_c3) + pd_c6);
+                      pd_b1_j = ((pd_c0 + pd_c4) + pd_c7);
                     }
-                    float pd_acc42[6][32];
+                    float pd_acc1[6][32];
                     for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                     {
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        pd_acc42[pd_r][pd_v] = C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)];
+                        pd_acc1[pd_r][pd_v] = C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)];
                       }
                     }
                     for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3423,7 +3423,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                             const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                             const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                             const int64_t k = (pd_c1 + pd_c5);
-                            pd_acc42[(i) - pd_b42_i][(j) - pd_b42_j] = (pd_acc42[(i) - pd_b42_i][(j) - pd_b42_j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                            pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] = (pd_acc1[(i) - pd_b1_i][(j) - pd_b1_j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                           }
                         }
                       }
@@ -3433,7 +3433,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       #pragma omp simd
                       for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                       {
-                        C[((pd_b42_i + pd_r)) * M + (pd_b42_j + pd_v)] = pd_acc42[pd_r][pd_v];
+                        C[((pd_b1_i + pd_r)) * M + (pd_b1_j + pd_v)] = pd_acc1[pd_r][pd_v];
                       }
                     }
                   }
@@ -3443,30 +3443,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                   if ((((((((((((((M >= (pd_c0 + 32)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if ((((M - pd_c0) % 32)) <= 16 && ((((-((M - pd_c0) % 32)) + M) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b44_i;
-                      int64_t pd_b44_j;
-                      int64_t pd_b44_k;
-                      const int64_t pd_nr44 = 6;
-                      const int64_t pd_nv44 = ((M - pd_c0) % 32);
+                      int64_t pd_b3_i;
+                      int64_t pd_b3_j;
+                      int64_t pd_b3_k;
+                      const int64_t pd_nr3 = 6;
+                      const int64_t pd_nv3 = ((M - pd_c0) % 32);
                       {
-                        pd_b44_i = (pd_c2 + pd_c3);
-                        pd_b44_j = ((-((M - pd_c0) % 32)) + M);
+                        pd_b3_i = (pd_c2 + pd_c3);
+                        pd_b3_j = ((-((M - pd_c0) % 32)) + M);
                       }
-                      float pd_acc44[6][16];
+                      float pd_acc3[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc44[pd_r][pd_v] = 0;
+                          pd_acc3[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          pd_acc44[pd_r][pd_v] = C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)];
+                          pd_acc3[pd_r][pd_v] = C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3478,20 +3478,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b44_i + pd_min(pd_r, pd_nr44 - 1);
-                              const int64_t j = pd_b44_j + pd_v;
+                              const int64_t i = pd_b3_i + pd_min(pd_r, pd_nr3 - 1);
+                              const int64_t j = pd_b3_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc44[pd_r][pd_v] = (pd_acc44[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc3[pd_r][pd_v] = (pd_acc3[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr44; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr3; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv44; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv3; pd_v++)
                         {
-                          C[((pd_b44_i + pd_r)) * M + (pd_b44_j + pd_v)] = pd_acc44[pd_r][pd_v];
+                          C[((pd_b3_i + pd_r)) * M + (pd_b3_j + pd_v)] = pd_acc3[pd_r][pd_v];
                         }
                       }
                     }
@@ -3500,30 +3500,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if ((((((((((((((M >= (pd_c0 + 32)) && ((pd_c0 + 255) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && (((M - pd_c0) % 32) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                         if (((((-((M - pd_c0) % 32)) + M) + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b43_i;
-                          int64_t pd_b43_j;
-                          int64_t pd_b43_k;
-                          const int64_t pd_nr43 = 6;
-                          const int64_t pd_nv43 = ((M - pd_c0) % 32);
+                          int64_t pd_b2_i;
+                          int64_t pd_b2_j;
+                          int64_t pd_b2_k;
+                          const int64_t pd_nr2 = 6;
+                          const int64_t pd_nv2 = ((M - pd_c0) % 32);
                           {
-                            pd_b43_i = (pd_c2 + pd_c3);
-                            pd_b43_j = ((-((M - pd_c0) % 32)) + M);
+                            pd_b2_i = (pd_c2 + pd_c3);
+                            pd_b2_j = ((-((M - pd_c0) % 32)) + M);
                           }
-                          float pd_acc43[6][32];
+                          float pd_acc2[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc43[pd_r][pd_v] = 0;
+                              pd_acc2[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                             {
-                              pd_acc43[pd_r][pd_v] = C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)];
+                              pd_acc2[pd_r][pd_v] = C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3535,20 +3535,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b43_i + pd_min(pd_r, pd_nr43 - 1);
-                                  const int64_t j = pd_b43_j + pd_v;
+                                  const int64_t i = pd_b2_i + pd_min(pd_r, pd_nr2 - 1);
+                                  const int64_t j = pd_b2_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc43[pd_r][pd_v] = (pd_acc43[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc2[pd_r][pd_v] = (pd_acc2[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr43; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr2; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv43; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv2; pd_v++)
                             {
-                              C[((pd_b43_i + pd_r)) * M + (pd_b43_j + pd_v)] = pd_acc43[pd_r][pd_v];
+                              C[((pd_b2_i + pd_r)) * M + (pd_b2_j + pd_v)] = pd_acc2[pd_r][pd_v];
                             }
                           }
                         }
@@ -3566,7 +3566,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                   const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                   const int64_t j = (((-((M + 32) % 32)) + M) + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
@@ -3575,7 +3575,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                     }
                 }
               }
-              if (!pd_w6)
+              if (!pd_w1)
               {
                 #pragma omp barrier
               }
@@ -3584,35 +3584,35 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
             {
               if (((pd_c0 + 31) >= M))
               {
-                for (int64_t pd_c3 = 0 + (pd_w6 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w6 ? 1 : pd_team_size()) * 6)
+                for (int64_t pd_c3 = 0 + (pd_w1 ? 0 : pd_team_id()) * 6; pd_c3 <= pd_min(47, ((N - pd_c2) - 1)); pd_c3 += (pd_w1 ? 1 : pd_team_size()) * 6)
                 {
                   if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                     if (((M - pd_c0)) <= 16 && ((pd_c0 + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b46_i;
-                      int64_t pd_b46_j;
-                      int64_t pd_b46_k;
-                      const int64_t pd_nr46 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                      const int64_t pd_nv46 = (M - pd_c0);
+                      int64_t pd_b5_i;
+                      int64_t pd_b5_j;
+                      int64_t pd_b5_k;
+                      const int64_t pd_nr5 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                      const int64_t pd_nv5 = (M - pd_c0);
                       {
-                        pd_b46_i = (pd_c2 + pd_c3);
-                        pd_b46_j = pd_c0;
+                        pd_b5_i = (pd_c2 + pd_c3);
+                        pd_b5_j = pd_c0;
                       }
-                      float pd_acc46[6][16];
+                      float pd_acc5[6][16];
                       for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc46[pd_r][pd_v] = 0;
+                          pd_acc5[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                         {
-                          pd_acc46[pd_r][pd_v] = C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)];
+                          pd_acc5[pd_r][pd_v] = C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3624,20 +3624,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b46_i + pd_min(pd_r, pd_nr46 - 1);
-                              const int64_t j = pd_b46_j + pd_v;
+                              const int64_t i = pd_b5_i + pd_min(pd_r, pd_nr5 - 1);
+                              const int64_t j = pd_b5_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc46[pd_r][pd_v] = (pd_acc46[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc5[pd_r][pd_v] = (pd_acc5[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr46; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr5; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv46; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv5; pd_v++)
                         {
-                          C[((pd_b46_i + pd_r)) * M + (pd_b46_j + pd_v)] = pd_acc46[pd_r][pd_v];
+                          C[((pd_b5_i + pd_r)) * M + (pd_b5_j + pd_v)] = pd_acc5[pd_r][pd_v];
                         }
                       }
                     }
@@ -3646,30 +3646,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if (((((((((((((M >= (pd_c0 + 1)) && ((pd_c0 + 31) >= M)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (pd_c2 >= 0)) && (N >= ((pd_c2 + pd_c3) + 1))) && (pd_c3 >= 0)) && (pd_c3 <= 42)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c3 % 6) == 0)))
                         if (((pd_c0 + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b45_i;
-                          int64_t pd_b45_j;
-                          int64_t pd_b45_k;
-                          const int64_t pd_nr45 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
-                          const int64_t pd_nv45 = (M - pd_c0);
+                          int64_t pd_b4_i;
+                          int64_t pd_b4_j;
+                          int64_t pd_b4_k;
+                          const int64_t pd_nr4 = ((((pd_c2 >= 0) && (N >= ((pd_c2 + pd_c3) + 6))) && (pd_c3 >= 0)) ? 6 : ((N - pd_c2) - pd_c3));
+                          const int64_t pd_nv4 = (M - pd_c0);
                           {
-                            pd_b45_i = (pd_c2 + pd_c3);
-                            pd_b45_j = pd_c0;
+                            pd_b4_i = (pd_c2 + pd_c3);
+                            pd_b4_j = pd_c0;
                           }
-                          float pd_acc45[6][32];
+                          float pd_acc4[6][32];
                           for (int64_t pd_r = 0; pd_r < 6; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc45[pd_r][pd_v] = 0;
+                              pd_acc4[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                             {
-                              pd_acc45[pd_r][pd_v] = C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)];
+                              pd_acc4[pd_r][pd_v] = C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3681,20 +3681,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b45_i + pd_min(pd_r, pd_nr45 - 1);
-                                  const int64_t j = pd_b45_j + pd_v;
+                                  const int64_t i = pd_b4_i + pd_min(pd_r, pd_nr4 - 1);
+                                  const int64_t j = pd_b4_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc45[pd_r][pd_v] = (pd_acc45[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc4[pd_r][pd_v] = (pd_acc4[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr45; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr4; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv45; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv4; pd_v++)
                             {
-                              C[((pd_b45_i + pd_r)) * M + (pd_b45_j + pd_v)] = pd_acc45[pd_r][pd_v];
+                              C[((pd_b4_i + pd_r)) * M + (pd_b4_j + pd_v)] = pd_acc4[pd_r][pd_v];
                             }
                           }
                         }
@@ -3712,7 +3712,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                   const int64_t i = ((pd_c2 + pd_c3) + pd_c6);
                                   const int64_t j = (pd_c0 + pd_c7);
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
@@ -3720,42 +3720,42 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
-                if (!pd_w6)
+                if (!pd_w1)
                 {
                   #pragma omp barrier
                 }
               }
               else
               {
-                for (int64_t pd_c4 = 0 + (pd_w6 ? 0 : pd_team_id()) * 32; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w6 ? 1 : pd_team_size()) * 32)
+                for (int64_t pd_c4 = 0 + (pd_w1 ? 0 : pd_team_id()) * 32; pd_c4 <= pd_min(255, ((M - pd_c0) - 1)); pd_c4 += (pd_w1 ? 1 : pd_team_size()) * 32)
                 {
                   if (((((((((((((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                     if (((((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4))) <= 16 && (((pd_c0 + pd_c4) + 15)) - (pd_c0) < 272)
                     {
-                      int64_t pd_b48_i;
-                      int64_t pd_b48_j;
-                      int64_t pd_b48_k;
-                      const int64_t pd_nr48 = ((N - pd_c2) % 6);
-                      const int64_t pd_nv48 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                      int64_t pd_b7_i;
+                      int64_t pd_b7_j;
+                      int64_t pd_b7_k;
+                      const int64_t pd_nr7 = ((N - pd_c2) % 6);
+                      const int64_t pd_nv7 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
                       {
-                        pd_b48_i = ((-((N - pd_c2) % 6)) + N);
-                        pd_b48_j = (pd_c0 + pd_c4);
+                        pd_b7_i = ((-((N - pd_c2) % 6)) + N);
+                        pd_b7_j = (pd_c0 + pd_c4);
                       }
-                      float pd_acc48[5][16];
+                      float pd_acc7[5][16];
                       for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                       {
                         #pragma omp simd
                         for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                         {
-                          pd_acc48[pd_r][pd_v] = 0;
+                          pd_acc7[pd_r][pd_v] = 0;
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                         {
-                          pd_acc48[pd_r][pd_v] = C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)];
+                          pd_acc7[pd_r][pd_v] = C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)];
                         }
                       }
                       for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3767,20 +3767,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                           for (int64_t pd_v = 0; pd_v < 16; pd_v++)
                           {
                             {
-                              const int64_t i = pd_b48_i + pd_min(pd_r, pd_nr48 - 1);
-                              const int64_t j = pd_b48_j + pd_v;
+                              const int64_t i = pd_b7_i + pd_min(pd_r, pd_nr7 - 1);
+                              const int64_t j = pd_b7_j + pd_v;
                               const int64_t k = (pd_c1 + pd_c5);
-                              pd_acc48[pd_r][pd_v] = (pd_acc48[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                              pd_acc7[pd_r][pd_v] = (pd_acc7[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                             }
                           }
                         }
                       }
-                      for (int64_t pd_r = 0; pd_r < pd_nr48; pd_r++)
+                      for (int64_t pd_r = 0; pd_r < pd_nr7; pd_r++)
                       {
                         #pragma omp simd
-                        for (int64_t pd_v = 0; pd_v < pd_nv48; pd_v++)
+                        for (int64_t pd_v = 0; pd_v < pd_nv7; pd_v++)
                         {
-                          C[((pd_b48_i + pd_r)) * M + (pd_b48_j + pd_v)] = pd_acc48[pd_r][pd_v];
+                          C[((pd_b7_i + pd_r)) * M + (pd_b7_j + pd_v)] = pd_acc7[pd_r][pd_v];
                         }
                       }
                     }
@@ -3789,30 +3789,30 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                       if (((((((((((((((M >= (pd_c0 + 32)) && (pd_c0 >= 0)) && (K >= (pd_c1 + 1))) && (pd_c1 >= 0)) && (N >= (pd_c2 + 1))) && ((pd_c2 + 47) >= N)) && (M >= ((pd_c0 + pd_c4) + 1))) && (pd_c4 >= 0)) && (pd_c4 <= 224)) && (((N - pd_c2) % 6) >= 1)) && ((pd_c0 % 256) == 0)) && ((pd_c1 % 256) == 0)) && ((pd_c2 % 48) == 0)) && ((pd_c4 % 32) == 0)))
                         if ((((pd_c0 + pd_c4) + 31)) - (pd_c0) < 272)
                         {
-                          int64_t pd_b47_i;
-                          int64_t pd_b47_j;
-                          int64_t pd_b47_k;
-                          const int64_t pd_nr47 = ((N - pd_c2) % 6);
-                          const int64_t pd_nv47 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
+                          int64_t pd_b6_i;
+                          int64_t pd_b6_j;
+                          int64_t pd_b6_k;
+                          const int64_t pd_nr6 = ((N - pd_c2) % 6);
+                          const int64_t pd_nv6 = (((pd_c0 >= 0) && (M >= ((pd_c0 + pd_c4) + 32))) ? 32 : ((M - pd_c0) - pd_c4));
                           {
-                            pd_b47_i = ((-((N - pd_c2) % 6)) + N);
-                            pd_b47_j = (pd_c0 + pd_c4);
+                            pd_b6_i = ((-((N - pd_c2) % 6)) + N);
+                            pd_b6_j = (pd_c0 + pd_c4);
                           }
-                          float pd_acc47[5][32];
+                          float pd_acc6[5][32];
                           for (int64_t pd_r = 0; pd_r < 5; pd_r++)
                           {
                             #pragma omp simd
                             for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                             {
-                              pd_acc47[pd_r][pd_v] = 0;
+                              pd_acc6[pd_r][pd_v] = 0;
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                             {
-                              pd_acc47[pd_r][pd_v] = C[((pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)];
+                              pd_acc6[pd_r][pd_v] = C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)];
                             }
                           }
                           for (int64_t pd_c5 = 0; pd_c5 <= pd_min(255, ((K - pd_c1) - 1)); pd_c5 += 1)
@@ -3824,20 +3824,20 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                               for (int64_t pd_v = 0; pd_v < 32; pd_v++)
                               {
                                 {
-                                  const int64_t i = pd_b47_i + pd_min(pd_r, pd_nr47 - 1);
-                                  const int64_t j = pd_b47_j + pd_v;
+                                  const int64_t i = pd_b6_i + pd_min(pd_r, pd_nr6 - 1);
+                                  const int64_t j = pd_b6_j + pd_v;
                                   const int64_t k = (pd_c1 + pd_c5);
-                                  pd_acc47[pd_r][pd_v] = (pd_acc47[pd_r][pd_v] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                  pd_acc6[pd_r][pd_v] = (pd_acc6[pd_r][pd_v] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                 }
                               }
                             }
                           }
-                          for (int64_t pd_r = 0; pd_r < pd_nr47; pd_r++)
+                          for (int64_t pd_r = 0; pd_r < pd_nr6; pd_r++)
                           {
                             #pragma omp simd
-                            for (int64_t pd_v = 0; pd_v < pd_nv47; pd_v++)
+                            for (int64_t pd_v = 0; pd_v < pd_nv6; pd_v++)
                             {
-                              C[((pd_b47_i + pd_r)) * M + (pd_b47_j + pd_v)] = pd_acc47[pd_r][pd_v];
+                              C[((pd_b6_i + pd_r)) * M + (pd_b6_j + pd_v)] = pd_acc6[pd_r][pd_v];
                             }
                           }
                         }
@@ -3857,7 +3857,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                                     const int64_t i = (((-((N + 6) % 6)) + N) + pd_c6);
                                     const int64_t j = ((pd_c0 + pd_c4) + pd_c7);
                                     const int64_t k = (pd_c1 + pd_c5);
-                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk4[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
+                                    C[(i) * M + j] = (C[(i) * M + j] + (A[(i) * K + k] * pd_pk1[((k) - (pd_c1)) * 272 + ((j) - (pd_c0)) * 1]));
                                   }
                                 }
                               }
@@ -3866,7 +3866,7 @@ PD_VARIANT int matmul_v8(int64_t N, int64_t K, int64_t M, const float *restrict 
                         }
                     }
                 }
-                if (!pd_w6)
+                if (!pd_w1)
                 {
                   #pragma omp barrier
                 }

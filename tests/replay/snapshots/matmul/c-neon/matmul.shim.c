@@ -56,8 +56,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_30c37b8ba509", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_matmul_30c37b8ba509(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_49e3216d8240", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_matmul_49e3216d8240(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

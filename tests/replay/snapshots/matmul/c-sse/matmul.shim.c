@@ -56,8 +56,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_4bb247549416", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_matmul_4bb247549416(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_matmul_7aba442ed48c", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_matmul_7aba442ed48c(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -162,14 +162,14 @@ PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float
 {
   #pragma omp parallel if((N) * (M) >= 8192 && ((((N - 47)) - (0) + (48) - 1) / (48)) >= 1)
   {
-    const int64_t pd_n2 = ((((N - 47)) - (0) + (48) - 1) / (48));
-    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
-    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
-    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
+    const int64_t pd_n1 = ((((N - 47)) - (0) + (48) - 1) / (48));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w2 = pd_t2 < pd_s2;
-      const int64_t pd_c0 = 0 + pd_t2 * 48;
-      for (int64_t pd_c1 = 0 + (pd_w2 ? 0 : pd_team_id()) * 256; pd_c1 < (M - 255); pd_c1 += (pd_w2 ? 1 : pd_team_size()) * 256)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 48;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 256; pd_c1 < (M - 255); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= 47; pd_c2 += 1)
         {
@@ -183,11 +183,11 @@ PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float
           }
         }
       }
-      if (!pd_w2)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
-      for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c2 <= 47; pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 1)
+      for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c2 <= 47; pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 1)
       {
         for (int64_t pd_c3 = 0; pd_c3 < (M % 256); pd_c3 += 1)
         {
@@ -198,7 +198,7 @@ PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float
           }
         }
       }
-      if (!pd_w2)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }
@@ -206,14 +206,14 @@ PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float
   }
   #pragma omp parallel if((N) * (M) >= 8192 && (((M) - (0) + (256) - 1) / (256)) >= 1)
   {
-    const int64_t pd_n3 = (((M) - (0) + (256) - 1) / (256));
-    const int64_t pd_s3 = pd_n3 - pd_mod(pd_n3, pd_team_size());
-    const int64_t pd_e3 = (pd_team_id() + 1) * (pd_s3 / pd_team_size());
-    for (int64_t pd_t3 = pd_e3 - (pd_s3 / pd_team_size()); pd_t3 < pd_n3; pd_t3 = pd_t3 + 1 == pd_e3 ? pd_s3 : pd_t3 + 1)
+    const int64_t pd_n2 = (((M) - (0) + (256) - 1) / (256));
+    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
+    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
+    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
     {
-      const int pd_w3 = pd_t3 < pd_s3;
-      const int64_t pd_c1 = 0 + pd_t3 * 256;
-      for (int64_t pd_c2 = 0 + (pd_w3 ? 0 : pd_team_id()) * 1; pd_c2 <= ((N % 48) - 1); pd_c2 += (pd_w3 ? 1 : pd_team_size()) * 1)
+      const int pd_w2 = pd_t2 < pd_s2;
+      const int64_t pd_c1 = 0 + pd_t2 * 256;
+      for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c2 <= ((N % 48) - 1); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 1)
       {
         for (int64_t pd_c3 = 0; pd_c3 <= pd_min(255, ((M - pd_c1) - 1)); pd_c3 += 1)
         {
@@ -224,7 +224,7 @@ PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float
           }
         }
       }
-      if (!pd_w3)
+      if (!pd_w2)
       {
         #pragma omp barrier
       }
@@ -258,14 +258,14 @@ PD_VARIANT int transpose_v4(int64_t N, int64_t M, const float *restrict A, float
 {
   #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (48) - 1) / (48)) >= 1)
   {
-    const int64_t pd_n4 = (((N) - (0) + (48) - 1) / (48));
-    const int64_t pd_s4 = pd_n4 - pd_mod(pd_n4, pd_team_size());
-    const int64_t pd_e4 = (pd_team_id() + 1) * (pd_s4 / pd_team_size());
-    for (int64_t pd_t4 = pd_e4 - (pd_s4 / pd_team_size()); pd_t4 < pd_n4; pd_t4 = pd_t4 + 1 == pd_e4 ? pd_s4 : pd_t4 + 1)
+    const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
+    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
+    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
-      const int pd_w4 = pd_t4 < pd_s4;
-      const int64_t pd_c0 = 0 + pd_t4 * 48;
-      for (int64_t pd_c1 = 0 + (pd_w4 ? 0 : pd_team_id()) * 256; pd_c1 < M; pd_c1 += (pd_w4 ? 1 : pd_team_size()) * 256)
+      const int pd_w1 = pd_t1 < pd_s1;
+      const int64_t pd_c0 = 0 + pd_t1 * 48;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 256; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 256)
       {
         for (int64_t pd_c2 = 0; pd_c2 <= pd_min(47, ((N - pd_c0) - 1)); pd_c2 += 1)
         {
@@ -279,7 +279,7 @@ PD_VARIANT int transpose_v4(int64_t N, int64_t M, const float *restrict A, float
           }
         }
       }
-      if (!pd_w4)
+      if (!pd_w1)
       {
         #pragma omp barrier
       }

@@ -1,0 +1,97 @@
+"""Each variant's C function is built on its own (codegen_c/functions.py): in forked worker
+processes where the machine has CPUs to spare, with the same text as in this process; a
+unit that fails in a worker raises its own error here, and a worker that dies costs only
+time."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import polydyn as pd
+from polydyn import f32, out
+from polydyn.codegen_c import functions, toolchain
+from polydyn.errors import ScheduleError
+from polydyn.pipeline import generate
+from polydyn.testing import check_everywhere
+
+B, N, M, K = pd.sym("B N M K")
+
+
+@pd.operator(assume="B >= 1 and N >= 1 and M >= 1 and K >= 1")
+def batched_linear(X: f32[B, N, K], W: f32[M, K], Y: out(f32[B, N, M])):
+    for b, i, j in pd.grid(B, N, M):
+        acc = 0.0
+        for k in range(K):
+            acc += X[b, i, k] * W[j, k]
+        Y[b, i, j] = acc
+
+
+def _sources(monkeypatch, cpus: int) -> dict[str, str]:
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: cpus)
+    return generate(batched_linear, "c", max_tile=8).sources
+
+
+def test_workers_print_what_this_process_prints(monkeypatch):
+    here = _sources(monkeypatch, 1)
+    heard = []
+    real = functions.variant_codes
+
+    def spy(units, with_tree=False, on_code=None, processes=None):
+        return real(units, with_tree, lambda code: (heard.append(code), on_code and
+                                                    on_code(code)), processes)
+
+    monkeypatch.setattr("polydyn.codegen_c.functions.variant_codes", spy)
+    there = _sources(monkeypatch, 2)
+    assert there == here
+    n = here["batched_linear.c"].count("/* variant ")
+    assert n >= 4 and len(heard) == n  # each function heard of once
+    # a variant's names are its own: the first register tile of each function is pd_acc1
+    functions_text = here["batched_linear.c"].split(toolchain.UNIT_BREAK)[1:-1]
+    tiled = [f for f in functions_text if "pd_acc" in f]
+    assert tiled and all("pd_acc1[" in f for f in tiled)
+
+
+def test_the_kernel_built_in_workers_is_right(monkeypatch, tmp_path):
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 2)
+    kernel = pd.compile(batched_linear, max_tile=8, cache_dir=tmp_path)
+    # the syms in the operator's order (B, N, K, M): every variant at its region's edges
+    check_everywhere(kernel, [(1, 1, 1, 1), (2, 9, 5, 17), (3, 16, 9, 8)], hi=20, limit=3)
+
+
+def test_a_unit_failing_in_a_worker_raises_its_error_here(monkeypatch, tmp_path):
+    real = functions.variant_code
+    parent = os.getpid()
+    built_here = []
+
+    def failing(unit, with_tree=False):
+        if unit.fname.endswith("_v1"):
+            if os.getpid() == parent:
+                built_here.append(unit.fname)
+            else:
+                (tmp_path / "failed in a worker").touch()
+            raise ScheduleError(f"no luck for {unit.fname}")
+        return real(unit, with_tree)
+
+    monkeypatch.setattr(functions, "variant_code", failing)
+    with pytest.raises(ScheduleError, match="no luck for batched_linear_v1"):
+        _sources(monkeypatch, 2)
+    assert (tmp_path / "failed in a worker").exists()
+    assert built_here == ["batched_linear_v1"]  # the worker's failure, raised again here
+
+
+def test_a_worker_that_dies_costs_only_time(monkeypatch, tmp_path):
+    here = _sources(monkeypatch, 1)
+    real = functions.variant_code
+    parent = os.getpid()
+
+    def dying(unit, with_tree=False):
+        if os.getpid() != parent and unit.fname.endswith("_v0"):
+            (tmp_path / "died").touch()
+            os._exit(3)
+        return real(unit, with_tree)
+
+    monkeypatch.setattr(functions, "variant_code", dying)
+    assert _sources(monkeypatch, 2) == here
+    assert (tmp_path / "died").exists()
