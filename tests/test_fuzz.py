@@ -50,7 +50,8 @@ REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
 
 # The CI budget (measured: see tests/fuzz/README.md): CI_N operators of seed CI_SEED, on
 # every available target, with CI_SCHEDULES random recipe each (on every target), take
-# 45-76 s on 2 cores shared with other jobs; SLOW_N more, with SLOW_SCHEDULES, under -m slow.
+# 45-76 s on 2 cores shared with other jobs; SLOW_N more, with SLOW_SCHEDULES and the automatic
+# variants' recipes replayed, under -m slow.
 CI_N, CI_SEED, CI_SCHEDULES = 30, 8, 1
 SLOW_N, SLOW_SEED, SLOW_SCHEDULES = 200, 9, 2
 
@@ -66,8 +67,9 @@ def _report(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _run_fuzz(n: int, seed: int, schedules: int) -> None:
-    summary = fuzz(n, seed, jobs=2, timeout=600, schedules=schedules, log=lambda *_: None)
+def _run_fuzz(n: int, seed: int, schedules: int, replay: bool = False) -> None:
+    summary = fuzz(n, seed, jobs=2, timeout=600, schedules=schedules, log=lambda *_: None,
+                   replay=replay)
     print(_report(summary))
     # open bugs listed in tests/fuzz/known.py are reported, not failed on
     assert summary["unknown"] == 0, _report(summary)
@@ -84,7 +86,7 @@ def test_fuzz_fixed_seed() -> None:
 
 @pytest.mark.slow
 def test_fuzz_fixed_seed_200() -> None:
-    _run_fuzz(SLOW_N, SLOW_SEED, SLOW_SCHEDULES)
+    _run_fuzz(SLOW_N, SLOW_SEED, SLOW_SCHEDULES, replay=True)
 
 
 # ------------------------------------------------------------------------------------------
@@ -235,6 +237,25 @@ def test_recipe_naming_an_unknown_loop_is_refused(tmp_path: Path) -> None:
             pd.compile(op, variants=[("true", recipe)])
         unit = {"target": "c", "schedule": recipe.to_json(), "region": None}
         assert run_unit(op, unit, {"max_tile": 4})["status"] == "refused"
+
+
+def test_replayed_recipes_must_give_the_same_source(tmp_path: Path) -> None:
+    """With ``replay`` an automatic unit passes where its variants' recipes generate the same
+    source, and is a mismatch naming the first differing line where they do not."""
+    from types import SimpleNamespace
+
+    import polydyn as pd
+    from tests.fuzz.runner import MismatchError, replay_check
+
+    task = {"max_tile": 4, "hi": 6, "limit": 1, "replay": True}
+    for op in _operators(31, 3, tmp_path):
+        unit = {"target": "c", "schedule": None, "region": None}
+        assert run_unit(op, unit, task)["status"] == "pass"
+        kernel = pd.compile(op, max_tile=4)
+        other = SimpleNamespace(variants=kernel.variants,
+                                source=kernel.source.replace("{", "{ ", 1))
+        with pytest.raises(MismatchError, match="another source, from line"):
+            replay_check(op, other, "c", 4)
 
 
 def test_recipes_follow_the_shrinker() -> None:

@@ -1,9 +1,10 @@
 """``python -m tests.fuzz --n 1000 --seed S [--jobs J] [--targets c,opencl] [--schedules K]
-[--shrink] [--out DIR]``.
+[--replay] [--shrink] [--out DIR]``.
 
 Generates ``n`` random operators (operator ``i`` of seed ``S`` is ``fz<S*100000+i>``),
 checks each in a worker process on every target under the automatic schedule and under ``K``
-random recipes, prints one line per failure and the summary line ``N passed, N failed (...),
+random recipes (with ``--replay``, the automatic variants' recipes must generate the same
+source again), prints one line per failure and the summary line ``N passed, N failed (...),
 N refused by the frontend; <target>/<schedule> counts; ...``. With ``--shrink`` each failure is
 reduced to a minimal operator (and recipe) and saved under ``--out`` (default
 tests/fuzz/regressions/). ``--one OPSEED`` prints the source of one operator and checks it
@@ -38,11 +39,11 @@ def op_seed(seed: int, i: int) -> int:
 
 
 def make_task(opseed: int, literal_steps: bool = False, targets: tuple[str, ...] = ("c",),
-              schedules: int = 0) -> dict[str, Any]:
+              schedules: int = 0, replay: bool = False) -> dict[str, Any]:
     """The task for one operator: its source and how to check it (tiles of 4 or 8, syms
     up to 12, three points per variant), on which targets, and how many recipes on which
     (the recipes themselves are drawn in the worker, from the operator's loops and
-    ``recipe_seed``)."""
+    ``recipe_seed``); ``replay``: the automatic variants' recipes replayed too."""
     import random
 
     op = generate(opseed, literal_steps=literal_steps)
@@ -53,20 +54,23 @@ def make_task(opseed: int, literal_steps: bool = False, targets: tuple[str, ...]
             "max_tile": rng.choice((4, 8)), "hi": 12 if len(op.syms) <= 2 else 9,
             "limit": 3, "low": True, "check_seed": opseed % 1000, "targets": list(targets),
             "schedules": schedules, "recipe_targets": recipe_targets,
-            "recipe_seed": opseed ^ 0x5C4ED}
+            "recipe_seed": opseed ^ 0x5C4ED, "replay": replay}
 
 
 def fuzz(n: int, seed: int, *, jobs: int = 2, timeout: float = 300.0, shrink: bool = False,
          out: Path | None = None, log=print, cache_dir: str | None = None,
          literal_steps: bool = False, sanitize: bool = False, report=None,
-         targets: tuple[str, ...] | None = None, schedules: int = 2) -> dict[str, Any]:
+         targets: tuple[str, ...] | None = None, schedules: int = 2,
+         replay: bool = False) -> dict[str, Any]:
     """Check ``n`` operators of ``seed`` on ``targets`` (default: every available one) under
-    the automatic schedule and ``schedules`` random recipes; returns counts, failures and
+    the automatic schedule (with ``replay``, its variants' recipes must generate the same
+    source again) and ``schedules`` random recipes; returns counts, failures and
     timing. ``report`` gets the summary as soon as the checks are done, before any shrinking
     (which can take long); with ``shrink`` every unknown mismatch, error or crash is then
     shrunk and saved."""
     targets = tuple(targets or available_targets())
-    tasks = [make_task(op_seed(seed, i), literal_steps, targets, schedules) for i in range(n)]
+    tasks = [make_task(op_seed(seed, i), literal_steps, targets, schedules, replay)
+             for i in range(n)]
     start = time.perf_counter()
     results: list[tuple[dict, dict]] = []
 
@@ -233,7 +237,7 @@ def shrink_one(opseed: int, args: argparse.Namespace) -> int:
     recipe)."""
     from .shrink import reproduces, save_regression, shrink_failure
 
-    task = make_task(opseed, args.literal_steps, args.targets, args.schedules)
+    task = make_task(opseed, args.literal_steps, args.targets, args.schedules, args.replay)
     pool = Pool(jobs=args.jobs, timeout=args.timeout)
     try:
         res = pool.map([task])[0]
@@ -274,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated targets (default: every available one: c, opencl)")
     p.add_argument("--schedules", type=int, default=2,
                    help="random recipes per operator (besides the automatic schedule)")
+    p.add_argument("--replay", action="store_true", help="the automatic variants' recipes "
+                   "must generate the same source again")
     p.add_argument("--shrink", action="store_true", help="shrink and save each failure")
     p.add_argument("--out", type=Path, help="where --shrink saves (tests/fuzz/regressions)")
     p.add_argument("--json", type=Path, help="also write the summary as JSON here")
@@ -290,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.shrink_one is not None:
         return shrink_one(args.shrink_one, args)
     if args.one is not None:
-        task = make_task(args.one, args.literal_steps, args.targets, args.schedules)
+        task = make_task(args.one, args.literal_steps, args.targets, args.schedules,
+                         args.replay)
         print(task["source"])
         if args.show:
             return 0
@@ -316,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
 
     s = fuzz(args.n, args.seed, jobs=args.jobs, timeout=args.timeout, shrink=args.shrink,
              out=args.out, literal_steps=args.literal_steps, sanitize=args.sanitize,
-             report=report, targets=args.targets, schedules=args.schedules)
+             report=report, targets=args.targets, schedules=args.schedules,
+             replay=args.replay)
     if args.json and args.shrink:
         args.json.write_text(json.dumps(s, indent=1) + "\n")
     return 1 if s["unknown"] else 0

@@ -3,7 +3,8 @@ with the reference interpreter. Each operator runs in a worker subprocess, so th
 or a hang of the compiler (or of the code it generates) is recorded, not fatal.
 
 An operator is checked in *units*: one target (``c``, ``opencl``) under one schedule, either
-the automatic one or a random recipe (tests/fuzz/schedules.py) over the whole domain or over a
+the automatic one (with ``replay`` in the task: its variants' recipes must generate the same
+source again) or a random recipe (tests/fuzz/schedules.py) over the whole domain or over a
 region beside the automatic schedule. Unit statuses: ``pass``; ``refused`` (the recipe was
 refused with a ScheduleError that names the statements and dependence or the loop at fault:
 legal behaviour); ``mismatch`` (a variant disagrees with the reference), ``error`` (any other
@@ -195,6 +196,23 @@ def compile_unit(op: Any, unit: dict[str, Any], max_tile: int | None) -> Any:
     return pd.compile(op, target=target, variants=variants, max_tile=max_tile)
 
 
+def replay_check(op: Any, kernel: Any, target: str, max_tile: int | None) -> None:
+    """MismatchError unless the recipes the automatic variants record generate the same
+    source again (SPEC section 3: ``pd.compile(op, variants=[(v.region, v.recipe) for v in
+    k.variants])``); generated, not built."""
+    from polydyn.pipeline import generate
+
+    again = generate(op, target, variants=[(v.region, v.recipe) for v in kernel.variants],
+                     max_tile=max_tile).source
+    if again != kernel.source:
+        old, new = kernel.source.splitlines(), again.splitlines()
+        line = next((k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+                    min(len(old), len(new)))
+        got = new[line] if line < len(new) else "(the end)"
+        raise MismatchError("replay", f"the variants' recipes generate another source, "
+                            f"from line {line + 1}: {got.strip()[:200]}")
+
+
 def draw_units(op: Any, task: dict[str, Any]) -> list[dict[str, Any]]:
     """The units of a task, target by target in the order of ``targets`` (C first: an OpenCL
     kernel that writes out of bounds corrupts the worker's heap, and must not make a later C
@@ -238,6 +256,8 @@ def run_unit(op: Any, unit: dict[str, Any], task: dict[str, Any], progress=None
                                   before_run=progress and (lambda w: progress({"at": w})))
 
         stats = check()
+        if unit.get("schedule") is None and task.get("replay"):
+            replay_check(op, kernel, unit.get("target", "c"), task.get("max_tile", 8))
         if unit.get("target") == "opencl" and hasattr(kernel, "compute_units"):
             # again with every launch's last alternative (wide lane kernels, the smallest
             # work-groups), which a CPU device's few compute units seldom pick
