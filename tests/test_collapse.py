@@ -121,6 +121,7 @@ def test_compiled_against_reference(op: pd.Operator) -> None:
 def test_the_pass_is_pure_and_keeps_every_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pass returns a new tree and leaves its input as it was; walks over its output see
     the same statement instances, in the same order, as over its input."""
+    from polydyn.codegen_c import functions
     from polydyn.lowering import collapse as pass_module
     from polydyn.lowering.tree import Collapsed, children, instances, tree_text
     from polydyn.pipeline import generate
@@ -141,6 +142,7 @@ def test_the_pass_is_pure_and_keeps_every_instance(monkeypatch: pytest.MonkeyPat
         return lowered
 
     monkeypatch.setattr(pass_module, "collapse", spy)
+    monkeypatch.setattr(functions, "WORKERS_MIN_SECONDS", float("inf"))  # spied here
     generate(ph.global_avgpool, CpuTarget.of("avx512", 1 << 20))
     assert seen and any(isinstance(x, Collapsed) for _, _, lowered in seen for x in nodes(lowered))
     for tree, before, lowered in seen:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -17,14 +18,18 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from ..astgen import build_ast
-from ..lowering.collapse import collapse
+from .. import astgen
+from ..lowering import collapse as passes
 from ..lowering.tree import tree_text
 from ..parametric.variants import Variant
 from ..schedule.variant import code_region
 from ..scop.ir import Scop
 from . import toolchain
 from .emit import CEmitter
+
+# Seconds of work, estimated, from which the variants other than the first are built in
+# workers (a pool of two costs about 30 ms; a test's small operators take less than this)
+WORKERS_MIN_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,9 @@ class Code:
 def variant_code(unit: Unit, with_tree: bool = False) -> Code:
     """``unit``'s AST (with the lowering passes: two loops along contiguous rows as one) and
     its C function."""
-    ast = collapse(build_ast(unit.variant.schedule, code_region(unit.variant.region),
-                             unit.scop, unit.deps), unit.scop)
+    ast = passes.collapse(astgen.build_ast(unit.variant.schedule,
+                                           code_region(unit.variant.region), unit.scop,
+                                           unit.deps), unit.scop)
     emitter = CEmitter(unit.scop, unit.zero_init, unit.planned_for)
     function = emitter.variant_function(unit.fname, unit.variant, ast)
     return Code(function, tree_text(ast) if with_tree else "")
@@ -61,22 +67,31 @@ def variant_codes(units: Sequence[Unit], with_tree: bool = False,
                   on_code: Callable[[Code], None] | None = None,
                   processes: int | None = None) -> list[Code]:
     """Each unit's ``Code``, in order; ``on_code`` hears of each as soon as it exists (a
-    build starts compiling it). Up to ``processes`` (default: the CPUs this process may use)
-    forked workers build them where there are three units or more (a fork costs 10-20 ms)
-    and the platform forks safely (Linux). A unit that fails in a worker (or a worker that
+    build starts compiling it). The heaviest unit (by its schedule's text) is built here
+    first; where the others would take ``WORKERS_MIN_SECONDS`` or more at its pace, up to
+    ``processes`` (default: the CPUs this process may use) forked workers build them, on
+    Linux (a pool of two costs about 30 ms). A unit that fails in a worker (or a worker that
     dies) is built again here, so that its error is raised as it is without workers."""
-    processes = min(len(units), toolchain.usable_cpus() if processes is None else processes)
+    processes = min(len(units) - 1, toolchain.usable_cpus() if processes is None else processes)
+    order = sorted(range(len(units)), key=lambda k: -len(str(units[k].variant.schedule)))
     done: dict[int, Code] = {}
-    if processes >= 2 and len(units) >= 3 and sys.platform.startswith("linux"):
-        done = _in_workers(units, with_tree, on_code, processes)
-    out = []
-    for k, unit in enumerate(units):
+
+    def here(k: int) -> None:
+        done[k] = variant_code(units[k], with_tree)
+        if on_code is not None:
+            on_code(done[k])
+
+    start = time.perf_counter()
+    if order:
+        here(order[0])
+    rest = order[1:]
+    if processes >= 2 and sys.platform.startswith("linux") and \
+            (time.perf_counter() - start) * len(rest) >= WORKERS_MIN_SECONDS:
+        done.update(_in_workers(units, rest, with_tree, on_code, processes))
+    for k in rest:
         if k not in done:
-            done[k] = variant_code(unit, with_tree)
-            if on_code is not None:
-                on_code(done[k])
-        out.append(done[k])
-    return out
+            here(k)
+    return [done[k] for k in range(len(units))]
 
 
 # the units a forked worker reads (set while the pool's workers are forked)
@@ -90,12 +105,10 @@ def _work(k: int, with_tree: bool) -> Code | None:
         return None
 
 
-def _in_workers(units: Sequence[Unit], with_tree: bool, on_code: Callable[[Code], None] | None,
-                processes: int) -> dict[int, Code]:
-    """The codes the workers built, by unit; the units heaviest first (by their schedules'
-    text), so that the last one to finish is a light one."""
+def _in_workers(units: Sequence[Unit], order: Sequence[int], with_tree: bool,
+                on_code: Callable[[Code], None] | None, processes: int) -> dict[int, Code]:
+    """The codes the workers built of the units ``order`` names, in that order, by unit."""
     global _UNITS
-    order = sorted(range(len(units)), key=lambda k: -len(str(units[k].variant.schedule)))
     done: dict[int, Code] = {}
     _UNITS = units
     try:
