@@ -360,13 +360,14 @@ COMPILE_WORKERS_SECTION = """
 
 From `bench/compile_workers.py --rounds 3` (file `bench/results/compile_workers.md`), on
 2026-11-29, on the Intel Xeon above (2 CPUs). Each variant's AST, lowering passes and C
-function are built in worker processes forked from the compiling one
-(`codegen_c/functions.py`), against the same work in this process, in turns. The generation
-stage alone runs 1.3-2.0x faster on two workers; a whole cold compile does not (0.91-1.17x),
-because gcc's units, about 60% of a cold compile's CPU time here
-(`batched_linear_nt_seq_first`'s 11 units: 10.5 s of gcc against 6.5-8 s of Python), then
-share the same two CPUs. The gain is for machines with
-more CPUs than two; it has not been measured on one.
+function built in two worker processes forked from the compiling one
+(`codegen_c/functions.py`; the heaviest variant first in the compiling process), against the
+same work in one process, in turns. The generation stage alone runs 1.56-1.87x faster in two
+workers; a whole cold compile does not (0.83-1.19x, within this machine's noise; an earlier
+run of the table gave 0.91-1.17x), because gcc's units, about 60% of a cold compile's CPU
+time here (`batched_linear_nt_seq_first`'s 11 units: 10.5 s of gcc against 6.5-8 s of
+Python), already keep the second CPU busy while one process generates. So compiles use
+workers from three CPUs on only; the gain there has not been measured.
 
 """
 RAGGED_SECTION = """

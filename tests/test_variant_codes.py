@@ -1,7 +1,7 @@
 """Each variant's C function is built on its own (codegen_c/functions.py): in forked worker
-processes where the machine has CPUs to spare and the work is long enough (here forced for
-any), with the same text as in this process; a unit that fails in a worker raises its own
-error here, and a worker that dies costs only time."""
+processes where the machine has three CPUs or more and the work is long enough (both forced
+here), with the same text as in this process, and on two CPUs in this process; a unit that
+fails in a worker raises its own error here, and a worker that dies costs only time."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_workers_print_what_this_process_prints(monkeypatch):
                                                     on_code(code)), processes)
 
     monkeypatch.setattr("polydyn.codegen_c.functions.variant_codes", spy)
-    there = _sources(monkeypatch, 2)
+    there = _sources(monkeypatch, 3)
     assert there == here
     n = here["batched_linear.c"].count("/* variant ")
     assert n >= 4 and len(heard) == n  # each function heard of once
@@ -55,7 +55,7 @@ def test_workers_print_what_this_process_prints(monkeypatch):
 
 
 def test_the_kernel_built_in_workers_is_right(monkeypatch, tmp_path):
-    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(toolchain, "usable_cpus", lambda: 3)
     monkeypatch.setattr(functions, "WORKERS_MIN_SECONDS", 0.0)
     kernel = pd.compile(batched_linear, max_tile=8, cache_dir=tmp_path)
     # the syms in the operator's order (B, N, K, M): every variant at its region's edges
@@ -78,9 +78,23 @@ def test_a_unit_failing_in_a_worker_raises_its_error_here(monkeypatch, tmp_path)
 
     monkeypatch.setattr(functions, "variant_code", failing)
     with pytest.raises(ScheduleError, match="no luck for batched_linear_v"):
-        _sources(monkeypatch, 2)
+        _sources(monkeypatch, 3)
     assert list(tmp_path.iterdir())  # the workers ran and failed
     assert len(built_here) == 1  # the first failure, raised again here
+
+
+def test_two_cpus_build_in_this_process(monkeypatch):
+    parent = os.getpid()
+    real = functions.variant_code
+    where = set()
+
+    def spy(unit, with_tree=False):
+        where.add(os.getpid())
+        return real(unit, with_tree)
+
+    monkeypatch.setattr(functions, "variant_code", spy)
+    _sources(monkeypatch, 2)
+    assert where == {parent}
 
 
 def test_a_worker_that_dies_costs_only_time(monkeypatch, tmp_path):
@@ -95,5 +109,5 @@ def test_a_worker_that_dies_costs_only_time(monkeypatch, tmp_path):
         return real(unit, with_tree)
 
     monkeypatch.setattr(functions, "variant_code", dying)
-    assert _sources(monkeypatch, 2) == here
+    assert _sources(monkeypatch, 3) == here
     assert (tmp_path / "died").exists()

@@ -3,7 +3,8 @@ function. Variants are independent of each other (each function is printed by an
 its own, so its text depends on its variant alone), so a machine with CPUs to spare builds
 them in worker processes forked from this one: the Scop, the dependences and the schedules
 are isl objects that cannot be pickled, but a forked child has them already and sends back
-text. isl's AST build is most of a cold compile (a product's variants take 0.2-0.6 s each).
+text. isl's AST build is most of that work (a product's variants take 0.2-0.6 s each); gcc
+compiles each function as it arrives (``toolchain.EarlyUnits``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from .emit import CEmitter
 # Seconds of work, estimated, from which the variants other than the first are built in
 # workers (a pool of two costs about 30 ms; a test's small operators take less than this)
 WORKERS_MIN_SECONDS = 0.5
+# CPUs from which workers are used by default: on two, gcc's units (about 60% of a cold
+# compile's CPU time) keep the second CPU busy while this process generates, and a cold
+# compile in workers ran no faster (bench/RESULTS.md, "Variants generated in forked workers")
+WORKERS_MIN_CPUS = 3
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,14 @@ def variant_codes(units: Sequence[Unit], with_tree: bool = False,
     """Each unit's ``Code``, in order; ``on_code`` hears of each as soon as it exists (a
     build starts compiling it). The heaviest unit (by its schedule's text) is built here
     first; where the others would take ``WORKERS_MIN_SECONDS`` or more at its pace, up to
-    ``processes`` (default: the CPUs this process may use) forked workers build them, on
-    Linux (a pool of two costs about 30 ms). A unit that fails in a worker (or a worker that
-    dies) is built again here, so that its error is raised as it is without workers."""
-    processes = min(len(units) - 1, toolchain.usable_cpus() if processes is None else processes)
+    ``processes`` forked workers build them, on Linux (default: the CPUs this process may
+    use, from ``WORKERS_MIN_CPUS`` on, else none). A unit that fails in a worker (or a
+    worker that dies) is built again here, so that its error is raised as it is without
+    workers."""
+    if processes is None:
+        cpus = toolchain.usable_cpus()
+        processes = cpus if cpus >= WORKERS_MIN_CPUS else 1
+    processes = min(len(units) - 1, processes)
     order = sorted(range(len(units)), key=lambda k: -len(str(units[k].variant.schedule)))
     done: dict[int, Code] = {}
 
