@@ -110,15 +110,16 @@ def generate(op: Any, target: str | Target = "c", variants: list[tuple[str, Any]
     # each variant's AST and C function (in worker processes where there are CPUs to
     # spare): its translation unit goes to ``on_unit`` at once (a build starts compiling it
     # while other variants' ASTs are built)
-    emitter = CEmitter(sides[0].scop, zero_init, machine.describe())
-    units = [Unit(side.scop, side.deps, v, emitter.function_name(k), zero_init,
-                  machine.describe())
+    planned_for = machine.describe()
+    emitter = CEmitter(sides[0].scop, zero_init, planned_for)
+    units = [Unit(side.scop, side.deps, v, emitter.function_name(k), zero_init, planned_for)
              for k, (side, v) in enumerate((s, v) for s in sides for v in s.variants)]
-    made = []
+    made = 0
 
     def on_code(code: Any) -> None:
-        made.append(code)
-        stage(f"AST builds and C code ({len(made)}/{len(units)} variants)")
+        nonlocal made
+        made += 1
+        stage(f"AST builds and C code ({made}/{len(units)} variants)")
         if on_unit is not None:
             on_unit(unit_source(emitter.head(), code.function))
 
