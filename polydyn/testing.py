@@ -37,21 +37,23 @@ def make_inputs(op: Any, sizes: Mapping[str, int], seed: int = 0) -> dict[str, n
 
 
 def interpreted_outputs(op: Any, scop: Scop, sizes: Mapping[str, int],
-                        start: Mapping[str, float]) -> list[np.ndarray]:
+                        start: Mapping[str, float], seed: int = 0,
+                        lane_loops: bool = True) -> list[np.ndarray]:
     """The outputs and inouts of ``op`` after ``scop`` (``op``'s Scop or a rewrite of it)
-    runs on the reference interpreter over ``make_inputs(op, sizes)``, the arrays of each
-    kind in ``start`` (out, temp) filled with that value first (NaN: a read before a write
-    shows)."""
+    runs on the reference interpreter over ``make_inputs(op, sizes, seed)``, the arrays of
+    each kind in ``start`` (out, temp) filled with that value first (NaN: a read before a
+    write shows); ``lane_loops``: see ``interp.python_source``."""
     from .scop.interp import compiled_runner
 
-    arrays: dict[str, Any] = make_inputs(op, sizes)
+    arrays: dict[str, Any] = make_inputs(op, sizes, seed)
     for a in scop.arrays:
         if a.kind in start:
             arrays[a.name] = np.full(tuple(d.eval(sizes) for d in a.shape), start[a.kind],
                                      np.dtype(NUMPY_NAME[a.dtype]))
     tensors = [arrays[a.name] for a in scop.arrays if a.is_tensor]
     values = [arrays[a.name] for a in scop.arrays if a.kind == "value"]
-    compiled_runner(scop)(*[sizes[s] for s in scop.syms], *tensors, *values)
+    with np.errstate(all="ignore"):
+        compiled_runner(scop, lane_loops)(*[sizes[s] for s in scop.syms], *tensors, *values)
     return [arrays[a.name] for a in _scop(op).arrays if a.kind in ("out", "inout")]
 
 

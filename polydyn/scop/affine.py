@@ -172,6 +172,11 @@ class Aff:
     def to_py(self) -> str:
         return self._print(_PY)
 
+    def to_numpy(self) -> str:
+        """Python source that also takes NumPy arrays for variables (the interpreter's
+        lanes): ``min``/``max`` element by element."""
+        return self._print(_NUMPY)
+
     def __str__(self) -> str:
         return self._print(_PY)
 
@@ -223,6 +228,7 @@ _C = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "//": "pd_floord({},
       "%": "pd_mod({}, {})", "neg": "(-{})", "min": "pd_min({}, {})", "max": "pd_max({}, {})"}
 _PY = {"+": "({} + {})", "-": "({} - {})", "*": "({} * {})", "//": "({} // {})",
        "%": "({} % {})", "neg": "(-{})", "min": "min({}, {})", "max": "max({}, {})"}
+_NUMPY = {**_PY, "min": "np.minimum({}, {})", "max": "np.maximum({}, {})"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,6 +270,11 @@ class Cond:
 
     def to_py(self) -> str:
         return self._print("to_py", " and ", " or ", "not ", "True")
+
+    def to_numpy(self) -> str:
+        """Python source that also takes NumPy arrays for variables, giving an array of
+        bools (``Aff.to_numpy``)."""
+        return self._print("to_numpy", " & ", " | ", "np.logical_not", "(True)")
 
     def __str__(self) -> str:
         return self.to_py()
