@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import islpy as isl
 
@@ -28,9 +29,10 @@ class Deps:
     # scalar's live ranges apart in the sequential order, so one C variable per thread holds it.
     locals_order: isl.UnionMap = field(compare=False)
 
-    @property
+    @cached_property
     def all(self) -> isl.UnionMap:
-        """Every dependence between expanded accesses: the coincidence (parallelism) set."""
+        """Every dependence between expanded accesses: the coincidence (parallelism) set
+        (computed once: the AST annotation asks for it at every loop)."""
         return self.flow.union(self.anti).union(self.output).coalesce()
 
     @property
