@@ -370,6 +370,19 @@ Python), already keep the second CPU busy while one process generates. So compil
 workers from three CPUs on only; the gain there has not been measured.
 
 """
+REFERENCE_SECTION = """
+### The reference interpreter's lane loops
+
+From `bench/reference_interp.py --rounds 3` (file `bench/results/reference_interp.md`), on
+2026-11-29, on the Intel Xeon above. The tests' oracle (`scop/interp.py`) on every phrasing
+at the sizes `tests/test_phrasings.py` checks it at, one iteration at a time against lane
+loops (`scop/lanes.py`: loops whose iterations cannot meet run as NumPy arrays), in turns.
+Both give the same bits, but for NumPy's whole-array exp, log, tanh, sin and cos, which may
+round the last place differently (`tests/test_lanes.py`). In the CI-mode test suite the reference
+interpreter took 288 s of the tests' 3,702 s before and 16 s after (timed in the same
+processes, two workers).
+
+"""
 RAGGED_SECTION = """
 ## Ragged batches (issue 35)
 
@@ -504,7 +517,8 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("phrasings_exchange", PHRASINGS_EXCHANGE_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION),
-                          ("compile_workers", COMPILE_WORKERS_SECTION)):
+                          ("compile_workers", COMPILE_WORKERS_SECTION),
+                          ("reference_interp", REFERENCE_SECTION)):
         table = HERE / "results" / f"{name}.md"
         if table.is_file():  # bench/NAME.py's table, or the compile-time breakdown
             text += section + table.read_text()

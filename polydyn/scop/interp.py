@@ -193,6 +193,8 @@ def python_source(scop: Scop, lane_loops: bool = True) -> str:
     params = list(scop.syms) + tensor_names + value_names
     writer = _Writer(scop, lane_plan(scop) if lane_loops else {})
     writer.lines.append(f"def run({', '.join(params)}):")
+    if writer.plan:  # a scalar a mask keeps in some lanes may not be assigned yet
+        writer.lines.extend(f"    {a.name} = _UNSET" for a in scop.arrays if a.kind == "local")
 
     def stored(name: str) -> str | None:
         dtype = scop.array(name).dtype
