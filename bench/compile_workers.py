@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import polydyn as pd
 from kernels import load
-from polydyn.bench.report import cpu_model
+from polydyn.bench.report import cpu_model, publish
 from polydyn.codegen_c import functions, toolchain
 from polydyn.pipeline import generate
 from tests import phrasings as ph
@@ -70,10 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {name} | {n} | {g1:.2f} s | {gw:.2f} s | {g1 / gw:.2f}x | "
                      f"{c1:.2f} s | {cw:.2f} s | {c1 / cw:.2f}x |")
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    publish(lines, args.out)
     return 0
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from polydyn.bench.report import cpu_model
+from polydyn.bench.report import cpu_model, publish
 from polydyn.testing import interpreted_outputs
 from tests import phrasings as ph
 from tests.test_phrasings import SIZES, _family
@@ -56,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
               for name, n, a, b in rows[:10]]
     lines.append(f"| all {len(rows)} phrasings | {sum(r[1] for r in rows)} | {one:.2f} | "
                  f"{lanes:.2f} | {one / lanes:.1f}x |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    publish(lines, args.out)
     return 0
 
 

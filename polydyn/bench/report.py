@@ -66,6 +66,14 @@ def blas_name() -> str:
         return "?"
 
 
+def publish(lines: list[str], out: Path | None) -> None:
+    """Print a bench script's markdown lines; with ``out``, write them there too."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out is not None:
+        out.write_text(text)
+
+
 def git_revision() -> str:
     """The checkout's commit, with ``+dirty`` when files differ from it ("" outside git)."""
     import subprocess
