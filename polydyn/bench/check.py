@@ -1,11 +1,12 @@
 """Checking every implementation once per point, before it is timed.
 
 Small points (at most ``INTERP_LIMIT`` statement instances) run polydyn kernels through
-``polydyn.testing.check_kernel``, the reference interpreter (about 1 µs per instance), and
-compare the baselines (NumPy, torch) with the interpreter run on the point's inputs. Larger
-points compare with the operator module's ``numpy_impl`` evaluated in float64, with a tolerance
-that grows with the number of operations behind each output element (rounding error of a
-length-K reduction grows like sqrt(K)); an indexing bug is off by the size of the values.
+``polydyn.testing.check_kernel``, the reference interpreter (about 1 µs per instance run one
+at a time; far less in its lane loops, ``scop/lanes.py``), and compare the baselines (NumPy,
+torch) with the interpreter run on the point's inputs. Larger points compare with the
+operator module's ``numpy_impl`` evaluated in float64, with a tolerance that grows with the
+number of operations behind each output element (rounding error of a length-K reduction
+grows like sqrt(K)); an indexing bug is off by the size of the values.
 """
 
 from __future__ import annotations
