@@ -12,20 +12,16 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from polydyn.bench.report import cpu_model, publish
-from polydyn.testing import interpreted_outputs
+from polydyn.testing import interpreted_outputs, unset_values
 from tests import phrasings as ph
 from tests.test_phrasings import SIZES, _family
 
 
 def _seconds(op, lane_loops: bool) -> float:
-    start = {"out": np.nan, "temp": np.nan}
-    if any(a.dtype not in ("f32", "f64") for a in op.scop.arrays if a.kind in ("out", "temp")):
-        start = {"out": 0, "temp": 0}
+    start = unset_values(op.scop)
     total = 0.0
     for sizes in SIZES[_family(op)]:
         begin = time.perf_counter()

@@ -57,6 +57,14 @@ def interpreted_outputs(op: Any, scop: Scop, sizes: Mapping[str, int],
     return [arrays[a.name] for a in _scop(op).arrays if a.kind in ("out", "inout")]
 
 
+def unset_values(scop: Scop) -> dict[str, float]:
+    """``interpreted_outputs``' ``start`` that shows a read before a write: NaN in out and
+    temp arrays where all of them hold floats, else 0."""
+    written = [a for a in scop.arrays if a.kind in ("out", "temp")]
+    value = np.nan if all(a.dtype in ("f32", "f64") for a in written) else 0
+    return {"out": value, "temp": value}
+
+
 def call_args(op: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int]
               ) -> tuple[list[Any], dict[str, int]]:
     """Positional arguments (copied) and the keyword sizes a call needs."""

@@ -18,7 +18,7 @@ from kernels.matmul import matmul
 from polydyn import f32, i32, out
 from polydyn.scop.exprs import Call
 from polydyn.scop.interp import python_source
-from polydyn.testing import in_context, interpreted_outputs, tolerance
+from polydyn.testing import in_context, interpreted_outputs, tolerance, unset_values
 from tests.fuzz.generator import generate
 from tests.fuzz.runner import load_operator
 from tests.fuzz.tree import render
@@ -39,9 +39,7 @@ VECTOR_ROUNDED = ("exp", "log", "tanh", "sin", "cos")
 
 def assert_same_bits(op: pd.Operator, sizes: dict[str, int], seed: int = 0) -> None:
     scop = op.scop
-    start = {"out": np.nan, "temp": np.nan}
-    if any(a.dtype not in ("f32", "f64") for a in scop.arrays if a.kind in ("out", "temp")):
-        start = {"out": 0, "temp": 0}
+    start = unset_values(scop)
     one, lanes = (interpreted_outputs(op, scop, sizes, start, seed, lane_loops=flag)
                   for flag in (False, True))
     rounded = any(isinstance(e, Call) and e.fn in VECTOR_ROUNDED

@@ -87,11 +87,6 @@ class _Ctx:
         return replace(self, guarded=True)
 
 
-def py_expr(e: Expr) -> str:
-    """Python source computing ``e`` (an assignment's target: no conversions known)."""
-    return _typed(e, _Ctx())[0]
-
-
 def _cast(dtype: str, text: str, exact: str | None) -> tuple[str, str]:
     return (text if exact == dtype else f"_T_{dtype}({text})"), dtype
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .affine import Aff
 from .exprs import Bin, Load, Scalar, is_float
-from .ir import Guard, Loop, Node, Scop, Statement, StmtRef
+from .ir import Guard, Loop, Node, Scop, Statement, StmtRef, statements_under
 
 
 @dataclass(frozen=True)
@@ -98,25 +98,17 @@ def _loops_and_guards(nodes: tuple[Node, ...]) -> list[Node]:
 
 
 def _statements(scop: Scop, nodes: tuple[Node, ...]) -> list[Statement]:
-    out: list[Statement] = []
-    for n in nodes:
-        if isinstance(n, StmtRef):
-            out.append(scop.statement(n.name))
-        elif isinstance(n, Loop):
-            out += _statements(scop, n.body)
-        else:
-            out += _statements(scop, (*n.then, *n.orelse))
-    return out
+    return [scop.statement(name) for name in statements_under(nodes)]
 
 
 def _private_scalars(scop: Scop, loop: Loop) -> tuple[str, ...] | None:
     """The local scalars private to each iteration of ``loop`` when it is a lane loop, else
     None."""
     v = loop.var
-    inner = {n.var for n in _loops_and_guards(loop.body) if isinstance(n, Loop)}
-    if any(v in n.lo.vars() | n.hi.vars() for n in _loops_and_guards(loop.body)
-           if isinstance(n, Loop)):
+    loops = [n for n in _loops_and_guards(loop.body) if isinstance(n, Loop)]
+    if any(v in n.lo.vars() | n.hi.vars() for n in loops):
         return None
+    inner = {n.var for n in loops}
     stmts = _statements(scop, loop.body)
     if any(isinstance(e, Bin) and e.op == "pow" and not is_float(e.dtype)
            for s in stmts for e in s.value.walk()):
