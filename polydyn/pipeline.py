@@ -363,11 +363,30 @@ def _compile_c(op: Any, machine: CpuTarget, variants: list[tuple[str, Any]] | No
     settings = [*_c_settings(options, machine), extra]
     # keyed before scheduling: a hit skips every stage (not with POLYDYN_DUMP, which wants them)
     key = None if options.dump_dir else kernel_key(scop, variants, settings)
-    hit = key and artifact.load(options.cache_dir, key, scop)
-    if hit:
-        return Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
-                      hit["sources"][f"{scop.name}.h"], hit["library"], op=op, target="c",
-                      module=hit["module"], notes=hit["notes"], machine=machine)
+
+    def cached() -> Kernel | None:
+        hit = key and artifact.load(options.cache_dir, key, scop)
+        return hit and Kernel(scop, hit["variants"], hit["sources"][f"{scop.name}.c"],
+                              hit["sources"][f"{scop.name}.h"], hit["library"], op=op,
+                              target="c", module=hit["module"], notes=hit["notes"],
+                              machine=machine)
+
+    kernel = cached()
+    if kernel:
+        return kernel
+    with _building(options, key) if key else nullcontext():  # another process's entry
+        return cached() or _build_c(op, scop, machine, variants, options, extra, key)
+
+
+def _building(options: Options, key: str) -> Any:
+    """``cache.building`` for ``key``, saying so while another process builds it."""
+    return cache.building(options.cache_dir, key,
+                          on_wait=lambda: stage("waiting for another process's build"))
+
+
+def _build_c(op: Any, scop: Scop, machine: CpuTarget, variants: list[tuple[str, Any]] | None,
+             options: Options, extra: str, key: str | None) -> Kernel:
+    """The C kernel generated and built (and published under ``key``, if any)."""
     # the variants' units compile while the next ones are generated (one process: no
     # units to start)
     with EarlyUnits(options, _shim_includes(scop, options) or ()) if in_units() \
@@ -397,24 +416,38 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
     ``runtime/bundle_ocl.py``) when there is one, else generated, built and published.
     ``sequences``: a ragged operator's sequence (``generate``)."""
     from .errors import ArtifactError
-    from .runtime.bundle_ocl import write_opencl
     from .runtime.loader import load_artifact
-    from .runtime.opencl import resolve_device
 
     scop = _scop_of(op)
     settings = _ocl_settings(options, machine) + (["sequences"] if sequences else [])
     key = None if options.dump_dir else kernel_key(scop, variants, settings)
-    entry = key and cache.find(options.cache_dir, key)
-    if entry:
+
+    def cached(entry: Path | None) -> Any:
         try:
-            kernel = load_artifact(entry, device, own_scop=scop, op=op)
+            kernel = entry and load_artifact(entry, device, own_scop=scop, op=op)
         except ArtifactError:  # another CPU, a library gone: build again
             kernel = None
-        if kernel is not None:
+        if kernel:
             kernel.regenerate = lambda: generate(op, machine, variants, options,
                                                  sequences=sequences).program.mappings
-            return kernel
+        return kernel
+
+    kernel = key and cached(cache.find(options.cache_dir, key))
+    if kernel:
+        return kernel
+    with _building(options, key) if key else nullcontext():  # another process's entry
+        kernel = key and cached(cache.find(options.cache_dir, key))
+        return kernel or _build_opencl(op, scop, machine, variants, device, options,
+                                       sequences, key)
+
+
+def _build_opencl(op: Any, scop: Scop, machine: GpuTarget,
+                  variants: list[tuple[str, Any]] | None, device: Any, options: Options,
+                  sequences: bool, key: str | None) -> Any:
+    """The OpenCLKernel generated and built (and published under ``key``, if any)."""
     from .codegen_ocl.pipeline import build_opencl  # the OpenCL stages: a miss only
+    from .runtime.bundle_ocl import write_opencl
+    from .runtime.opencl import resolve_device
 
     gen = generate(op, machine, variants, options, sequences=sequences)
     stage("OpenCL build")

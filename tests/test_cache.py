@@ -54,6 +54,10 @@ WORKER = textwrap.dedent('''
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     import polydyn as pd
+    import polydyn.pipeline as pipeline
+    generated = []  # the compiles that ran the stages (not served by the cache)
+    _generate = pipeline.generate
+    pipeline.generate = lambda *a, **k: generated.append(1) or _generate(*a, **k)
     if go:  # wait for the go signal, so that the processes compile at the same time
         while not Path(go).exists():
             time.sleep(0.005)
@@ -66,7 +70,7 @@ WORKER = textwrap.dedent('''
     lib = Path(k.library)
     meta = json.loads((lib.parent / "meta.json").read_text())
     digest = hashlib.sha256(lib.read_bytes()).hexdigest()
-    print(json.dumps({"library": str(lib), "ok": True,
+    print(json.dumps({"library": str(lib), "ok": True, "generated": len(generated),
                       "digest_matches": meta["files"][lib.name] == digest}))
 ''')
 
@@ -131,6 +135,8 @@ def test_eight_concurrent_compiles_publish_one_valid_entry(tmp_path, worker_scri
         assert p.returncode == 0, err[-3000:]
     results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     assert all(r["ok"] and r["digest_matches"] for r in results)
+    # one process builds; the others wait for its entry (cache.building) rather than build
+    assert sum(r["generated"] for r in results) == 1, results
     libraries = {r["library"] for r in results}
     assert len(libraries) == 1, libraries  # all eight load the one published artifact
     entries = _entries(cache_dir)
@@ -142,6 +148,41 @@ def test_eight_concurrent_compiles_publish_one_valid_entry(tmp_path, worker_scri
     # no half-built or discarded directories are left behind
     leftovers = [p.name for p in cache_dir.rglob(".*")]
     assert not leftovers, leftovers
+
+
+def test_one_builder_of_a_key_at_a_time(tmp_path):
+    """``cache.building``: a second builder of the key waits (told through ``on_wait``)
+    until the first leaves; builders of another key do not wait; no lock file stays."""
+    import threading
+
+    events: list[str] = []
+    inside = threading.Event()
+
+    def first() -> None:
+        with cache.building(tmp_path, "a" * 64):
+            events.append("first in")
+            inside.set()
+            time.sleep(0.3)
+            events.append("first out")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(10)
+    with cache.building(tmp_path, "b" * 64, on_wait=lambda: events.append("waits for b")):
+        events.append("other key in")
+    with cache.building(tmp_path, "a" * 64, on_wait=lambda: events.append("second waits")):
+        events.append("second in")
+    thread.join()
+    assert events == ["first in", "other key in", "second waits", "first out", "second in"]
+    assert not list(tmp_path.rglob(".lock-*"))
+
+
+def test_a_stuck_builder_is_waited_for_only_so_long(tmp_path):
+    with cache.building(tmp_path, "c" * 64):
+        start = time.monotonic()
+        with cache.building(tmp_path, "c" * 64, wait_s=0.2):
+            waited = time.monotonic() - start
+    assert 0.2 <= waited < 5
 
 
 def _truncate(lib: Path, meta: Path) -> None:

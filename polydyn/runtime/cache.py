@@ -11,6 +11,10 @@ entries are removed after a publication (``prune``; a process measures the cache
 publishing a 64th of the limit, not after each entry). An entry's modification time is its
 last use: ``find`` and ``get_or_build`` touch it on every hit. Entries under construction
 (``.build-*``) and the one just published are never pruned.
+
+Builders of one key: ``building`` lets one process at a time build a key (an advisory lock
+beside the entry); the others wait, then find the entry instead of building it again (the
+processes of a data-parallel job, the workers of a test run, compiling the same kernel).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 META = "meta.json"
@@ -107,6 +112,70 @@ def get_or_build(root: Path, key: str, build: Callable[[Path], list[str]],
             shutil.rmtree(tmp, ignore_errors=True)
     _after_publication(root, entry)
     return entry
+
+
+# How long a process waits for another that builds the same key before building it too: a
+# build that takes longer is more likely stuck than slow (the biggest bundled kernel builds in
+# under a minute); a holder that dies releases its lock at once.
+BUILD_WAIT_S = 600.0
+
+
+@contextlib.contextmanager
+def building(root: Path, key: str, on_wait: Callable[[], None] | None = None,
+             wait_s: float = BUILD_WAIT_S) -> Iterator[None]:
+    """Held while this process builds ``key``: another process (or thread) that enters it
+    for the same key waits until the first leaves (``on_wait`` is called when it starts
+    waiting), so that it looks the entry up again instead of building it a second time.
+    Where no lock can be taken (a read-only cache, no ``fcntl``) or after ``wait_s``, the
+    block runs unlocked: concurrent builders race harmlessly (``get_or_build``)."""
+    try:
+        fd = _lock(entry_dir(root, key).with_name(f".lock-{key}"), on_wait, wait_s)
+    except OSError:
+        fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            _unlock(entry_dir(root, key).with_name(f".lock-{key}"), fd)
+
+
+def _lock(path: Path, on_wait: Callable[[], None] | None, wait_s: float) -> int | None:
+    """A descriptor of ``path`` holding its exclusive lock, or None (no ``fcntl``, or
+    ``wait_s`` passed). The lock file is removed by its holder on leaving; a process that
+    locked a file removed meanwhile locks the new one."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return None
+    deadline = time.monotonic() + wait_s
+    waited = False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return None
+                if not waited and on_wait is not None:
+                    on_wait()
+                waited = True
+                time.sleep(0.05)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except OSError:  # removed by the holder that just left
+            pass
+        os.close(fd)
+
+
+def _unlock(path: Path, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()  # before the lock is released: a waiter then sees a new file
+    os.close(fd)
 
 
 # per cache root: (its bytes when this process last measured them, bytes this process has
