@@ -17,10 +17,10 @@ import pytest
 
 import polydyn as pd
 from polydyn import f32, out, temp
-from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.contract import contract_temporaries
 from polydyn.scop.ir import Load
 from polydyn.testing import check_everywhere, interpreted_outputs
+from tests.targets import TARGETS
 
 N, M, D = pd.sym("N M D")
 
@@ -186,9 +186,6 @@ def test_rewritten_scop_computes_the_same_values(op: pd.Operator) -> None:
             np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
-TARGETS = ["c", pytest.param("opencl", marks=[
-    pytest.mark.opencl,
-    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
 SHAPES = [(0, 1, 1), (1, 1, 1), (1, 7, 3), (3, 1, 2), (7, 13, 5), (17, 31, 4), (2, 67, 3),
           (33, 33, 1)]
 

@@ -12,10 +12,10 @@ import pytest
 
 import polydyn as pd
 from polydyn import f32, out
-from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.epilogue import split_epilogues
 from polydyn.testing import check_everywhere
 from tests import phrasings as ph
+from tests.targets import op_targets
 
 N, M, K = pd.sym("N M K")
 
@@ -99,17 +99,15 @@ def test_which_epilogues_move(op: pd.Operator) -> None:
     assert (scop is op.scop) == (not notes)
 
 
-TARGETS = ["c", pytest.param("opencl", marks=[
-    pytest.mark.opencl,
-    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
+# on OpenCL in CI (targets.op_targets): an epilogue with a call, scaled scores, a copy after
+OPENCL_IN_CI = [linear_gelu, scaled_scores, temp_then_copy]
 SHAPES = [(0, 0, 0), (1, 1, 1), (1, 7, 0), (3, 1, 2), (7, 13, 5), (17, 31, 33), (2, 67, 3),
           (49, 257, 17)]
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("op", [linear_gelu, read_after, no_math, ph.linear_scalar_gelu,
-                                scaled_scores, ph.linear_temp_relu, temp_then_copy],
-                         ids=lambda op: op.scop.name)
+@pytest.mark.parametrize(("op", "target"), op_targets(
+    [linear_gelu, read_after, no_math, ph.linear_scalar_gelu, scaled_scores,
+     ph.linear_temp_relu, temp_then_copy], OPENCL_IN_CI))
 def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
     moved = [n for n in kernel.notes if "epilogue" in n]

@@ -12,9 +12,9 @@ import pytest
 import polydyn as pd
 from polydyn import f32, out
 from polydyn.pipeline import _Side
-from polydyn.runtime.opencl import opencl_available
 from polydyn.testing import check_kernel, region_points
 from tests import phrasings as ph
+from tests.targets import TARGETS
 
 B, L, D, N, M = pd.sym("B L D N M")
 
@@ -156,11 +156,6 @@ def test_the_row_loop_runs_innermost() -> None:
     source = pd.compile(ph.middle_softmax).source.split("variant generic")[-1]
     loops = enclosing_loops(source, "m[(b) * D + d] = pd_max_f32(")
     assert "< D;" in loops[0] and "< L;" in loops[1], loops
-
-
-TARGETS = ["c", pytest.param("opencl", marks=[
-    pytest.mark.opencl,
-    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
 
 
 @pytest.mark.parametrize("target", TARGETS)

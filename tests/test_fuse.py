@@ -12,9 +12,9 @@ import pytest
 import polydyn as pd
 from polydyn import f32, inout, out, temp
 from polydyn.pipeline import _Side
-from polydyn.runtime.opencl import opencl_available
 from polydyn.testing import check_kernel, region_points
 from tests import phrasings as ph
+from tests.targets import TARGETS
 
 N, M = pd.sym("N M")
 
@@ -97,11 +97,6 @@ def test_fused_nests() -> None:
                          ids=lambda op: op.scop.name)
 def test_not_fused(op: pd.Operator) -> None:
     assert _notes(op) == []
-
-
-TARGETS = ["c", pytest.param("opencl", marks=[
-    pytest.mark.opencl,
-    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -10,10 +10,10 @@ import pytest
 
 import polydyn as pd
 from polydyn import f32, out
-from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.exprs import Scalar
 from polydyn.scop.inline import inline_reduction_values
 from polydyn.testing import check_everywhere, interpreted_outputs
+from tests.targets import TARGETS
 
 N, M, K = pd.sym("N M K")
 
@@ -125,10 +125,6 @@ def test_value_goes_into_its_readers(op: pd.Operator) -> None:
 def test_value_that_does_not_fit_stays(op: pd.Operator) -> None:
     scop, notes = inline_reduction_values(op.scop)
     assert notes == () and scop is op.scop
-
-
-TARGETS = ["c", pytest.param("opencl", marks=[pytest.mark.opencl, pytest.mark.skipif(
-    not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -153,8 +153,12 @@ def tiled_specs(k: pd.Kernel) -> list:
     return [spec for m in k.mappings for spec in m.kernels if spec.regtiles is not None]
 
 
+# work-items in reverse order: a compile of its own per operator; the convolution's and the
+# batched product's (half a minute) are in the slow set, the products' run in CI
+SLOW_REVERSE = {conv_loops, bmm}
 CASES = [pytest.param(op, dict(zip(syms.split(), shape, strict=True)), permute,
-                      id=f"{op.name}-{'-'.join(map(str, shape))}{'-' + permute if permute else ''}")
+                      id=f"{op.name}-{'-'.join(map(str, shape))}{'-' + permute if permute else ''}",
+                      marks=[pytest.mark.slow] if permute and op in SLOW_REVERSE else [])
          for op, (syms, shapes) in SHAPES.items() for shape in shapes
          for permute in ("", "reverse")]
 

@@ -16,6 +16,7 @@ from polydyn.pipeline import _Side
 from polydyn.runtime.opencl import opencl_available
 from polydyn.testing import check_kernel, interpreted_outputs, region_points
 from tests import phrasings as ph
+from tests.targets import TARGETS, op_targets
 
 B, C, F, L, K, H, W = pd.sym("B C F L K H W")
 P = pd.sym("P")
@@ -208,13 +209,12 @@ def _reference(op: pd.Operator, sizes: dict[str, int]):
     return op.reference(*args, **kw)
 
 
-TARGETS = ["c", pytest.param("opencl", marks=[
-    pytest.mark.opencl,
-    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
+# on OpenCL in CI (targets.op_targets): a stride, the padded columns beside new cells, a
+# depthwise filter
+OPENCL_IN_CI = [strided, new_cells, depthwise9]
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("op", OPS, ids=lambda op: op.scop.name)
+@pytest.mark.parametrize(("op", "target"), op_targets(OPS, OPENCL_IN_CI))
 def test_compiled_against_reference(op: pd.Operator, target: str) -> None:
     kernel = pd.compile(op, target=target)
     for sizes in SIZES:

@@ -181,9 +181,16 @@ def _family(op: pd.Operator) -> str:
 TARGET_MARKS = {"c": [], "opencl": [
     pytest.mark.opencl,
     pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")]}
-# the padded stride-2 convolution's C sweep takes half a minute: the slow set (the stride-2
-# and the padded convolutions keep theirs in CI, and it keeps its OpenCL one)
-SLOW = {(ph.conv_stride2_same_if, "c")}
+# The slow set: the padded stride-2 convolution's C sweep (half a minute; the stride-2 and the
+# padded convolutions keep theirs in CI), and on OpenCL the phrasings of three seconds or more
+# whose family keeps a phrasing there (convolutions: conv_same_if; products over batches:
+# batched_linear_seq_first; products: matmul_bt, linear_relu, linear_cell; sequence sums:
+# sequence_mean; sums over planes: instance_norm): every phrasing keeps its C sweep in CI.
+SLOW = {(ph.conv_stride2_same_if, "c"), *((op, "opencl") for op in (
+    ph.conv_stride2, ph.conv_stride2_same_if, ph.conv1d_select, ph.conv_nhwc, ph.token_conv1d,
+    ph.batched_linear, ph.batched_linear_nt_seq_first, ph.matmul_blas, ph.matmul_at,
+    ph.matmul_ikj, ph.matmul_scalar, ph.linear_bias_added, ph.pairwise_sq_dist,
+    ph.sequence_mean_weighted, ph.global_avgpool))}
 
 
 @pytest.mark.parametrize(("op", "target"), [

@@ -11,10 +11,10 @@ import pytest
 
 import polydyn as pd
 from polydyn import f32, out
-from polydyn.runtime.opencl import opencl_available
 from polydyn.scop.exprs import Bin, Select
 from polydyn.scop.selects import canonical_selects
 from polydyn.testing import check_kernel
+from tests.targets import TARGETS
 
 N, M = pd.sym("N M")
 
@@ -66,11 +66,6 @@ def test_conditionals_become_max_and_min() -> None:
 def test_other_conditionals_stay() -> None:
     scop, notes = canonical_selects(kept.scop)
     assert notes == () and scop is kept.scop
-
-
-TARGETS = ["c", pytest.param("opencl", marks=[
-    pytest.mark.opencl,
-    pytest.mark.skipif(not opencl_available(), reason="no OpenCL platform (install PoCL)")])]
 
 
 @pytest.mark.parametrize("target", TARGETS)
