@@ -383,6 +383,19 @@ interpreter took 288 s of the tests' 3,702 s before and 16 s after (timed in the
 processes, two workers).
 
 """
+CONCURRENT_SECTION = """
+### Processes compiling the same operator at once
+
+From `bench/concurrent_compiles.py --rounds 2` (file `bench/results/concurrent_compiles.md`),
+on 2026-11-29, on the Intel Xeon above (2 CPUs). Four processes compile the same phrasing at
+once on a fresh cache, beside one process alone, in turns. One of the four builds it; the
+others wait for its cache entry (`runtime/cache.py`, `building`) and load it, so four cost
+what one does. Before the lock each process built the kernel itself: on the commit before,
+processes started the same way (fresh cache, at once) took, for `conv_nhwc`, 39-46 s of wall
+time and 78-91 s of CPU two at once against 21.7 s and 39 s alone, and for `matmul_scalar`
+25.1 s four at once (a single measurement each, not in this table's turns).
+
+"""
 RAGGED_SECTION = """
 ## Ragged batches (issue 35)
 
@@ -518,7 +531,8 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION),
                           ("compile_workers", COMPILE_WORKERS_SECTION),
-                          ("reference_interp", REFERENCE_SECTION)):
+                          ("reference_interp", REFERENCE_SECTION),
+                          ("concurrent_compiles", CONCURRENT_SECTION)):
         table = HERE / "results" / f"{name}.md"
         if table.is_file():  # bench/NAME.py's table, or the compile-time breakdown
             text += section + table.read_text()
