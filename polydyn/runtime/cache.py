@@ -141,8 +141,9 @@ def building(root: Path, key: str, on_wait: Callable[[], None] | None = None,
 
 def _lock(path: Path, on_wait: Callable[[], None] | None, wait_s: float) -> int | None:
     """A descriptor of ``path`` holding its exclusive lock, or None (no ``fcntl``, or
-    ``wait_s`` passed). The lock file is removed by its holder on leaving; a process that
-    locked a file removed meanwhile locks the new one."""
+    ``wait_s`` passed); OSError where the file system cannot lock. The lock file is removed
+    by its holder on leaving; a process that locked a file removed meanwhile locks the new
+    one."""
     try:
         import fcntl
     except ImportError:  # not POSIX
@@ -152,23 +153,26 @@ def _lock(path: Path, on_wait: Callable[[], None] | None, wait_s: float) -> int 
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    return None
-                if not waited and on_wait is not None:
-                    on_wait()
-                waited = True
-                time.sleep(0.05)
         try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:  # held by another builder
+                    if time.monotonic() >= deadline:
+                        os.close(fd)
+                        return None
+                    if not waited and on_wait is not None:
+                        on_wait()
+                    waited = True
+                    time.sleep(0.05)
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
                 return fd
-        except OSError:  # removed by the holder that just left
+        except FileNotFoundError:  # removed by the holder that just left: lock the new one
             pass
+        except OSError:  # no locks here: nobody holds the file
+            _unlock(path, fd)
+            raise
         os.close(fd)
 
 
