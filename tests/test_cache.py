@@ -177,6 +177,40 @@ def test_one_builder_of_a_key_at_a_time(tmp_path):
     assert not list(tmp_path.rglob(".lock-*"))
 
 
+def test_a_child_forked_by_the_builder_does_not_keep_the_lock(tmp_path):
+    """A process forked while the lock is held shares its descriptor: leaving the block
+    still lets a waiting builder in while the child lives on."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    import signal
+    import threading
+    import warnings
+
+    entered: list[float] = []
+
+    def waiter() -> None:
+        with cache.building(tmp_path, "e" * 64, wait_s=10):
+            entered.append(time.monotonic())
+
+    with cache.building(tmp_path, "e" * 64):
+        with warnings.catch_warnings():  # (3.12 warns of fork beside threads)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            child = os.fork()
+        if child == 0:  # the child only sleeps (killed below)
+            time.sleep(60)
+            os._exit(0)
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        time.sleep(0.5)  # the waiter holds the lock file open, waiting
+        left = time.monotonic()
+    try:
+        thread.join(20)
+        assert entered and entered[0] - left < 2, entered
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+
+
 def test_a_stuck_builder_is_waited_for_only_so_long(tmp_path):
     with cache.building(tmp_path, "c" * 64):
         start = time.monotonic()

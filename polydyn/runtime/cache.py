@@ -177,8 +177,14 @@ def _lock(path: Path, on_wait: Callable[[], None] | None, wait_s: float) -> int 
 
 
 def _unlock(path: Path, fd: int) -> None:
+    import fcntl
+
     with contextlib.suppress(OSError):
         path.unlink()  # before the lock is released: a waiter then sees a new file
+    with contextlib.suppress(OSError):
+        # released explicitly: a child forked meanwhile shares the descriptor, and closing
+        # ours alone would leave the lock held while the child lives
+        fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
 
 
