@@ -374,12 +374,15 @@ def _compile_c(op: Any, machine: CpuTarget, variants: list[tuple[str, Any]] | No
     kernel = cached()
     if kernel:
         return kernel
-    with _building(options, key) if key else nullcontext():  # another process's entry
+    with _building(options, key):  # another process's entry, or built here
         return cached() or _build_c(op, scop, machine, variants, options, extra, key)
 
 
-def _building(options: Options, key: str) -> Any:
-    """``cache.building`` for ``key``, saying so while another process builds it."""
+def _building(options: Options, key: str | None) -> Any:
+    """``cache.building`` for ``key``, saying so while another process builds it (nothing
+    without a key)."""
+    if key is None:
+        return nullcontext()
     return cache.building(options.cache_dir, key,
                           on_wait=lambda: stage("waiting for another process's build"))
 
@@ -422,7 +425,8 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
     settings = _ocl_settings(options, machine) + (["sequences"] if sequences else [])
     key = None if options.dump_dir else kernel_key(scop, variants, settings)
 
-    def cached(entry: Path | None) -> Any:
+    def cached() -> Any:
+        entry = key and cache.find(options.cache_dir, key)
         try:
             kernel = entry and load_artifact(entry, device, own_scop=scop, op=op)
         except ArtifactError:  # another CPU, a library gone: build again
@@ -432,13 +436,12 @@ def _compile_opencl(op: Any, machine: GpuTarget, variants: list[tuple[str, Any]]
                                                  sequences=sequences).program.mappings
         return kernel
 
-    kernel = key and cached(cache.find(options.cache_dir, key))
+    kernel = cached()
     if kernel:
         return kernel
-    with _building(options, key) if key else nullcontext():  # another process's entry
-        kernel = key and cached(cache.find(options.cache_dir, key))
-        return kernel or _build_opencl(op, scop, machine, variants, device, options,
-                                       sequences, key)
+    with _building(options, key):  # another process's entry, or built here
+        return cached() or _build_opencl(op, scop, machine, variants, device, options,
+                                         sequences, key)
 
 
 def _build_opencl(op: Any, scop: Scop, machine: GpuTarget,

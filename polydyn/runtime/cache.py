@@ -128,15 +128,16 @@ def building(root: Path, key: str, on_wait: Callable[[], None] | None = None,
     waiting), so that it looks the entry up again instead of building it a second time.
     Where no lock can be taken (a read-only cache, no ``fcntl``) or after ``wait_s``, the
     block runs unlocked: concurrent builders race harmlessly (``get_or_build``)."""
+    path = entry_dir(root, key).with_name(f".lock-{key}")
     try:
-        fd = _lock(entry_dir(root, key).with_name(f".lock-{key}"), on_wait, wait_s)
+        fd = _lock(path, on_wait, wait_s)
     except OSError:
         fd = None
     try:
         yield
     finally:
         if fd is not None:
-            _unlock(entry_dir(root, key).with_name(f".lock-{key}"), fd)
+            _unlock(path, fd)
 
 
 def _lock(path: Path, on_wait: Callable[[], None] | None, wait_s: float) -> int | None:
