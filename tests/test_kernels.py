@@ -534,3 +534,13 @@ def test_values_that_expose_numerics(compiled):
     x = np.full((3, 8), 0.25, f32)
     gamma, beta = np.linspace(-1, 1, 8, dtype=f32), np.linspace(2, 3, 8, dtype=f32)
     assert_close(compiled("layernorm")(x, gamma, beta), np.tile(beta, (3, 1)), "constant rows")
+
+
+def test_each_variant_holds_its_function(tmp_path):
+    """``Variant.source`` (SPEC section 2): the variant's C function, fresh and from the cache
+    (a second compile loads the entry)."""
+    for _ in range(2):
+        k = pd.compile(load("transpose")[0], cache_dir=tmp_path)
+        for i, v in enumerate(k.variants):
+            assert f"int transpose_v{i}(" in v.source and f"variant {v.name}:" in v.source
+            assert v.source in k.source
