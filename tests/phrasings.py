@@ -663,6 +663,20 @@ def log_softmax(X: f32[N, M], Y: out(f32[N, M])):
             Y[i, j] = X[i, j] - m - ls
 
 
+@pd.operator
+def permute_last_two(X: f32[B, N, M], Y: out(f32[B, M, N])):
+    """``X.transpose(1, 2).contiguous()``: each matrix of a batch transposed."""
+    for b, i, j in pd.grid(B, N, M):
+        Y[b, j, i] = X[b, i, j]
+
+
+@pd.operator
+def nchw_to_nhwc(X: f32[B, C, H, W], Y: out(f32[B, H, W, C])):
+    """A layout change, ``X.permute(0, 2, 3, 1).contiguous()``: the channels last."""
+    for b, c, y, x in pd.grid(B, C, H, W):
+        Y[b, y, x, c] = X[b, c, y, x]
+
+
 @pd.operator(assume="M >= 1")
 def argmax_rows(X: f32[N, M], idx: out(i32[N]), best: out(f32[N])):
     """Each row's first largest element and its index: the index chosen by a conditional
@@ -749,6 +763,8 @@ NUMPY = {
     row_cumsum: lambda X: np.cumsum(X, axis=1),
     log_softmax: _log_softmax,
     argmax_rows: lambda X: (X.argmax(axis=1).astype(np.int32), X.max(axis=1)),
+    permute_last_two: lambda X: X.transpose(0, 2, 1),
+    nchw_to_nhwc: lambda X: X.transpose(0, 2, 3, 1),
     depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
                                                sliding_window_view(np.pad(X, [(0, 0), (0, 0),
                                                                               (1, 1), (1, 1)]),
@@ -826,6 +842,9 @@ BENCH_SIZES = {
     row_cumsum: [{"N": 512, "M": 4096}],
     log_softmax: [{"N": 512, "M": 4096}],
     argmax_rows: [{"N": 512, "M": 4096}, {"N": 1, "M": 1000000}],
+    permute_last_two: [{"B": 16, "N": 512, "M": 512}, {"B": 1, "N": 2048, "M": 2048},
+                       {"B": 8, "N": 1000, "M": 700}],
+    nchw_to_nhwc: [{"B": 8, "C": 64, "H": 56, "W": 56}, {"B": 1, "C": 256, "H": 14, "W": 14}],
 }
 
 # what PyTorch eager runs for each (built lazily: torch is optional)
@@ -886,6 +905,8 @@ TORCH = {
     row_cumsum: lambda t, X: t.cumsum(X, 1),
     log_softmax: lambda t, X: t.log_softmax(X, 1),
     argmax_rows: lambda t, X: t.max(X, 1),
+    permute_last_two: lambda t, X: X.transpose(1, 2).contiguous(),
+    nchw_to_nhwc: lambda t, X: X.permute(0, 2, 3, 1).contiguous(),
 }
 
 ALL = list(NUMPY)

@@ -2,8 +2,8 @@
 the header. ``CEmitter`` walks the loop tree (``lowering/tree.py``); its parts are mixins, one
 concern each: statement bodies (``bodies.py``), loops and their OpenMP/simd pragmas
 (``loops.py``), register tiles (``tiles.py``), repacked copies (``repack.py``), packed tiles
-(``packs.py``), split sums (``split.py``). The OpenCL emitter subclasses it and overrides a
-small table (qualifiers, work-item loops).
+(``packs.py``), split sums (``split.py``), tiles transposed in registers (``transposes.py``).
+The OpenCL emitter subclasses it and overrides a small table (qualifiers, work-item loops).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..errors import InternalError
 from ..lowering.openmp import Locals
 from ..lowering.tree import Block, Collapsed, If, Instance, Loop, MarkNode, Node
 from ..parametric.variants import Variant
-from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, PackMark
+from ..schedule.tree import INIT, PROMOTE, RFACTOR, RROW, TRANSPOSE, PackMark
 from ..scop.exprs import (
     C_TYPE,
     Load,
@@ -34,6 +34,7 @@ from .repack import Copy, Repack, Repacks
 from .split import SplitSums
 from .tiles import HeldCell, Padded, RegisterTiles, loops_below, mark_role
 from .toolchain import UNIT_BREAK
+from .transposes import TransposeBlocks
 
 _T = isl.ast_expr_op_type
 
@@ -68,7 +69,8 @@ def fixed_param(sym: str, fixed: dict[str, int] | None) -> str:
     return f"pd_arg_{sym}" if fixed and sym in fixed else sym
 
 
-class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, SplitSums):
+class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, SplitSums,
+               TransposeBlocks):
     """Prints one operator's variants, its dispatcher and its header as C."""
 
     restrict = "restrict"
@@ -217,6 +219,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
                 return self.padded_rows(st)
             if role == RFACTOR:
                 return self.split_sum(n, st, is_par)
+            if role == TRANSPOSE and (block := self.transpose_block(n)) is not None:
+                return block
             return [*self.init_loops(st, role), *self.loop(n, st, parallel=is_par, role=role)]
         if isinstance(n, Block):
             return [g for c in n.children for g in self.marked(c, st, is_par, role, box)]
@@ -282,7 +286,8 @@ class CEmitter(LoopEmitter, BodyEmitter, RegisterTiles, Repacks, PackedTiles, Sp
         decls += [r.copy for r in self.repacks.values()]
         fixed = fixed_sizes(variant.region, self.scop.syms)
         block = cgen.Block([*size_constants(fixed), *decls, *body, *tail])
-        helper = TRANSPOSE16 if any(r.in_registers for r in self.repacks.values()) else ""
+        helper = TRANSPOSE16 if "pd_tr16_f32" in self.helpers or \
+            any(r.in_registers for r in self.repacks.values()) else ""
         if any(r.panel for r in self.repacks.values()):
             helper += PANEL_SLOT
         if "pd_exp_f32" in self.helpers:

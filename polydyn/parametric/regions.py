@@ -13,6 +13,7 @@ from ..schedule.bands import BandTiling, at_least, member_extents, member_starts
 from ..schedule.point_bands import packed_members, register_rows
 from ..schedule.recipe import Schedule
 from ..schedule.transforms import outermost_bands, reorder_band
+from ..schedule.transposes import transpose_pair
 from ..schedule.tree import node_at
 from ..schedule.wavefront import WaveTiling, wavefront_region
 from ..scop.ir import Scop
@@ -289,9 +290,18 @@ def _tiled_at_one_batch(scop: Scop, base: isl.Schedule, plan: tuple[BandTiling, 
     iteration, the sizes of ``big`` whose columns or reduction pass
     ``BATCH_ONE_UNTILED_MAX``. There the tiled code's batch loop, a team region, shares
     out the row tiles, and its cache tiles keep the operands in the L2 where the untiled
-    code reads the rows again for every column vector. Empty otherwise."""
+    code reads the rows again for every column vector. Where it makes a batch around a
+    transposing copy a single iteration, all of ``big``: the copy still transposes (its
+    tiles, ``schedule/transposes.py``). Empty otherwise."""
     out = isl.Set.empty(region.get_space())
     for tiling in plan:
+        pair = transpose_pair(node_at(base, tiling.path), scop)
+        if pair is not None:
+            extents = member_extents(base, tiling)
+            if not all(_nonempty(region.intersect(at_least(extents[k], 2)))
+                       for k in range(len(extents)) if k not in pair):
+                out = out.union(region.intersect(big))
+            continue
         roles = _product_roles(scop, base, tiling)
         if roles is None:
             continue

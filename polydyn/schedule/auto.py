@@ -64,6 +64,7 @@ from .legality import is_legal
 from .point_bands import packed_band_members, packed_members, register_plan, tiled_members
 from .registers import RegisterShape
 from .transforms import all_bands, outermost_bands
+from .transposes import transpose_sizes, transposing_copies
 from .tree import (
     band_above,
     is_band,
@@ -153,24 +154,6 @@ def _lone_nests(scop: Scop) -> list[set[str]]:
             node = node.body[0]
         if isinstance(node, StmtRef):
             out.append({node.name})
-    return out
-
-
-def transposing_copies(scop: Scop) -> list[str]:
-    """The statements that copy an array into another order (``Wt[k, o] = W[o, k]``): their
-    readers gain nothing from running fused with them, and proximity to them pulls the
-    readers' loops into the copy's order (a product's rows innermost)."""
-    out = []
-    for s in scop.statements:
-        value, target = s.value, s.target
-        if s.op != "=" or not isinstance(value, Load) or not isinstance(target, Load):
-            continue
-        orders = [[next(iter(a.vars())) if len(a.vars()) == 1 else None for a in ref.index]
-                  for ref in (target, value)]
-        if None in orders[0] or None in orders[1] or sorted(orders[0]) != sorted(orders[1]):
-            continue
-        if orders[0] != orders[1]:
-            out.append(s.name)
     return out
 
 
@@ -345,7 +328,8 @@ def tiling_plan(schedule: isl.Schedule, scop: Scop, max_tile: int | None = None,
             # sums): tiles reuse nothing, and the untiled order streams the rows in strips
             # (``strip_mine_vector``)
             continue
-        sizes = choose_sizes(node, scop, constant, target)
+        sizes = (None if reuse else transpose_sizes(node, scop)) or \
+            choose_sizes(node, scop, constant, target)
         if max_tile:
             sizes = tuple(min(s, max_tile) for s in sizes)
         plan.append(BandTiling(node_path(node), sizes, tiled_members(node, scop, constant)[1],

@@ -24,6 +24,7 @@ from .legality import is_legal
 from .reductions import reassociable_validity, sum_targets
 from .registers import RegisterShape
 from .transforms import outermost_bands, reorder_band, tile_band
+from .transposes import mark_transposes, transposed_in_blocks
 from .tree import (
     PROMOTE,
     RFACTOR,
@@ -110,10 +111,14 @@ def apply_tiling(schedule: isl.Schedule, plan: list[BandTiling], scop: Scop,
         # tiles, outside them (a third fewer copies in matmul's `tiled`, the same speed)
         along = [k for k in range(len(sizes)) if node.band_member_get_coincident(k) and
                  not (pack is not None and k == len(sizes) - 1)]
+        blocks = transposed_in_blocks(node, scop, sizes)
         node = tile_band(node, sizes, isolate=isolate, full_along=along)
         depth = node.get_tree_depth()
-        point = node.child(0)
-        node = register_tile(_permute_point_band(point, scop), scop, deps,
+        point = _permute_point_band(node.child(0), scop)
+        if blocks:
+            schedule = mark_transposes(point, scop).get_schedule()
+            continue
+        node = register_tile(point, scop, deps,
                              shape=target.deep if tiling.deep else target.registers,
                              pack_rows=pack_tiles)
         if pack is not None and node.get_type() == isl.schedule_node_type.mark:

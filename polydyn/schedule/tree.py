@@ -21,6 +21,9 @@ VECTOR = "vector"
 # copy of the sum's target; the threads share out the iterations of the "split" loop below
 # it; the copies are added into the target at the end.
 RFACTOR, SPLIT = "rfactor", "split"
+# The outer point loop of a tile of transposing copies whose pair has 16 points each
+# (schedule/transposes.py): the C emitter copies a full tile through registers.
+TRANSPOSE = "transpose"
 # Above the loops of an init statement fused just before a register tile (schedule.inits):
 # the C emitter starts the tile's accumulators from its values instead of running it.
 INIT = "init"

@@ -121,30 +121,67 @@ PD_VARIANT int transpose_v0(int64_t pd_arg_N, int64_t M, const float *restrict A
 }
 
 /* -- polydyn: translation unit -- */
-/* variant full: [N, M] -> {  : (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 48 and M >= 256 } */
+#ifndef PD_TR16
+#define PD_TR16
+/* dst[c * ld + r] = src[r * ls + c] for r, c < 16: a repacked copy's whole 16 x 16 tile
+   (codegen_c/repack.py), transposed in registers where AVX-512 is there */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define PD_LO64(a, b) \
+  _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define PD_HI64(a, b) \
+  _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#endif
+static inline void pd_tr16_f32(const float *src, int64_t ls, float *dst, int64_t ld) {
+#if defined(__AVX512F__)
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ls);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = PD_LO64(t[i], t[i + 2]);
+    r[i + 1] = PD_HI64(t[i], t[i + 2]);
+    r[i + 2] = PD_LO64(t[i + 1], t[i + 3]);
+    r[i + 3] = PD_HI64(t[i + 1], t[i + 3]);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ld, r[i]);
+#else
+  for (int64_t c = 0; c < 16; c++)
+    for (int64_t r = 0; r < 16; r++) dst[c * ld + r] = src[r * ls + c];
+#endif
+}
+#endif
+/* variant full: [N, M] -> {  : (N) mod 16 = 0 and (M) mod 16 = 0 and N >= 16 and M >= 16 } */
 PD_VARIANT int transpose_v1(int64_t N, int64_t M, const float *restrict A, float *restrict B)
 {
-  #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (48) - 1) / (48)) >= 1)
+  #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (16) - 1) / (16)) >= 1)
   {
-    const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+    const int64_t pd_n1 = (((N) - (0) + (16) - 1) / (16));
     const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
     const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
     for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
       const int pd_w1 = pd_t1 < pd_s1;
-      const int64_t pd_c0 = 0 + pd_t1 * 48;
-      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 256; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 256)
+      const int64_t pd_c0 = 0 + pd_t1 * 16;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 16; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 16)
       {
-        for (int64_t pd_c2 = 0; pd_c2 <= 47; pd_c2 += 1)
         {
-          for (int64_t pd_c3 = 0; pd_c3 <= 255; pd_c3 += 1)
-          {
-            {
-              const int64_t i = (pd_c0 + pd_c2);
-              const int64_t j = (pd_c1 + pd_c3);
-              B[(j) * N + i] = A[(i) * M + j];
-            }
-          }
+          const int64_t pd_c2 = 0;
+          const int64_t pd_c3 = 0;
+          const int64_t i = (pd_c0 + pd_c2);
+          const int64_t j = (pd_c1 + pd_c3);
+          pd_tr16_f32(&A[(i) * M + j], ((M)), &B[(j) * N + i], ((N)));
         }
       }
       if (!pd_w1)
@@ -157,76 +194,87 @@ PD_VARIANT int transpose_v1(int64_t N, int64_t M, const float *restrict A, float
 }
 
 /* -- polydyn: translation unit -- */
-/* variant tiled: [N, M] -> {  : N >= 48 and M >= 256 } */
+#ifndef PD_TR16
+#define PD_TR16
+/* dst[c * ld + r] = src[r * ls + c] for r, c < 16: a repacked copy's whole 16 x 16 tile
+   (codegen_c/repack.py), transposed in registers where AVX-512 is there */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define PD_LO64(a, b) \
+  _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define PD_HI64(a, b) \
+  _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#endif
+static inline void pd_tr16_f32(const float *src, int64_t ls, float *dst, int64_t ld) {
+#if defined(__AVX512F__)
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ls);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = PD_LO64(t[i], t[i + 2]);
+    r[i + 1] = PD_HI64(t[i], t[i + 2]);
+    r[i + 2] = PD_LO64(t[i + 1], t[i + 3]);
+    r[i + 3] = PD_HI64(t[i + 1], t[i + 3]);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; i++) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ld, r[i]);
+#else
+  for (int64_t c = 0; c < 16; c++)
+    for (int64_t r = 0; r < 16; r++) dst[c * ld + r] = src[r * ls + c];
+#endif
+}
+#endif
+/* variant tiled: [N, M] -> {  : N >= 16 and M >= 16 } */
 PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float *restrict B)
 {
-  #pragma omp parallel if((N) * (M) >= 8192 && ((((N - 47)) - (0) + (48) - 1) / (48)) >= 1)
+  #pragma omp parallel for schedule(static) if((N) * (M) >= 8192 && ((((N - 15)) - (0) + (16) - 1) / (16)) >= pd_threads())
+  for (int64_t pd_c0 = 0; pd_c0 < (N - 15); pd_c0 += 16)
   {
-    const int64_t pd_n1 = ((((N - 47)) - (0) + (48) - 1) / (48));
-    const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
-    const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
-    for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
+    for (int64_t pd_c1 = 0; pd_c1 < (M - 15); pd_c1 += 16)
     {
-      const int pd_w1 = pd_t1 < pd_s1;
-      const int64_t pd_c0 = 0 + pd_t1 * 48;
-      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 256; pd_c1 < (M - 255); pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 256)
       {
-        for (int64_t pd_c2 = 0; pd_c2 <= 47; pd_c2 += 1)
+        const int64_t pd_c2 = 0;
+        const int64_t pd_c3 = 0;
+        const int64_t i = (pd_c0 + pd_c2);
+        const int64_t j = (pd_c1 + pd_c3);
+        pd_tr16_f32(&A[(i) * M + j], ((M)), &B[(j) * N + i], ((N)));
+      }
+    }
+    for (int64_t pd_c2 = 0; pd_c2 <= 15; pd_c2 += 1)
+    {
+      for (int64_t pd_c3 = 0; pd_c3 < (M % 16); pd_c3 += 1)
+      {
         {
-          for (int64_t pd_c3 = 0; pd_c3 <= 255; pd_c3 += 1)
-          {
-            {
-              const int64_t i = (pd_c0 + pd_c2);
-              const int64_t j = (pd_c1 + pd_c3);
-              B[(j) * N + i] = A[(i) * M + j];
-            }
-          }
+          const int64_t i = (pd_c0 + pd_c2);
+          const int64_t j = (((-(M % 16)) + M) + pd_c3);
+          B[(j) * N + i] = A[(i) * M + j];
         }
-      }
-      if (!pd_w1)
-      {
-        #pragma omp barrier
-      }
-      for (int64_t pd_c2 = 0 + (pd_w1 ? 0 : pd_team_id()) * 1; pd_c2 <= 47; pd_c2 += (pd_w1 ? 1 : pd_team_size()) * 1)
-      {
-        for (int64_t pd_c3 = 0; pd_c3 < (M % 256); pd_c3 += 1)
-        {
-          {
-            const int64_t i = (pd_c0 + pd_c2);
-            const int64_t j = (((-(M % 256)) + M) + pd_c3);
-            B[(j) * N + i] = A[(i) * M + j];
-          }
-        }
-      }
-      if (!pd_w1)
-      {
-        #pragma omp barrier
       }
     }
   }
-  #pragma omp parallel if((N) * (M) >= 8192 && (((M) - (0) + (256) - 1) / (256)) >= 1)
+  #pragma omp parallel for schedule(static) if((N) * (M) >= 8192 && (((M) - (0) + (16) - 1) / (16)) >= pd_threads())
+  for (int64_t pd_c1 = 0; pd_c1 < M; pd_c1 += 16)
   {
-    const int64_t pd_n2 = (((M) - (0) + (256) - 1) / (256));
-    const int64_t pd_s2 = pd_n2 - pd_mod(pd_n2, pd_team_size());
-    const int64_t pd_e2 = (pd_team_id() + 1) * (pd_s2 / pd_team_size());
-    for (int64_t pd_t2 = pd_e2 - (pd_s2 / pd_team_size()); pd_t2 < pd_n2; pd_t2 = pd_t2 + 1 == pd_e2 ? pd_s2 : pd_t2 + 1)
+    for (int64_t pd_c2 = 0; pd_c2 <= ((N % 16) - 1); pd_c2 += 1)
     {
-      const int pd_w2 = pd_t2 < pd_s2;
-      const int64_t pd_c1 = 0 + pd_t2 * 256;
-      for (int64_t pd_c2 = 0 + (pd_w2 ? 0 : pd_team_id()) * 1; pd_c2 <= ((N % 48) - 1); pd_c2 += (pd_w2 ? 1 : pd_team_size()) * 1)
+      for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((M - pd_c1) - 1)); pd_c3 += 1)
       {
-        for (int64_t pd_c3 = 0; pd_c3 <= pd_min(255, ((M - pd_c1) - 1)); pd_c3 += 1)
         {
-          {
-            const int64_t i = (((-(N % 48)) + N) + pd_c2);
-            const int64_t j = (pd_c1 + pd_c3);
-            B[(j) * N + i] = A[(i) * M + j];
-          }
+          const int64_t i = (((-(N % 16)) + N) + pd_c2);
+          const int64_t j = (pd_c1 + pd_c3);
+          B[(j) * N + i] = A[(i) * M + j];
         }
-      }
-      if (!pd_w2)
-      {
-        #pragma omp barrier
       }
     }
   }
@@ -234,7 +282,7 @@ PD_VARIANT int transpose_v2(int64_t N, int64_t M, const float *restrict A, float
 }
 
 /* -- polydyn: translation unit -- */
-/* variant small: [N, M] -> {  : N >= 0 and M >= 0 and ((N >= 48 and M <= 255) or N <= 47) } */
+/* variant small: [N, M] -> {  : N >= 0 and M >= 0 and ((N >= 16 and M <= 15) or N <= 15) } */
 PD_VARIANT int transpose_v3(int64_t N, int64_t M, const float *restrict A, float *restrict B)
 {
   #pragma omp parallel for schedule(static) if((N) * (M) >= 8192 && (((N) - (0) + (1) - 1) / (1)) >= pd_threads())
@@ -256,20 +304,20 @@ PD_VARIANT int transpose_v3(int64_t N, int64_t M, const float *restrict A, float
 /* variant generic: [N, M] -> {  : N >= 0 and M >= 0 } */
 PD_VARIANT int transpose_v4(int64_t N, int64_t M, const float *restrict A, float *restrict B)
 {
-  #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (48) - 1) / (48)) >= 1)
+  #pragma omp parallel if((N) * (M) >= 8192 && (((N) - (0) + (16) - 1) / (16)) >= 1)
   {
-    const int64_t pd_n1 = (((N) - (0) + (48) - 1) / (48));
+    const int64_t pd_n1 = (((N) - (0) + (16) - 1) / (16));
     const int64_t pd_s1 = pd_n1 - pd_mod(pd_n1, pd_team_size());
     const int64_t pd_e1 = (pd_team_id() + 1) * (pd_s1 / pd_team_size());
     for (int64_t pd_t1 = pd_e1 - (pd_s1 / pd_team_size()); pd_t1 < pd_n1; pd_t1 = pd_t1 + 1 == pd_e1 ? pd_s1 : pd_t1 + 1)
     {
       const int pd_w1 = pd_t1 < pd_s1;
-      const int64_t pd_c0 = 0 + pd_t1 * 48;
-      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 256; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 256)
+      const int64_t pd_c0 = 0 + pd_t1 * 16;
+      for (int64_t pd_c1 = 0 + (pd_w1 ? 0 : pd_team_id()) * 16; pd_c1 < M; pd_c1 += (pd_w1 ? 1 : pd_team_size()) * 16)
       {
-        for (int64_t pd_c2 = 0; pd_c2 <= pd_min(47, ((N - pd_c0) - 1)); pd_c2 += 1)
+        for (int64_t pd_c2 = 0; pd_c2 <= pd_min(15, ((N - pd_c0) - 1)); pd_c2 += 1)
         {
-          for (int64_t pd_c3 = 0; pd_c3 <= pd_min(255, ((M - pd_c1) - 1)); pd_c3 += 1)
+          for (int64_t pd_c3 = 0; pd_c3 <= pd_min(15, ((M - pd_c1) - 1)); pd_c3 += 1)
           {
             {
               const int64_t i = (pd_c0 + pd_c2);
@@ -297,9 +345,9 @@ PD_VARIANT int transpose_v4(int64_t N, int64_t M, const float *restrict A, float
 int transpose_select(int64_t N, int64_t M) {
   if (!((N >= 0) && (M >= 0))) return -1;
   if ((N == 1)) return 0;
-  if (((((N >= 48) && (M >= 256)) && ((N % 48) == 0)) && ((M % 256) == 0))) return 1;
-  if (((N >= 48) && (M >= 256))) return 2;
-  if ((((N >= 48) && (M <= 255)) || (N <= 47))) return 3;
+  if (((((N >= 16) && (M >= 16)) && ((N % 16) == 0)) && ((M % 16) == 0))) return 1;
+  if (((N >= 16) && (M >= 16))) return 2;
+  if ((((N >= 16) && (M <= 15)) || (N <= 15))) return 3;
   if (1) return 4;
   return -1;
 }

@@ -8,9 +8,9 @@
  * Tiles planned for: sse, 16 vector registers of 16 bytes, 1024 KiB of L2.
  * Variants (first match runs):
  *   0: N=1  [N, M] -> {  : N = 1 and M >= 0 }
- *   1: full  [N, M] -> {  : (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 48 and M >= 256 }
- *   2: tiled  [N, M] -> {  : N >= 48 and M >= 256 }
- *   3: small  [N, M] -> {  : N >= 0 and M >= 0 and ((N >= 48 and M <= 255) or N <= 47) }
+ *   1: full  [N, M] -> {  : (N) mod 16 = 0 and (M) mod 16 = 0 and N >= 16 and M >= 16 }
+ *   2: tiled  [N, M] -> {  : N >= 16 and M >= 16 }
+ *   3: small  [N, M] -> {  : N >= 0 and M >= 0 and ((N >= 16 and M <= 15) or N <= 15) }
  *   4: generic  [N, M] -> {  : N >= 0 and M >= 0 }
  */
 int transpose(int64_t N, int64_t M, const float *A, float *B);

@@ -53,7 +53,7 @@ void transpose_v0_k0(long pd_arg_N, long M, long pd_o0, __global const float *re
   }
 }
 
-/* ---- variant full: [N, M] -> {  : (N) mod 48 = 0 and (M) mod 256 = 0 and N >= 48 and M >= 256 } */
+/* ---- variant full: [N, M] -> {  : (N) mod 16 = 0 and (M) mod 16 = 0 and N >= 16 and M >= 16 } */
 /* transpose_v1_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void transpose_v1_k0(long N, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global float *restrict B)
@@ -69,7 +69,7 @@ void transpose_v1_k0(long N, long M, long pd_o0, long pd_o1, __global const floa
   }
 }
 
-/* ---- variant tiled: [N, M] -> {  : N >= 48 and M >= 256 } */
+/* ---- variant tiled: [N, M] -> {  : N >= 16 and M >= 16 } */
 /* transpose_v2_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void transpose_v2_k0(long N, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global float *restrict B)
@@ -88,7 +88,7 @@ void transpose_v2_k0(long N, long M, long pd_o0, long pd_o1, __global const floa
   }
 }
 
-/* ---- variant small: [N, M] -> {  : N >= 0 and M >= 0 and ((N >= 48 and M <= 255) or N <= 47) } */
+/* ---- variant small: [N, M] -> {  : N >= 0 and M >= 0 and ((N >= 16 and M <= 15) or N <= 15) } */
 /* transpose_v3_k0: 2-D grid of 16x16 work-groups over schedule dims pd_c0, pd_c1; statements S0 */
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
 void transpose_v3_k0(long N, long M, long pd_o0, long pd_o1, __global const float *restrict A, __global float *restrict B)
@@ -99,10 +99,21 @@ void transpose_v3_k0(long N, long M, long pd_o0, long pd_o1, __global const floa
   const int64_t pd_l1 = get_local_id(0);
   if ((N >= (((16 * pd_g0) + pd_l0) + 1)) && (M >= (((16 * pd_g1) + pd_l1) + 1)))
   {
+    if ((N <= 15) && (pd_g0 == 0))
     {
-      const int64_t i = ((16 * pd_g0) + pd_l0);
-      const int64_t j = ((16 * pd_g1) + pd_l1);
-      B[(j) * N + i] = A[(i) * M + j];
+      {
+        const int64_t i = pd_l0;
+        const int64_t j = ((16 * pd_g1) + pd_l1);
+        B[(j) * N + i] = A[(i) * M + j];
+      }
+    }
+    else
+    {
+      {
+        const int64_t i = ((16 * pd_g0) + pd_l0);
+        const int64_t j = pd_l1;
+        B[(j) * N + i] = A[(i) * M + j];
+      }
     }
   }
 }

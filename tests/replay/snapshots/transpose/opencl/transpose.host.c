@@ -100,13 +100,13 @@ static int64_t pd_select(const int64_t *pd_s) {
   if ((pd_v_N == 1)) {
     return 0;
   }
-  if (((((pd_v_N >= 48) && (pd_v_M >= 256)) && (pd_mod(pd_v_N, 48) == 0)) && (pd_mod(pd_v_M, 256) == 0))) {
+  if (((((pd_v_N >= 16) && (pd_v_M >= 16)) && (pd_mod(pd_v_N, 16) == 0)) && (pd_mod(pd_v_M, 16) == 0))) {
     return 1;
   }
-  if (((pd_v_N >= 48) && (pd_v_M >= 256))) {
+  if (((pd_v_N >= 16) && (pd_v_M >= 16))) {
     return 2;
   }
-  if ((((pd_v_N >= 48) && (pd_v_M <= 255)) || (pd_v_N <= 47))) {
+  if ((((pd_v_N >= 16) && (pd_v_M <= 15)) || (pd_v_N <= 15))) {
     return 3;
   }
   if (1) {
@@ -162,7 +162,7 @@ static int pd_variant_3(const pd_call *pd_c, const int64_t *pd_s) {
   const int64_t pd_v_N = pd_s[0];
   const int64_t pd_v_M = pd_s[1];
   int64_t pd_v__o[2];
-  if (((((pd_v_N >= 48) && (pd_v_M >= 1)) && (pd_v_M <= 255)) || (((pd_v_N >= 1) && (pd_v_N <= 47)) && (pd_v_M >= 1)))) {
+  if (((((pd_v_N >= 16) && (pd_v_M >= 1)) && (pd_v_M <= 15)) || (((pd_v_N >= 1) && (pd_v_N <= 15)) && (pd_v_M >= 1)))) {
     pd_v__o[0] = 0;
     pd_v__o[1] = 0;
     {

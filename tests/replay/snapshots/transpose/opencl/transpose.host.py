@@ -3,11 +3,11 @@ def select(N, M):
         return -1
     if (N == 1):
         return 0
-    if ((((N >= 48) and (M >= 256)) and ((N % 48) == 0)) and ((M % 256) == 0)):
+    if ((((N >= 16) and (M >= 16)) and ((N % 16) == 0)) and ((M % 16) == 0)):
         return 1
-    if ((N >= 48) and (M >= 256)):
+    if ((N >= 16) and (M >= 16)):
         return 2
-    if (((N >= 48) and (M <= 255)) or (N <= 47)):
+    if (((N >= 16) and (M <= 15)) or (N <= 15)):
         return 3
     if True:
         return 4
@@ -37,7 +37,7 @@ def variant_2(_launch, N, M):
 
 
 def variant_3(_launch, N, M):
-    if ((((N >= 48) and (M >= 1)) and (M <= 255)) or (((N >= 1) and (N <= 47)) and (M >= 1))):
+    if ((((N >= 16) and (M >= 1)) and (M <= 15)) or (((N >= 1) and (N <= 15)) and (M >= 1))):
         _o = (0, 0, )
         _launch(3, (), _o, (((N - 1) - _o[0]) // 16 + 1, ((M - 1) - _o[1]) // 16 + 1, ))
 

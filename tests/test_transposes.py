@@ -1,0 +1,123 @@
+"""Transposing copies (schedule/transposes.py, codegen_c/transposes.py): written several ways
+(the batched and the channels-last copies of tests/phrasings.py, and others here),
+checked against NumPy and the reference at sizes around the 16 x 16 tiles (0, 1, 15, 16,
+17, primes) and in every variant's region; full tiles of f32 copied through registers
+(``pd_tr16_f32``), with and without AVX-512; other element types and other tile sizes by
+plain loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polydyn as pd
+from polydyn import f32, f64, i32, out
+from polydyn.testing import check_everywhere, check_kernel
+from tests.phrasings import nchw_to_nhwc, permute_last_two
+from tests.targets import op_targets
+
+B, C, H, W, N, M = pd.sym("B C H W N M")
+
+
+@pd.operator
+def transpose_target_order(X: f32[N, M], Y: out(f32[M, N])):
+    """The loops in the target's order."""
+    for j in range(M):
+        for i in range(N):
+            Y[j, i] = X[i, j]
+
+
+@pd.operator
+def heads_to_front(X: f32[N, B, M], Y: out(f32[B, M, N])):
+    """A batch in the middle of the source, in front of the target."""
+    for i, b, j in pd.grid(N, B, M):
+        Y[b, j, i] = X[i, b, j]
+
+
+@pd.operator
+def transpose_f64(X: f64[N, M], Y: out(f64[M, N])):
+    for i, j in pd.grid(N, M):
+        Y[j, i] = X[i, j]
+
+
+@pd.operator
+def transpose_i32(X: i32[N, M], Y: out(i32[M, N])):
+    for i, j in pd.grid(N, M):
+        Y[j, i] = X[i, j]
+
+
+NUMPY = {
+    permute_last_two: lambda X: X.transpose(0, 2, 1),
+    transpose_target_order: lambda X: X.T,
+    nchw_to_nhwc: lambda X: X.transpose(0, 2, 3, 1),
+    heads_to_front: lambda X: X.transpose(1, 2, 0),
+    transpose_f64: lambda X: X.T,
+    transpose_i32: lambda X: X.T,
+}
+REGISTERS = (permute_last_two, transpose_target_order, nchw_to_nhwc, heads_to_front)
+SIZES = [0, 1, 2, 15, 16, 17, 31, 32, 33, 37]
+
+
+def _numpy_check(kernel, op, shape_syms, values, rng):
+    sizes = dict(zip(shape_syms, values, strict=True))
+    arg = op.scop.arg_arrays[0]
+    shape = tuple(d.eval(sizes) for d in arg.shape)
+    dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[arg.dtype]
+    X = (rng.standard_normal(shape) * 100).astype(dtype)
+    got = kernel(X)
+    want = NUMPY[op](X)
+    assert got.shape == want.shape
+    assert np.array_equal(got, want), f"{op.name} {sizes}"
+
+
+@pytest.mark.parametrize(("op", "target"),
+                         op_targets(list(NUMPY), opencl_in_ci=(permute_last_two,)))
+def test_transposes_against_numpy_and_reference(op, target):
+    k = pd.compile(op, target=target)
+    syms = k.scop.syms
+    rng = np.random.default_rng(0)
+    for values in [(s,) * len(syms) for s in SIZES] + \
+            [tuple(int(v) for v in rng.choice(SIZES, len(syms))) for _ in range(12)]:
+        _numpy_check(k, op, syms, values, rng)
+    check_everywhere(k, [(17, 33, 16, 5), (1, 16, 48, 3), (3, 0, 16, 16)], hi=40)
+
+
+@pytest.mark.parametrize("op", REGISTERS)
+def test_full_f32_tiles_are_transposed_in_registers(op):
+    k = pd.compile(op)
+    tiled = [v for v in k.variants if v.name in ("full", "tiled")]
+    assert tiled and all("pd_tr16_f32(&" in v.source for v in tiled)
+    small = [v for v in k.variants if v.name == "small"]
+    assert all("pd_tr16_f32" not in v.source for v in small)
+
+
+@pytest.mark.parametrize("op", [transpose_f64, transpose_i32])
+def test_other_element_types_run_plain_tiles(op):
+    k = pd.compile(op)
+    assert "pd_tr16_f32" not in k.source
+    assert "tile_band((0,), (16, 16))" in repr(k.variants[-1].recipe)
+
+
+def test_a_batch_of_one_still_transposes():
+    """``B = 1`` leaves the transposing pair: the tiled variants serve it, not an untiled
+    ``B=1`` variant."""
+    k = pd.compile(permute_last_two)
+    assert "runs full" in k.explain(B=1, N=64, M=32)
+    assert "runs tiled" in k.explain(B=1, N=65, M=33)
+
+
+def test_other_tile_sizes_run_loops_and_replay():
+    recipe = pd.Schedule.isl().tile_band((0,), (1, 32, 32))
+    k = pd.compile(permute_last_two, variants=[("B >= 0", recipe)])
+    assert "pd_tr16_f32" not in k.source
+    check_kernel(k, {"B": 2, "N": 70, "M": 33})
+    auto = pd.compile(permute_last_two)
+    again = pd.compile(permute_last_two, variants=[(v.region, v.recipe) for v in auto.variants])
+    assert again.source == auto.source
+
+
+def test_without_avx512_the_tiles_copy_element_by_element():
+    k = pd.compile(transpose_target_order, cflags=(*pd.Options().cflags, "-mno-avx512f"))
+    assert "pd_tr16_f32(&" in k.source
+    for n, m in [(16, 16), (33, 47), (64, 17)]:
+        check_kernel(k, {"N": n, "M": m})
