@@ -2,8 +2,8 @@
 (the batched and the channels-last copies of tests/phrasings.py, and others here),
 checked against NumPy and the reference at sizes around the 16 x 16 tiles (0, 1, 15, 16,
 17, primes) and in every variant's region; full tiles of f32 copied through registers
-(``pd_tr16_f32``), with and without AVX-512; other element types and other tile sizes by
-plain loops."""
+(``pd_tr16_f32``), with AVX-512, with AVX alone and without either; other element types and
+other tile sizes by plain loops."""
 
 from __future__ import annotations
 
@@ -116,8 +116,10 @@ def test_other_tile_sizes_run_loops_and_replay():
     assert again.source == auto.source
 
 
-def test_without_avx512_the_tiles_copy_element_by_element():
-    k = pd.compile(transpose_target_order, cflags=(*pd.Options().cflags, "-mno-avx512f"))
+@pytest.mark.parametrize("flag", ["-mno-avx512f", "-mno-avx"])
+def test_tiles_without_avx512_and_without_avx(flag):
+    """Four 8 x 8 blocks in AVX registers, or element by element."""
+    k = pd.compile(transpose_target_order, cflags=(*pd.Options().cflags, flag))
     assert "pd_tr16_f32(&" in k.source
     for n, m in [(16, 16), (33, 47), (64, 17)]:
         check_kernel(k, {"N": n, "M": m})

@@ -124,9 +124,12 @@ PD_VARIANT int transpose_v0(int64_t pd_arg_N, int64_t M, const float *restrict A
 #ifndef PD_TR16
 #define PD_TR16
 /* dst[c * ld + r] = src[r * ls + c] for r, c < 16: a repacked copy's whole 16 x 16 tile
-   (codegen_c/repack.py), transposed in registers where AVX-512 is there */
-#if defined(__AVX512F__)
+   (codegen_c/repack.py), a transposing copy's (codegen_c/transposes.py), transposed in
+   registers where AVX-512 is there, as four 8 x 8 blocks where AVX is */
+#if defined(__AVX__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
 #define PD_LO64(a, b) \
   _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 #define PD_HI64(a, b) \
@@ -156,6 +159,27 @@ static inline void pd_tr16_f32(const float *src, int64_t ls, float *dst, int64_t
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
   }
   for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ld, r[i]);
+#elif defined(__AVX__)
+  for (int b = 0; b < 4; b++) {  /* four 8 x 8 blocks, each to its mirrored place */
+    const float *s = src + (b >> 1) * 8 * ls + (b & 1) * 8;
+    float *d = dst + (b & 1) * 8 * ld + (b >> 1) * 8;
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * ls);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+      r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+      _mm256_storeu_ps(d + i * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+      _mm256_storeu_ps(d + (i + 4) * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+  }
 #else
   for (int64_t c = 0; c < 16; c++)
     for (int64_t r = 0; r < 16; r++) dst[c * ld + r] = src[r * ls + c];
@@ -197,9 +221,12 @@ PD_VARIANT int transpose_v1(int64_t N, int64_t M, const float *restrict A, float
 #ifndef PD_TR16
 #define PD_TR16
 /* dst[c * ld + r] = src[r * ls + c] for r, c < 16: a repacked copy's whole 16 x 16 tile
-   (codegen_c/repack.py), transposed in registers where AVX-512 is there */
-#if defined(__AVX512F__)
+   (codegen_c/repack.py), a transposing copy's (codegen_c/transposes.py), transposed in
+   registers where AVX-512 is there, as four 8 x 8 blocks where AVX is */
+#if defined(__AVX__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
 #define PD_LO64(a, b) \
   _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 #define PD_HI64(a, b) \
@@ -229,6 +256,27 @@ static inline void pd_tr16_f32(const float *src, int64_t ls, float *dst, int64_t
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
   }
   for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ld, r[i]);
+#elif defined(__AVX__)
+  for (int b = 0; b < 4; b++) {  /* four 8 x 8 blocks, each to its mirrored place */
+    const float *s = src + (b >> 1) * 8 * ls + (b & 1) * 8;
+    float *d = dst + (b & 1) * 8 * ld + (b >> 1) * 8;
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(s + i * ls);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+      r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+      _mm256_storeu_ps(d + i * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+      _mm256_storeu_ps(d + (i + 4) * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+  }
 #else
   for (int64_t c = 0; c < 16; c++)
     for (int64_t r = 0; r < 16; r++) dst[c * ld + r] = src[r * ls + c];

@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_transpose_9e26d1e0a94e", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_transpose_9e26d1e0a94e(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_transpose_837c9998d16a", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_transpose_837c9998d16a(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

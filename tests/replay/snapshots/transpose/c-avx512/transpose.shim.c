@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_transpose_f6a90f19011e", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_transpose_f6a90f19011e(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_transpose_d51e59d33bf9", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_transpose_d51e59d33bf9(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }

@@ -48,8 +48,8 @@ static PyMethodDef pd_methods[] = {
   {"call", (PyCFunction)(void (*)(void))pd_fast, METH_FASTCALL | METH_KEYWORDS, "fast path"},
   {NULL, NULL, 0, NULL}
 };
-static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_transpose_98caeceec6b9", NULL, -1, pd_methods};
-PyMODINIT_FUNC PyInit_pd_transpose_98caeceec6b9(void) {
+static struct PyModuleDef pd_module = {PyModuleDef_HEAD_INIT, "pd_transpose_e483de2323f0", NULL, -1, pd_methods};
+PyMODINIT_FUNC PyInit_pd_transpose_e483de2323f0(void) {
   import_array();
   return PyModule_Create(&pd_module);
 }
