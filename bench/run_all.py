@@ -332,6 +332,25 @@ here; 1.00x in turns before and after).
 
 """
 
+PHRASINGS_TRANSPOSES_SECTION = """
+### Transposing copies
+
+From `bench/phrasings.py --only permute_last_two,nchw_to_nhwc` (file
+`bench/results/phrasings_transposes.md`), on 2026-11-29, on an Intel Xeon (2 CPUs, AVX-512):
+a copy into another order is tiled 16 x 16 over the two members the arrays run along, its
+batch untiled, and a full tile of f32 is one transpose in AVX-512 registers (docs/design.md
+point 4; `schedule/transposes.py`). The code before, run twice in turns with this table on
+the same machine (an older tree with these phrasings added): `permute_last_two` 0.36-0.39x
+torch at 16 x 512 x 512 (`small`: the generic plan tiled the batch by 48, so 16 batches ran
+untiled), 0.73-0.79x at 1 x 2048 x 2048 (`B=1`, untiled), 0.47-0.64x at 8 x 1000 x 700;
+`nchw_to_nhwc` 0.42-0.43x at 8 x 64 x 56 x 56. After, in the other run of the pair: 2.96x,
+3.32x, 1.73x and 1.72x. A 14 x 14 image (`B=1 C=256`) stays untiled: its pair's columns
+(14) are under one tile, and the image's 196 pixels are not one loop to tile (0.17-0.28x
+torch before and after). The bundled `transpose` ran at 2.3-9.6 GB/s before (0.30-1.02x
+torch, 256^2 to 4096^2, the same hour).
+
+"""
+
 FIXED_SECTION = """
 ## Fixed sizes against dynamic ones (issue 31, point 7)
 
@@ -528,6 +547,7 @@ def _results_text(out: Path, results_md: Path, render) -> str:
                           ("phrasings_axes", PHRASINGS_AXES_SECTION),
                           ("phrasings_layouts", PHRASINGS_LAYOUTS_SECTION),
                           ("phrasings_exchange", PHRASINGS_EXCHANGE_SECTION),
+                          ("phrasings_transposes", PHRASINGS_TRANSPOSES_SECTION),
                           ("fixed_sizes", FIXED_SECTION),
                           ("compile_time", COMPILE_SECTION),
                           ("compile_workers", COMPILE_WORKERS_SECTION),
