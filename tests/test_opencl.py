@@ -624,3 +624,13 @@ def test_compile_raises_compile_error_for_bad_generated_code(monkeypatch, tmp_pa
     with pytest.raises(pd.CompileError, match="bias_relu") as err:
         pd.compile(load("bias_relu")[0], target="opencl")
     assert err.value.log
+
+
+def test_each_variant_holds_its_kernels(tmp_path) -> None:
+    """``Variant.source`` (SPEC section 2): the variant's kernels in the program, fresh and
+    from the cache."""
+    for _ in range(2):
+        k = pd.compile(load("transpose")[0], target="opencl", cache_dir=tmp_path)
+        for v in k.variants:
+            assert v.source.startswith(f"/* ---- variant {v.name}:") and "__kernel" in v.source
+            assert v.source.count("/* ---- variant ") == 1 and v.source in k.source

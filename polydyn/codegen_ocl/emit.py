@@ -19,6 +19,7 @@ from ..codegen_c.emit import CEmitter, fixed_param, fixed_sizes, size_constants
 from ..codegen_c.prelude import INT_HELPERS, fmod_helper
 from ..errors import UnsupportedError
 from ..lowering.tree import If, Instance, Loop, MarkNode, Node
+from ..runtime.opencl import SEQUENCES_MARK, VARIANT_MARK
 from ..scop.exprs import C_TYPE, Bin, Call, Const, concrete, is_float
 from ..scop.ir import Array, Expr, Load, Scalar, Scop
 from .combine import shuffle_prelude, shuffles
@@ -290,11 +291,13 @@ class OpenCLEmitter(LocalCopies, LaneLoops, RegisterLoops, CEmitter):
         self._shuffle_types = set()
         kernels = []
         for m in mappings:
-            kernels.append(f"/* ---- variant {m.variant.name}: {m.variant.region} */")
+            kernels.append(f"{VARIANT_MARK}{m.variant.name}: {m.variant.region} */")
             self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
             self.vector = _vector_copies(m)
             kernels.extend(self.kernel_function(k) for k in m.kernels)
             kernels.extend(self.kernel_function(x) for k in m.kernels for x in k.family()[1:])
+        if twins:
+            kernels.append(SEQUENCES_MARK)
         for m, x in twins:
             self._fixed = fixed_sizes(m.variant.region, self.scop.syms)
             self.vector = _vector_copies(m)

@@ -169,8 +169,8 @@ class Kernel(KernelBase):
                  library: Path, op: Any = None, target: str = "c", module: str | None = None,
                  notes: tuple[str, ...] = (), machine: Any = None,
                  tests: SizeTests | None = None):
-        super().__init__(scop, _with_sources(variants, source), source, op, target, notes,
-                         machine, tests)
+        super().__init__(scop, with_sources(variants, _c_functions(source)), source, op, target,
+                         notes, machine, tests)
         self.header = header
         self.library = library
         self.module = module  # the CPython extension module in ``library`` (None: none)
@@ -283,13 +283,16 @@ class Kernel(KernelBase):
         return index
 
 
-def _with_sources(variants: list[Variant], source: str) -> list[Variant]:
-    """``variants`` each with its C function (``Variant.source``): the module's units between
-    the head and the dispatcher, one per variant, in order."""
+def with_sources(variants: list[Variant], texts: list[str]) -> list[Variant]:
+    """``variants`` each with its text (``Variant.source``), where there is one per variant."""
+    if len(texts) != len(variants):
+        return variants
+    return [v if v.source else v.replace(source=text.strip("\n") + "\n")
+            for v, text in zip(variants, texts, strict=True)]
+
+
+def _c_functions(source: str) -> list[str]:
+    """A C module's variant functions: its units between the head and the dispatcher."""
     from ..codegen_c.toolchain import UNIT_BREAK
 
-    units = source.split(UNIT_BREAK)[1:-1]
-    if len(units) != len(variants):
-        return variants
-    return [v if v.source else v.replace(source=unit.strip("\n") + "\n")
-            for v, unit in zip(variants, units, strict=True)]
+    return source.split(UNIT_BREAK)[1:-1]

@@ -25,7 +25,7 @@ from ..scop.exprs import NUMPY_NAME
 from ..scop.ir import Scop
 from . import ocl_launch
 from .conditions import SizeTests
-from .kernel import KernelBase
+from .kernel import KernelBase, with_sources
 from .ocl_device import (  # noqa: F401 - the names callers import from here
     BUILD_OPTIONS,
     INDEX32_DEFINES,
@@ -43,6 +43,11 @@ from .ocl_device import (  # noqa: F401 - the names callers import from here
 # --------------------------------------------------------------------------------------------
 # The callable
 
+
+# The comments before each variant's kernels in a program (codegen_ocl.emit), and before the
+# kernels over sequences: a variant's source is the text from its mark to the next.
+VARIANT_MARK = "/* ---- variant "
+SEQUENCES_MARK = "/* ---- over sequences */"
 
 @dataclass(frozen=True)
 class KernelInfo:
@@ -74,8 +79,9 @@ class OpenCLKernel(KernelBase):
                  host_c: str = "", host_library: Path | None = None,
                  notes: tuple[str, ...] = (), tests: SizeTests | None = None,
                  temps: list[Any] = ()):
-        super().__init__(scop, [m.variant for m in mappings], source, op, "opencl", notes,
-                         tests=tests)
+        super().__init__(scop, with_sources([m.variant for m in mappings],
+                                            _variant_kernels(source)),
+                         source, op, "opencl", notes, tests=tests)
         self._mappings = mappings
         self.regenerate: Any = None  # a cache hit's: makes the compiler's own mappings
         self.header = ""
@@ -463,3 +469,9 @@ class _Call:
             self.queue.finish()
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _variant_kernels(source: str) -> list[str]:
+    """An OpenCL program's kernels per variant: from each variant's mark to the next mark."""
+    parts = source.split(SEQUENCES_MARK)[0].split(VARIANT_MARK)[1:]
+    return [VARIANT_MARK + part for part in parts]
