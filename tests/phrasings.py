@@ -671,6 +671,13 @@ def permute_last_two(X: f32[B, N, M], Y: out(f32[B, M, N])):
 
 
 @pd.operator
+def permute_scale_bias(X: f32[B, N, M], bias: f32[N], Y: out(f32[B, M, N])):
+    """``X.transpose(1, 2) * 0.5 + bias``: an element-wise statement on a transposed read."""
+    for b, i, j in pd.grid(B, N, M):
+        Y[b, j, i] = X[b, i, j] * 0.5 + bias[i]
+
+
+@pd.operator
 def nchw_to_nhwc(X: f32[B, C, H, W], Y: out(f32[B, H, W, C])):
     """A layout change, ``X.permute(0, 2, 3, 1).contiguous()``: the channels last."""
     for b, c, y, x in pd.grid(B, C, H, W):
@@ -764,6 +771,7 @@ NUMPY = {
     log_softmax: _log_softmax,
     argmax_rows: lambda X: (X.argmax(axis=1).astype(np.int32), X.max(axis=1)),
     permute_last_two: lambda X: X.transpose(0, 2, 1),
+    permute_scale_bias: lambda X, bias: X.transpose(0, 2, 1) * np.float32(0.5) + bias,
     nchw_to_nhwc: lambda X: X.transpose(0, 2, 3, 1),
     depthwise_same_if: lambda X, Wt: np.einsum("bcyxij,cij->bcyx", np.lib.stride_tricks.
                                                sliding_window_view(np.pad(X, [(0, 0), (0, 0),
@@ -844,6 +852,7 @@ BENCH_SIZES = {
     argmax_rows: [{"N": 512, "M": 4096}, {"N": 1, "M": 1000000}],
     permute_last_two: [{"B": 16, "N": 512, "M": 512}, {"B": 1, "N": 2048, "M": 2048},
                        {"B": 8, "N": 1000, "M": 700}],
+    permute_scale_bias: [{"B": 16, "N": 512, "M": 512}, {"B": 1, "N": 2048, "M": 2048}],
     nchw_to_nhwc: [{"B": 8, "C": 64, "H": 56, "W": 56}, {"B": 1, "C": 256, "H": 14, "W": 14}],
 }
 
@@ -906,6 +915,7 @@ TORCH = {
     log_softmax: lambda t, X: t.log_softmax(X, 1),
     argmax_rows: lambda t, X: t.max(X, 1),
     permute_last_two: lambda t, X: X.transpose(1, 2).contiguous(),
+    permute_scale_bias: lambda t, X, bias: X.transpose(1, 2) * 0.5 + bias,
     nchw_to_nhwc: lambda t, X: X.permute(0, 2, 3, 1).contiguous(),
 }
 

@@ -1,5 +1,6 @@
-"""Transposing copies (schedule/transposes.py, codegen_c/transposes.py): written several ways
-(the batched and the channels-last copies of tests/phrasings.py, and others here),
+"""Transposed statements (schedule/transposes.py, codegen_c/transposes.py): copies written
+several ways (the batched and the channels-last copies of tests/phrasings.py, and others
+here) and element-wise statements over a transposed read,
 checked against NumPy and the reference at sizes around the 16 x 16 tiles (0, 1, 15, 16,
 17, primes) and in every variant's region; full tiles of f32 copied through registers
 (``pd_tr16_f32``), with AVX-512, with AVX alone and without either; other element types and
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 
 import polydyn as pd
-from polydyn import f32, f64, i32, out
+from polydyn import f32, f64, i32, inout, out
 from polydyn.testing import check_everywhere, check_kernel
-from tests.phrasings import nchw_to_nhwc, permute_last_two
+from tests.phrasings import nchw_to_nhwc, permute_last_two, permute_scale_bias
 from tests.targets import op_targets
 
 B, C, H, W, N, M = pd.sym("B C H W N M")
@@ -35,6 +36,20 @@ def heads_to_front(X: f32[N, B, M], Y: out(f32[B, M, N])):
 
 
 @pd.operator
+def transpose_add_inout(X: f32[N, M], Y: inout(f32[M, N])):
+    """Added into the target, which is also read where it is written."""
+    for i, j in pd.grid(N, M):
+        Y[j, i] += X[i, j] * X[i, j]
+
+
+@pd.operator
+def symmetric_part(X: f32[N, N], Y: out(f32[N, N])):
+    """The same array read in both orders: only the transposed read is staged."""
+    for i, j in pd.grid(N, N):
+        Y[j, i] = 0.5 * (X[i, j] + X[j, i])
+
+
+@pd.operator
 def transpose_f64(X: f64[N, M], Y: out(f64[M, N])):
     for i, j in pd.grid(N, M):
         Y[j, i] = X[i, j]
@@ -51,23 +66,39 @@ NUMPY = {
     transpose_target_order: lambda X: X.T,
     nchw_to_nhwc: lambda X: X.transpose(0, 2, 3, 1),
     heads_to_front: lambda X: X.transpose(1, 2, 0),
+    permute_scale_bias: lambda X, bias: X.transpose(0, 2, 1) * np.float32(0.5) + bias,
+    transpose_add_inout: lambda X, Y: Y + X.T * X.T,
+    symmetric_part: lambda X: np.float32(0.5) * (X.T + X),
     transpose_f64: lambda X: X.T,
     transpose_i32: lambda X: X.T,
 }
-REGISTERS = (permute_last_two, transpose_target_order, nchw_to_nhwc, heads_to_front)
+REGISTERS = (permute_last_two, transpose_target_order, nchw_to_nhwc, heads_to_front,
+             permute_scale_bias, transpose_add_inout, symmetric_part)
+COPIES = (permute_last_two, transpose_target_order, nchw_to_nhwc, heads_to_front,
+          transpose_f64, transpose_i32)
 SIZES = [0, 1, 2, 15, 16, 17, 31, 32, 33, 37]
 
 
 def _numpy_check(kernel, op, shape_syms, values, rng):
+    """The kernel against NumPy at one size: copies exactly, arithmetic within a few ulps of
+    the largest value (the C compiler contracts a product and a sum into an FMA)."""
     sizes = dict(zip(shape_syms, values, strict=True))
-    arg = op.scop.arg_arrays[0]
-    shape = tuple(d.eval(sizes) for d in arg.shape)
-    dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[arg.dtype]
-    X = (rng.standard_normal(shape) * 100).astype(dtype)
-    got = kernel(X)
-    want = NUMPY[op](X)
+    args = []
+    for a in op.scop.arg_arrays:
+        if a.kind != "out":
+            shape = tuple(d.eval(sizes) for d in a.shape)
+            dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[a.dtype]
+            args.append((a, (rng.standard_normal(shape) * 100).astype(dtype)))
+    want = NUMPY[op](*(x.copy() for _, x in args))
+    got = kernel(*(x for _, x in args))
+    if got is None:  # updated in place
+        got = next(x for a, x in args if a.kind == "inout")
     assert got.shape == want.shape
-    assert np.array_equal(got, want), f"{op.name} {sizes}"
+    if op in COPIES:
+        assert np.array_equal(got, want), f"{op.name} {sizes}"
+    elif want.size:
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * float(np.abs(want).max()),
+                                   err_msg=f"{op.name} {sizes}")
 
 
 @pytest.mark.parametrize(("op", "target"),

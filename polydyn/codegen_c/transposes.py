@@ -1,54 +1,111 @@
-"""Tiles of transposing copies in C (``schedule/transposes.py``): under a ``transpose`` mark, a
-full tile (both point loops from 0 to 15 over one copy) is one call of ``pd_tr16_f32``
-(``prelude.TRANSPOSE16``), 16 rows of the source loaded, transposed in registers and stored
-as 16 rows of the target; any other tile runs its loops. ``TransposeBlocks`` is a part of
-``emit.CEmitter``, which reads the marks."""
+"""Tiles of transposed statements in C (``schedule/transposes.py``): under a ``transpose``
+mark, a full tile (both point loops from 0 to 15 over one statement) transposes its read of
+16 x 16 f32 cells in registers (``pd_tr16_f32``, ``prelude.TRANSPOSE16``: 16 rows loaded,
+transposed, 16 rows stored). A copy stores them into its target; any other statement has
+them stored into a local tile, then runs its loops over the tile, the inner one along its
+target's rows (vectorized), the read taken from the local tile. Any other tile runs its
+loops. ``TransposeBlocks`` is a part of ``emit.CEmitter``, which reads the marks."""
 
 from __future__ import annotations
 
 import cgen
 
 from ..lowering.tree import Instance, Loop, MarkNode, Node, constant_trip
-from ..schedule.transposes import TRANSPOSE_BLOCK
+from ..schedule.transposes import TRANSPOSE_BLOCK, transposed_read
+from ..scop.affine import Aff
 from ..scop.exprs import Load
+from .repack import Copy
+
+T = TRANSPOSE_BLOCK
 
 
 class TransposeBlocks:
     """The register-transposed tiles (mixed into ``emit.CEmitter``)."""
 
     def transpose_block(self, n: Loop) -> list[cgen.Generable] | None:
-        """The call that copies the full tile whose outer point loop is ``n``; None where
-        ``n`` is not such a tile's loop (a partial tile) or the copy does not run along
-        each array's rows, one element apart, in one of the two loops."""
+        """The code of the full tile whose outer point loop is ``n``; None where ``n`` is not
+        such a tile's loop (a partial tile) or the read and the target do not each run along
+        their rows, one element apart, in one of the two loops."""
         inner, inst = _unmarked(n.body), None
         if isinstance(inner, Loop):
             inst = _unmarked(inner.body)
-        if not isinstance(inst, Instance) or constant_trip(n) != TRANSPOSE_BLOCK or \
-                constant_trip(inner) != TRANSPOSE_BLOCK:
+        if not isinstance(inst, Instance) or constant_trip(n) != T or constant_trip(inner) != T:
             return None
         stmt = self.scop.statement(inst.name)
+        read = transposed_read(stmt)
         steps = [inst.steps(loop.iterator) for loop in (n, inner)]
-        if steps[0] is None or steps[1] is None or not isinstance(stmt.value, Load) or \
-                not isinstance(stmt.target, Load):
+        if read is None or steps[0] is None or steps[1] is None:
             return None
         moves = [dict(zip(stmt.iters, s, strict=True)) for s in steps]
-        src = [self._element_step(stmt.value, m) for m in moves]
+        src = [self._element_step(read, m) for m in moves]
         dst = [self._element_step(stmt.target, m) for m in moves]
-        # pd_tr16_f32(src, ls, dst, ld): dst[c * ld + r] = src[r * ls + c]
+        # pd_tr16_f32(src, ls, dst, ld): dst[c * ld + r] = src[r * ls + c], c the loop the
+        # read runs along, r the one the target runs along
         if src[1] == "1" and dst[0] == "1":
-            ls, ld = src[0], dst[1]
+            rows, cols = n, inner
         elif src[0] == "1" and dst[1] == "1":
-            ls, ld = src[1], dst[0]
+            rows, cols = inner, n
         else:
             return None
+        ls = src[0] if rows is n else src[1]
+        ld = dst[1] if rows is n else dst[0]
         self.helpers.add("pd_tr16_f32")
+        origin = [cgen.Statement(f"const int64_t {n.iterator} = 0"),
+                  cgen.Statement(f"const int64_t {inner.iterator} = 0")]
+        if stmt.op == "=" and stmt.value is read and \
+                self.scop.array(stmt.target.array).dtype == "f32":
+            return [cgen.Block([
+                *origin,
+                *(cgen.Statement(f"const int64_t {it} = {self.ast_expr(a)}")
+                  for it, a in zip(stmt.iters, inst.args, strict=True)),
+                cgen.Statement(f"pd_tr16_f32({self._address(read)}, {ls}, "
+                               f"{self._address(stmt.target)}, {ld})")])]
+        return self._staged(stmt, inst, read, rows, cols, ls, origin)
+
+    def _staged(self, stmt, inst: Instance, read: Load, rows: Loop, cols: Loop, ls: str,
+                origin: list[cgen.Generable]) -> list[cgen.Generable]:
+        """The tile of ``read`` transposed into ``pd_tt`` (``pd_tt[c * 16 + r]``, c along
+        ``cols``, r along ``rows``), then the statement over the tile, ``rows`` the inner
+        loop, reading ``read`` from ``pd_tt``."""
+        used = set().union(*(sub.vars() for sub in read.index))
+        at = {it: f"pd_tt_{it}" for it in stmt.iters if it in used}
+        moving = {v: k for k, v in enumerate(stmt.iters)
+                  if inst.steps(rows.iterator)[k] or inst.steps(cols.iterator)[k]}
+        strides: list[str | int] = []
+        offsets = []
+        for sub in read.index:
+            var = next(iter(sub.vars()))
+            k = moving.get(var)
+            if k is None:  # a subscript the tile does not move: the read's own
+                strides.append(0)
+                offsets.append(sub.to_c())
+                continue
+            strides.append(1 if inst.steps(rows.iterator)[k] else T)
+            offsets.append(sub.subst({v: Aff.var(name) for v, name in at.items()}).to_c())
+        corner = read.__class__(read.dtype, read.array, tuple(
+            sub.subst({v: Aff.var(name) for v, name in at.items()}) for sub in read.index))
+        saved = dict(self.packed)
+        self.packed[read.array] = Copy("pd_tt", offsets, strides,
+                                       only=tuple(sub.to_c() for sub in read.index))
+        try:
+            args = [self.ast_expr(a) for a in inst.args]
+            body = self.statement(stmt, args)
+        finally:
+            self.packed = saved
+        loop = cgen.For(f"int64_t {cols.iterator} = 0", f"{cols.iterator} < {T}",
+                        f"{cols.iterator} += 1", cgen.Block([
+                            cgen.Pragma(self.simd_pragma),
+                            cgen.For(f"int64_t {rows.iterator} = 0", f"{rows.iterator} < {T}",
+                                     f"{rows.iterator} += 1", cgen.Block([body]))]))
         return [cgen.Block([
-            cgen.Statement(f"const int64_t {n.iterator} = 0"),
-            cgen.Statement(f"const int64_t {inner.iterator} = 0"),
-            *(cgen.Statement(f"const int64_t {it} = {self.ast_expr(a)}")
-              for it, a in zip(stmt.iters, inst.args, strict=True)),
-            cgen.Statement(f"pd_tr16_f32({self._address(stmt.value)}, {ls}, "
-                           f"{self._address(stmt.target)}, {ld})")])]
+            cgen.Statement(f"float pd_tt[{T * T}] __attribute__((aligned(64)))"),
+            *(cgen.Statement(f"int64_t {name}") for name in at.values()),
+            cgen.Block([*origin,
+                        *(cgen.Statement(f"{at[it]} = {self.ast_expr(a)}")
+                          for it, a in zip(stmt.iters, inst.args, strict=True) if it in at),
+                        cgen.Statement(f"pd_tr16_f32({self._address(corner)}, {ls}, pd_tt, "
+                                       f"{T})")]),
+            loop])]
 
     def _address(self, ref: Load) -> str:
         return f"&{ref.array}[{self.flat_index(ref.array, ref.index)}]"

@@ -126,9 +126,9 @@ class Schedule:
         by ``sizes``, one per member; order its point loops for vectors and give them
         register tiles where a reduction allows (of the target's ``deep`` shape when
         ``deep``: the band has loops below it, conv's window), copying the vector operand's
-        tiles into local buffers unless ``no_packing``. A band of f32 copies into another
-        order tiled 16 x 16 over the members the arrays run along copies each full tile as
-        one transpose in registers (``schedule/transposes.py``)."""
+        tiles into local buffers unless ``no_packing``. A band that reads an f32 array in
+        another order than it writes, tiled 16 x 16 over the members the arrays run along,
+        transposes each full tile of the read in registers (``schedule/transposes.py``)."""
         args: tuple[Any, ...] = (_path("tile_band", path), _positive("tile_band", sizes))
         return self._add("tile_band", *(args + ((True,) if deep else ())))
 
