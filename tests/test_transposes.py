@@ -50,6 +50,14 @@ def symmetric_part(X: f32[N, N], Y: out(f32[N, N])):
 
 
 @pd.operator
+def transposed_scan(X: f32[N, M], Y: out(f32[M, N])):
+    """A transposed read beside a dependence along the target's rows: the tiles' points run
+    in their order, not through registers."""
+    for i, j in pd.grid(N, M):
+        Y[j, i] = X[i, j] + (Y[j, i - 1] if i >= 1 else 0.0)
+
+
+@pd.operator
 def transpose_f64(X: f64[N, M], Y: out(f64[M, N])):
     for i, j in pd.grid(N, M):
         Y[j, i] = X[i, j]
@@ -69,6 +77,7 @@ NUMPY = {
     permute_scale_bias: lambda X, bias: X.transpose(0, 2, 1) * np.float32(0.5) + bias,
     transpose_add_inout: lambda X, Y: Y + X.T * X.T,
     symmetric_part: lambda X: np.float32(0.5) * (X.T + X),
+    transposed_scan: lambda X: np.cumsum(X, axis=0).T,
     transpose_f64: lambda X: X.T,
     transpose_i32: lambda X: X.T,
 }
@@ -122,8 +131,8 @@ def test_full_f32_tiles_are_transposed_in_registers(op):
     assert all("pd_tr16_f32" not in v.source for v in small)
 
 
-@pytest.mark.parametrize("op", [transpose_f64, transpose_i32])
-def test_other_element_types_run_plain_tiles(op):
+@pytest.mark.parametrize("op", [transpose_f64, transpose_i32, transposed_scan])
+def test_other_element_types_and_carried_loops_run_plain_tiles(op):
     k = pd.compile(op)
     assert "pd_tr16_f32" not in k.source
     assert "tile_band((0,), (16, 16))" in repr(k.variants[-1].recipe)

@@ -24,13 +24,15 @@ class TransposeBlocks:
 
     def transpose_block(self, n: Loop) -> list[cgen.Generable] | None:
         """The code of the full tile whose outer point loop is ``n``; None where ``n`` is not
-        such a tile's loop (a partial tile) or the read and the target do not each run along
-        their rows, one element apart, in one of the two loops."""
+        such a tile's loop (a partial tile), where either loop carries a dependence, or where
+        the read and the target do not each run along their rows, one element apart, in one
+        of the two loops."""
         inner, inst = _unmarked(n.body), None
         if isinstance(inner, Loop):
             inst = _unmarked(inner.body)
-        if not isinstance(inst, Instance) or constant_trip(n) != T or constant_trip(inner) != T:
-            return None
+        if not isinstance(inst, Instance) or constant_trip(n) != T or \
+                constant_trip(inner) != T or not (n.carry.parallel and inner.carry.parallel):
+            return None  # (a carried dependence: the tile's points run in their order)
         stmt = self.scop.statement(inst.name)
         read = transposed_read(stmt)
         steps = [inst.steps(loop.iterator) for loop in (n, inner)]
