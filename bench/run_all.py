@@ -333,21 +333,28 @@ here; 1.00x in turns before and after).
 """
 
 PHRASINGS_TRANSPOSES_SECTION = """
-### Transposing copies
+### Transposed reads
 
-From `bench/phrasings.py --only permute_last_two,nchw_to_nhwc` (file
+From `bench/phrasings.py --only permute_last_two,permute_scale_bias,nchw_to_nhwc` (file
 `bench/results/phrasings_transposes.md`), on 2026-11-29, on an Intel Xeon (2 CPUs, AVX-512):
-a copy into another order is tiled 16 x 16 over the two members the arrays run along, its
-batch untiled, and a full tile of f32 is one transpose in AVX-512 registers (docs/design.md
-point 4; `schedule/transposes.py`). The code before, run twice in turns with this table on
-the same machine (an older tree with these phrasings added): `permute_last_two` 0.36-0.39x
-torch at 16 x 512 x 512 (`small`: the generic plan tiled the batch by 48, so 16 batches ran
-untiled), 0.73-0.79x at 1 x 2048 x 2048 (`B=1`, untiled), 0.47-0.64x at 8 x 1000 x 700;
-`nchw_to_nhwc` 0.42-0.43x at 8 x 64 x 56 x 56. After, in the other run of the pair: 2.96x,
-3.32x, 1.73x and 1.72x. A 14 x 14 image (`B=1 C=256`) stays untiled: its pair's columns
-(14) are under one tile, and the image's 196 pixels are not one loop to tile (0.17-0.28x
-torch before and after). The bundled `transpose` ran at 2.3-9.6 GB/s before (0.30-1.02x
-torch, 256^2 to 4096^2, the same hour).
+a statement that reads an array in another order than it writes is tiled 16 x 16 over the two
+members the arrays run along, its batch untiled, and a full tile of the f32 read is
+transposed in AVX-512 registers, into the target for a copy, else into a local tile the
+statement reads along its rows (docs/design.md point 4; `schedule/transposes.py`). The code
+before, run twice in turns with the first table of the copies on the same machine (an older
+tree with these phrasings added): `permute_last_two` 0.36-0.39x torch at 16 x 512 x 512
+(`small`: the generic plan tiled the batch by 48, so 16 batches ran untiled), 0.73-0.79x at
+1 x 2048 x 2048 (`B=1`, untiled), 0.47-0.64x at 8 x 1000 x 700; `nchw_to_nhwc` 0.42-0.43x at
+8 x 64 x 56 x 56; after, in the same pairs of runs: 2.88-2.96x, 3.32-5.12x, 1.73-2.48x and
+1.57-1.72x. `permute_scale_bias` (`X.transpose(1, 2) * 0.5 + bias`) took 12.0-13.0 ms and
+22.6-25.0 ms before (2.6-2.8 and 1.3-1.5 GB/s), 1.7-4.1 ms and 3.1-4.3 ms after in three runs
+later that hour, while torch's time for the same call moved by up to 4x between runs: compare
+the times. This machine's load phases move every figure here by up to 2x between runs
+(`permute_last_two` at 8 x 1000 x 700: 2.6 to 7.3 ms in four runs of the same code). A 14 x 14
+image (`B=1 C=256`) stays untiled: its pair's columns (14) are under one tile, and the
+image's 196 pixels are not one loop to tile (0.17-0.28x torch before and after). The bundled
+`transpose` ran at 2.3-9.6 GB/s before (0.30-1.02x torch, 256^2 to 4096^2, the same hour as
+the table below).
 
 """
 
