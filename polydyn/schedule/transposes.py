@@ -55,9 +55,21 @@ def transposed_read(stmt: Statement) -> Load | None:
 def transposing_copies(scop: Scop) -> list[str]:
     """The statements that copy an array into another order (``Wt[k, o] = W[o, k]``): a
     load stored as it is, each subscript of both one loop variable, the same variables in
-    another order."""
-    return [s.name for s in scop.statements
-            if s.op == "=" and isinstance(s.value, Load) and transposed_read(s) is s.value]
+    another order. Their readers gain nothing from running fused with them, and proximity
+    to them pulls the readers' loops into the copy's order (a product's rows innermost):
+    ``auto.schedule_constraints`` leaves them out of the proximity."""
+    out = []
+    for s in scop.statements:
+        value, target = s.value, s.target
+        if s.op != "=" or not isinstance(value, Load) or not isinstance(target, Load):
+            continue
+        orders = [[next(iter(a.vars())) if len(a.vars()) == 1 else None for a in ref.index]
+                  for ref in (target, value)]
+        if None in orders[0] or None in orders[1] or sorted(orders[0]) != sorted(orders[1]):
+            continue
+        if orders[0] != orders[1]:
+            out.append(s.name)
+    return out
 
 
 def transpose_pair(node: isl.ScheduleNode, scop: Scop) -> tuple[int, int] | None:
