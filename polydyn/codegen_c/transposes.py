@@ -8,12 +8,15 @@ loops. ``TransposeBlocks`` is a part of ``emit.CEmitter``, which reads the marks
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import cgen
 
 from ..lowering.tree import Instance, Loop, MarkNode, Node, constant_trip
 from ..schedule.transposes import TRANSPOSE_BLOCK, transposed_read
 from ..scop.affine import Aff
 from ..scop.exprs import Load
+from ..scop.ir import Statement
 from .repack import Copy
 
 T = TRANSPOSE_BLOCK
@@ -44,13 +47,13 @@ class TransposeBlocks:
         # pd_tr16_f32(src, ls, dst, ld): dst[c * ld + r] = src[r * ls + c], c the loop the
         # read runs along, r the one the target runs along
         if src[1] == "1" and dst[0] == "1":
-            rows, cols = n, inner
+            r, c = 0, 1
         elif src[0] == "1" and dst[1] == "1":
-            rows, cols = inner, n
+            r, c = 1, 0
         else:
             return None
-        ls = src[0] if rows is n else src[1]
-        ld = dst[1] if rows is n else dst[0]
+        rows, cols = (n, inner)[r], (n, inner)[c]
+        ls, ld = src[r], dst[c]
         self.helpers.add("pd_tr16_f32")
         origin = [cgen.Statement(f"const int64_t {n.iterator} = 0"),
                   cgen.Statement(f"const int64_t {inner.iterator} = 0")]
@@ -62,30 +65,30 @@ class TransposeBlocks:
                   for it, a in zip(stmt.iters, inst.args, strict=True)),
                 cgen.Statement(f"pd_tr16_f32({self._address(read)}, {ls}, "
                                f"{self._address(stmt.target)}, {ld})")])]
-        return self._staged(stmt, inst, read, rows, cols, ls, origin)
+        return self._staged(stmt, inst, read, (rows, moves[r]), (cols, moves[c]), ls, origin)
 
-    def _staged(self, stmt, inst: Instance, read: Load, rows: Loop, cols: Loop, ls: str,
+    def _staged(self, stmt: Statement, inst: Instance, read: Load,
+                rows: tuple[Loop, dict[str, int]], cols: tuple[Loop, dict[str, int]], ls: str,
                 origin: list[cgen.Generable]) -> list[cgen.Generable]:
         """The tile of ``read`` transposed into ``pd_tt`` (``pd_tt[c * 16 + r]``, c along
-        ``cols``, r along ``rows``), then the statement over the tile, ``rows`` the inner
-        loop, reading ``read`` from ``pd_tt``."""
+        the ``cols`` loop, r along the ``rows`` loop, each given with how far the statement's
+        iterators move along it), then the statement over the tile, ``rows`` the inner loop,
+        reading ``read`` from ``pd_tt``."""
+        (rows, row_moves), (cols, col_moves) = rows, cols
         used = set().union(*(sub.vars() for sub in read.index))
         at = {it: f"pd_tt_{it}" for it in stmt.iters if it in used}
-        moving = {v: k for k, v in enumerate(stmt.iters)
-                  if inst.steps(rows.iterator)[k] or inst.steps(cols.iterator)[k]}
+        corner = replace(read, index=tuple(
+            sub.subst({v: Aff.var(name) for v, name in at.items()}) for sub in read.index))
         strides: list[str | int] = []
         offsets = []
-        for sub in read.index:
+        for sub, origin_sub in zip(read.index, corner.index, strict=True):
             var = next(iter(sub.vars()))
-            k = moving.get(var)
-            if k is None:  # a subscript the tile does not move: the read's own
+            if row_moves[var] or col_moves[var]:
+                strides.append(1 if row_moves[var] else T)
+                offsets.append(origin_sub.to_c())
+            else:  # a subscript the tile does not move: the read's own
                 strides.append(0)
                 offsets.append(sub.to_c())
-                continue
-            strides.append(1 if inst.steps(rows.iterator)[k] else T)
-            offsets.append(sub.subst({v: Aff.var(name) for v, name in at.items()}).to_c())
-        corner = read.__class__(read.dtype, read.array, tuple(
-            sub.subst({v: Aff.var(name) for v, name in at.items()}) for sub in read.index))
         saved = dict(self.packed)
         self.packed[read.array] = Copy("pd_tt", offsets, strides,
                                        only=tuple(sub.to_c() for sub in read.index))

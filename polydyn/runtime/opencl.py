@@ -40,14 +40,14 @@ from .ocl_device import (  # noqa: F401 - the names callers import from here
     resolve_device,
 )
 
-# --------------------------------------------------------------------------------------------
-# The callable
-
-
 # The comments before each variant's kernels in a program (codegen_ocl.emit), and before the
 # kernels over sequences: a variant's source is the text from its mark to the next.
 VARIANT_MARK = "/* ---- variant "
 SEQUENCES_MARK = "/* ---- over sequences */"
+
+# --------------------------------------------------------------------------------------------
+# The callable
+
 
 @dataclass(frozen=True)
 class KernelInfo:
